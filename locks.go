@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// Waiter is one holder or waiter of a lock (for tools).
+type Waiter = driver.Waiter
+
+// Locker gives fair (first come, first served) exclusive locks by name. A
+// lock is not reentrant: a second Lock of a held name waits, even from the
+// same store.
+type Locker struct{ s *Store }
+
+func (l *Locker) drv() (driver.Locker, error) {
+	d, ok := l.s.drv.(driver.Locker)
+	if !ok {
+		return nil, ErrUnsupported
+	}
+	return d, nil
+}
+
+// Lock waits until the lock name is held or ctx ends; the store timeout does
+// not bound the wait. A waiter whose context ends leaves no trace. The lock
+// outlives ctx: it is held until Unlock, or until Lost is closed.
+func (l *Locker) Lock(ctx context.Context, name string) (*Lock, error) {
+	return l.lock(ctx, "Lock", name, true)
+}
+
+// TryLock takes the lock name if nobody holds or waits for it, and otherwise
+// returns ErrLocked at once.
+func (l *Locker) TryLock(ctx context.Context, name string) (*Lock, error) {
+	return l.lock(ctx, "TryLock", name, false)
+}
+
+func (l *Locker) lock(ctx context.Context, op, name string, wait bool) (*Lock, error) {
+	ctx, cancel, err := l.s.begin(ctx, !wait)
+	defer cancel()
+	if err == nil {
+		err = checkName("lock name", name)
+	}
+	var d driver.Locker
+	if err == nil {
+		d, err = l.drv()
+	}
+	if err != nil {
+		return nil, wrap(ctx, op, name, err)
+	}
+	dl, err := d.Lock(ctx, name, l.s.owner, wait)
+	if err != nil {
+		return nil, wrap(ctx, op, name, l.s.closedErr(err))
+	}
+	return &Lock{s: l.s, name: name, l: dl}, nil
+}
+
+// Locks lists every lock name ever taken in the store.
+func (l *Locker) Locks(ctx context.Context) ([]string, error) {
+	ctx, cancel, err := l.s.begin(ctx, true)
+	defer cancel()
+	var d driver.Locker
+	if err == nil {
+		d, err = l.drv()
+	}
+	var out []string
+	if err == nil {
+		out, err = d.Locks(ctx)
+		err = l.s.closedErr(err)
+	}
+	return out, wrap(ctx, "Locks", "", err)
+}
+
+// Waiters lists the holder and the waiters of lock name, the holder first.
+func (l *Locker) Waiters(ctx context.Context, name string) ([]Waiter, error) {
+	ctx, cancel, err := l.s.begin(ctx, true)
+	defer cancel()
+	if err == nil {
+		err = checkName("lock name", name)
+	}
+	var d driver.Locker
+	if err == nil {
+		d, err = l.drv()
+	}
+	var out []Waiter
+	if err == nil {
+		out, err = d.Waiters(ctx, name)
+		err = l.s.closedErr(err)
+	}
+	return out, wrap(ctx, "Waiters", name, err)
+}
+
+// Lock is a held lock.
+type Lock struct {
+	s    *Store
+	name string
+	l    driver.Lock
+
+	mu       sync.Mutex
+	unlocked bool
+}
+
+// Name returns the lock's name.
+func (k *Lock) Name() string { return k.name }
+
+// Fence returns the lock's fencing token: it grows with each holder of the
+// name and never wraps. Pass it to the resource the lock protects.
+func (k *Lock) Fence() int64 { return k.l.Fence() }
+
+// Lost is closed as soon as the holder can no longer be sure it holds the
+// lock: its session expired, its connection was down too long, or the store
+// was closed.
+func (k *Lock) Lost() <-chan struct{} { return k.l.Lost() }
+
+// Unlock releases the lock. Calling it again returns nil. If the lock was
+// lost before, it reports ErrLeaseLost.
+func (k *Lock) Unlock(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.unlocked {
+		return nil
+	}
+	ctx, cancel, err := k.s.begin(ctx, true)
+	defer cancel()
+	if err == nil {
+		err = k.s.closedErr(k.l.Unlock(ctx))
+	}
+	if err == nil || errors.Is(err, ErrLeaseLost) {
+		k.unlocked = true // the loss is reported once
+	}
+	return wrap(ctx, "Unlock", k.name, err)
+}

@@ -1,0 +1,183 @@
+// Package store gives distributed ID generators their coordination
+// primitives behind one pluggable API, the way database/sql does for SQL.
+//
+// # Capabilities
+//
+//   - Ranges (RangeStore): a counter per key, advanced in ranges, that never
+//     hands out a value twice: segment IDs.
+//   - Slots (SlotLeaseStore): worker slots 0..limit-1 of a namespace, leased
+//     with a ttl, a fencing token and timestamp floors and ceilings: the worker
+//     IDs of Snowflake-style generators.
+//   - Locks (Locker): a fair lock with a fencing token and a lost signal.
+//
+// # Opening a store
+//
+// Drivers register themselves; an application imports the ones it uses:
+//
+//	import _ "github.com/cosid-go/store/drivers/zookeeper"
+//
+//	st, err := store.Open("zookeeper", map[string]string{"connectString": "zk1:2181"})
+//	defer st.Close()
+//	r, err := st.Ranges().Next(ctx, "orders", 1000) // [r.Start, r.End)
+//
+// Every operation takes a context, and a store-wide timeout (default 3s)
+// bounds each operation as a whole, retries included. Errors wrap the
+// sentinel values (ErrSealed, ErrExhausted, ...) for errors.Is.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// DefaultTimeout bounds each store operation unless WithTimeout says otherwise.
+const DefaultTimeout = 3 * time.Second
+
+// Store is an open store. It is safe for concurrent use. Close it when done.
+type Store struct {
+	drv         driver.Store
+	timeout     time.Duration
+	owner       string
+	incarnation string
+
+	mu     sync.RWMutex
+	closed bool
+	done   chan struct{} // closed by Close: ends lock waits
+}
+
+// Option sets a portable store setting.
+type Option func(*Store) error
+
+// WithTimeout bounds each operation as a whole, retries included.
+func WithTimeout(d time.Duration) Option {
+	return func(s *Store) error {
+		if d <= 0 {
+			return invalid("timeout %v must be positive", d)
+		}
+		s.timeout = d
+		return nil
+	}
+}
+
+// WithOwner sets the owner key recorded with the locks this store takes
+// (default: the host name).
+func WithOwner(owner string) Option {
+	return func(s *Store) error {
+		if err := checkName("owner", owner); err != nil {
+			return err
+		}
+		s.owner = owner
+		return nil
+	}
+}
+
+// WithIncarnation sets the incarnation this store's leases are taken under
+// (default: a random 64-bit value chosen at open). A process that restarts
+// gets a new incarnation, which is how a store tells a live term of its own
+// from one of an earlier run.
+func WithIncarnation(inc string) Option {
+	return func(s *Store) error {
+		if err := checkIncarnation(inc); err != nil {
+			return err
+		}
+		s.incarnation = inc
+		return nil
+	}
+}
+
+func newStore(opts []Option) (*Store, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("store: incarnation: %w", err)
+	}
+	host, err := os.Hostname()
+	if err != nil || checkName("owner", host) != nil {
+		host = "unknown-host"
+	}
+	s := &Store{
+		timeout:     DefaultTimeout,
+		owner:       host,
+		incarnation: hex.EncodeToString(b[:]),
+		done:        make(chan struct{}),
+	}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Incarnation returns the incarnation of this store's leases.
+func (s *Store) Incarnation() string { return s.incarnation }
+
+// Timeout returns the per-operation timeout.
+func (s *Store) Timeout() time.Duration { return s.timeout }
+
+// Driver returns the driver store, for driver-specific needs.
+func (s *Store) Driver() driver.Store { return s.drv }
+
+// Ranges returns the store's RangeStore.
+func (s *Store) Ranges() *RangeStore { return &RangeStore{s: s} }
+
+// Slots returns the store's SlotLeaseStore.
+func (s *Store) Slots() *SlotLeaseStore { return &SlotLeaseStore{s: s} }
+
+// Locks returns the store's Locker.
+func (s *Store) Locks() *Locker { return &Locker{s: s} }
+
+// Close closes the driver store, ending everything it started, and makes
+// every later operation fail with ErrClosed. Locks held through the store are
+// lost. Closing twice returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	s.mu.Unlock()
+	if err := s.drv.Close(); err != nil {
+		return &Error{Op: "Close", Err: err}
+	}
+	return nil
+}
+
+// begin starts an operation: it refuses a closed store and bounds ctx with
+// the store's timeout (unless bounded is false).
+func (s *Store) begin(ctx context.Context, bounded bool) (context.Context, context.CancelFunc, error) {
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return ctx, func() {}, ErrClosed
+	}
+	if !bounded {
+		return ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	return ctx, cancel, nil
+}
+
+// closedErr maps any failure after Close to ErrClosed, so callers see one
+// reason rather than the driver's view of a torn-down connection.
+func (s *Store) closedErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return fmt.Errorf("%w (%v)", ErrClosed, err)
+	}
+	return err
+}
