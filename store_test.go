@@ -25,10 +25,13 @@ func (r *rangeOnly) Next(ctx context.Context, key string, step int64) (int64, er
 	}
 	return 0, nil
 }
-func (r *rangeOnly) Current(context.Context, string) (int64, bool, error) { r.calls++; return 0, false, nil }
-func (r *rangeOnly) Seal(context.Context, string) (int64, error)          { r.calls++; return 0, nil }
-func (r *rangeOnly) Init(context.Context, string, int64) error            { r.calls++; return nil }
-func (r *rangeOnly) Keys(context.Context) ([]string, error)               { r.calls++; return nil, nil }
+func (r *rangeOnly) Current(context.Context, string) (int64, bool, error) {
+	r.calls++
+	return 0, false, nil
+}
+func (r *rangeOnly) Seal(context.Context, string) (int64, error) { r.calls++; return 0, nil }
+func (r *rangeOnly) Init(context.Context, string, int64) error   { r.calls++; return nil }
+func (r *rangeOnly) Keys(context.Context) ([]string, error)      { r.calls++; return nil, nil }
 
 func init() {
 	store.Register("storetest-b", func(map[string]string) (driver.Store, error) { return &rangeOnly{}, nil })
