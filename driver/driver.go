@@ -71,7 +71,8 @@ type RangeStore interface {
 	// at a different value it fails with ErrConfigMismatch.
 	Init(ctx context.Context, key string, next int64) error
 
-	// Keys lists every existing key, sorted.
+	// Keys lists every existing key, sorted. Listings return empty, not
+	// nil, slices when there is nothing to list.
 	Keys(ctx context.Context) ([]string, error)
 }
 
@@ -170,7 +171,7 @@ type Locker interface {
 	Locks(ctx context.Context) ([]string, error)
 
 	// Waiters lists a lock's holder and waiters in lock order (the holder
-	// first).
+	// first). A name never used gives ErrNotFound.
 	Waiters(ctx context.Context, name string) ([]Waiter, error)
 }
 
@@ -183,7 +184,7 @@ type Lock interface {
 	// Fence grows with each holder of the name and never wraps.
 	Fence() int64
 	// Lost is closed as soon as the holder can no longer be sure it holds
-	// the lock, and when the store closes.
+	// the lock, and when the store closes. Unlock does not close it.
 	Lost() <-chan struct{}
 }
 

@@ -1,0 +1,9 @@
+package memory
+
+// SetClock replaces the clock of s's state, so tests can move time at will
+// (backwards too, as a ZooKeeper leader change can).
+func SetClock(s *Store, now func() int64) {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	s.st.clock = now
+}

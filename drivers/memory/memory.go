@@ -1,0 +1,145 @@
+// Package memory is the in-process driver of package store: the reference
+// semantics of ranges, slot leases and locks, and the default for examples
+// and unit tests.
+//
+// # Opening
+//
+//	import _ "github.com/cosid-go/store/drivers/memory"
+//
+//	st, err := store.Open("memory", map[string]string{"name": "orders"})
+//
+// or, without the registry, store.OpenDriver(memory.New("orders")).
+//
+// # Options
+//
+//   - name: stores opened with the same non-empty name share one state, as
+//     processes sharing one ZooKeeper ensemble would. Without a name a store
+//     gets a private state of its own.
+//
+// A named state lives as long as the program: it outlives the stores that
+// use it, so a store reopened under the same name finds the data again, like
+// a client reconnecting to a server. Tests that need a fresh state use a
+// name of their own.
+//
+// # Clock
+//
+// Lease times are time.Now().UnixMilli(), the local clock standing in for
+// the server's mtime.
+package memory
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+)
+
+func init() { store.Register("memory", Open) }
+
+// Open opens a memory store. It is the driver's factory; the only option is
+// name (see the package documentation). An unknown option is an error.
+func Open(options map[string]string) (driver.Store, error) {
+	o := driver.NewOptions(options)
+	name := o.String("name", "")
+	if err := o.Err(); err != nil {
+		return nil, err
+	}
+	return New(name), nil
+}
+
+// New opens a memory store on the shared state called name, or on a private
+// state when name is empty.
+func New(name string) *Store {
+	return &Store{st: sharedState(name), done: make(chan struct{}), entries: map[*lockEntry]struct{}{}}
+}
+
+// Store is an open memory store. It implements driver.Store,
+// driver.RangeStore, driver.SlotStore and driver.Locker.
+type Store struct {
+	st   *state
+	done chan struct{} // closed by Close: ends this store's lock waits
+
+	// Guarded by st.mu, so that Close and the lock queues change together.
+	closed  bool
+	entries map[*lockEntry]struct{} // this store's lock holds and waits
+}
+
+var (
+	_ driver.RangeStore = (*Store)(nil)
+	_ driver.SlotStore  = (*Store)(nil)
+	_ driver.Locker     = (*Store)(nil)
+)
+
+// state is what stores of one name share: the stand-in for a server.
+type state struct {
+	mu     sync.Mutex
+	clock  func() int64 // milliseconds since the epoch; replaced by tests
+	ranges map[string]*rangeEntry
+	spaces map[string]*namespace
+	locks  map[string]*lockQueue
+	fences int64 // last lock fence handed out; only grows, like a czxid
+}
+
+var registry = struct {
+	sync.Mutex
+	m map[string]*state
+}{m: map[string]*state{}}
+
+func sharedState(name string) *state {
+	if name == "" {
+		return newState()
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	st, ok := registry.m[name]
+	if !ok {
+		st = newState()
+		registry.m[name] = st
+	}
+	return st
+}
+
+func newState() *state {
+	return &state{
+		clock:  func() int64 { return time.Now().UnixMilli() },
+		ranges: map[string]*rangeEntry{},
+		spaces: map[string]*namespace{},
+		locks:  map[string]*lockQueue{},
+	}
+}
+
+// begin starts an operation: it takes the state's mutex, unless the store is
+// closed or ctx has ended. On success the caller must call s.st.mu.Unlock.
+func (s *Store) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.st.mu.Lock()
+	if s.closed {
+		s.st.mu.Unlock()
+		return driver.ErrClosed
+	}
+	return nil
+}
+
+// Close ends the store: its lock waits return ErrClosed, and the locks it
+// holds or waits for leave their queues (the next waiter moves up) and have
+// their Lost channels closed, as a ZooKeeper session's ephemeral nodes
+// vanish with it. Leases are not touched: they expire as they would after a
+// crash. Closing twice returns nil.
+func (s *Store) Close() error {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	for e := range s.entries {
+		s.st.dequeue(e)
+		e.lose()
+	}
+	return nil
+}
