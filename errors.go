@@ -20,7 +20,7 @@ var (
 	ErrConfigMismatch  = driver.ErrConfigMismatch  // Init or a namespace disagrees with what is stored
 	ErrUnsupported     = driver.ErrUnsupported     // the driver lacks this capability
 	ErrClosed          = driver.ErrClosed          // the store was closed
-	ErrLocked          = driver.ErrLocked          // TryLock found the lock held
+	ErrLocked          = driver.ErrLocked          // TryLock found the lock held; a seeded slot is live
 	ErrNotFound        = driver.ErrNotFound        // a namespace or lock that does not exist
 )
 

@@ -206,3 +206,30 @@ func checkLease(l Lease) error {
 }
 
 func leaseKey(l Lease) string { return l.Namespace + "/" + strconv.Itoa(l.Slot) }
+
+// Seed raises a slot's history in this store, for a migration: the slot's
+// next term gets a fence above fence and a floor of at least nextFloor.
+// Nothing is lowered, so seeding twice is harmless; a slot with a live term
+// gives ErrLocked. Drivers without the capability give ErrUnsupported.
+func (l *SlotLeaseStore) Seed(ctx context.Context, ns Namespace, slot int, fence, nextFloor int64) error {
+	ctx, cancel, err := l.s.begin(ctx, true)
+	defer cancel()
+	if err == nil {
+		err = checkNamespace(ns)
+	}
+	if err == nil && (slot < 0 || slot >= ns.Limit) {
+		err = invalid("slot %d is outside [0, %d)", slot, ns.Limit)
+	}
+	if err == nil && (fence < 0 || nextFloor < 0) {
+		err = invalid("fence %d and next floor %d must not be negative", fence, nextFloor)
+	}
+	if err == nil {
+		d, ok := l.s.drv.(driver.SlotSeeder)
+		if !ok {
+			err = ErrUnsupported
+		} else {
+			err = l.s.closedErr(d.SeedSlot(ctx, ns, slot, fence, nextFloor))
+		}
+	}
+	return wrap(ctx, "Seed", ns.Name+"/"+strconv.Itoa(slot), err)
+}

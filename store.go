@@ -181,3 +181,24 @@ func (s *Store) closedErr(err error) error {
 	}
 	return err
 }
+
+// Purge deletes everything the store keeps, and returns what it deleted.
+// Run it only with every instance that uses the store stopped: a range key
+// deleted under a running store would hand out its values again (the
+// storectl tool checks for live leases and held locks first). Drivers
+// without the capability give ErrUnsupported.
+func (s *Store) Purge(ctx context.Context) ([]string, error) {
+	ctx, cancel, err := s.begin(ctx, true)
+	defer cancel()
+	var deleted []string
+	if err == nil {
+		d, ok := s.drv.(driver.Purger)
+		if !ok {
+			err = ErrUnsupported
+		} else {
+			deleted, err = d.Purge(ctx)
+			err = s.closedErr(err)
+		}
+	}
+	return deleted, wrap(ctx, "Purge", "", err)
+}

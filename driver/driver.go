@@ -30,7 +30,7 @@ var (
 	ErrConfigMismatch  = errors.New("configuration mismatch")
 	ErrUnsupported     = errors.New("unsupported by this driver")
 	ErrClosed          = errors.New("store closed")
-	ErrLocked          = errors.New("lock is held")
+	ErrLocked          = errors.New("held by another") // a lock, or a slot with a live term
 	ErrNotFound        = errors.New("not found")
 )
 
@@ -192,4 +192,23 @@ type Lock interface {
 type Waiter struct {
 	Owner string
 	Fence int64
+}
+
+// SlotSeeder is an optional capability of a SlotStore, for migrations
+// between stores: it carries a slot's history so that the slot's next term
+// stays above every timestamp and fence of the terms in the old store.
+type SlotSeeder interface {
+	// SeedSlot creates the namespace if it is missing (ErrConfigMismatch if
+	// it exists with other settings) and raises slot's history: its fence
+	// becomes at least fence and its next floor at least nextFloor; nothing
+	// is lowered, so seeding again is harmless. A slot with a live term gives
+	// ErrLocked and is not changed.
+	SeedSlot(ctx context.Context, ns Namespace, slot int, fence, nextFloor int64) error
+}
+
+// Purger is an optional capability: it deletes everything the store keeps
+// (for ZooKeeper, every node under the root), for an operator who stopped
+// every instance. It returns what it deleted, in a readable form.
+type Purger interface {
+	Purge(ctx context.Context) (deleted []string, err error)
 }
