@@ -1,0 +1,25 @@
+# make test: every test with the race detector, including the ZooKeeper
+#            driver's against real 3.8 and 3.9 servers the tests start.
+# make check: formatting, go vet and staticcheck (pinned).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+GO_TEST_FLAGS ?=
+
+.PHONY: test check zookeeper example bench
+
+test: zookeeper
+	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
+
+# Installs ZooKeeper 3.8 and 3.9 for the tests when they are missing.
+zookeeper:
+	bash scripts/install-zookeeper.sh
+
+check:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	go run $(STATICCHECK) ./...
+
+example:
+	go run ./examples/reserve
+
+bench: zookeeper
+	go test -run '^$$' -bench . -benchtime 2s ./...

@@ -1,0 +1,559 @@
+package zktest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	mainClass = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+	// Bounds, not sleeps: readiness is polled every pollInterval. They are
+	// generous because CI machines are slow and run packages in parallel.
+	startTimeout  = 30 * time.Second // a single server until it serves
+	quorumTimeout = 60 * time.Second // an ensemble until a leader serves
+	stopTimeout   = 10 * time.Second // SIGTERM grace before SIGKILL
+	pollInterval  = 50 * time.Millisecond
+
+	logTailLines = 30
+	// startMarker begins the log of each launch, so a failure report and
+	// the bind-failure check look at the latest run only.
+	startMarker = "=== zktest: launch "
+)
+
+// jvmFlags keep each server light: tests run several JVMs on small machines.
+var jvmFlags = []string{
+	"-Xmx128m",
+	"-XX:+UseSerialGC",
+	"-XX:TieredStopAtLevel=1",
+	// Perf data files in /tmp would outlive a SIGKILLed JVM.
+	"-XX:-UsePerfData",
+	"-XX:+ExitOnOutOfMemoryError",
+	// A member that starts before its peers backs off its election
+	// notifications up to 60s, so an ensemble whose JVMs came up unevenly
+	// could take many seconds to elect. Read at class load, hence -D.
+	"-Dzookeeper.fastleader.maxNotificationInterval=1000",
+	// slf4j-simple logs to stderr (the log file); times help read a failure.
+	"-Dorg.slf4j.simpleLogger.showDateTime=true",
+	"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+}
+
+// Server is one ZooKeeper server: a JVM started by the tests, or an existing
+// server named by COSID_ZK_SERVERS. Its methods report failures through the
+// testing.TB of the test that started it, so call them from that test's
+// goroutine (or a subtest's, while the test waits for it).
+type Server struct {
+	t        testing.TB
+	version  string
+	existing string // COSID_ZK_SERVERS; nothing below is used then
+
+	cp           string
+	dir          string // zoo.cfg, data/, server.log
+	myid, size   int    // member myid of an ensemble of size; 0, 0 standalone
+	clientPort   int
+	peerPort     int
+	electionPort int
+
+	mu   sync.Mutex
+	proc *process // nil when stopped
+}
+
+// process is one run of a server's JVM.
+type process struct {
+	cmd  *exec.Cmd
+	desc string
+	done chan struct{} // closed once the JVM has exited and been reaped
+	err  error         // the exit status, once done is closed
+}
+
+// StartServer starts a standalone ZooKeeper server of version ("3.8", "3.9")
+// on a free 127.0.0.1 port with its own data directory, and returns once it
+// serves. The server is killed when the test ends. If COSID_ZK_SERVERS is
+// set, it starts nothing and returns that server instead.
+func StartServer(t testing.TB, version string) *Server {
+	t.Helper()
+	if addr := strings.TrimSpace(os.Getenv(envServers)); addr != "" {
+		t.Logf("zktest: using the existing ZooKeeper at %s (%s is set); ZooKeeper %s is not started", addr, envServers, version)
+		return &Server{t: t, version: version, existing: addr}
+	}
+	cp, err := classpath(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{t: t, version: version, cp: cp, dir: t.TempDir()}
+	t.Cleanup(s.cleanup)
+	for attempt := 1; ; attempt++ {
+		if s.clientPort, err = freePort(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.writeConfig(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.launch(); err != nil {
+			t.Fatalf("zktest: start %s: %v", s, err)
+		}
+		err = s.waitServing(startTimeout)
+		if err == nil {
+			return s
+		}
+		s.halt(syscall.SIGKILL)
+		// The free port may have been taken before the JVM bound it.
+		if attempt == 1 && s.bindFailed() {
+			t.Logf("zktest: %s: port taken meanwhile, retrying on another", s)
+			continue
+		}
+		t.Fatal(s.failure("did not start", err))
+	}
+}
+
+// String describes the server for messages.
+func (s *Server) String() string {
+	if s.existing != "" {
+		return "existing ZooKeeper " + s.existing
+	}
+	if s.size > 0 {
+		return fmt.Sprintf("ZooKeeper %s member %d/%d at %s", s.version, s.myid, s.size, s.Addr())
+	}
+	return fmt.Sprintf("ZooKeeper %s server at %s", s.version, s.Addr())
+}
+
+// Addr returns the client address, "127.0.0.1:port" (for an existing server,
+// the value of COSID_ZK_SERVERS, which may list several).
+func (s *Server) Addr() string {
+	if s.existing != "" {
+		return s.existing
+	}
+	return "127.0.0.1:" + strconv.Itoa(s.clientPort)
+}
+
+// Version returns the version asked for, e.g. "3.9".
+func (s *Server) Version() string { return s.version }
+
+// Running reports whether the server's JVM is alive.
+func (s *Server) Running() bool {
+	if s.existing != "" {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running()
+}
+
+func (s *Server) running() bool {
+	if s.proc == nil {
+		return false
+	}
+	select {
+	case <-s.proc.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Mode returns what srvr says the server is: "standalone", "leader",
+// "follower", or "" when it does not serve (stopped, electing, syncing).
+func (s *Server) Mode() string {
+	answer, err := FourLetterWord(s.Addr(), "srvr")
+	if err != nil {
+		return ""
+	}
+	return srvrField(answer, "Mode")
+}
+
+// Stop stops the server gracefully (SIGTERM; SIGKILL after 10s) and waits
+// for the JVM to exit. Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	s.t.Helper()
+	s.mustOwn("Stop")
+	s.halt(syscall.SIGTERM)
+}
+
+// Kill kills the server (SIGKILL) and waits for the JVM to exit.
+func (s *Server) Kill() {
+	s.t.Helper()
+	s.mustOwn("Kill")
+	s.halt(syscall.SIGKILL)
+}
+
+// Start restarts a stopped server with the same data directory and ports,
+// and waits until it serves. An ensemble member serves only once it has
+// joined a quorum; to restart members that can only form one together, use
+// StartNoWait on each, then Ensemble.WaitQuorum.
+func (s *Server) Start() {
+	s.t.Helper()
+	s.restart("Start")
+	timeout := startTimeout
+	if s.size > 0 {
+		timeout = quorumTimeout
+	}
+	if err := s.waitServing(timeout); err != nil {
+		s.halt(syscall.SIGKILL)
+		s.t.Fatal(s.failure("did not serve after a restart", err))
+	}
+}
+
+// StartNoWait restarts a stopped server like Start but returns at once.
+func (s *Server) StartNoWait() {
+	s.t.Helper()
+	s.restart("StartNoWait")
+}
+
+func (s *Server) restart(method string) {
+	s.t.Helper()
+	s.mustOwn(method)
+	if err := s.launch(); err != nil {
+		s.t.Fatalf("zktest: restart %s: %v", s, err)
+	}
+}
+
+func (s *Server) mustOwn(method string) {
+	s.t.Helper()
+	if s.existing != "" {
+		s.t.Fatalf("zktest: Server.%s needs a server started by the tests, but %s=%s points at an existing one; unset %s to run this test",
+			method, envServers, s.existing, envServers)
+	}
+}
+
+func (s *Server) cfgPath() string { return filepath.Join(s.dir, "zoo.cfg") }
+func (s *Server) logPath() string { return filepath.Join(s.dir, "server.log") }
+
+// writeConfig writes zoo.cfg (and myid for an ensemble member). members is
+// nil for a standalone server.
+func (s *Server) writeConfig(members []*Server) error {
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s, written by zktest\n", s)
+	// tickTime 200ms: sessions down to 400ms (2 ticks) are allowed and
+	// elections settle fast. maxSessionTimeout would otherwise be 20 ticks
+	// (4s), silently shortening the sessions the tests ask for.
+	b.WriteString("tickTime=200\ninitLimit=20\nsyncLimit=10\nmaxSessionTimeout=60000\n")
+	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", data, s.clientPort)
+	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,stat,mntr,conf,cons\n")
+	// Test data need not survive a machine crash; fsync per write only
+	// slows the tests down (a killed JVM loses nothing: the kernel has it).
+	b.WriteString("forceSync=no\nmaxClientCnxns=0\n")
+	for _, m := range members {
+		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", m.myid, m.peerPort, m.electionPort)
+	}
+	if s.myid > 0 {
+		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(s.myid)+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(s.cfgPath(), []byte(b.String()), 0o644)
+}
+
+func (s *Server) javaArgs() []string {
+	args := append([]string(nil), jvmFlags...)
+	return append(args,
+		// Marks the JVM as this test binary's, so Main can find it by scanning
+		// processes even if the bookkeeping here missed it.
+		"-D"+ownerProp+"="+strconv.Itoa(os.Getpid()),
+		"-cp", s.cp, mainClass, s.cfgPath())
+}
+
+func (s *Server) commandLine() string {
+	return "java " + strings.Join(s.javaArgs(), " ")
+}
+
+// launch starts the JVM without waiting for it to serve.
+func (s *Server) launch() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running() {
+		return errors.New("it is already running")
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return fmt.Errorf("%v (install a JRE; %s)", err, installHint)
+	}
+	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "%s%s\n", startMarker, time.Now().Format("15:04:05.000"))
+	cmd := exec.Command(java, s.javaArgs()...)
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = procAttr()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	p := &process{cmd: cmd, done: make(chan struct{}), desc: fmt.Sprintf("%s (pid %d)", s, cmd.Process.Pid)}
+	track(p)
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		untrack(p)
+		close(p.done)
+	}()
+	s.proc = p
+	return nil
+}
+
+// halt signals the JVM and waits for it to exit; after SIGTERM it escalates
+// to SIGKILL once stopTimeout has passed.
+func (s *Server) halt(sig syscall.Signal) {
+	s.mu.Lock()
+	p := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	// An error means the JVM has exited already; done is then closed soon.
+	_ = p.cmd.Process.Signal(sig)
+	if sig != syscall.SIGKILL {
+		select {
+		case <-p.done:
+			return
+		case <-time.After(stopTimeout):
+			s.t.Logf("zktest: %s ignored SIGTERM for %v; killing it", s, stopTimeout)
+			_ = p.cmd.Process.Kill()
+		}
+	}
+	<-p.done
+}
+
+// waitServing polls srvr until the server serves (its answer has a Mode),
+// the JVM exits, or timeout passes.
+func (s *Server) waitServing(timeout time.Duration) error {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil {
+		return errors.New("it is not running")
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if s.Mode() != "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("it did not serve within %v (srvr kept failing or answering that it is not serving)", timeout)
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("the JVM exited: %v", p.err)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// lastRun returns the log of the latest launch.
+func (s *Server) lastRun() string {
+	b, err := os.ReadFile(s.logPath())
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	if i := bytes.LastIndex(b, []byte(startMarker)); i >= 0 {
+		b = b[i:]
+	}
+	return string(b)
+}
+
+func (s *Server) bindFailed() bool {
+	return strings.Contains(s.lastRun(), "Address already in use")
+}
+
+// logTail returns the last lines of the latest launch's log.
+func (s *Server) logTail() string {
+	lines := strings.Split(strings.TrimRight(s.lastRun(), "\n"), "\n")
+	if len(lines) > logTailLines {
+		lines = lines[len(lines)-logTailLines:]
+	}
+	return "\t" + strings.Join(lines, "\n\t")
+}
+
+// failure describes a server that did not start: what, why, how it was run
+// and what it logged.
+func (s *Server) failure(what string, err error) string {
+	return fmt.Sprintf("zktest: %s %s: %v\ncommand: %s\nlast lines of %s:\n%s",
+		s, what, err, s.commandLine(), s.logPath(), s.logTail())
+}
+
+func (s *Server) cleanup() {
+	if s.existing != "" {
+		return
+	}
+	s.halt(syscall.SIGKILL)
+	if s.t.Failed() {
+		s.t.Logf("zktest: the test failed; last lines of the log of %s:\n%s", s, s.logTail())
+	}
+}
+
+// Ensemble is a ZooKeeper ensemble started by the tests. Members[i] has myid
+// i+1.
+type Ensemble struct {
+	Members []*Server
+	t       testing.TB
+}
+
+// StartEnsemble starts an ensemble of n servers of version on free
+// 127.0.0.1 ports and returns once every member serves and one leads. The
+// members are killed when the test ends. It fails the test when
+// COSID_ZK_SERVERS is set: an existing server cannot stand in for one.
+func StartEnsemble(t testing.TB, version string, n int) *Ensemble {
+	t.Helper()
+	if addr := strings.TrimSpace(os.Getenv(envServers)); addr != "" {
+		t.Fatalf("zktest: StartEnsemble needs servers started by the tests, but %s=%s points at an existing one; unset %s to run this test",
+			envServers, addr, envServers)
+	}
+	if n < 1 {
+		t.Fatalf("zktest: StartEnsemble: %d members", n)
+	}
+	cp, err := classpath(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Ensemble{t: t}
+	for i := range n {
+		e.Members = append(e.Members, &Server{t: t, version: version, cp: cp, dir: t.TempDir(), myid: i + 1, size: n})
+	}
+	t.Cleanup(e.cleanup)
+	for attempt := 1; ; attempt++ {
+		for _, m := range e.Members {
+			for _, p := range []*int{&m.clientPort, &m.peerPort, &m.electionPort} {
+				if *p, err = freePort(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, m := range e.Members {
+			if err := m.writeConfig(e.Members); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, m := range e.Members {
+			if err := m.launch(); err != nil {
+				t.Fatalf("zktest: start %s: %v", m, err)
+			}
+		}
+		failed, err := e.waitAllServing(quorumTimeout)
+		if err == nil {
+			return e
+		}
+		bind := false
+		for _, m := range e.Members {
+			m.halt(syscall.SIGKILL)
+			bind = bind || m.bindFailed()
+		}
+		if attempt == 1 && bind {
+			t.Logf("zktest: a port of the ensemble was taken meanwhile, retrying on others")
+			continue
+		}
+		var msg strings.Builder
+		fmt.Fprintf(&msg, "zktest: ZooKeeper %s ensemble of %d did not start: %v", version, n, err)
+		if failed != nil {
+			fmt.Fprintf(&msg, "\n%s", failed.failure("failed", err))
+		}
+		for _, m := range e.Members {
+			if m != failed {
+				fmt.Fprintf(&msg, "\nlast lines of %s (%s):\n%s", m.logPath(), m, m.logTail())
+			}
+		}
+		t.Fatal(msg.String())
+	}
+}
+
+// waitAllServing polls until every member serves and one is the leader. On
+// failure it names the member that exited, if one did.
+func (e *Ensemble) waitAllServing(timeout time.Duration) (*Server, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		serving, leader := 0, false
+		for _, m := range e.Members {
+			m.mu.Lock()
+			p := m.proc
+			m.mu.Unlock()
+			select {
+			case <-p.done:
+				return m, fmt.Errorf("%s: the JVM exited: %v", m, p.err)
+			default:
+			}
+			switch m.Mode() {
+			case "leader":
+				leader = true
+				serving++
+			case "":
+			default:
+				serving++
+			}
+		}
+		if leader && serving == len(e.Members) {
+			return nil, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("after %v, %d of %d members serve, leader elected: %v", timeout, serving, len(e.Members), leader)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// ConnectString returns the members' addresses, comma separated.
+func (e *Ensemble) ConnectString() string {
+	addrs := make([]string, len(e.Members))
+	for i, m := range e.Members {
+		addrs[i] = m.Addr()
+	}
+	return strings.Join(addrs, ",")
+}
+
+// Leader returns the index in Members of the member srvr reports as the
+// serving leader, or -1 if there is none.
+func (e *Ensemble) Leader() int {
+	for i, m := range e.Members {
+		if m.Running() && m.Mode() == "leader" {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitQuorum blocks until a leader serves (which implies a quorum of
+// followers has synced with it), failing t after 60s.
+func (e *Ensemble) WaitQuorum(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(quorumTimeout)
+	for e.Leader() < 0 {
+		if time.Now().After(deadline) {
+			var msg strings.Builder
+			fmt.Fprintf(&msg, "zktest: no ZooKeeper leader serves after %v", quorumTimeout)
+			for _, m := range e.Members {
+				state := "stopped"
+				if m.Running() {
+					state = "running, mode " + strconv.Quote(m.Mode())
+				}
+				fmt.Fprintf(&msg, "\n%s (%s); last lines of %s:\n%s", m, state, m.logPath(), m.logTail())
+			}
+			t.Fatal(msg.String())
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+func (e *Ensemble) cleanup() {
+	for _, m := range e.Members {
+		m.halt(syscall.SIGKILL)
+	}
+	if e.t.Failed() {
+		for _, m := range e.Members {
+			e.t.Logf("zktest: the test failed; last lines of the log of %s:\n%s", m, m.logTail())
+		}
+	}
+}
