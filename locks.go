@@ -70,7 +70,7 @@ func (l *Locker) Locks(ctx context.Context) ([]string, error) {
 		out, err = d.Locks(ctx)
 		err = l.s.closedErr(err)
 	}
-	return out, wrap(ctx, "Locks", "", err)
+	return nonNil(out), wrap(ctx, "Locks", "", err)
 }
 
 // Waiters lists the holder and the waiters of lock name, the holder first.
@@ -89,7 +89,7 @@ func (l *Locker) Waiters(ctx context.Context, name string) ([]Waiter, error) {
 		out, err = d.Waiters(ctx, name)
 		err = l.s.closedErr(err)
 	}
-	return out, wrap(ctx, "Waiters", name, err)
+	return nonNil(out), wrap(ctx, "Waiters", name, err)
 }
 
 // Lock is a held lock.

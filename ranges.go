@@ -132,5 +132,5 @@ func (r *RangeStore) Keys(ctx context.Context) ([]string, error) {
 		keys, err = d.Keys(ctx)
 		err = r.s.closedErr(err)
 	}
-	return keys, wrap(ctx, "Keys", "", err)
+	return nonNil(keys), wrap(ctx, "Keys", "", err)
 }

@@ -65,7 +65,8 @@ func Open(driverName string, options map[string]string, opts ...Option) (*Store,
 }
 
 // OpenDriver wraps an already opened driver store, bypassing the registry
-// (like sql.OpenDB). Closing the returned Store closes d.
+// (like sql.OpenDB). Closing the returned Store closes d; if OpenDriver
+// fails, d is left open for the caller to close.
 func OpenDriver(d driver.Store, opts ...Option) (*Store, error) {
 	if d == nil {
 		return nil, fmt.Errorf("store: OpenDriver: nil driver: %w", ErrInvalidArgument)

@@ -164,7 +164,7 @@ func (l *SlotLeaseStore) Namespaces(ctx context.Context) ([]Namespace, error) {
 		out, err = d.Namespaces(ctx)
 		err = l.s.closedErr(err)
 	}
-	return out, wrap(ctx, "Namespaces", "", err)
+	return nonNil(out), wrap(ctx, "Namespaces", "", err)
 }
 
 // Slots lists every used slot of namespace ns, by slot number.
@@ -183,7 +183,7 @@ func (l *SlotLeaseStore) Slots(ctx context.Context, ns string) ([]SlotInfo, erro
 		out, err = d.Slots(ctx, ns)
 		err = l.s.closedErr(err)
 	}
-	return out, wrap(ctx, "Slots", ns, err)
+	return nonNil(out), wrap(ctx, "Slots", ns, err)
 }
 
 func checkLease(l Lease) error {

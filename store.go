@@ -49,7 +49,6 @@ type Store struct {
 
 	mu     sync.RWMutex
 	closed bool
-	done   chan struct{} // closed by Close: ends lock waits
 }
 
 // Option sets a portable store setting.
@@ -105,7 +104,6 @@ func newStore(opts []Option) (*Store, error) {
 		timeout:     DefaultTimeout,
 		owner:       host,
 		incarnation: hex.EncodeToString(b[:]),
-		done:        make(chan struct{}),
 	}
 	for _, o := range opts {
 		if err := o(s); err != nil {
@@ -143,7 +141,6 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.done)
 	s.mu.Unlock()
 	if err := s.drv.Close(); err != nil {
 		return &Error{Op: "Close", Err: err}
@@ -201,4 +198,13 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 		}
 	}
 	return deleted, wrap(ctx, "Purge", "", err)
+}
+
+// nonNil makes listings empty rather than nil, whatever the driver returns,
+// so callers and JSON output see [] for "nothing".
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -71,8 +71,7 @@ type RangeStore interface {
 	// at a different value it fails with ErrConfigMismatch.
 	Init(ctx context.Context, key string, next int64) error
 
-	// Keys lists every existing key, sorted. Listings return empty, not
-	// nil, slices when there is nothing to list.
+	// Keys lists every existing key, sorted.
 	Keys(ctx context.Context) ([]string, error)
 }
 
@@ -118,14 +117,14 @@ type SlotInfo struct {
 	Slot        int
 	Owner       string // empty when released
 	Incarnation string
-	LastOwner   string
+	LastOwner   string // owner of the last term that ended
 	Fence       int64
 	TTL         time.Duration
 	Tolerance   time.Duration
 	Floor       int64
 	ExpiresAt   int64
 	Ceiling     int64
-	NextFloor   int64 // the least floor of the next term
+	NextFloor   int64 // the floor of the next term after a release
 }
 
 // SlotStore leases worker slots.
@@ -135,9 +134,9 @@ type SlotStore interface {
 	// in this order: the owner's last slots, the preferred slot, the lowest
 	// free slot. A live term of the same owner and incarnation is returned
 	// as it is. With no free slot: ErrExhausted. The new term's fence is the
-	// previous term's plus one (1 for a slot never used); its floor follows
-	// SPEC 4 (0 for a never-used slot, else at least the old next floor,
-	// and at least the old ceiling after an expiry or a reclaim).
+	// previous term's plus one (1 for a slot never used); its floor is 0 for
+	// a never-used slot, the old next floor after a release, and
+	// max(old next floor, old ceiling) after an expiry or a reclaim.
 	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
 
 	// Renew extends the term; ExpiresAt and Ceiling never decrease. If the

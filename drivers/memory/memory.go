@@ -56,7 +56,8 @@ func New(name string) *Store {
 }
 
 // Store is an open memory store. It implements driver.Store,
-// driver.RangeStore, driver.SlotStore and driver.Locker.
+// driver.RangeStore, driver.SlotStore and driver.Locker, and the optional
+// driver.SlotSeeder and driver.Purger.
 type Store struct {
 	st   *state
 	done chan struct{} // closed by Close: ends this store's lock waits
@@ -70,6 +71,8 @@ var (
 	_ driver.RangeStore = (*Store)(nil)
 	_ driver.SlotStore  = (*Store)(nil)
 	_ driver.Locker     = (*Store)(nil)
+	_ driver.SlotSeeder = (*Store)(nil)
+	_ driver.Purger     = (*Store)(nil)
 )
 
 // state is what stores of one name share: the stand-in for a server.

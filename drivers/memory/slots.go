@@ -110,7 +110,15 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 		}
 		return driver.Lease{}, false
 	}
-	for _, n := range append(slices.Clone(ns.owners[req.Owner]), req.Preferred) {
+	first := append(slices.Clone(ns.owners[req.Owner]), req.Preferred)
+	// A live term of this owner and incarnation is returned as it is, even
+	// when the owner's index lists a free slot before it.
+	for _, n := range first {
+		if sl := ns.slots[n]; judge(sl, req, now) == liveTerm {
+			return sl.lease(req.Namespace.Name, n), nil
+		}
+	}
+	for _, n := range first {
 		if l, ok := try(n); ok {
 			return l, nil
 		}
@@ -275,4 +283,52 @@ func (s *Store) Slots(ctx context.Context, name string) ([]driver.SlotInfo, erro
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Slot < out[j].Slot })
 	return out, nil
+}
+
+// SeedSlot raises slot n's history for a migration (see driver.SlotSeeder).
+// A slot never used here becomes a released slot with the given fence and
+// next floor, so its next term gets fence+1 and a floor of at least
+// nextFloor, as after a release. A term that expired without a release is
+// ended, as a takeover would end it: its next floor takes in its ceiling,
+// and a late Renew of it fails instead of continuing below the seeded floor.
+func (s *Store) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	defer s.st.mu.Unlock()
+	ns, err := s.st.namespace(want)
+	if err != nil {
+		return err
+	}
+	now := s.st.clock()
+	sl := ns.slots[n]
+	if sl == nil {
+		ns.slots[n] = &slot{fence: fence, nextFloor: nextFloor, mtime: now}
+		return nil
+	}
+	if sl.owner != "" && now < sl.expiresAt() {
+		return fmt.Errorf("slot %d has a live term of %s (fence %d) until %d: %w",
+			n, sl.owner, sl.fence, sl.expiresAt(), driver.ErrLocked)
+	}
+	changed := false
+	if sl.owner != "" {
+		sl.nextFloor = max(sl.nextFloor, sl.ceiling())
+		sl.lastOwner = sl.owner
+		sl.owner = ""
+		sl.incarnation = ""
+		changed = true
+	}
+	if fence > sl.fence {
+		sl.fence = fence
+		changed = true
+	}
+	if nextFloor > sl.nextFloor {
+		sl.nextFloor = nextFloor
+		changed = true
+	}
+	if changed {
+		// A write, like the ZooKeeper driver's set-data, which stamps mtime.
+		sl.mtime = now
+	}
+	return nil
 }

@@ -1,0 +1,547 @@
+package memory
+
+// The TCK is itself tested: each variant below is the memory driver with one
+// deliberate bug, and the TCK must fail on it, in the check meant to catch
+// that bug. A failing TCK fails its test, so each variant runs in a child
+// process (this test binary again, running TestBrokenChild) and TestBroken
+// reads the child's verdict.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/tck"
+)
+
+// brokenEnv names the variant a child process runs the TCK against.
+const brokenEnv = "COSID_MEMORY_TCK_BROKEN"
+
+type brokenVariant struct {
+	name    string
+	catch   string                    // the check that must fail (group/check); "" for a sound variant
+	wrap    func(*Store) driver.Store // the store the TCK gets
+	factory driver.Factory            // replaces Open as the suite's factory, if set
+}
+
+var brokenVariants = []brokenVariant{
+	{name: "sound", wrap: func(s *Store) driver.Store { return s }},
+	{name: "dup-range", catch: "Ranges/NeverTwice", wrap: func(s *Store) driver.Store { return &dupRange{Store: s} }},
+	{name: "forget-seal", catch: "Ranges/Seal", wrap: func(s *Store) driver.Store { return forgetSeal{s} }},
+	{name: "init-overwrite", catch: "Ranges/Init", wrap: func(s *Store) driver.Store { return initOverwrite{s} }},
+	{name: "overflow-pretend", catch: "Ranges/Overflow", wrap: func(s *Store) driver.Store { return overflowPretend{s} }},
+	{name: "keys-parents", catch: "Ranges/Keys", wrap: func(s *Store) driver.Store { return keysParents{s} }},
+	{name: "config-ignored", catch: "Slots/ConfigMismatch", wrap: func(s *Store) driver.Store { return configIgnored{s} }},
+	{name: "ignore-floor", catch: "Slots/Takeover", wrap: func(s *Store) driver.Store { return ignoreFloor{s} }},
+	{name: "ignore-used", catch: "Slots/ReleaseFloor", wrap: func(s *Store) driver.Store { return ignoreUsed{s} }},
+	{name: "static-fence", catch: "Slots/Fence", wrap: func(s *Store) driver.Store { return staticFence{s} }},
+	{name: "ignore-expiry", catch: "Slots/Takeover", wrap: func(s *Store) driver.Store { return ignoreExpiry{s} }},
+	{name: "early-exhausted", catch: "Slots/Exhaustion", wrap: func(s *Store) driver.Store { return earlyExhausted{s} }},
+	{name: "ignore-preferred", catch: "Slots/ChoiceOrder", wrap: func(s *Store) driver.Store { return ignorePreferred{s} }},
+	{name: "renew-back", catch: "Slots/Renew", wrap: func(s *Store) driver.Store { return renewBack{s} }},
+	{name: "lock-fence", catch: "Locks/Exclusion", wrap: func(s *Store) driver.Store { return lockFence{s} }},
+	{name: "double-lock", catch: "Locks/TryLock", wrap: func(s *Store) driver.Store { return doubleLock{s} }},
+	{name: "spin-lock", catch: "Locks/FIFO", wrap: func(s *Store) driver.Store { return spinLock{s} }},
+	{name: "cancel-trace", catch: "Locks/Cancel", wrap: func(s *Store) driver.Store { return cancelTrace{s} }},
+	{name: "stale-unlock", catch: "Locks/UnlockTwice", wrap: func(s *Store) driver.Store { return staleUnlock{s} }},
+	{name: "reentrant", catch: "Locks/NotReentrant", wrap: func(s *Store) driver.Store { return &reentrant{Store: s} }},
+	{name: "forget-close", catch: "Locks/LostOnClose", wrap: func(s *Store) driver.Store { return forgetClose{s} }},
+	{
+		name: "ignore-options", catch: "Options/UnknownKey",
+		wrap: func(s *Store) driver.Store { return s },
+		factory: func(options map[string]string) (driver.Store, error) {
+			return New(options["name"]), nil // every other key ignored
+		},
+	},
+}
+
+// TestBroken runs the TCK against every variant, each in a child process,
+// all at once, and checks that each broken one fails in its check.
+func TestBroken(t *testing.T) {
+	type verdict struct {
+		out  []byte
+		err  error
+		done chan struct{}
+	}
+	verdicts := map[string]*verdict{}
+	for _, v := range brokenVariants {
+		// Started here rather than in parallel subtests, which -test.parallel
+		// would throttle to the number of CPUs: the children mostly wait.
+		r := &verdict{done: make(chan struct{})}
+		verdicts[v.name] = r
+		go func() {
+			defer close(r.done)
+			cmd := exec.CommandContext(t.Context(), os.Args[0],
+				"-test.run=^TestBrokenChild$", "-test.count=1", "-test.timeout=2m")
+			cmd.Env = append(os.Environ(), brokenEnv+"="+v.name)
+			r.out, r.err = cmd.CombinedOutput()
+		}()
+	}
+	for _, v := range brokenVariants {
+		t.Run(v.name, func(t *testing.T) {
+			r := verdicts[v.name]
+			<-r.done
+			var exit *exec.ExitError
+			if r.err != nil && !errors.As(r.err, &exit) {
+				t.Fatalf("running the child: %v", r.err)
+			}
+			if v.catch == "" {
+				if r.err != nil {
+					t.Errorf("the TCK failed on the sound memory store (%v):\n%s", r.err, r.out)
+				}
+				return
+			}
+			if r.err == nil {
+				t.Fatalf("the TCK passed on a store with the bug %q:\n%s", v.name, r.out)
+			}
+			want := regexp.MustCompile(`(?m)^\s*--- FAIL: TestBrokenChild/` + regexp.QuoteMeta(v.catch) + ` \(`)
+			if !want.Match(r.out) {
+				t.Errorf("the TCK failed on %q, but not in %s:\n%s", v.name, v.catch, r.out)
+			}
+		})
+	}
+}
+
+// TestBrokenChild is the entry point of TestBroken's children; in a normal
+// run it does nothing.
+func TestBrokenChild(t *testing.T) {
+	name := os.Getenv(brokenEnv)
+	if name == "" {
+		return
+	}
+	for _, v := range brokenVariants {
+		if v.name != name {
+			continue
+		}
+		suite := tck.Suite{
+			NewHarness: func(ctx context.Context, t *testing.T) (tck.Harness, error) {
+				h, err := newTCKHarness(ctx, t)
+				return brokenHarness{h.(tckHarness), v.wrap}, err
+			},
+			Ranges: true, Slots: true, Locks: true,
+			Factory: Open,
+		}
+		if v.factory != nil {
+			suite.Factory = v.factory
+		}
+		tck.Run(t, suite)
+		return
+	}
+	t.Fatalf("no broken variant %q", name)
+}
+
+type brokenHarness struct {
+	tckHarness
+	wrap func(*Store) driver.Store
+}
+
+func (h brokenHarness) NewStore(context.Context) (driver.Store, error) {
+	return h.wrap(New(h.name)), nil
+}
+
+// dupRange hands every seventh range out at the start of the previous one.
+type dupRange struct {
+	*Store
+	mu    sync.Mutex
+	calls int
+	last  map[string]int64
+}
+
+func (d *dupRange) Next(ctx context.Context, key string, step int64) (int64, error) {
+	d.mu.Lock()
+	d.calls++
+	last, seen := d.last[key]
+	again := seen && d.calls%7 == 0
+	d.mu.Unlock()
+	if again {
+		return last, nil
+	}
+	start, err := d.Store.Next(ctx, key, step)
+	if err == nil {
+		d.mu.Lock()
+		if d.last == nil {
+			d.last = map[string]int64{}
+		}
+		d.last[key] = start
+		d.mu.Unlock()
+	}
+	return start, err
+}
+
+// forgetSeal reports the value Seal would return, but seals nothing.
+type forgetSeal struct{ *Store }
+
+func (f forgetSeal) Seal(ctx context.Context, key string) (int64, error) {
+	next, _, err := f.Store.Current(ctx, key)
+	return next, err
+}
+
+// initOverwrite accepts Init at any value of an existing key, changing
+// nothing.
+type initOverwrite struct{ *Store }
+
+func (s initOverwrite) Init(ctx context.Context, key string, next int64) error {
+	if err := s.Store.Init(ctx, key, next); !errors.Is(err, driver.ErrConfigMismatch) {
+		return err
+	}
+	return nil
+}
+
+// overflowPretend answers an allocation past MaxInt64 with the current
+// value instead of ErrExhausted.
+type overflowPretend struct{ *Store }
+
+func (s overflowPretend) Next(ctx context.Context, key string, step int64) (int64, error) {
+	start, err := s.Store.Next(ctx, key, step)
+	if errors.Is(err, driver.ErrExhausted) {
+		start, _, err = s.Store.Current(ctx, key)
+	}
+	return start, err
+}
+
+// keysParents lists the parents of nested keys as keys too, as a listing
+// of every node under a root would.
+type keysParents struct{ *Store }
+
+func (s keysParents) Keys(ctx context.Context) ([]string, error) {
+	keys, err := s.Store.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all := map[string]bool{}
+	for _, k := range keys {
+		all[k] = true
+		for i := range k {
+			if k[i] == '/' {
+				all[k[:i]] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(all)), nil
+}
+
+// configIgnored uses a namespace with whatever settings it was created
+// with.
+type configIgnored struct{ *Store }
+
+func (s configIgnored) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	l, err := s.Store.Acquire(ctx, req)
+	if !errors.Is(err, driver.ErrConfigMismatch) {
+		return l, err
+	}
+	nss, nerr := s.Store.Namespaces(ctx)
+	if nerr != nil {
+		return l, err
+	}
+	for _, ns := range nss {
+		if ns.Name == req.Namespace.Name {
+			req.Namespace = ns
+		}
+	}
+	return s.Store.Acquire(ctx, req)
+}
+
+// ignoreFloor starts every term after the first at floor 0.
+type ignoreFloor struct{ *Store }
+
+func (f ignoreFloor) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	l, err := f.Store.Acquire(ctx, req)
+	if l.Fence > 1 {
+		l.Floor = 0
+	}
+	return l, err
+}
+
+// ignoreUsed releases as if used were never given: safe, but not what
+// SPEC 4 says the next floor is.
+type ignoreUsed struct{ *Store }
+
+func (u ignoreUsed) Release(ctx context.Context, l driver.Lease, _ int64) error {
+	return u.Store.Release(ctx, l, -1)
+}
+
+// staticFence reports fence 1 for every term, keeping the real one in
+// State so that renewals and releases still work.
+type staticFence struct{ *Store }
+
+type realFence struct {
+	fence int64
+	state any
+}
+
+func (s staticFence) hide(l driver.Lease) driver.Lease {
+	l.State = realFence{l.Fence, l.State}
+	l.Fence = 1
+	return l
+}
+
+func (s staticFence) restore(l driver.Lease) driver.Lease {
+	if r, ok := l.State.(realFence); ok {
+		l.Fence, l.State = r.fence, r.state
+	}
+	return l
+}
+
+func (s staticFence) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	l, err := s.Store.Acquire(ctx, req)
+	if err != nil {
+		return l, err
+	}
+	return s.hide(l), nil
+}
+
+func (s staticFence) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+	r, err := s.Store.Renew(ctx, s.restore(l))
+	if err != nil {
+		return l, err
+	}
+	return s.hide(r), nil
+}
+
+func (s staticFence) Release(ctx context.Context, l driver.Lease, used int64) error {
+	return s.Store.Release(ctx, s.restore(l), used)
+}
+
+// heldSlots counts the slots of ns with a term, ignoring expiry when live
+// is false, and reports whether the requester could keep or reclaim one.
+func heldSlots(ctx context.Context, s *Store, req driver.AcquireRequest, live bool) (held int, own bool) {
+	infos, err := s.Slots(ctx, req.Namespace.Name)
+	if err != nil {
+		return 0, false
+	}
+	now := time.Now().UnixMilli()
+	for _, in := range infos {
+		if in.Owner == "" || (live && now >= in.ExpiresAt) {
+			continue
+		}
+		held++
+		if in.Owner == req.Owner && (in.Incarnation == req.Incarnation || req.Reclaim) {
+			own = true
+		}
+	}
+	return held, own
+}
+
+// ignoreExpiry treats expired terms as live: no takeover after a crash.
+type ignoreExpiry struct{ *Store }
+
+func (s ignoreExpiry) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	if held, own := heldSlots(ctx, s.Store, req, false); held == req.Namespace.Limit && !own {
+		return driver.Lease{}, fmt.Errorf("every slot has a term: %w", driver.ErrExhausted)
+	}
+	return s.Store.Acquire(ctx, req)
+}
+
+// earlyExhausted gives up when a single slot is left.
+type earlyExhausted struct{ *Store }
+
+func (s earlyExhausted) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	if held, own := heldSlots(ctx, s.Store, req, true); held >= req.Namespace.Limit-1 && held > 0 && !own {
+		return driver.Lease{}, fmt.Errorf("one slot left: %w", driver.ErrExhausted)
+	}
+	return s.Store.Acquire(ctx, req)
+}
+
+// ignorePreferred drops the preferred slot (0 is always tried anyway).
+type ignorePreferred struct{ *Store }
+
+func (s ignorePreferred) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	req.Preferred = 0
+	return s.Store.Acquire(ctx, req)
+}
+
+// renewBack reports renewed times just below the ones it was given.
+type renewBack struct{ *Store }
+
+func (s renewBack) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+	r, err := s.Store.Renew(ctx, l)
+	if err == nil {
+		r.ExpiresAt, r.Ceiling = l.ExpiresAt-1, l.Ceiling-1
+	}
+	return r, err
+}
+
+// lockFence gives every lock holder fence 1.
+type lockFence struct{ *Store }
+
+type fixedFence struct{ driver.Lock }
+
+func (fixedFence) Fence() int64 { return 1 }
+
+func (s lockFence) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	l, err := s.Store.Lock(ctx, name, owner, wait)
+	if err != nil {
+		return nil, err
+	}
+	return fixedFence{l}, nil
+}
+
+// doubleLock lets TryLock of a held lock "succeed" with a lock nobody
+// checks.
+type doubleLock struct{ *Store }
+
+type phantomLock struct{}
+
+func (phantomLock) Unlock(context.Context) error { return nil }
+func (phantomLock) Fence() int64                 { return 1 }
+func (phantomLock) Lost() <-chan struct{}        { return nil }
+
+func (s doubleLock) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	l, err := s.Store.Lock(ctx, name, owner, wait)
+	if !wait && errors.Is(err, driver.ErrLocked) {
+		return phantomLock{}, nil
+	}
+	return l, err
+}
+
+// spinLock waits by retrying TryLock: no queue, so no order.
+type spinLock struct{ *Store }
+
+func (s spinLock) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	for {
+		l, err := s.Store.Lock(ctx, name, owner, false)
+		if !wait || !errors.Is(err, driver.ErrLocked) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// cancelTrace returns when the caller's context ends but leaves its wait
+// queued, to take the lock later for nobody.
+type cancelTrace struct{ *Store }
+
+func (s cancelTrace) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	if !wait {
+		return s.Store.Lock(ctx, name, owner, wait)
+	}
+	type result struct {
+		l   driver.Lock
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		l, err := s.Store.Lock(context.WithoutCancel(ctx), name, owner, true)
+		ch <- result{l, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.l, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// staleUnlock's second Unlock removes whoever holds the lock by then, as
+// an unlock that deletes "the" holder node rather than its own would.
+type staleUnlock struct{ *Store }
+
+type staleLock struct {
+	driver.Lock
+	st       *state
+	name     string
+	mu       sync.Mutex
+	unlocked bool
+}
+
+func (l *staleLock) Unlock(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.unlocked {
+		l.unlocked = true
+		return l.Lock.Unlock(ctx)
+	}
+	l.st.mu.Lock()
+	defer l.st.mu.Unlock()
+	if q := l.st.locks[l.name]; q != nil && len(q.entries) > 0 {
+		l.st.dequeue(q.entries[0])
+	}
+	return nil
+}
+
+func (s staleUnlock) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	l, err := s.Store.Lock(ctx, name, owner, wait)
+	if err != nil {
+		return nil, err
+	}
+	return &staleLock{Lock: l, st: s.st, name: name}, nil
+}
+
+// reentrant gives a store's second Lock of a name it holds at once.
+type reentrant struct {
+	*Store
+	mu   sync.Mutex
+	held map[string]int
+}
+
+type reentrantLock struct {
+	driver.Lock
+	r    *reentrant
+	name string
+	once sync.Once
+}
+
+func (l *reentrantLock) Unlock(ctx context.Context) error {
+	l.once.Do(func() {
+		l.r.mu.Lock()
+		defer l.r.mu.Unlock()
+		l.r.held[l.name]--
+	})
+	if l.Lock == nil {
+		return nil // the reentered hold has nothing to release
+	}
+	return l.Lock.Unlock(ctx)
+}
+
+func (l *reentrantLock) Fence() int64 {
+	if l.Lock == nil {
+		return 1
+	}
+	return l.Lock.Fence()
+}
+
+func (l *reentrantLock) Lost() <-chan struct{} {
+	if l.Lock == nil {
+		return nil
+	}
+	return l.Lock.Lost()
+}
+
+func (r *reentrant) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	r.mu.Lock()
+	if r.held == nil {
+		r.held = map[string]int{}
+	}
+	if wait && r.held[name] > 0 {
+		r.held[name]++
+		r.mu.Unlock()
+		return &reentrantLock{r: r, name: name}, nil
+	}
+	r.mu.Unlock()
+	l, err := r.Store.Lock(ctx, name, owner, wait)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.held[name]++
+	r.mu.Unlock()
+	return &reentrantLock{Lock: l, r: r, name: name}, nil
+}
+
+// forgetClose does not close: holds stay, waits go on.
+type forgetClose struct{ *Store }
+
+func (forgetClose) Close() error { return nil }

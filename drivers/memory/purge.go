@@ -1,0 +1,59 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Purge deletes everything the shared state keeps: range keys, namespaces
+// with their slots and owner indexes, and locks (see driver.Purger). It
+// returns what it deleted, children before their parents as a ZooKeeper
+// purge deletes nodes: "range orders", "slot workers/3",
+// "owner workers/host-a", "namespace workers", "lock rebalance".
+//
+// It is meant for a state no instance uses. Whatever still uses it sees what
+// it would see on ZooKeeper once the nodes are gone: a lease's Renew and
+// Release give ErrLeaseLost, a held lock is lost (Lost is closed) and a
+// waiter's Lock fails. Lock fences keep growing from where they were, as
+// ZooKeeper's czxids do, so a lock taken after the purge never reuses one.
+func (s *Store) Purge(ctx context.Context) ([]string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer s.st.mu.Unlock()
+	deleted := []string{}
+	for _, key := range slices.Sorted(maps.Keys(s.st.ranges)) {
+		deleted = append(deleted, "range "+key)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.st.spaces)) {
+		ns := s.st.spaces[name]
+		for _, n := range slices.Sorted(maps.Keys(ns.slots)) {
+			deleted = append(deleted, fmt.Sprintf("slot %s/%d", name, n))
+		}
+		for _, owner := range slices.Sorted(maps.Keys(ns.owners)) {
+			deleted = append(deleted, "owner "+name+"/"+owner)
+		}
+		deleted = append(deleted, "namespace "+name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.st.locks)) {
+		for i, e := range s.st.locks[name].entries {
+			what := "waiter"
+			if i == 0 {
+				what = "holder"
+			} else {
+				// Wake the waiter: it finds its entry lost and fails.
+				close(e.head)
+			}
+			delete(e.store.entries, e)
+			e.lose()
+			deleted = append(deleted, fmt.Sprintf("lock %s %s %s (fence %d)", name, what, e.owner, e.fence))
+		}
+		deleted = append(deleted, "lock "+name)
+	}
+	clear(s.st.ranges)
+	clear(s.st.spaces)
+	clear(s.st.locks)
+	return deleted, nil
+}

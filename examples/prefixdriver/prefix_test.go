@@ -1,0 +1,29 @@
+package prefix_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/drivers/memory"
+	prefix "github.com/cosid-go/store/examples/prefixdriver"
+	"github.com/cosid-go/store/tck"
+)
+
+// harness: every store wraps the same shared memory state under one prefix.
+type harness struct{ name string }
+
+func (h harness) NewStore(context.Context) (driver.Store, error) {
+	return prefix.Wrap(memory.New(h.name), "app"), nil
+}
+func (harness) Close() error { return nil }
+
+func TestTCK(t *testing.T) {
+	tck.Run(t, tck.Suite{
+		Ranges: true, Slots: true, Locks: true,
+		Factory: prefix.Open,
+		NewHarness: func(ctx context.Context, t *testing.T) (tck.Harness, error) {
+			return harness{name: t.Name()}, nil
+		},
+	})
+}

@@ -1,0 +1,292 @@
+package tck
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+)
+
+func generalChecks() []check {
+	return []check{{"Declared", needNothing, checkDeclared}}
+}
+
+func purgeChecks() []check {
+	return []check{{"Everything", needNothing, checkPurge}}
+}
+
+func optionChecks() []check {
+	return []check{{"UnknownKey", needFactory, checkUnknownOption}}
+}
+
+func closeChecks() []check {
+	return []check{
+		{"Ranges", needRanges, checkCloseRanges},
+		{"Slots", needSlots, checkCloseSlots},
+		{"Locks", needLocks, checkCloseLocks},
+	}
+}
+
+func errorChecks() []check {
+	return []check{
+		{"Wrapped", needNothing, checkWrapped},
+		{"Deadline", needLocks, checkDeadline},
+	}
+}
+
+// checkDeclared: the store implements each capability the suite declares,
+// and a capability it lacks gives ErrUnsupported.
+func checkDeclared(e *env) {
+	st := e.open()
+	d := st.Driver()
+	caps := []struct {
+		name     string
+		declared bool
+		has      bool
+		call     func() error
+	}{
+		{"Ranges", e.suite.Ranges, is[driver.RangeStore](d), func() error { _, err := st.Ranges().Keys(e.ctx); return err }},
+		{"Slots", e.suite.Slots, is[driver.SlotStore](d), func() error { _, err := st.Slots().Namespaces(e.ctx); return err }},
+		{"Locks", e.suite.Locks, is[driver.Locker](d), func() error { _, err := st.Locks().Locks(e.ctx); return err }},
+	}
+	for _, c := range caps {
+		switch {
+		case c.declared && !c.has:
+			e.t.Errorf("the suite declares %s, but %T does not implement it", c.name, d)
+		case !c.declared && !c.has:
+			e.wantIs(c.call(), store.ErrUnsupported, "%s of a driver without it", c.name)
+		case !c.declared && c.has:
+			e.t.Logf("%T implements %s, but the suite does not declare it: its checks are skipped", d, c.name)
+		}
+	}
+}
+
+func is[T any](v any) bool {
+	_, ok := v.(T)
+	return ok
+}
+
+// checkUnknownOption: the factory refuses an unknown option, naming it.
+func checkUnknownOption(e *env) {
+	const key = "tck.no-such-option"
+	d, err := e.suite.Factory(map[string]string{key: "1"})
+	if err == nil {
+		e.t.Errorf("the factory accepted the unknown option %q", key)
+		if d != nil {
+			_ = d.Close() // the failure is reported; release the store
+		}
+		return
+	}
+	e.wantIs(err, store.ErrInvalidArgument, "unknown option %q", key)
+	if !strings.Contains(err.Error(), key) {
+		e.t.Errorf("the error for the unknown option %q does not name it: %v", key, err)
+	}
+}
+
+// wantClosed checks that each call, made after Close, gives ErrClosed.
+func (e *env) wantClosed(calls map[string]func() error) {
+	e.t.Helper()
+	for what, call := range calls {
+		e.wantIs(call(), store.ErrClosed, "%s after Close", what)
+	}
+}
+
+// closeTwice closes st twice; both must succeed.
+func (e *env) closeTwice(st *store.Store) {
+	e.t.Helper()
+	e.fatalIf(st.Close(), "Close")
+	e.fatalIf(st.Close(), "second Close")
+}
+
+// checkCloseRanges: range operations after Close give ErrClosed; other
+// stores keep working.
+func checkCloseRanges(e *env) {
+	st := e.open()
+	e.next(st, "closed", 3)
+	e.closeTwice(st)
+	r := st.Ranges()
+	e.wantClosed(map[string]func() error{
+		"Next":    func() error { _, err := r.Next(e.ctx, "closed", 1); return err },
+		"Current": func() error { _, _, err := r.Current(e.ctx, "closed"); return err },
+		"Seal":    func() error { _, err := r.Seal(e.ctx, "closed"); return err },
+		"Init":    func() error { return r.Init(e.ctx, "closed/new", 1) },
+		"Keys":    func() error { _, err := r.Keys(e.ctx); return err },
+	})
+	e.wantRange(e.next(e.open(), "closed", 1), 3, 4, "Next from another store after one closed")
+}
+
+// checkCloseSlots: slot operations after Close give ErrClosed.
+func checkCloseSlots(e *env) {
+	st := e.open()
+	ns := e.namespace("closed", 2)
+	l := e.acquire(st, ns, "owner", e.long())
+	e.closeTwice(st)
+	s := st.Slots()
+	e.wantClosed(map[string]func() error{
+		"Acquire":     func() error { _, err := s.Acquire(e.ctx, ns, "other", e.long()); return err },
+		"Renew":       func() error { _, err := s.Renew(e.ctx, l); return err },
+		"Release":     func() error { return s.Release(e.ctx, l) },
+		"ReleaseUsed": func() error { return s.ReleaseUsed(e.ctx, l, l.Floor) },
+		"Namespaces":  func() error { _, err := s.Namespaces(e.ctx); return err },
+		"Slots":       func() error { _, err := s.Slots(e.ctx, ns.Name); return err },
+	})
+	e.wantSlot(e.acquire(e.open(), ns, "other", e.long()), 1, "slot 0 is still held: closing leaves leases to expire")
+}
+
+// checkCloseLocks: lock operations after Close give ErrClosed, a Lock
+// waiting when its store closes returns promptly, and the store's waits
+// and holds leave the queues.
+func checkCloseLocks(e *env) {
+	st := e.open(store.WithOwner("closing"))
+	other := e.open(store.WithOwner("other"))
+	held := e.lock(st, "closed-held")
+	o := e.lock(other, "closed-wait")
+	ch := e.lockAsync(e.timeout(e.lockWait), st, "closed-wait")
+	e.awaitWaiters(other, "closed-wait", "other", "closing")
+
+	e.closeTwice(st)
+	r := e.await(ch, "Lock waiting while its store closed")
+	if r.err == nil {
+		e.t.Errorf("a Lock waiting while its store closed got the lock")
+	} else {
+		e.wantIs(r.err, store.ErrClosed, "Lock waiting while its store closed")
+	}
+	k := st.Locks()
+	e.wantClosed(map[string]func() error{
+		"Lock":    func() error { _, err := k.Lock(e.ctx, "closed-new"); return err },
+		"TryLock": func() error { _, err := k.TryLock(e.ctx, "closed-new"); return err },
+		"Locks":   func() error { _, err := k.Locks(e.ctx); return err },
+		"Waiters": func() error { _, err := k.Waiters(e.ctx, "closed-held"); return err },
+		"Unlock":  func() error { return held.Unlock(e.ctx) },
+	})
+	e.awaitWaiters(other, "closed-wait", "other")
+	e.awaitWaiters(other, "closed-held")
+	e.unlock(o)
+	e.unlock(e.lock(other, "closed-held"))
+}
+
+// checkWrapped: errors are *store.Error naming the operation and key, and
+// wrapping the sentinel.
+func checkWrapped(e *env) {
+	if !e.suite.Ranges && !e.suite.Slots && !e.suite.Locks {
+		e.t.Skip("the driver declares no capability")
+	}
+	st := e.open()
+	want := func(err error, op, key string, sentinel error) {
+		e.t.Helper()
+		var se *store.Error
+		if !errors.As(err, &se) {
+			e.t.Errorf("%s: error %v (%T) is not a *store.Error", op, err, err)
+			return
+		}
+		if se.Op != op || se.Key != key {
+			e.t.Errorf("error %v names operation %q and key %q, want %q and %q", err, se.Op, se.Key, op, key)
+		}
+		e.wantIs(err, sentinel, "%s", op)
+	}
+	if e.suite.Ranges {
+		_, err := st.Ranges().Seal(e.ctx, "wrapped")
+		e.fatalIf(err, "Seal")
+		_, err = st.Ranges().Next(e.ctx, "wrapped", 1)
+		want(err, "Next", "wrapped", store.ErrSealed)
+		_, err = st.Ranges().Next(e.ctx, "wrapped", 0)
+		want(err, "Next", "wrapped", store.ErrInvalidArgument)
+	}
+	if e.suite.Slots {
+		ns := e.namespace("wrapped", 1)
+		e.acquire(st, ns, "a", e.long())
+		_, err := st.Slots().Acquire(e.ctx, ns, "b", e.long())
+		want(err, "Acquire", "wrapped", store.ErrExhausted)
+	}
+	if e.suite.Locks {
+		l := e.lock(st, "wrapped")
+		_, err := e.open().Locks().TryLock(e.ctx, "wrapped")
+		want(err, "TryLock", "wrapped", store.ErrLocked)
+		e.unlock(l)
+	}
+}
+
+// checkDeadline: a Lock that runs out of time satisfies
+// errors.Is(err, context.DeadlineExceeded), as a *store.Error.
+func checkDeadline(e *env) {
+	holder := e.open()
+	l := e.lock(holder, "deadline")
+	ctx, cancel := context.WithTimeout(e.ctx, e.short)
+	defer cancel()
+	start := time.Now()
+	got, err := e.open().Locks().Lock(ctx, "deadline")
+	if err == nil {
+		e.t.Errorf("Lock of a held lock succeeded (fence %d)", got.Fence())
+		_ = got.Unlock(e.ctx) // the failure is reported; free the lock
+	}
+	e.wantIs(err, context.DeadlineExceeded, "Lock of a held lock with a %v timeout", e.short)
+	var se *store.Error
+	if err != nil && !errors.As(err, &se) {
+		e.t.Errorf("deadline error %v (%T) is not a *store.Error", err, err)
+	}
+	if d := time.Since(start); d > e.short+e.prompt {
+		e.t.Errorf("Lock with a %v timeout returned after %v", e.short, d)
+	}
+	e.unlock(l)
+}
+
+// checkPurge: the optional Purger deletes everything: afterwards a new
+// store finds nothing, and lock fences still grow.
+func checkPurge(e *env) {
+	st := e.open()
+	if !is[driver.Purger](st.Driver()) {
+		e.t.Skip("the driver does not implement the optional driver.Purger")
+	}
+	var fence int64
+	if e.suite.Ranges {
+		e.next(st, "purge/key", 5)
+	}
+	if e.suite.Slots {
+		l := e.acquire(st, e.namespace("purge", 2), "owner", e.long())
+		e.fatalIf(st.Slots().Release(e.ctx, l), "Release")
+	}
+	if e.suite.Locks {
+		l := e.lock(st, "purge")
+		fence = l.Fence()
+		e.unlock(l)
+	}
+	deleted, err := st.Purge(e.ctx)
+	e.fatalIf(err, "Purge")
+	if len(deleted) == 0 && (e.suite.Ranges || e.suite.Slots || e.suite.Locks) {
+		e.t.Errorf("Purge of a store with data reports nothing deleted")
+	}
+	for _, d := range deleted {
+		if strings.TrimSpace(d) == "" {
+			e.t.Errorf("Purge reports an empty entry among %q", deleted)
+			break
+		}
+	}
+
+	fresh := e.open()
+	if e.suite.Ranges {
+		keys, err := fresh.Ranges().Keys(e.ctx)
+		e.fatalIf(err, "Keys after Purge")
+		e.wantEmpty("Keys after Purge", keys)
+		e.wantRange(e.next(fresh, "purge/key", 1), 0, 1, "Next of a purged key from a new store")
+	}
+	if e.suite.Slots {
+		nss, err := fresh.Slots().Namespaces(e.ctx)
+		e.fatalIf(err, "Namespaces after Purge")
+		e.wantEmpty("Namespaces after Purge", nss)
+		_, err = fresh.Slots().Slots(e.ctx, "purge")
+		e.wantIs(err, store.ErrNotFound, "Slots of a purged namespace")
+	}
+	if e.suite.Locks {
+		names, err := fresh.Locks().Locks(e.ctx)
+		e.fatalIf(err, "Locks after Purge")
+		e.wantEmpty("Locks after Purge", names)
+		l := e.lock(fresh, "purge")
+		if l.Fence() <= fence {
+			e.t.Errorf("lock fence %d after Purge is not above %d from before: fences must never repeat", l.Fence(), fence)
+		}
+		e.unlock(l)
+	}
+}
