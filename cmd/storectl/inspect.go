@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cosid-go/store"
+)
+
+func init() {
+	register(&command{name: "inspect", run: runInspect, usage: `Usage: storectl inspect [--json] STORE FLAGS
+
+Lists every range key (next value, sealed), every namespace (limit, tolerance)
+with its used slots, and every lock with its holder and waiters. Slot times are
+printed in UTC and relative to now; a slot is live while now, on this machine's
+clock, is before its expiry. A capability the driver lacks is shown as
+"unsupported".
+
+  --json   print one JSON document instead (schema 1):
+           {"schema", "now", "nowUTC", "keys": [{"key", "next", "sealed"}],
+            "namespaces": [{"name", "limit", "toleranceMs", "slots": [{"slot",
+              "state" (live|expired|released), "owner", "incarnation", "lastOwner",
+              "fence", "ttlMs", "toleranceMs", "floor", "expiresAt", "ceiling",
+              "nextFloor", and each time again as RFC 3339: "floorUTC", ...}]}],
+            "locks": [{"name", "holder": {"owner", "fence"} or null,
+              "waiters": [{"owner", "fence"}]}],
+            "unsupported": ["ranges" | "slots" | "locks"]}
+           Times are milliseconds since the Unix epoch; a section the driver
+           does not support is null and named in "unsupported".
+
+` + storeFlagsUsage})
+}
+
+func runInspect(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("inspect")
+	var sf storeFlags
+	sf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	st, desc, err := sf.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	r, err := survey(ctx, st, e.now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	r.writeText(e.stdout, desc)
+	return nil
+}
+
+// report is everything inspect shows; its JSON form is the --json schema.
+// A section is nil when the driver lacks the capability.
+type report struct {
+	Schema      int          `json:"schema"`
+	Now         int64        `json:"now"`
+	NowUTC      string       `json:"nowUTC"`
+	Keys        []keyReport  `json:"keys"`
+	Namespaces  []nsReport   `json:"namespaces"`
+	Locks       []lockReport `json:"locks"`
+	Unsupported []string     `json:"unsupported"`
+}
+
+type keyReport struct {
+	Key    string `json:"key"`
+	Next   int64  `json:"next"`
+	Sealed bool   `json:"sealed"`
+}
+
+type nsReport struct {
+	Name        string       `json:"name"`
+	Limit       int          `json:"limit"`
+	ToleranceMs int64        `json:"toleranceMs"`
+	Slots       []slotReport `json:"slots"`
+}
+
+type slotReport struct {
+	Slot         int    `json:"slot"`
+	State        string `json:"state"`
+	Owner        string `json:"owner"`
+	Incarnation  string `json:"incarnation"`
+	LastOwner    string `json:"lastOwner"`
+	Fence        int64  `json:"fence"`
+	TTLMs        int64  `json:"ttlMs"`
+	ToleranceMs  int64  `json:"toleranceMs"`
+	Floor        int64  `json:"floor"`
+	ExpiresAt    int64  `json:"expiresAt"`
+	Ceiling      int64  `json:"ceiling"`
+	NextFloor    int64  `json:"nextFloor"`
+	FloorUTC     string `json:"floorUTC"`
+	ExpiresAtUTC string `json:"expiresAtUTC"`
+	CeilingUTC   string `json:"ceilingUTC"`
+	NextFloorUTC string `json:"nextFloorUTC"`
+
+	info store.SlotInfo // as listed, for the safety checks
+}
+
+type lockReport struct {
+	Name    string         `json:"name"`
+	Holder  *waiterReport  `json:"holder"`
+	Waiters []waiterReport `json:"waiters"`
+}
+
+type waiterReport struct {
+	Owner string `json:"owner"`
+	Fence int64  `json:"fence"`
+}
+
+// survey reads the whole store. ErrUnsupported leaves a section nil; any
+// other error ends the survey.
+func survey(ctx context.Context, st *store.Store, now int64) (*report, error) {
+	r := &report{Schema: 1, Now: now, NowUTC: utc(now), Unsupported: []string{}}
+	var err error
+	if r.Keys, err = surveyKeys(ctx, st); errors.Is(err, store.ErrUnsupported) {
+		r.Unsupported = append(r.Unsupported, "ranges")
+	} else if err != nil {
+		return nil, err
+	}
+	if r.Namespaces, err = surveySlots(ctx, st, now); errors.Is(err, store.ErrUnsupported) {
+		r.Unsupported = append(r.Unsupported, "slots")
+	} else if err != nil {
+		return nil, err
+	}
+	if r.Locks, err = surveyLocks(ctx, st); errors.Is(err, store.ErrUnsupported) {
+		r.Unsupported = append(r.Unsupported, "locks")
+	} else if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func surveyKeys(ctx context.Context, st *store.Store) ([]keyReport, error) {
+	keys, err := st.Ranges().Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []keyReport{}
+	for _, k := range keys {
+		next, sealed, err := st.Ranges().Current(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, keyReport{Key: k, Next: next, Sealed: sealed})
+	}
+	return out, nil
+}
+
+func surveySlots(ctx context.Context, st *store.Store, now int64) ([]nsReport, error) {
+	nss, err := st.Slots().Namespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []nsReport{}
+	for _, ns := range nss {
+		infos, err := st.Slots().Slots(ctx, ns.Name)
+		if err != nil && !errors.Is(err, store.ErrNotFound) { // gone since listed: no slots
+			return nil, err
+		}
+		nr := nsReport{Name: ns.Name, Limit: ns.Limit, ToleranceMs: ns.Tolerance.Milliseconds(), Slots: []slotReport{}}
+		for _, s := range infos {
+			nr.Slots = append(nr.Slots, slotReport{
+				Slot:         s.Slot,
+				State:        slotState(s, now),
+				Owner:        s.Owner,
+				Incarnation:  s.Incarnation,
+				LastOwner:    s.LastOwner,
+				Fence:        s.Fence,
+				TTLMs:        s.TTL.Milliseconds(),
+				ToleranceMs:  s.Tolerance.Milliseconds(),
+				Floor:        s.Floor,
+				ExpiresAt:    s.ExpiresAt,
+				Ceiling:      s.Ceiling,
+				NextFloor:    s.NextFloor,
+				FloorUTC:     utc(s.Floor),
+				ExpiresAtUTC: utc(s.ExpiresAt),
+				CeilingUTC:   utc(s.Ceiling),
+				NextFloorUTC: utc(s.NextFloor),
+				info:         s,
+			})
+		}
+		out = append(out, nr)
+	}
+	return out, nil
+}
+
+func surveyLocks(ctx context.Context, st *store.Store) ([]lockReport, error) {
+	names, err := st.Locks().Locks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []lockReport{}
+	for _, name := range names {
+		ws, err := st.Locks().Waiters(ctx, name)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		lr := lockReport{Name: name, Waiters: []waiterReport{}}
+		for i, w := range ws {
+			wr := waiterReport{Owner: w.Owner, Fence: w.Fence}
+			if i == 0 {
+				lr.Holder = &wr
+			} else {
+				lr.Waiters = append(lr.Waiters, wr)
+			}
+		}
+		out = append(out, lr)
+	}
+	return out, nil
+}
+
+func (r *report) writeText(w io.Writer, desc string) {
+	fmt.Fprintf(w, "store  %s\nnow    %s\n", desc, utc(r.Now))
+
+	fmt.Fprintln(w)
+	switch {
+	case r.Keys == nil:
+		fmt.Fprintln(w, "RANGES: unsupported by this driver")
+	case len(r.Keys) == 0:
+		fmt.Fprintln(w, "RANGES: none")
+	default:
+		fmt.Fprintf(w, "RANGES (%s)\n", count(len(r.Keys), "key"))
+		tw := table(w)
+		fmt.Fprintln(tw, "KEY\tNEXT\tSEALED")
+		for _, k := range r.Keys {
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", k.Key, k.Next, yesNo(k.Sealed))
+		}
+		tw.Flush()
+	}
+
+	fmt.Fprintln(w)
+	switch {
+	case r.Namespaces == nil:
+		fmt.Fprintln(w, "SLOTS: unsupported by this driver")
+	case len(r.Namespaces) == 0:
+		fmt.Fprintln(w, "SLOTS: no namespaces")
+	default:
+		fmt.Fprintf(w, "SLOTS (%s)\n", count(len(r.Namespaces), "namespace"))
+		for _, ns := range r.Namespaces {
+			fmt.Fprintf(w, "namespace %s: limit %d, tolerance %v, %s used\n",
+				ns.Name, ns.Limit, time.Duration(ns.ToleranceMs)*time.Millisecond, count(len(ns.Slots), "slot"))
+			if len(ns.Slots) == 0 {
+				continue
+			}
+			tw := table(w)
+			fmt.Fprintln(tw, "  SLOT\tSTATE\tOWNER\tINCARNATION\tLAST OWNER\tFENCE\tTTL\tFLOOR\tEXPIRES\tCEILING\tNEXT FLOOR")
+			for _, s := range ns.Slots {
+				expires, ceiling := stamp(s.ExpiresAt, r.Now), stamp(s.Ceiling, r.Now)
+				if s.State == stateReleased {
+					// Without a term they mean nothing: the next floor is what counts.
+					expires, ceiling = "-", "-"
+				}
+				fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\t%v\t%s\t%s\t%s\t%s\n",
+					s.Slot, s.State, dash(s.Owner), dash(s.Incarnation), dash(s.LastOwner), s.Fence,
+					time.Duration(s.TTLMs)*time.Millisecond,
+					stamp(s.Floor, r.Now), expires, ceiling, stamp(s.NextFloor, r.Now))
+			}
+			tw.Flush()
+		}
+	}
+
+	fmt.Fprintln(w)
+	switch {
+	case r.Locks == nil:
+		fmt.Fprintln(w, "LOCKS: unsupported by this driver")
+	case len(r.Locks) == 0:
+		fmt.Fprintln(w, "LOCKS: none")
+	default:
+		fmt.Fprintf(w, "LOCKS (%s)\n", count(len(r.Locks), "lock"))
+		tw := table(w)
+		fmt.Fprintln(tw, "NAME\tHOLDER\tFENCE\tWAITERS")
+		for _, l := range r.Locks {
+			holder, fence := "-", "-"
+			if l.Holder != nil {
+				holder, fence = l.Holder.Owner, fmt.Sprint(l.Holder.Fence)
+			}
+			var ws []string
+			for _, wr := range l.Waiters {
+				ws = append(ws, fmt.Sprintf("%s (fence %d)", wr.Owner, wr.Fence))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, holder, fence, dash(strings.Join(ws, ", ")))
+		}
+		tw.Flush()
+	}
+}
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,446 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/config"
+	"github.com/cosid-go/store/driver"
+)
+
+func init() {
+	register(&command{name: "migrate", run: runMigrate, usage: `Usage: storectl migrate --from SPEC --to SPEC [--config FILE] [--key KEY]... [--namespace NS]... [--force]
+
+Moves range keys and slot histories from one store to another so that IDs stay
+unique across the move. Stop every instance that uses the source first.
+
+  --from SPEC        the source store
+  --to SPEC          the target store
+  --config FILE      names stores for SPEC
+  --key KEY          move this range key (repeatable)
+  --namespace NS     carry this slot namespace (repeatable)
+                     Without --key and --namespace every key and namespace
+                     moves; with either, only those named.
+  --force            carry slots whose leases may still be in use
+  --timeout DURATION bound of each store operation (default 3s)
+
+SPEC is a store NAME of --config FILE, or DRIVER:KEY=VALUE,KEY=VALUE (a piece
+without '=' continues the value before it), or DRIVER: for default options.
+
+Each range key is sealed in the source, which gives its final next value, and
+created in the target at that value, so Next in the target continues above
+every value the source handed out. Each used slot is seeded in the target
+with its fence and the floor its next term must respect: the next floor of a
+released slot, and at least the ceiling of a term that was never released.
+The slot's next term in the target gets the next fence and starts at or
+above that floor. Locks are not moved: a lock exists only while held, and
+lock fences in the target follow the target's own counter. Owner indexes are
+not moved either: in the target an owner gets its old slot back only as its
+preferred slot.
+
+migrate first reads both stores and changes nothing if something is wrong:
+a named key or namespace missing in the source, a key the target has at a
+lower value or sealed (the portable API cannot reopen a sealed key; purge the
+target with every instance stopped, then migrate again), namespace settings
+that differ, a target slot with a live term, or a target driver that cannot
+seed slots (exit code 1); a source lease that may still be in use, that is
+whose ceiling (expiry plus clock tolerance) is ahead (exit code 3, unless
+--force: use it only for holders known to be dead, which must never renew).
+
+It is safe to run again after a failure part-way, or after the target was
+used: what is already done is reported as such and left alone.
+`})
+}
+
+// listFlag collects a repeated flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+func runMigrate(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("migrate")
+	cfgPath := fs.String("config", "", "config `FILE` naming stores")
+	from := fs.String("from", "", "source store `SPEC`")
+	to := fs.String("to", "", "target store `SPEC`")
+	var keys, namespaces listFlag
+	fs.Var(&keys, "key", "range `KEY` to move (repeatable)")
+	fs.Var(&namespaces, "namespace", "slot namespace `NS` to carry (repeatable)")
+	force := fs.Bool("force", false, "carry slots whose leases may be in use")
+	var timeout durationFlag
+	fs.Var(&timeout, "timeout", "bound of each store operation")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q (name keys with --key)", pos[0])
+	}
+	var cfg *config.Config
+	if *cfgPath != "" {
+		if cfg, err = loadConfig(*cfgPath); err != nil {
+			return err
+		}
+	}
+	srcCfg, srcDesc, err := parseSpec("--from", *from, cfg, *cfgPath)
+	if err != nil {
+		return err
+	}
+	dstCfg, dstDesc, err := parseSpec("--to", *to, cfg, *cfgPath)
+	if err != nil {
+		return err
+	}
+	if srcCfg.Type == dstCfg.Type && maps.Equal(srcCfg.Options, dstCfg.Options) {
+		return usagef("--from and --to are the same store (%s)", srcDesc)
+	}
+	src, _, err := openStore(srcCfg, timeout, srcDesc)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, _, err := openStore(dstCfg, timeout, dstDesc)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	fmt.Fprintf(e.stdout, "source: %s\ntarget: %s\n", srcDesc, dstDesc)
+
+	m := &migration{e: e, src: src, dst: dst, now: e.now().UnixMilli(), keys: keys, namespaces: namespaces}
+	p, err := m.plan(ctx)
+	if err != nil {
+		return err
+	}
+	if len(p.live) > 0 {
+		if !*force {
+			return refusedf("nothing changed: %s in the source may still be in use:\n  %s\n"+
+				"Stop their holders and wait until their ceilings pass, or give --force if they are known to be dead.",
+				count(len(p.live), "lease"), strings.Join(p.live, "\n  "))
+		}
+		for _, l := range p.live {
+			fmt.Fprintf(e.stderr, "warning: --force: carrying %s; its holder must not renew it\n", l)
+		}
+	}
+	return m.apply(ctx, p)
+}
+
+// migration moves keys and slot histories from src to dst.
+type migration struct {
+	e                *env
+	src, dst         *store.Store
+	now              int64
+	keys, namespaces []string // selected by name; both empty: everything
+}
+
+type plan struct {
+	keys       []keyStep
+	namespaces []nsStep
+	locks      int      // locks in the source, which are not moved
+	live       []string // source leases that may be in use
+}
+
+type keyStep struct {
+	key       string
+	srcSealed bool
+}
+
+type nsStep struct {
+	ns    store.Namespace
+	slots []slotStep
+}
+
+type slotStep struct {
+	src   store.SlotInfo
+	fence int64 // the target slot's fence becomes at least this
+	floor int64 // and its next floor at least this
+	done  bool  // the target carries it already
+}
+
+// plan reads both stores and decides what to do. Any problem stops the
+// migration before it changes anything.
+func (m *migration) plan(ctx context.Context) (*plan, error) {
+	p := &plan{}
+	var problems []string
+	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	all := len(m.keys) == 0 && len(m.namespaces) == 0
+
+	if all || len(m.keys) > 0 {
+		if err := m.planKeys(ctx, p, problem); err != nil {
+			return nil, err
+		}
+	}
+	if all || len(m.namespaces) > 0 {
+		if err := m.planSlots(ctx, p, problem); err != nil {
+			return nil, err
+		}
+	}
+	if all {
+		locks, err := m.src.Locks().Locks(ctx)
+		if err != nil && !errors.Is(err, store.ErrUnsupported) {
+			return nil, err
+		}
+		p.locks = len(locks)
+	}
+	if len(problems) > 0 {
+		problems = append(problems, p.live...)
+		return nil, fmt.Errorf("nothing changed:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return p, nil
+}
+
+func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, ...any)) error {
+	srcKeys, err := m.src.Ranges().Keys(ctx)
+	if errors.Is(err, store.ErrUnsupported) {
+		if len(m.keys) > 0 {
+			problem("the source driver has no range keys")
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	names := srcKeys
+	if len(m.keys) > 0 {
+		names = nil
+		for _, k := range m.keys {
+			if !slices.Contains(srcKeys, k) {
+				problem("key %q: no such key in the source", k)
+			} else if !slices.Contains(names, k) {
+				names = append(names, k)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	dstKeys, err := m.dst.Ranges().Keys(ctx)
+	if errors.Is(err, store.ErrUnsupported) {
+		problem("the target driver has no range keys, and the source has %s", count(len(names), "key"))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, k := range names {
+		srcNext, srcSealed, err := m.src.Ranges().Current(ctx, k)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(dstKeys, k) {
+			dstNext, dstSealed, err := m.dst.Ranges().Current(ctx, k)
+			if err != nil {
+				return err
+			}
+			switch {
+			case dstSealed:
+				problem("key %q: the target has it sealed at %d; the portable API cannot reopen a sealed key: "+
+					"with every instance stopped, purge the target, then migrate again", k, dstNext)
+			case dstNext < srcNext:
+				problem("key %q: the target has it at %d, below %d in the source: values could repeat", k, dstNext, srcNext)
+			}
+		}
+		p.keys = append(p.keys, keyStep{key: k, srcSealed: srcSealed})
+	}
+	return nil
+}
+
+func (m *migration) planSlots(ctx context.Context, p *plan, problem func(string, ...any)) error {
+	srcNS, err := m.src.Slots().Namespaces(ctx)
+	if errors.Is(err, store.ErrUnsupported) {
+		if len(m.namespaces) > 0 {
+			problem("the source driver has no slot namespaces")
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	selected := srcNS
+	if len(m.namespaces) > 0 {
+		selected = nil
+		for _, name := range m.namespaces {
+			i := slices.IndexFunc(srcNS, func(ns store.Namespace) bool { return ns.Name == name })
+			switch {
+			case i < 0:
+				problem("namespace %q: no such namespace in the source", name)
+			case !slices.Contains(selected, srcNS[i]):
+				selected = append(selected, srcNS[i])
+			}
+		}
+	}
+	if len(selected) == 0 {
+		return nil
+	}
+	dstNS, err := m.dst.Slots().Namespaces(ctx)
+	if errors.Is(err, store.ErrUnsupported) {
+		problem("the target driver has no slot namespaces, and the source has %s", count(len(selected), "namespace"))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, ok := m.dst.Driver().(driver.SlotSeeder); !ok {
+		problem("the target driver cannot seed slots (it lacks driver.SlotSeeder), so slot histories cannot be carried")
+	}
+	for _, ns := range selected {
+		step := nsStep{ns: ns}
+		srcSlots, err := m.src.Slots().Slots(ctx, ns.Name)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		dstSlots := map[int]store.SlotInfo{}
+		if i := slices.IndexFunc(dstNS, func(d store.Namespace) bool { return d.Name == ns.Name }); i >= 0 {
+			if dstNS[i] != ns {
+				problem("namespace %q: the target has limit %d and tolerance %v, the source limit %d and tolerance %v",
+					ns.Name, dstNS[i].Limit, dstNS[i].Tolerance, ns.Limit, ns.Tolerance)
+			}
+			infos, err := m.dst.Slots().Slots(ctx, ns.Name)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			for _, in := range infos {
+				dstSlots[in.Slot] = in
+			}
+		}
+		for _, s := range srcSlots {
+			if mayBeInUse(s, m.now) {
+				p.live = append(p.live, fmt.Sprintf("lease %s/%d of %s (incarnation %s, fence %d): expires %s, ceiling %s",
+					ns.Name, s.Slot, s.Owner, s.Incarnation, s.Fence, stamp(s.ExpiresAt, m.now), stamp(s.Ceiling, m.now)))
+			}
+			ss := slotStep{src: s, fence: s.Fence, floor: carriedFloor(s)}
+			if t, ok := dstSlots[s.Slot]; ok {
+				ss.done = carries(t, ss.fence, ss.floor)
+				if !ss.done && t.Owner != "" && m.now < t.ExpiresAt {
+					problem("slot %s/%d: the target has a live term of %s (fence %d, floor %d) below the source's history (fence %d, floor %d)",
+						ns.Name, s.Slot, t.Owner, t.Fence, t.Floor, ss.fence, ss.floor)
+				}
+			}
+			step.slots = append(step.slots, ss)
+		}
+		p.namespaces = append(p.namespaces, step)
+	}
+	return nil
+}
+
+// carriedFloor is the least floor of a slot's next term: a released slot's
+// next floor is exact; a term never released may have issued anything below
+// its ceiling.
+func carriedFloor(s store.SlotInfo) int64 {
+	if s.Owner == "" {
+		return s.NextFloor
+	}
+	return max(s.NextFloor, s.Ceiling)
+}
+
+// carries reports whether a target slot already respects a history: its
+// next term gets a fence above fence and a floor of at least floor.
+func carries(t store.SlotInfo, fence, floor int64) bool {
+	if t.Fence < fence {
+		return false
+	}
+	if t.Owner == "" {
+		return t.NextFloor >= floor
+	}
+	// A term already started in the target: the next floor can only be
+	// higher than this term's.
+	return t.Floor >= floor
+}
+
+func (m *migration) apply(ctx context.Context, p *plan) error {
+	out := m.e.stdout
+	steps, failed := 0, 0
+	fail := func(what string, err error) {
+		failed++
+		fmt.Fprintf(m.e.stderr, "%s: FAILED: %v\n", what, err)
+	}
+	for _, k := range p.keys {
+		steps++
+		msg, err := m.moveKey(ctx, k)
+		if err != nil {
+			fail("key "+k.key, err)
+			continue
+		}
+		fmt.Fprintf(out, "key %s: %s\n", k.key, msg)
+	}
+	for _, n := range p.namespaces {
+		fmt.Fprintf(out, "namespace %s: limit %d, tolerance %v, %s used\n",
+			n.ns.Name, n.ns.Limit, n.ns.Tolerance, count(len(n.slots), "slot"))
+		for _, s := range n.slots {
+			steps++
+			what := fmt.Sprintf("slot %s/%d", n.ns.Name, s.src.Slot)
+			if s.done {
+				fmt.Fprintf(out, "%s: already carried (the target's next term gets a fence above %d and a floor of at least %d, %s)\n",
+					what, s.fence, s.floor, utc(s.floor))
+				continue
+			}
+			err := m.dst.Slots().Seed(ctx, n.ns, s.src.Slot, s.fence, s.floor)
+			if errors.Is(err, store.ErrLocked) {
+				err = fmt.Errorf("the target slot has a live term: %w", err)
+			}
+			if err != nil {
+				fail(what, err)
+				continue
+			}
+			fmt.Fprintf(out, "%s: seeded fence %d, floor %d (%s); the next term gets fence %d (%s in the source)\n",
+				what, s.fence, s.floor, utc(s.floor), s.fence+1, slotState(s.src, m.now))
+		}
+	}
+	if p.locks > 0 {
+		fmt.Fprintf(out, "locks: %s in the source, not moved (a lock exists only while held; fences in the target follow its own counter)\n",
+			count(p.locks, "lock"))
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d steps failed; fix the cause and run migrate again (it is safe to rerun)", failed, steps)
+	}
+	fmt.Fprintf(out, "done: %s, %s\n", count(len(p.keys), "key"), count(steps-len(p.keys), "slot"))
+	return nil
+}
+
+// moveKey seals k in the source and starts it in the target at the sealed
+// value. A rerun finds the source sealed at the same value and the target
+// at it, or above it when the target was used since.
+func (m *migration) moveKey(ctx context.Context, k keyStep) (string, error) {
+	sealedAt, err := m.src.Ranges().Seal(ctx, k.key)
+	if err != nil {
+		return "", fmt.Errorf("sealing in the source: %w", err)
+	}
+	sealed := fmt.Sprintf("sealed in source at %d", sealedAt)
+	if k.srcSealed {
+		sealed = "already " + sealed
+	}
+	dstKeys, err := m.dst.Ranges().Keys(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%s; listing the target: %w", sealed, err)
+	}
+	existed := slices.Contains(dstKeys, k.key)
+	err = m.dst.Ranges().Init(ctx, k.key, sealedAt)
+	if err == nil && !existed {
+		return fmt.Sprintf("%s; initialised in target at %d", sealed, sealedAt), nil
+	}
+	if err != nil && !errors.Is(err, store.ErrConfigMismatch) {
+		return "", fmt.Errorf("%s; initialising in the target: %w", sealed, err)
+	}
+	next, dstSealed, err := m.dst.Ranges().Current(ctx, k.key)
+	if err != nil {
+		return "", fmt.Errorf("%s; reading the target: %w", sealed, err)
+	}
+	switch {
+	case dstSealed:
+		return "", fmt.Errorf("%s; the target has it sealed at %d: purge the target with every instance stopped, then migrate again",
+			sealed, next)
+	case next < sealedAt:
+		return "", fmt.Errorf("%s; the target has it at %d, below: values could repeat, so the target was left as it is",
+			sealed, next)
+	case next == sealedAt:
+		return fmt.Sprintf("%s; already in target at %d", sealed, next), nil
+	}
+	return fmt.Sprintf("%s; already in target, used since: at %d", sealed, next), nil
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/config"
+)
+
+// newFlagSet returns a flag set whose errors come back to run, which
+// prints them once with the exit code they deserve.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseArgs parses flags anywhere among the arguments (`seal orders
+// --create` works like `seal --create orders`) and returns the others.
+// Everything after "--" is an argument, for keys that start with '-'.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// optionFlags collects repeated -o KEY=VALUE flags.
+type optionFlags map[string]string
+
+func (o optionFlags) String() string { return "" }
+
+func (o optionFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("option %q is not KEY=VALUE", s)
+	}
+	if _, dup := o[k]; dup {
+		return fmt.Errorf("option %q is given twice", k)
+	}
+	o[k] = v
+	return nil
+}
+
+// durationFlag remembers whether it was set, so that --timeout overrides a
+// config file's timeout only when given.
+type durationFlag struct {
+	d   time.Duration
+	set bool
+}
+
+func (d *durationFlag) String() string { return d.d.String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("%q is not a positive duration such as 5s", s)
+	}
+	d.d, d.set = v, true
+	return nil
+}
+
+// storeFlags select the one store a command works on.
+type storeFlags struct {
+	driver  string
+	options optionFlags
+	config  string
+	store   string
+	timeout durationFlag
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet) {
+	f.options = optionFlags{}
+	fs.StringVar(&f.driver, "driver", "", "registered driver `NAME`")
+	fs.Var(f.options, "o", "driver option `KEY=VALUE` (repeatable)")
+	fs.Var(f.options, "option", "driver option `KEY=VALUE` (repeatable)")
+	fs.StringVar(&f.config, "config", "", "config `FILE` of named stores")
+	fs.StringVar(&f.store, "store", "", "store `NAME` in the config file")
+	fs.Var(&f.timeout, "timeout", "bound of each store operation")
+}
+
+const storeFlagsUsage = `Store flags:
+  --driver NAME [-o KEY=VALUE]...  a registered driver and its options
+  --config FILE [--store NAME]     a named store of a config file
+  --timeout DURATION               bound of each store operation (default 3s)
+`
+
+// open opens the store the flags select and describes it for messages.
+func (f *storeFlags) open() (*store.Store, string, error) {
+	switch {
+	case f.driver != "" && f.config != "":
+		return nil, "", usagef("give either --driver or --config, not both")
+	case f.config == "" && f.store != "":
+		return nil, "", usagef("--store needs --config")
+	case f.config != "" && len(f.options) > 0:
+		return nil, "", usagef("-o applies to --driver; a --config store takes its options from the file")
+	case f.driver != "":
+		sc := config.StoreConfig{Type: f.driver, Options: f.options}
+		return openStore(sc, f.timeout, describe("", sc))
+	case f.config == "":
+		return nil, "", usagef("no store given: use --driver NAME [-o KEY=VALUE]... or --config FILE [--store NAME]")
+	}
+	cfg, err := loadConfig(f.config)
+	if err != nil {
+		return nil, "", err
+	}
+	name := f.store
+	if name == "" {
+		if len(cfg.Stores) != 1 {
+			return nil, "", usagef("%s has %d stores; choose one with --store (%s)",
+				f.config, len(cfg.Stores), strings.Join(storeNames(cfg), ", "))
+		}
+		name = storeNames(cfg)[0]
+	}
+	sc, ok := cfg.Stores[name]
+	if !ok {
+		return nil, "", usagef("no store %q in %s (stores: %s)", name, f.config, strings.Join(storeNames(cfg), ", "))
+	}
+	return openStore(sc, f.timeout, describe(name, sc))
+}
+
+func loadConfig(path string) (*config.Config, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return cfg, nil
+}
+
+func storeNames(cfg *config.Config) []string {
+	return slices.Sorted(maps.Keys(cfg.Stores))
+}
+
+// openStore opens sc. A refused option or unknown driver is bad usage; any
+// other failure (an unreachable server) is a failure.
+func openStore(sc config.StoreConfig, timeout durationFlag, desc string) (*store.Store, string, error) {
+	var opts []store.Option
+	switch {
+	case timeout.set:
+		opts = append(opts, store.WithTimeout(timeout.d))
+	case sc.Timeout > 0:
+		opts = append(opts, store.WithTimeout(sc.Timeout))
+	}
+	st, err := store.Open(sc.Type, sc.Options, opts...)
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot open %s: %w", desc, err)
+	}
+	return st, desc, nil
+}
+
+// describe names a store for messages: its config name if any, its driver
+// and its options, sorted, with values that look secret hidden.
+func describe(name string, sc config.StoreConfig) string {
+	var b strings.Builder
+	if name != "" {
+		fmt.Fprintf(&b, "%q (%s", name, sc.Type)
+	} else {
+		b.WriteString(sc.Type)
+	}
+	for _, k := range slices.Sorted(maps.Keys(sc.Options)) {
+		v := sc.Options[k]
+		if secret(k) {
+			v = "***"
+		}
+		fmt.Fprintf(&b, " %s=%s", k, v)
+	}
+	if name != "" {
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+func secret(key string) bool {
+	k := strings.ToLower(key)
+	for _, s := range []string{"password", "secret", "token", "credential", "auth"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSpec reads a migrate store spec: NAME (a store of cfg), or
+// DRIVER:KEY=VALUE,KEY=VALUE. A config name wins over the DRIVER: form, so
+// a store may be called anything.
+func parseSpec(flagName, spec string, cfg *config.Config, cfgPath string) (config.StoreConfig, string, error) {
+	if spec == "" {
+		return config.StoreConfig{}, "", usagef("%s is required", flagName)
+	}
+	if cfg != nil {
+		if sc, ok := cfg.Stores[spec]; ok {
+			return sc, describe(spec, sc), nil
+		}
+	}
+	drv, rest, ok := strings.Cut(spec, ":")
+	if !ok || drv == "" {
+		if cfg != nil {
+			return config.StoreConfig{}, "", usagef("%s %q: no such store in %s (stores: %s), and not DRIVER:OPTIONS",
+				flagName, spec, cfgPath, strings.Join(storeNames(cfg), ", "))
+		}
+		return config.StoreConfig{}, "", usagef("%s %q: want DRIVER:KEY=VALUE,... (e.g. memory:name=a), or a store NAME with --config",
+			flagName, spec)
+	}
+	opts, err := parseOptionList(rest)
+	if err != nil {
+		return config.StoreConfig{}, "", usagef("%s %q: %v", flagName, spec, err)
+	}
+	sc := config.StoreConfig{Type: drv, Options: opts}
+	return sc, describe("", sc), nil
+}
+
+// parseOptionList reads KEY=VALUE,KEY=VALUE. A piece without '=' belongs
+// to the value before it: connect strings are comma lists themselves.
+func parseOptionList(s string) (map[string]string, error) {
+	opts := map[string]string{}
+	if s == "" {
+		return opts, nil
+	}
+	last := ""
+	for _, piece := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(piece, "=")
+		if !ok {
+			if last == "" {
+				return nil, fmt.Errorf("%q is not KEY=VALUE", piece)
+			}
+			opts[last] += "," + piece
+			continue
+		}
+		if k == "" {
+			return nil, fmt.Errorf("%q has an empty option name", piece)
+		}
+		if _, dup := opts[k]; dup {
+			return nil, fmt.Errorf("option %q is given twice", k)
+		}
+		opts[k] = v
+		last = k
+	}
+	return opts, nil
+}

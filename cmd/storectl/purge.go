@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cosid-go/store"
+)
+
+func init() {
+	register(&command{name: "purge", run: runPurge, usage: `Usage: storectl purge --yes STORE FLAGS
+
+Deletes everything the store keeps (for ZooKeeper, every node under the root)
+and prints what it deleted. Run it only with every instance that uses the
+store stopped: a range key deleted under a running store would hand out its
+values again. purge therefore refuses (exit code 3) while any lease may be in
+use (its owner is set and its ceiling, the expiry plus the clock tolerance, is
+ahead) or any lock has a holder, and without --yes it only says what it would
+delete.
+
+  --yes   really delete
+
+` + storeFlagsUsage})
+}
+
+func runPurge(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("purge")
+	var sf storeFlags
+	sf.register(fs)
+	yes := fs.Bool("yes", false, "really delete")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	st, desc, err := sf.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := e.now().UnixMilli()
+	r, err := survey(ctx, st, now)
+	if err != nil {
+		return err
+	}
+	if busy := inUse(r); len(busy) > 0 {
+		return refusedf("%s is in use; stop every instance first (nothing deleted):\n  %s",
+			desc, strings.Join(busy, "\n  "))
+	}
+	if !*yes {
+		return refusedf("purge deletes everything in %s: %s; run again with --yes once every instance is stopped",
+			desc, r.contents())
+	}
+	deleted, err := st.Purge(ctx)
+	if errors.Is(err, store.ErrUnsupported) {
+		return fmt.Errorf("the driver of %s cannot purge (nothing deleted)", desc)
+	}
+	for _, d := range deleted {
+		fmt.Fprintf(e.stdout, "deleted %s\n", d)
+	}
+	if err != nil {
+		return fmt.Errorf("purge stopped part-way (run it again to finish): %w", err)
+	}
+	fmt.Fprintf(e.stdout, "purged %s: %s\n", desc, count(len(deleted), "item"))
+	return nil
+}
+
+// inUse lists the leases that may be in use and the locks that are held.
+func inUse(r *report) []string {
+	var out []string
+	for _, ns := range r.Namespaces {
+		for _, s := range ns.Slots {
+			if mayBeInUse(s.info, r.Now) {
+				out = append(out, fmt.Sprintf("lease %s/%d of %s (incarnation %s, fence %d): expires %s, ceiling %s",
+					ns.Name, s.Slot, s.Owner, s.Incarnation, s.Fence, stamp(s.ExpiresAt, r.Now), stamp(s.Ceiling, r.Now)))
+			}
+		}
+	}
+	for _, l := range r.Locks {
+		if l.Holder != nil {
+			out = append(out, fmt.Sprintf("lock %s held by %s (fence %d), %s",
+				l.Name, l.Holder.Owner, l.Holder.Fence, count(len(l.Waiters), "waiter")))
+		}
+	}
+	return out
+}
+
+// contents summarises what a store holds.
+func (r *report) contents() string {
+	slots := 0
+	for _, ns := range r.Namespaces {
+		slots += len(ns.Slots)
+	}
+	return fmt.Sprintf("%s, %s with %s, %s",
+		count(len(r.Keys), "range key"), count(len(r.Namespaces), "namespace"),
+		count(slots, "used slot"), count(len(r.Locks), "lock"))
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store"
+)
+
+func TestPurge(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := t.Context()
+		spec := b.fresh(t)
+		st := spec.open(t, store.WithOwner("ops"))
+		next(t, st, "orders", 100)
+		live := acquire(t, st, workers, "host-a", 0, time.Minute)
+		expired := acquire(t, st, workers, "host-b", 1, 50*time.Millisecond)
+		lock, err := st.Locks().Lock(ctx, "rebalance")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitPast(expired.Ceiling)
+		purge := func(a ...string) result { return ctl(with(args("purge"), spec.flags(), a)...) }
+		intact := func() {
+			t.Helper()
+			if keys := keysOf(t, st); len(keys) != 1 {
+				t.Fatalf("a refused purge deleted keys: %v", keys)
+			}
+		}
+
+		// A live lease and a held lock: refused, with or without --yes.
+		// The expired lease does not count.
+		r := purge("--yes")
+		r.want(t, exitRefused, "is in use; stop every instance first (nothing deleted)",
+			"lease workers/0 of host-a", "lock rebalance held by ops")
+		for _, s := range []string{"workers/1", "host-b"} {
+			if strings.Contains(r.stderr, s) {
+				t.Errorf("the expired lease was reported in use:\n%s", r.stderr)
+			}
+		}
+		intact()
+		if err := st.Slots().Release(ctx, live); err != nil {
+			t.Fatal(err)
+		}
+		purge("--yes").want(t, exitRefused, "lock rebalance held by ops (fence ")
+		intact()
+		if err := lock.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		// Without --yes it says what it would delete.
+		purge().want(t, exitRefused, "1 range key, 1 namespace with 2 used slots, 1 lock", "run again with --yes")
+		intact()
+
+		purge("--yes").want(t, exitOK, "deleted range orders\n", "purged ")
+		after := ctl(with(args("inspect"), spec.flags())...)
+		after.want(t, exitOK, "RANGES: none", "SLOTS: no namespaces", "LOCKS: none")
+		// Purging an empty store is fine.
+		purge("--yes").want(t, exitOK, ": 0 items\n")
+	})
+}
