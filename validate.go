@@ -64,8 +64,10 @@ func checkSegment(what, whole, seg string) error {
 }
 
 // forbidden reports the characters ZooKeeper refuses in a path, and NUL.
+// ZooKeeper checks paths as UTF-16, so a character above U+FFFF, written as
+// a surrogate pair, is refused too.
 func forbidden(r rune) bool {
-	return r == 0 ||
+	return r == 0 || r > 0xFFFF ||
 		(r >= 0x01 && r <= 0x1F) ||
 		(r >= 0x7F && r <= 0x9F) ||
 		(r >= 0xD800 && r <= 0xF8FF) ||
