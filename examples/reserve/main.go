@@ -1,6 +1,8 @@
-// Command reserve reserves ID ranges and leases a worker slot, the two calls
-// an ID generator makes at start-up. It runs on the in-memory driver by
-// default; point it at ZooKeeper with
+// Command reserve issues IDs from the two generators of package idgen (a
+// segment generator on a range key, and a Snowflake generator on a leased
+// worker slot), then shows the store calls underneath: reserving ranges and
+// leasing a slot. It runs on the in-memory driver by default; point it at
+// ZooKeeper with
 //
 //	go run ./examples/reserve -driver zookeeper -o connectString=127.0.0.1:2181
 package main
@@ -15,6 +17,7 @@ import (
 
 	"github.com/cosid-go/store"
 	_ "github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/idgen"
 )
 
 type optionFlags map[string]string
@@ -39,22 +42,76 @@ func main() {
 	ns := flag.String("namespace", "workers", "slot namespace")
 	limit := flag.Int("limit", 1024, "slots in the namespace")
 	owner := flag.String("owner", "example-host", "owner key of the worker slot")
+	ids := flag.Int("ids", 5, "IDs to issue from each generator")
 	flag.Parse()
 
-	if err := run(*driverName, options, *key, *step, *ranges, store.Namespace{Name: *ns, Limit: *limit, Tolerance: time.Second}, *owner); err != nil {
+	space := store.Namespace{Name: *ns, Limit: *limit, Tolerance: time.Second}
+	if err := reserve(*driverName, options, *key, *step, *ids, *ranges, space, *owner); err != nil {
 		fmt.Fprintln(os.Stderr, "reserve:", err)
 		os.Exit(1)
 	}
 }
 
-func run(driverName string, options map[string]string, key string, step int64, n int, ns store.Namespace, owner string) error {
+func reserve(driverName string, options map[string]string, key string, step int64, ids, ranges int, ns store.Namespace, owner string) error {
 	st, err := store.Open(driverName, options)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	ctx := context.Background()
+	if err := generate(ctx, st, key, step, ids, ns, owner); err != nil {
+		return err
+	}
+	return run(ctx, st, key, step, ranges, ns, owner)
+}
 
+// generate issues n IDs from each generator: what a service does.
+func generate(ctx context.Context, st *store.Store, key string, step int64, n int, ns store.Namespace, owner string) error {
+	seg, err := idgen.NewSegment(ctx, st, key, idgen.SegmentOptions{Step: step})
+	if err != nil {
+		return err
+	}
+	defer seg.Close()
+	var out []string
+	for i := 0; i < n; i++ {
+		id, err := seg.Next(ctx)
+		if err != nil {
+			return err
+		}
+		out = append(out, fmt.Sprint(id))
+	}
+	fmt.Printf("segment IDs from %q (ranges of %d): %s\n", key, step, strings.Join(out, " "))
+
+	sf, err := idgen.NewSnowflake(ctx, st, ns, owner, idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: 30 * time.Second}})
+	if err != nil {
+		return err
+	}
+	var first int64
+	out = out[:0]
+	for i := 0; i < n; i++ {
+		id, err := sf.NextID(ctx)
+		if err != nil {
+			sf.Close(ctx)
+			return err
+		}
+		if i == 0 {
+			first = id
+		}
+		out = append(out, fmt.Sprint(id))
+	}
+	fmt.Printf("snowflake IDs from worker %d of %q: %s\n", sf.Worker(), ns.Name, strings.Join(out, " "))
+	l := sf.Layout()
+	ts, worker, seq := l.Decode(first)
+	fmt.Printf("  %d = time %s, worker %d, sequence %d (%d/%d/%d bits)\n", first,
+		l.Time(ts).UTC().Format("2006-01-02 15:04:05.000"), worker, seq, l.TimestampBits, l.WorkerBits, l.SequenceBits)
+	// Close releases the slot with the highest timestamp used: the slot's
+	// next term (below) starts right above it.
+	return sf.Close(ctx)
+}
+
+// run makes the store calls the generators make.
+func run(ctx context.Context, st *store.Store, key string, step int64, n int, ns store.Namespace, owner string) error {
+	fmt.Println("underneath:")
 	for i := 0; i < n; i++ {
 		r, err := st.Ranges().Next(ctx, key, step)
 		if err != nil {

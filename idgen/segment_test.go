@@ -1,0 +1,286 @@
+package idgen_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/idgen"
+)
+
+// newSegment opens a Segment closed when the test ends.
+func newSegment(t *testing.T, st *store.Store, key string, opts idgen.SegmentOptions) *idgen.Segment {
+	t.Helper()
+	g, err := idgen.NewSegment(t.Context(), st, key, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// take calls Next n times, failing the test on an error.
+func take(t *testing.T, g *idgen.Segment, n int) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	out := make([]int64, 0, n)
+	for range n {
+		v, err := g.Next(ctx)
+		if err != nil {
+			t.Fatalf("Next after %d IDs: %v", len(out), err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func want(t *testing.T, got []int64, from int64) {
+	t.Helper()
+	for i, v := range got {
+		if v != from+int64(i) {
+			t.Fatalf("ID %d is %d, want %d (IDs %v)", i, v, from+int64(i), got)
+		}
+	}
+}
+
+func TestSegmentSequence(t *testing.T) {
+	st, _ := open(t, memoryBackend(t))
+	g := newSegment(t, st, "orders", idgen.SegmentOptions{Step: 10})
+	// One generator alone on a key hands out every value, in order,
+	// across range boundaries.
+	want(t, take(t, g, 35), 0)
+}
+
+func TestSegmentNoDuplicates(t *testing.T) { testSegmentNoDuplicates(t, memoryBackend(t)) }
+
+// testSegmentNoDuplicates runs generators x goroutines on several stores
+// (processes) over one key.
+func testSegmentNoDuplicates(t *testing.T, b backend) {
+	const stores, gens, workers, each = 3, 2, 4, 1500
+	var all collector
+	var wg sync.WaitGroup
+	for s := range stores {
+		st, _ := open(t, b)
+		for n := range gens {
+			// Small, unlike steps make ranges of generators interleave.
+			g := newSegment(t, st, "shared/key", idgen.SegmentOptions{Step: int64(7 + 3*s + n)})
+			for range workers {
+				wg.Go(func() {
+					ids := make([]int64, 0, each)
+					for range each {
+						v, err := g.Next(t.Context())
+						if err != nil {
+							t.Errorf("Next: %v", err)
+							return
+						}
+						ids = append(ids, v)
+					}
+					increasing(t, "one goroutine's IDs", ids)
+					all.add(ids...)
+				})
+			}
+		}
+	}
+	wg.Wait()
+	ids := all.all()
+	if len(ids) != stores*gens*workers*each {
+		t.Fatalf("got %d IDs, want %d", len(ids), stores*gens*workers*each)
+	}
+	unique(t, "segment IDs", ids)
+}
+
+func TestSegmentPrefetchServesWhileStoreBlocked(t *testing.T) {
+	st, f := open(t, memoryBackend(t))
+	// Two fetches get through: the first range and one prefetched range.
+	// Every later fetch is held in the store.
+	release := f.next.hold(2)
+	defer release()
+	g := newSegment(t, st, "k", idgen.SegmentOptions{Step: 10, MinPrefetch: 15, MaxPrefetch: 15})
+	// With 10 values and a distance of 15 the generator prefetches at once;
+	// [10, 20) lands, then handing out 5 starts a third fetch, which the
+	// store holds. It starts only after the second landed.
+	want(t, take(t, g, 6), 0)
+	f.next.waitHeld(t)
+
+	// The store answers nothing now, yet every fetched value is served.
+	want(t, take(t, g, 14), 6)
+
+	// With the fetched values used up, Next waits for the held fetch.
+	got := make(chan int64, 1)
+	go func() {
+		v, err := g.Next(t.Context())
+		if err != nil {
+			t.Errorf("Next: %v", err)
+		}
+		got <- v
+	}()
+	eventually(t, "a caller waiting for the store", func() bool { return g.Stats().Waits == 1 })
+	select {
+	case v := <-got:
+		t.Fatalf("Next returned %d while the store held the fetch", v)
+	default:
+	}
+	release()
+	if v := <-got; v != 20 {
+		t.Fatalf("after the store answered: got %d, want 20", v)
+	}
+}
+
+func TestSegmentStoreFailure(t *testing.T) { testSegmentStoreFailure(t, memoryBackend(t)) }
+
+// testSegmentStoreFailure: while the store fails, the generator serves
+// what it fetched, then fails clearly, then resumes without duplicates.
+func testSegmentStoreFailure(t *testing.T, b backend) {
+	st, f := open(t, b)
+	other, _ := open(t, b) // another process on the key
+	g := newSegment(t, st, "k", idgen.SegmentOptions{Step: 10, MinPrefetch: 5, MaxPrefetch: 5})
+	down := errors.New("injected: store down")
+	f.next.setFail(down)
+
+	ids := take(t, g, 10) // everything fetched is still served
+	for range 2 {
+		_, err := g.Next(t.Context())
+		if !errors.Is(err, idgen.ErrUnavailable) || !errors.Is(err, down) {
+			t.Fatalf("Next with nothing fetched and the store down: %v, want ErrUnavailable wrapping the store's error", err)
+		}
+	}
+	if s := g.Stats(); s.FetchErrors < 2 {
+		t.Errorf("FetchErrors = %d, want at least 2", s.FetchErrors)
+	}
+	r, err := other.Ranges().Next(t.Context(), "k", 25)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f.next.setFail(nil)
+	ids = append(ids, take(t, g, 40)...)
+	increasing(t, "IDs across the failure", ids)
+	for _, v := range ids {
+		if r.Start <= v && v < r.End {
+			t.Fatalf("ID %d is in [%d, %d), the range another store reserved", v, r.Start, r.End)
+		}
+	}
+}
+
+func TestSegmentSealedKey(t *testing.T) {
+	b := memoryBackend(t)
+	st, _ := open(t, b)
+	g := newSegment(t, st, "k", idgen.SegmentOptions{Step: 10, MinPrefetch: 1, MaxPrefetch: 1})
+	if _, err := st.Ranges().Seal(t.Context(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	want(t, take(t, g, 10), 0)
+	_, err := g.Next(t.Context())
+	if !errors.Is(err, idgen.ErrUnavailable) || !errors.Is(err, store.ErrSealed) {
+		t.Fatalf("Next on a sealed key: %v, want ErrUnavailable and store.ErrSealed", err)
+	}
+	if _, err := idgen.NewSegment(t.Context(), st, "k", idgen.SegmentOptions{}); !errors.Is(err, store.ErrSealed) {
+		t.Fatalf("NewSegment on a sealed key: %v, want store.ErrSealed", err)
+	}
+}
+
+func TestSegmentAdaptivePrefetch(t *testing.T) {
+	st, f := open(t, memoryBackend(t))
+	release := f.next.hold(1)
+	defer release()
+	const idle = 50 * time.Millisecond
+	g := newSegment(t, st, "k", idgen.SegmentOptions{Step: 100, MinPrefetch: 10, MaxPrefetch: 400, IdleAfter: idle})
+	if d := g.Stats().Prefetch; d != 50 {
+		t.Fatalf("initial distance %d, want Step/2 = 50", d)
+	}
+	take(t, g, 100) // the prefetch started at 50 and is held
+
+	// A caller finds nothing left: the distance doubles.
+	done := make(chan int64, 1)
+	go func() {
+		v, err := g.Next(t.Context())
+		if err != nil {
+			t.Errorf("Next: %v", err)
+		}
+		done <- v
+	}()
+	eventually(t, "a starving caller", func() bool { return g.Stats().Waits == 1 })
+	if d := g.Stats().Prefetch; d != 100 {
+		t.Fatalf("distance after starving %d, want 100", d)
+	}
+	release()
+	want(t, []int64{<-done}, 100) // [100, 200) is current; [200, 300) is being fetched
+
+	// Demand drops: the range takes longer than IdleAfter to hand out, and
+	// the distance halves when the next one becomes current.
+	waitUntil(time.Now().Add(idle + 10*time.Millisecond).UnixMilli())
+	want(t, take(t, g, 100), 101)
+	if s := g.Stats(); s.Prefetch != 50 || s.Waits != 1 {
+		t.Fatalf("after an idle range: %+v, want distance 50 and still 1 wait", s)
+	}
+}
+
+func TestSegmentClose(t *testing.T) {
+	st, f := open(t, memoryBackend(t))
+	release := f.next.hold(1)
+	defer release()
+	g, err := idgen.NewSegment(t.Context(), st, "k", idgen.SegmentOptions{Step: 4, MinPrefetch: 2, MaxPrefetch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	take(t, g, 4) // the prefetch is held in the store
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := g.Next(t.Context())
+		waiting <- err
+	}()
+	eventually(t, "a waiting caller", func() bool { return g.Stats().Waits == 1 })
+	// Close ends the held fetch and the wait, and leaves no goroutine behind.
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waiting; !errors.Is(err, idgen.ErrClosed) {
+		t.Fatalf("waiting Next after Close: %v, want ErrClosed", err)
+	}
+	if _, err := g.Next(t.Context()); !errors.Is(err, idgen.ErrClosed) {
+		t.Fatalf("Next after Close: %v, want ErrClosed", err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestSegmentWaitHonoursContext(t *testing.T) {
+	st, f := open(t, memoryBackend(t))
+	release := f.next.hold(1)
+	defer release()
+	g := newSegment(t, st, "k", idgen.SegmentOptions{Step: 2, MinPrefetch: 1, MaxPrefetch: 1})
+	take(t, g, 2)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := g.Next(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Next with a cancelled context and nothing fetched: %v", err)
+	}
+}
+
+func TestSegmentOptions(t *testing.T) {
+	st, _ := open(t, memoryBackend(t))
+	for _, tc := range []struct {
+		key  string
+		opts idgen.SegmentOptions
+	}{
+		{"k", idgen.SegmentOptions{Step: -1}},
+		{"k", idgen.SegmentOptions{MinPrefetch: 10, MaxPrefetch: 5}},
+		{"k", idgen.SegmentOptions{MinPrefetch: -1}},
+		{"k", idgen.SegmentOptions{IdleAfter: -time.Second}},
+		{"", idgen.SegmentOptions{}},
+		{"a//b", idgen.SegmentOptions{}},
+	} {
+		if _, err := idgen.NewSegment(t.Context(), st, tc.key, tc.opts); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("NewSegment(%q, %+v): %v, want ErrInvalidArgument", tc.key, tc.opts, err)
+		}
+	}
+	g := newSegment(t, st, "k", idgen.SegmentOptions{})
+	if s := g.Stats(); s.Available != idgen.DefaultStep || s.Prefetch != idgen.DefaultStep/2 {
+		t.Errorf("defaults: %+v, want %d available and distance %d", s, idgen.DefaultStep, idgen.DefaultStep/2)
+	}
+}

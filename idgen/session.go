@@ -1,0 +1,456 @@
+package idgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cosid-go/store"
+)
+
+// Session holds one slot lease and keeps it alive: it renews about every
+// ttl/3 and tells its holder, through Done, Err and Check, as soon as the
+// lease can no longer be trusted.
+//
+// Validity is measured on the local monotonic clock from the moment the
+// renewal that succeeded was sent (the store stamped the new expiry no
+// earlier): ttl, or less if the lease's ExpiresAt was nearer by the wall
+// clock at that moment, minus a margin. Separately, the holder's wall clock
+// must stay below the lease's ExpiresAt. Whichever ends first ends the
+// session, for good: a lost session never comes back, even if a late
+// renewal would have succeeded.
+//
+// Close stops the renewals and releases the lease. Stop issuing first.
+type Session struct {
+	slots  *store.SlotLeaseStore
+	key    termKey
+	ttl    time.Duration
+	margin time.Duration
+	every  time.Duration // between renewals
+	retry  time.Duration // after a renewal failed for a reason that may pass
+
+	live atomic.Pointer[term] // nil once the session ended: what Check reads
+
+	mu     sync.Mutex
+	last   *term // the latest term, kept after the end for Lease
+	err    error // why the session ended; nil while live
+	gone   bool  // the store said the term is no longer ours: nothing to release
+	closed bool
+	done   chan struct{} // closed when the session ends
+	stop   chan struct{} // closed by Close: ends the renewal loop
+	exited chan struct{} // closed when the renewal loop returned
+}
+
+// term is one view of the lease: immutable once published.
+type term struct {
+	lease      store.Lease
+	validUntil time.Time     // on the monotonic clock
+	changed    chan struct{} // closed when a renewal replaces this view, or the session ends
+}
+
+// SessionOption tunes NewSession.
+type SessionOption func(*sessionConfig)
+
+type sessionConfig struct {
+	margin    time.Duration
+	marginSet bool
+}
+
+// WithMargin sets how long before the locally measured expiry the session
+// stops trusting its lease (default ttl/10). It covers the local clock
+// running slower than the store's; it must be less than the ttl.
+func WithMargin(d time.Duration) SessionOption {
+	return func(c *sessionConfig) { c.margin, c.marginSet = d, true }
+}
+
+// NewSession acquires a slot of ns for owner (see store.SlotLeaseStore.Acquire)
+// and starts renewing it. Each session needs its own owner key within one
+// store: the store would hand a second session of the same owner the very
+// same term, so that is refused with ErrInUse.
+func NewSession(ctx context.Context, st *store.Store, ns store.Namespace, owner string, acq store.AcquireOptions, opts ...SessionOption) (*Session, error) {
+	var cfg sessionConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ttl := acq.TTL
+	if ttl == 0 {
+		ttl = store.DefaultTTL
+	}
+	margin := ttl / 10
+	if cfg.marginSet {
+		margin = cfg.margin
+	}
+	if margin < 0 || margin >= ttl {
+		return nil, invalid("session margin %v is outside [0, ttl %v)", margin, ttl)
+	}
+	slots := st.Slots()
+	lease, sent, key, err := acquire(ctx, slots, ns, owner, acq)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		slots:  slots,
+		key:    key,
+		ttl:    ttl,
+		margin: margin,
+		every:  max(ttl/3, time.Millisecond),
+		retry:  min(max(ttl/20, time.Millisecond), time.Second),
+		done:   make(chan struct{}),
+		stop:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	t := s.newTerm(lease, sent, nil)
+	if !time.Now().Before(t.validUntil) {
+		// The store's clock is so far behind ours that the lease looks over
+		// before it began; using it would only fail later and less clearly.
+		if err := slots.Release(ctx, lease); err == nil || errors.Is(err, store.ErrLeaseLost) {
+			forget(key)
+		} else {
+			retire(key) // the error to report is the clock's
+		}
+		return nil, fmt.Errorf("%w: lease of slot %d expires at %d ms, not after the local clock (%d ms) by more than the margin %v",
+			ErrLeaseLost, lease.Slot, lease.ExpiresAt, time.Now().UnixMilli(), margin)
+	}
+	s.last = t
+	s.live.Store(t)
+	go s.run(sent)
+	return s, nil
+}
+
+// acquire takes a term no live session of this process uses. A term an
+// earlier session of this process held but could not release comes back
+// from the store as it is (same owner and incarnation); what that session
+// issued is unknown, so it is ended at its ceiling and a new term is taken.
+func acquire(ctx context.Context, slots *store.SlotLeaseStore, ns store.Namespace, owner string, acq store.AcquireOptions) (store.Lease, time.Time, termKey, error) {
+	for attempt := 0; ; attempt++ {
+		sent := time.Now()
+		lease, err := slots.Acquire(ctx, ns, owner, acq)
+		if err != nil {
+			return lease, sent, termKey{}, fmt.Errorf("idgen: session: %w", err)
+		}
+		key := keyOf(lease)
+		inUse, seen := claim(key)
+		switch {
+		case !seen:
+			return lease, sent, key, nil
+		case inUse:
+			return lease, sent, key, fmt.Errorf("%w: slot %d of %q, owner %q, fence %d",
+				ErrInUse, lease.Slot, lease.Namespace, lease.Owner, lease.Fence)
+		case attempt > 0:
+			return lease, sent, key, fmt.Errorf("idgen: session: the store returned slot %d fence %d again after it was released",
+				lease.Slot, lease.Fence)
+		}
+		if err := slots.Release(ctx, lease); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			return lease, sent, key, fmt.Errorf("idgen: session: ending an earlier term of this process: %w", err)
+		}
+		forget(key)
+	}
+}
+
+// newTerm computes how long lease can be trusted: ttl from when the call
+// that produced it was sent, but no longer than its ExpiresAt allows by the
+// wall clock at that moment (a term returned as it was may be older), less
+// the margin. Validity never shrinks within a session.
+func (s *Session) newTerm(lease store.Lease, sent time.Time, prev *term) *term {
+	life := s.ttl
+	if rest := time.Duration(lease.ExpiresAt-sent.UnixMilli()) * time.Millisecond; rest < life {
+		life = rest
+	}
+	valid := sent.Add(life - s.margin)
+	if prev != nil && prev.validUntil.After(valid) {
+		valid = prev.validUntil
+	}
+	return &term{lease: lease, validUntil: valid, changed: make(chan struct{})}
+}
+
+// Lease returns the latest lease (also after the session ended).
+func (s *Session) Lease() store.Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last.lease
+}
+
+// Done is closed as soon as the lease is lost, could not be renewed before
+// it would expire, or the session is closed.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns nil while the session is live; after it ended, an error
+// wrapping ErrLeaseLost with the reason, or ErrClosed after Close.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Check returns the lease if its holder may still issue timestamps at
+// wallMs, its wall clock in milliseconds: the local monotonic validity has
+// not passed and wallMs is below ExpiresAt. Issue only timestamps t with
+// Floor <= t < Ceiling of the lease returned. Failing either test ends the
+// session.
+func (s *Session) Check(wallMs int64) (store.Lease, error) {
+	t, err := s.check(time.Now(), wallMs)
+	if err != nil {
+		return store.Lease{}, err
+	}
+	return t.lease, nil
+}
+
+// check is Check for a caller that already read the clock: now must carry
+// a monotonic reading (a time.Now() value).
+func (s *Session) check(now time.Time, wallMs int64) (*term, error) {
+	t := s.live.Load()
+	if t == nil {
+		return nil, s.Err()
+	}
+	if !now.Before(t.validUntil) {
+		s.lose(fmt.Errorf("not renewed within %v of sending the last renewal (ttl %v less margin %v)",
+			s.ttl-s.margin, s.ttl, s.margin))
+		return nil, s.Err()
+	}
+	if wallMs >= t.lease.ExpiresAt {
+		s.lose(fmt.Errorf("the clock (%d ms) reached the lease's expiry (%d ms)", wallMs, t.lease.ExpiresAt))
+		return nil, s.Err()
+	}
+	return t, nil
+}
+
+// lose ends the session because of cause, unless it already ended.
+func (s *Session) lose(cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	s.err = fmt.Errorf("%w: %w", ErrLeaseLost, cause)
+	s.gone = errors.Is(cause, store.ErrLeaseLost)
+	s.end()
+	// The term is no longer live here; a later session of this process
+	// that gets it back must end it first (see acquire).
+	retire(s.key)
+}
+
+// end unpublishes the term and closes Done; s.mu is held.
+func (s *Session) end() {
+	if t := s.live.Swap(nil); t != nil {
+		close(t.changed)
+	}
+	close(s.done)
+}
+
+// renewed publishes a renewed lease; it reports false if the session ended.
+func (s *Session) renewed(lease store.Lease, sent time.Time) bool {
+	s.mu.Lock()
+	old, live := s.last, s.err == nil
+	if live && lease.Slot == old.lease.Slot && lease.Fence == old.lease.Fence {
+		t := s.newTerm(lease, sent, old)
+		s.last = t
+		s.live.Store(t)
+		close(old.changed)
+		s.mu.Unlock()
+		return true
+	}
+	s.mu.Unlock()
+	if live {
+		s.lose(fmt.Errorf("renewal returned slot %d fence %d for slot %d fence %d",
+			lease.Slot, lease.Fence, old.lease.Slot, old.lease.Fence))
+	}
+	return false
+}
+
+// run renews the lease until the session ends or is closed.
+func (s *Session) run(sent time.Time) {
+	defer close(s.exited)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	renewAt := sent.Add(s.every)
+	for {
+		t := s.live.Load()
+		if t == nil {
+			return
+		}
+		wake := renewAt
+		if t.validUntil.Before(wake) {
+			wake = t.validUntil
+		}
+		if !s.sleepUntil(wake) {
+			return
+		}
+		sent := time.Now()
+		if !sent.Before(t.validUntil) {
+			s.lose(fmt.Errorf("not renewed within %v of sending the last renewal", s.ttl-s.margin))
+			return
+		}
+		r, ok := s.renew(ctx, t)
+		switch {
+		case !ok:
+			return
+		case r.err == nil:
+			if !s.renewed(r.lease, sent) {
+				return
+			}
+			renewAt = sent.Add(s.every)
+		case permanent(r.err):
+			s.lose(r.err)
+			return
+		default:
+			renewAt = time.Now().Add(s.retry)
+		}
+	}
+}
+
+// sleepUntil waits for the instant when; false if Close came first.
+func (s *Session) sleepUntil(when time.Time) bool {
+	timer := time.NewTimer(time.Until(when))
+	defer timer.Stop()
+	select {
+	case <-s.stop:
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// renew sends one renewal. It runs in its own goroutine so that Done closes
+// when the validity ends even if the store has not answered; ok is false if
+// the session ended or was closed meanwhile.
+func (s *Session) renew(ctx context.Context, t *term) (r renewal, ok bool) {
+	rctx, cancel := context.WithDeadline(ctx, t.validUntil)
+	defer cancel()
+	ch := make(chan renewal, 1)
+	go func() {
+		l, err := s.slots.Renew(rctx, t.lease)
+		ch <- renewal{l, err}
+	}()
+	expiry := time.NewTimer(time.Until(t.validUntil))
+	defer expiry.Stop()
+	select {
+	case r := <-ch:
+		if !time.Now().Before(t.validUntil) {
+			// Too late: the lease was untrusted for a while, and a session
+			// never comes back.
+			s.lose(fmt.Errorf("renewal answered after the validity ended: %v", r.err))
+			return r, false
+		}
+		return r, true
+	case <-expiry.C:
+		s.lose(fmt.Errorf("renewal not answered within %v of sending the previous one", s.ttl-s.margin))
+	case <-s.stop:
+	}
+	cancel()
+	<-ch
+	return renewal{}, false
+}
+
+// renewal is the outcome of one Renew call.
+type renewal struct {
+	lease store.Lease
+	err   error
+}
+
+// permanent reports renewal failures that retrying cannot fix.
+func permanent(err error) bool {
+	for _, e := range []error{store.ErrLeaseLost, store.ErrClosed, store.ErrInvalidArgument,
+		store.ErrUnsupported, store.ErrCorrupt, store.ErrRecreated} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Close stops the renewals and releases the lease without a used
+// timestamp: the slot's next term starts at this term's ceiling. Call it
+// only after the holder stopped issuing. Closing twice returns nil.
+func (s *Session) Close(ctx context.Context) error { return s.release(ctx, -1) }
+
+// CloseUsed is Close for a holder that knows used, the highest timestamp
+// (in the store's milliseconds) it issued: the next term may start right
+// above it.
+func (s *Session) CloseUsed(ctx context.Context, used int64) error {
+	if used < 0 {
+		return invalid("used timestamp %d is negative", used)
+	}
+	return s.release(ctx, used)
+}
+
+func (s *Session) release(ctx context.Context, used int64) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	if s.err == nil {
+		s.err = ErrClosed
+		s.end()
+	}
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.exited // the loop no longer renews: the lease below is the last one
+
+	s.mu.Lock()
+	lease, gone := s.last.lease, s.gone
+	s.mu.Unlock()
+	var err error
+	if !gone {
+		if used >= 0 {
+			err = s.slots.ReleaseUsed(ctx, lease, used)
+		} else {
+			err = s.slots.Release(ctx, lease)
+		}
+		if errors.Is(err, store.ErrLeaseLost) {
+			err = nil // taken over: nothing of ours to release
+		}
+	}
+	if err != nil {
+		retire(s.key)
+		return fmt.Errorf("idgen: session: %w", err)
+	}
+	forget(s.key)
+	return nil
+}
+
+// termKey names one term of one slot; the process-wide table below records
+// the terms sessions of this process hold or held without releasing.
+type termKey struct {
+	namespace, owner, incarnation string
+	slot                          int
+	fence                         int64
+}
+
+func keyOf(l store.Lease) termKey {
+	return termKey{l.Namespace, l.Owner, l.Incarnation, l.Slot, l.Fence}
+}
+
+var terms = struct {
+	sync.Mutex
+	m map[termKey]bool // true: a live session holds it; false: held, ended, not released
+}{m: map[termKey]bool{}}
+
+// claim marks k live unless it is known; it reports what was known.
+func claim(k termKey) (inUse, seen bool) {
+	terms.Lock()
+	defer terms.Unlock()
+	inUse, seen = terms.m[k]
+	if !seen {
+		terms.m[k] = true
+	}
+	return inUse, seen
+}
+
+func retire(k termKey) {
+	terms.Lock()
+	defer terms.Unlock()
+	if _, ok := terms.m[k]; ok {
+		terms.m[k] = false
+	}
+}
+
+func forget(k termKey) {
+	terms.Lock()
+	defer terms.Unlock()
+	delete(terms.m, k)
+}
