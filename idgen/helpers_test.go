@@ -14,9 +14,12 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/zktest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks for leaked goroutines, and (zktest.Wrap) that no
+// ZooKeeper server outlives the tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(zktest.Wrap(m)) }
 
 // backend opens driver stores on one shared storage: each call acts as a
 // separate process. Tests take one so that another driver can be swapped

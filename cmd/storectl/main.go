@@ -18,8 +18,7 @@ import (
 
 	"github.com/cosid-go/store"
 	_ "github.com/cosid-go/store/drivers/memory"
-	// Add the ZooKeeper driver here once it builds:
-	// _ "github.com/cosid-go/store/drivers/zookeeper"
+	_ "github.com/cosid-go/store/drivers/zookeeper"
 )
 
 // Exit codes.

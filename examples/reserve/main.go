@@ -17,6 +17,7 @@ import (
 
 	"github.com/cosid-go/store"
 	_ "github.com/cosid-go/store/drivers/memory"
+	_ "github.com/cosid-go/store/drivers/zookeeper"
 	"github.com/cosid-go/store/idgen"
 )
 

@@ -1,0 +1,119 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/internal/zktest"
+)
+
+// BenchmarkRanges compares, on one server per version, the store's Next
+// (step 1, one key, through the user API with its per-operation timeout)
+// with a bare compare-and-set loop written straight on go-zookeeper in the
+// same style: remember the version, Set on it, re-read on a conflict. The
+// goal is Next at 0.9x the raw loop's throughput or better.
+//
+// Next and RawCAS run one after the other; Interleaved alternates one Next
+// and one raw compare-and-set per iteration and reports both latencies and
+// their ratio, which drift of a loaded machine cannot bias.
+//
+//	go test -run '^$' -bench Ranges -benchtime 3s ./drivers/zookeeper/
+func BenchmarkRanges(b *testing.B) {
+	for _, version := range zktest.Versions() {
+		b.Run(version, func(b *testing.B) {
+			addr := zktest.StartServer(b, version).Addr()
+			b.Run("Next", func(b *testing.B) {
+				next := benchStore(b, addr)
+				b.ResetTimer()
+				for range b.N {
+					next()
+				}
+			})
+			b.Run("RawCAS", func(b *testing.B) {
+				cas := newRawCAS(b, addr)
+				b.ResetTimer()
+				for range b.N {
+					cas.next()
+				}
+			})
+			b.Run("Interleaved", func(b *testing.B) {
+				next, cas := benchStore(b, addr), newRawCAS(b, addr)
+				var inNext, inRaw time.Duration
+				b.ResetTimer()
+				for range b.N {
+					t0 := time.Now()
+					next()
+					t1 := time.Now()
+					cas.next()
+					inNext += t1.Sub(t0)
+					inRaw += time.Since(t1)
+				}
+				b.ReportMetric(float64(inNext.Nanoseconds())/float64(b.N), "next-ns/op")
+				b.ReportMetric(float64(inRaw.Nanoseconds())/float64(b.N), "raw-ns/op")
+				b.ReportMetric(float64(inRaw)/float64(inNext), "throughput-ratio")
+			})
+		})
+	}
+}
+
+// benchStore returns a function calling Next(step 1) on a fresh key of a
+// store on addr.
+func benchStore(b *testing.B, addr string) func() {
+	st := portable(b, openTest(b, testOptions(addr, nil), nil))
+	r := st.Ranges()
+	ctx := context.Background()
+	next := func() {
+		if _, err := r.Next(ctx, "bench", 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	next() // creates the node
+	return next
+}
+
+// rawCAS is the hand-written loop on go-zookeeper.
+type rawCAS struct {
+	b       *testing.B
+	conn    *zk.Conn
+	path    string
+	value   int64
+	version int32
+}
+
+func newRawCAS(b *testing.B, addr string) *rawCAS {
+	c := &rawCAS{b: b, conn: rawConn(b, addr), path: randomRoot()}
+	if _, err := c.conn.Create(c.path, formatRange(0, false), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		b.Fatal(err)
+	}
+	c.read()
+	return c
+}
+
+func (c *rawCAS) read() {
+	data, stat, err := c.conn.Get(c.path)
+	if err != nil {
+		c.b.Fatal(err)
+	}
+	if c.value, _, _, err = parseRange(data); err != nil {
+		c.b.Fatal(err)
+	}
+	c.version = stat.Version
+}
+
+func (c *rawCAS) next() {
+	for {
+		stat, err := c.conn.Set(c.path, formatRange(c.value+1, false), c.version)
+		if err == nil {
+			c.value, c.version = c.value+1, stat.Version
+			return
+		}
+		if !errors.Is(err, zk.ErrBadVersion) {
+			c.b.Fatal(err)
+		}
+		c.read()
+	}
+}

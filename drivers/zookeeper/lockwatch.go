@@ -1,0 +1,571 @@
+package zookeeper
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// This file follows the session on behalf of the Locker: which lock nodes
+// the store has (or may have) created, which session each belongs to, and
+// when a held lock must be reported lost. The recipe itself is in locks.go.
+//
+// A lock is lost when its session ends (expired, or replaced by another
+// session), when the store closes, or when the store has been without a
+// session for longer than it may safely assume the server keeps it. For
+// that last rule the store needs two things go-zookeeper does not expose:
+// the negotiated session timeout and the moment the server was last heard.
+// A store that made its connection (Open) reads both off the wire: the
+// handshake answer carries the timeout and the session ID, and every byte
+// read is news from the server. The server expires a session one timeout
+// after it last heard from the client, which is no earlier than the
+// client last heard from it (less the network delay, which the margin
+// covers), so "last heard + timeout - margin" is a deadline the server
+// cannot beat. Starting the timer at the disconnect event instead would be
+// late: go-zookeeper notices a silent server only after two thirds of the
+// timeout.
+//
+// A store on a caller's connection (New) sees neither the timeout nor the
+// wire, and gets no event callback: it polls conn.State and
+// conn.SessionID while it has lock nodes, and counts any moment without a
+// session as a loss.
+
+// lostMarginDivisor: the disconnect deadline is the session timeout less a
+// tenth of it, for network delay and timer latency.
+const lostMarginDivisor = 10
+
+// sessionPollInterval is how often a store on a caller's connection looks at
+// the connection's state while it has lock nodes.
+const sessionPollInterval = 50 * time.Millisecond
+
+// monoBase anchors the monotonic times stored as integers below.
+var monoBase = time.Now()
+
+func monoNow() time.Duration { return time.Since(monoBase) }
+
+// lockState is the Locker's part of a Store. The zero value is ready; sniff
+// is called before the connection is made, for a store that makes its own.
+type lockState struct {
+	// Set by sniff before the connection exists; read-only afterwards.
+	sniffing  bool
+	requested time.Duration // the sessionTimeout option
+
+	// Written by the wire wrapper (sniffing stores only).
+	negotiated atomic.Int64 // ms, from the last handshake answer
+	sessionID  atomic.Int64 // from the last handshake answer
+	heard      atomic.Int64 // monoNow() when a server was last read from
+
+	mu        sync.Mutex
+	nodes     map[*lockNode]struct{}
+	inSession bool          // the last state seen is HasSession
+	noSession bool          // without a session past the deadline: holds are unsafe
+	timer     *time.Timer   // the disconnect deadline, while without a session
+	timerGen  int           // invalidates a timer that fired too late to be stopped
+	closing   bool          // Close began: no new nodes, session news ignored
+	stopped   bool          // Close is done with lock cleanup: no new background work
+	polling   bool          // the poller of a caller's connection runs
+	sessionUp chan struct{} // closed when a session is (re)gained
+	wg        sync.WaitGroup
+
+	bgOnce   sync.Once
+	bg       context.Context // ends when Close is done with lock cleanup
+	bgCancel context.CancelFunc
+}
+
+// lockNode is one lock node this store created, or may have created: a
+// waiter, a holder, or one being removed.
+type lockNode struct {
+	name   string
+	parent string // {root}/lock/{name}
+	guid   string
+	owner  string
+	sid    int64 // the session the node belongs to, set before the first create is sent
+
+	// Guarded by lockState.mu.
+	path      string        // "" until the create answered or the node was found
+	inflight  chan struct{} // closed when go-zookeeper answers the create
+	confirmed bool          // the node is known to be of session sid
+	twins     bool          // other nodes with the GUID may exist (lost answers)
+	phase     nodePhase
+	lost      chan struct{}
+	lostErr   error
+	gone      bool // session sid ended (or the store's own connection closed)
+}
+
+// dead reports a node known to have died with its session: nothing to
+// delete. Called with lockState.mu held.
+func (n *lockNode) dead() bool { return n.gone && n.confirmed && !n.twins }
+
+type nodePhase int
+
+const (
+	waiting   nodePhase = iota // owned by its Lock call
+	held                       // owned by its lock; a loss starts its removal
+	abandoned                  // a removal runs
+)
+
+// sniff returns a wrapper for the store's network connections that reads
+// the handshake answer and notes every read, around the given one (a test
+// hook, or nil).
+func (lk *lockState) sniff(requested time.Duration, inner func(net.Conn) net.Conn) func(net.Conn) net.Conn {
+	lk.sniffing, lk.requested = true, requested
+	return func(c net.Conn) net.Conn {
+		if inner != nil {
+			c = inner(c)
+		}
+		return &sniffConn{Conn: c, lk: lk}
+	}
+}
+
+// sniffConn reads the start of a connection's first frame, the answer to the
+// session handshake: length, protocol version, timeout (ms), session ID.
+type sniffConn struct {
+	net.Conn
+	lk   *lockState
+	head [20]byte
+	got  int // only go-zookeeper's reading goroutine reads
+}
+
+func (c *sniffConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.lk.heard.Store(int64(monoNow()))
+		if c.got < len(c.head) {
+			c.got += copy(c.head[c.got:], p[:n])
+			// Session ID 0 is the server saying the session expired; its
+			// timeout field means nothing then.
+			if sid := int64(binary.BigEndian.Uint64(c.head[12:20])); c.got == len(c.head) && sid != 0 {
+				c.lk.negotiated.Store(int64(int32(binary.BigEndian.Uint32(c.head[8:12]))))
+				c.lk.sessionID.Store(sid)
+			}
+		}
+	}
+	return n, err
+}
+
+// sessionTimeout is the best known session timeout: negotiated, else
+// asked for, else the default.
+func (lk *lockState) sessionTimeout() time.Duration {
+	if ms := lk.negotiated.Load(); ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	if lk.requested > 0 {
+		return lk.requested
+	}
+	return defaultSessionTimeout
+}
+
+func (lk *lockState) background() context.Context {
+	lk.bgOnce.Do(func() { lk.bg, lk.bgCancel = context.WithCancel(context.Background()) })
+	return lk.bg
+}
+
+// cleanupContext bounds a removal: past twice the session timeout the node
+// has died with its session unless the connection came back, and then the
+// removal had its chance.
+func (lk *lockState) cleanupContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(lk.background(), 2*lk.sessionTimeout())
+}
+
+// spawn runs f in a goroutine Close waits for, unless Close is done with
+// lock cleanup; the returned channel closes when f returns (at once if f
+// did not run).
+func (lk *lockState) spawn(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.stopped {
+		close(done)
+		return done
+	}
+	lk.wg.Add(1)
+	go func() {
+		defer lk.wg.Done()
+		defer close(done)
+		f()
+	}()
+	return done
+}
+
+// registerLockNode records a node about to be created, so that Close and
+// the session tracking know of it from before its create is sent.
+func (s *Store) registerLockNode(name, owner string) (*lockNode, error) {
+	// A GUID per node, not per Lock call: a late removal of an earlier
+	// node of the call must never match a later one.
+	guid, err := newLockGUID()
+	if err != nil {
+		return nil, err
+	}
+	lk := &s.lk
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.closing {
+		return nil, driver.ErrClosed
+	}
+	n := &lockNode{
+		name:   name,
+		parent: s.lockParent(name),
+		guid:   guid,
+		owner:  owner,
+		lost:   make(chan struct{}),
+	}
+	if lk.nodes == nil {
+		lk.nodes = map[*lockNode]struct{}{}
+	}
+	lk.nodes[n] = struct{}{}
+	if !lk.sniffing && !lk.polling {
+		lk.polling = true
+		lk.wg.Add(1) // not stopped: closing is set first, under mu
+		go s.pollSession()
+	}
+	return n, nil
+}
+
+func (lk *lockState) unregister(n *lockNode) {
+	lk.mu.Lock()
+	delete(lk.nodes, n)
+	lk.mu.Unlock()
+}
+
+// waitLockSession waits until the connection has a session, and returns its
+// ID for a node about to be created.
+func (s *Store) waitLockSession(ctx context.Context) (int64, error) {
+	lk := &s.lk
+	for {
+		lk.mu.Lock()
+		if lk.sessionUp == nil {
+			lk.sessionUp = make(chan struct{})
+		}
+		up := lk.sessionUp
+		lk.mu.Unlock()
+		if sid := s.conn.SessionID(); sid != 0 && s.conn.State() == zk.StateHasSession {
+			return sid, nil
+		}
+		select {
+		case <-up:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-s.closing:
+			return 0, driver.ErrClosed
+		}
+	}
+}
+
+// setSession fixes the session of a node whose create has not been sent.
+func (lk *lockState) setSession(n *lockNode, sid int64) {
+	lk.mu.Lock()
+	n.sid = sid
+	lk.mu.Unlock()
+}
+
+// startCreate notes a create in flight; createAnswered ends it.
+func (lk *lockState) startCreate(n *lockNode) chan struct{} {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	n.inflight = make(chan struct{})
+	return n.inflight
+}
+
+// createAnswered records go-zookeeper's answer to a create, which may come
+// after the Lock call stopped waiting for it. The create was sent in
+// session n.sid; if that is still the session, the node is of it, since a
+// session never comes back once replaced.
+func (lk *lockState) createAnswered(s *Store, n *lockNode, done chan struct{}, path string, err error) {
+	sid := s.conn.SessionID()
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if err == nil {
+		n.path = path
+		n.confirmed = sid == n.sid
+	}
+	close(done)
+}
+
+func (lk *lockState) isConfirmed(n *lockNode) bool {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return n.confirmed
+}
+
+// nodeState returns what a removal needs to know of n.
+func (lk *lockState) nodeState(n *lockNode) (path string, inflight chan struct{}, dead bool) {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return n.path, n.inflight, n.dead()
+}
+
+// lose closes n's Lost with why; gone says the node died with it.
+// Called with lk.mu held.
+func (lk *lockState) lose(n *lockNode, why error, gone bool) {
+	if gone {
+		n.gone = true
+	}
+	if n.lostErr == nil {
+		n.lostErr = why
+		close(n.lost)
+	}
+}
+
+// lostErr returns why n was lost, or nil.
+func (lk *lockState) lostErr(n *lockNode) error {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return n.lostErr
+}
+
+// markHeld makes n a holder, unless it was lost meanwhile or the store is
+// past its disconnect deadline (the listing that made n first may predate
+// it): then the Lock call starts again.
+func (s *Store) markHeld(n *lockNode) error {
+	lk := &s.lk
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	switch {
+	case lk.closing:
+		return driver.ErrClosed
+	case n.lostErr != nil:
+		return fmt.Errorf("%v: %w", n.lostErr, errRequeue)
+	case lk.noSession:
+		return fmt.Errorf("no session for longer than the session timeout: %w", errRequeue)
+	}
+	n.phase = held
+	return nil
+}
+
+// markAbandoned hands n to a removal; it returns false if one runs already.
+func (lk *lockState) markAbandoned(n *lockNode) bool {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if n.phase == abandoned {
+		return false
+	}
+	n.phase = abandoned
+	return true
+}
+
+// sessionEvent follows go-zookeeper's session events (stores made by Open).
+// It runs on go-zookeeper's event goroutine and must not block.
+func (s *Store) sessionEvent(state zk.State) {
+	switch state {
+	case zk.StateHasSession:
+		s.observeSession(true, s.lk.sessionID.Load(), false)
+	case zk.StateExpired:
+		s.observeSession(false, 0, true)
+	default:
+		s.observeSession(false, 0, false)
+	}
+}
+
+// pollSession follows a caller's connection while the store has lock nodes.
+func (s *Store) pollSession() {
+	lk := &s.lk
+	defer lk.wg.Done()
+	ticker := time.NewTicker(sessionPollInterval)
+	defer ticker.Stop()
+	bg := lk.background()
+	for {
+		state, sid := s.conn.State(), s.conn.SessionID()
+		s.observeSession(state == zk.StateHasSession, sid, state == zk.StateExpired)
+		lk.mu.Lock()
+		if len(lk.nodes) == 0 || lk.closing {
+			lk.polling = false
+			lk.mu.Unlock()
+			return
+		}
+		lk.mu.Unlock()
+		select {
+		case <-ticker.C:
+		case <-bg.Done():
+			lk.mu.Lock()
+			lk.polling = false
+			lk.mu.Unlock()
+			return
+		}
+	}
+}
+
+// observeSession applies one observation: a session sid (has), or none
+// (expired when the server said the session is gone).
+func (s *Store) observeSession(has bool, sid int64, expired bool) {
+	lk := &s.lk
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.closing {
+		return
+	}
+	if has {
+		// Nodes of any other session died with it.
+		for n := range lk.nodes {
+			if n.sid != 0 && n.sid != sid {
+				lk.lose(n, fmt.Errorf("zookeeper: session changed from %#x to %#x: %w", n.sid, sid, zk.ErrSessionExpired), true)
+				lk.forgetDeadHoldLocked(n)
+			}
+		}
+		// Wake the calls waiting for a session, even without a transition
+		// seen: a poller can miss a gap shorter than its interval.
+		if lk.sessionUp != nil {
+			close(lk.sessionUp)
+			lk.sessionUp = nil
+		}
+		lk.inSession, lk.noSession = true, false
+		lk.timerGen++
+		if lk.timer != nil {
+			lk.timer.Stop()
+			lk.timer = nil
+		}
+		return
+	}
+	if expired {
+		for n := range lk.nodes {
+			if n.sid != 0 {
+				lk.lose(n, fmt.Errorf("zookeeper: session %#x expired: %w", n.sid, zk.ErrSessionExpired), true)
+				lk.forgetDeadHoldLocked(n)
+			}
+		}
+	}
+	if !lk.inSession {
+		return
+	}
+	lk.inSession = false
+	lk.timerGen++
+	gen := lk.timerGen
+	wait := time.Duration(-1)
+	if lk.sniffing {
+		if heard := lk.heard.Load(); heard > 0 {
+			t := lk.sessionTimeout()
+			wait = time.Duration(heard) + t - t/lostMarginDivisor - monoNow()
+		}
+	}
+	if wait <= 0 {
+		// The deadline has passed, or is unknown (a caller's connection,
+		// or nothing heard yet): any time without a session is too long.
+		s.disconnectTimeoutLocked()
+		return
+	}
+	lk.timer = time.AfterFunc(wait, func() {
+		lk.mu.Lock()
+		defer lk.mu.Unlock()
+		if gen == lk.timerGen && !lk.closing {
+			s.disconnectTimeoutLocked()
+		}
+	})
+}
+
+// forgetDeadHoldLocked drops a hold that died with its session: nothing is
+// left to remove, and only its lock still refers to it.
+func (lk *lockState) forgetDeadHoldLocked(n *lockNode) {
+	if n.phase == held && n.dead() {
+		delete(lk.nodes, n)
+	}
+}
+
+// disconnectTimeoutLocked loses every hold: the session may be gone by now
+// and another may hold the lock. The nodes may still exist (the session
+// can come back), so each is removed in the background.
+func (s *Store) disconnectTimeoutLocked() {
+	lk := &s.lk
+	lk.noSession = true
+	why := fmt.Errorf("zookeeper: no session for longer than the session timeout (%v) less a margin", lk.sessionTimeout())
+	for n := range lk.nodes {
+		if n.phase == held {
+			lk.lose(n, why, false)
+			s.removeLostLocked(n)
+		}
+	}
+}
+
+// removeLostLocked starts the removal of a lost hold. Called with lk.mu held.
+func (s *Store) removeLostLocked(n *lockNode) {
+	lk := &s.lk
+	if n.dead() || n.phase == abandoned || lk.stopped {
+		return
+	}
+	n.phase = abandoned
+	lk.wg.Add(1)
+	go func() {
+		defer lk.wg.Done()
+		ctx, cancel := lk.cleanupContext()
+		defer cancel()
+		s.removeLockNode(ctx, n)
+	}()
+}
+
+// closeLocks is Close's first step for locks: every hold is lost, and on a
+// caller's connection (whose session outlives the store) every node is
+// removed, within a bound. A connection the store owns ends its session
+// when it closes, and the server removes the nodes.
+func (s *Store) closeLocks() {
+	lk := &s.lk
+	lk.mu.Lock()
+	lk.closing = true
+	lk.timerGen++
+	if lk.timer != nil {
+		lk.timer.Stop()
+		lk.timer = nil
+	}
+	var nodes []*lockNode
+	for n := range lk.nodes {
+		lk.lose(n, errors.New("zookeeper: store closed"), s.owned)
+		nodes = append(nodes, n)
+	}
+	lk.mu.Unlock()
+	if !s.owned && len(nodes) > 0 {
+		ctx, cancel := context.WithTimeout(lk.background(), min(2*lk.sessionTimeout(), 10*time.Second))
+		var wg sync.WaitGroup
+		for _, n := range nodes {
+			wg.Go(func() { s.removeLockNode(ctx, n) })
+		}
+		wg.Wait()
+		cancel()
+	}
+	lk.mu.Lock()
+	lk.stopped = true
+	lk.mu.Unlock()
+	lk.background()
+	lk.bgCancel()
+}
+
+// waitLocks is Close's last step for locks: it waits for the goroutines
+// of lock cleanup, whose calls end once the connection closes.
+func (s *Store) waitLocks() { s.lk.wg.Wait() }
+
+// lockCall is call for removals: it is counted for Close separately, and
+// it does not stop when Close begins, only when ctx ends.
+func lockCall[T any](ctx context.Context, s *Store, fn func() (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	started := s.lk.spawn(func() {
+		v, err := fn()
+		ch <- result{v, err}
+	})
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-started:
+		// Either fn ran and its result is in ch, or it was refused.
+		select {
+		case r := <-ch:
+			return r.v, r.err
+		default:
+			return zero, driver.ErrClosed
+		}
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}

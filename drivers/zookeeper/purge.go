@@ -1,0 +1,171 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/driver"
+)
+
+var _ driver.Purger = (*Store)(nil)
+
+// purgeNode is a node found by Purge, with the version it had then.
+type purgeNode struct {
+	path    string
+	version int32
+}
+
+// Purge deletes every node below the root (see driver.Purger): range keys,
+// slot namespaces with their slots and owner indexes, and locks; the root
+// itself stays. It returns the deleted paths, children before their
+// parents, as it deleted them.
+//
+// It is for an operator who stopped every instance. Each node is deleted
+// on the version the walk saw, so a node written meanwhile (or given a new
+// child) stops the purge with an error rather than vanish under a running
+// instance. Each level of the tree is listed, and deleted, in one round
+// trip.
+func (s *Store) Purge(ctx context.Context) ([]string, error) {
+	a := attempts{s: s}
+	var levels [][]purgeNode // levels[d]: the nodes at depth d+1 below root
+	parents := []string{s.root}
+	for len(parents) > 0 {
+		var level []purgeNode
+		for start := 0; start < len(parents); start += slotListChunk {
+			chunk := parents[start:min(start+slotListChunk, len(parents))]
+			rs, err := s.listAll(ctx, chunk, &a)
+			if err != nil {
+				return nil, err
+			}
+			for i, r := range rs {
+				if r.err != nil {
+					continue // gone since it was listed (an ended session's lock node)
+				}
+				if len(levels) > 0 {
+					// A node's own version comes with the listing of its
+					// children.
+					levels[len(levels)-1][start+i].version = r.stat.Version
+				}
+				names := r.children
+				sort.Strings(names)
+				for _, name := range names {
+					level = append(level, purgeNode{path: chunk[i] + "/" + name, version: -1})
+				}
+			}
+		}
+		parents = make([]string, len(level))
+		for i, n := range level {
+			parents[i] = n.path
+		}
+		if len(level) > 0 {
+			levels = append(levels, level)
+		}
+	}
+	deleted := []string{}
+	for d := len(levels) - 1; d >= 0; d-- {
+		for start := 0; start < len(levels[d]); start += slotListChunk {
+			done, err := s.deleteAll(ctx, levels[d][start:min(start+slotListChunk, len(levels[d]))], &a)
+			deleted = append(deleted, done...)
+			if err != nil {
+				return deleted, err
+			}
+		}
+	}
+	return deleted, nil
+}
+
+// listAll lists the children of paths in one round trip, retrying
+// transient failures. A missing node is reported in its reply.
+func (s *Store) listAll(ctx context.Context, paths []string, a *attempts) ([]tripReply, error) {
+	out := make([]tripReply, len(paths))
+	todo := make([]int, len(paths))
+	for i := range paths {
+		todo[i] = i
+	}
+	for len(todo) > 0 {
+		ops := make([]func() tripReply, len(todo))
+		for k, i := range todo {
+			ops[k] = s.tripChildren(paths[i])
+		}
+		rs, err := inOneTrip(ctx, s, ops...)
+		if err != nil {
+			return nil, err
+		}
+		var again []int
+		var transient error
+		for k, i := range todo {
+			switch r := rs[k]; {
+			case r.err == nil, errors.Is(r.err, zk.ErrNoNode):
+				out[i] = r
+			case retryable(r.err):
+				again, transient = append(again, i), r.err
+			default:
+				return nil, fmt.Errorf("zookeeper: list %s: %w", paths[i], r.err)
+			}
+		}
+		if len(again) > 0 {
+			if err := a.retry(ctx, transient); err != nil {
+				return nil, fmt.Errorf("zookeeper: list %s: %w", paths[again[0]], err)
+			}
+		}
+		todo = again
+	}
+	return out, nil
+}
+
+// deleteAll deletes nodes, siblings or cousins, in one round trip, each on
+// the version the walk saw, and returns the paths it deleted. A node found
+// missing was deleted by someone else, unless a delete of this purge with
+// an unknown outcome came first. A node at version -1 is deleted on "any
+// version": that is what a purge means, and it runs with every instance
+// stopped.
+func (s *Store) deleteAll(ctx context.Context, nodes []purgeNode, a *attempts) ([]string, error) {
+	var deleted []string
+	tried := make([]bool, len(nodes)) // sent with an unknown outcome
+	todo := make([]int, len(nodes))
+	for i := range nodes {
+		todo[i] = i
+	}
+	for len(todo) > 0 {
+		ops := make([]func() tripReply, len(todo))
+		for k, i := range todo {
+			n := nodes[i]
+			ops[k] = func() tripReply { return tripReply{err: s.conn.Delete(n.path, n.version)} }
+		}
+		rs, err := inOneTrip(ctx, s, ops...)
+		if err != nil {
+			return deleted, err
+		}
+		var again []int
+		var transient error
+		for k, i := range todo {
+			switch err := rs[k].err; {
+			case err == nil:
+				deleted = append(deleted, nodes[i].path)
+			case errors.Is(err, zk.ErrNoNode):
+				if tried[i] {
+					deleted = append(deleted, nodes[i].path)
+				}
+			case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNotEmpty):
+				return deleted, fmt.Errorf("zookeeper: purge: %s changed during the purge (%v); is an instance still running?",
+					nodes[i].path, err)
+			case retryable(err):
+				tried[i] = true
+				again, transient = append(again, i), err
+			default:
+				return deleted, fmt.Errorf("zookeeper: purge: delete %s: %w", nodes[i].path, err)
+			}
+		}
+		if len(again) > 0 {
+			if err := a.retry(ctx, transient); err != nil {
+				return deleted, fmt.Errorf("zookeeper: purge: delete %s: %w", nodes[again[0]].path, err)
+			}
+		}
+		todo = again
+	}
+	return deleted, nil
+}

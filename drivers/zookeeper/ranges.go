@@ -1,0 +1,560 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// rangeKey is what the store knows of one key's node. Its semaphore
+// serializes the store's own operations on the key, so that goroutines of
+// one process take turns instead of defeating each other's compare-and-set.
+type rangeKey struct {
+	sem chan struct{}
+
+	// seen: the store has used the node, whose creation zxid is czxid. A
+	// later node under the same path is another node, never adopted.
+	seen  bool
+	czxid int64
+
+	// cached: version, next and sealed are the node's state as of the
+	// store's last write or read of it, so Next can compare-and-set on
+	// version without reading first.
+	cached  bool
+	version int32
+	next    int64
+	sealed  bool
+}
+
+// rangeNode is a range node as read.
+type rangeNode struct {
+	exists bool
+	empty  bool // a parent node with no data: the key has no value yet
+	next   int64
+	sealed bool
+	stat   zk.Stat
+}
+
+var openACL = zk.WorldACL(zk.PermAll)
+
+func (s *Store) rangePath(key string) string { return s.root + "/range/" + key }
+
+// lockKey takes the store's turn on key.
+func (s *Store) lockKey(ctx context.Context, key string) (*rangeKey, func(), error) {
+	if err := checkSupplementary(key); err != nil {
+		return nil, nil, err
+	}
+	s.keysMu.Lock()
+	k := s.keys[key]
+	if k == nil {
+		k = &rangeKey{sem: make(chan struct{}, 1)}
+		s.keys[key] = k
+	}
+	s.keysMu.Unlock()
+	select {
+	case k.sem <- struct{}{}:
+		return k, func() { <-k.sem }, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	case <-s.closing:
+		return nil, nil, driver.ErrClosed
+	}
+}
+
+// Next reserves [start, start+step) of key. In steady state it is one
+// compare-and-set on the version the store last wrote.
+func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error) {
+	k, unlock, err := s.lockKey(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	path := s.rangePath(key)
+	a := attempts{s: s}
+	read := false // k's cached state was read by this call
+	for {
+		if !k.cached {
+			n, err := s.readRange(ctx, path, &a)
+			if err != nil {
+				return 0, err
+			}
+			if err := k.adopt(path, n); err != nil {
+				return 0, err
+			}
+			if !n.exists {
+				// The first range of a new key is [0, step): the node is
+				// created holding step.
+				stat, err := s.createRange(ctx, path, formatRange(step, false), &a)
+				if err != nil {
+					return 0, err
+				}
+				if stat != nil {
+					k.wrote(stat, step, false)
+					return 0, nil
+				}
+				continue // lost the race, or outcome unknown: read again
+			}
+			read = true
+		}
+		if k.sealed || k.next > math.MaxInt64-step {
+			if !read {
+				// The cached state may be stale: confirm before refusing.
+				k.cached = false
+				continue
+			}
+			if k.sealed {
+				return 0, fmt.Errorf("zookeeper: %s: sealed at %d: %w", path, k.next, driver.ErrSealed)
+			}
+			return 0, fmt.Errorf("zookeeper: %s: next value %d plus step %d passes %d: %w",
+				path, k.next, step, int64(math.MaxInt64), driver.ErrExhausted)
+		}
+		start, version := k.next, k.version
+		if err := checkVersion(path, version); err != nil {
+			return 0, err
+		}
+		data := formatRange(start+step, false)
+		stat, err := call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(path, data, version) })
+		switch {
+		case err == nil:
+			if err := k.check(path, stat); err != nil {
+				return 0, err
+			}
+			k.wrote(stat, start+step, false)
+			return start, nil
+		case errors.Is(err, zk.ErrBadVersion):
+			k.cached = false // another writer went first: read and retry
+		case errors.Is(err, zk.ErrNoNode):
+			k.cached = false
+			return 0, fmt.Errorf("zookeeper: %s was deleted while in use: %w", path, driver.ErrRecreated)
+		default:
+			// The write may have happened. It is not counted as ours: its
+			// range is skipped, and the next try starts from a fresh read.
+			k.cached = false
+			if err := a.retry(ctx, err); err != nil {
+				return 0, fmt.Errorf("zookeeper: write %s: %w", path, err)
+			}
+		}
+	}
+}
+
+// Current reads key's next value and whether it is sealed.
+func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
+	k, unlock, err := s.lockKey(ctx, key)
+	if err != nil {
+		return 0, false, err
+	}
+	defer unlock()
+	path := s.rangePath(key)
+	a := attempts{s: s}
+	n, err := s.readRange(ctx, path, &a)
+	if err != nil {
+		return 0, false, err
+	}
+	if k.seen {
+		// Report a node the store used and that is gone or replaced as
+		// such, not as a fresh key at 0.
+		if err := k.adopt(path, n); err != nil {
+			return 0, false, err
+		}
+	}
+	return n.next, n.sealed, nil
+}
+
+// Seal marks key sealed and returns its final next value; a missing key is
+// created sealed at 0.
+func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
+	k, unlock, err := s.lockKey(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	path := s.rangePath(key)
+	a := attempts{s: s}
+	for {
+		n, err := s.readRange(ctx, path, &a)
+		if err != nil {
+			return 0, err
+		}
+		if err := k.adopt(path, n); err != nil {
+			return 0, err
+		}
+		if !n.exists {
+			stat, err := s.createRange(ctx, path, formatRange(0, true), &a)
+			if err != nil {
+				return 0, err
+			}
+			if stat != nil {
+				k.wrote(stat, 0, true)
+				return 0, nil
+			}
+			continue
+		}
+		if n.sealed {
+			return n.next, nil
+		}
+		if err := s.writeRange(ctx, k, path, n.next, true, &a); err != nil {
+			if errors.Is(err, errTryAgain) {
+				continue // a concurrent write, or an unknown outcome: read again
+			}
+			return 0, err
+		}
+		return n.next, nil
+	}
+}
+
+// Init creates key at next, or checks that it is already there.
+func (s *Store) Init(ctx context.Context, key string, next int64) error {
+	k, unlock, err := s.lockKey(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	path := s.rangePath(key)
+	a := attempts{s: s}
+	for {
+		n, err := s.readRange(ctx, path, &a)
+		if err != nil {
+			return err
+		}
+		if err := k.adopt(path, n); err != nil {
+			return err
+		}
+		switch {
+		case !n.exists:
+			stat, err := s.createRange(ctx, path, formatRange(next, false), &a)
+			if err != nil {
+				return err
+			}
+			if stat != nil {
+				k.wrote(stat, next, false)
+				return nil
+			}
+		case n.empty:
+			err := s.writeRange(ctx, k, path, next, false, &a)
+			if !errors.Is(err, errTryAgain) {
+				return err
+			}
+		case n.next == next:
+			return nil
+		default:
+			return fmt.Errorf("zookeeper: %s holds next value %d, not %d: %w", path, n.next, next, driver.ErrConfigMismatch)
+		}
+	}
+}
+
+// Keys walks {root}/range and lists every node holding a value. Nodes with
+// empty data are parents of longer keys, not keys; data that does not parse
+// fails the walk with ErrCorrupt rather than hide a key from a migration.
+func (s *Store) Keys(ctx context.Context) ([]string, error) {
+	base := s.root + "/range"
+	keys := []string{}
+	level := []string{""} // keys (relative to base) whose children are listed next
+	for len(level) > 0 {
+		children := make([][]string, len(level))
+		err := parallel(ctx, len(level), func(ctx context.Context, i int) error {
+			a := attempts{s: s}
+			names, err := s.children(ctx, join(base, level[i]), &a)
+			children[i] = names
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		var found []string
+		for i, names := range children {
+			for _, name := range names {
+				found = append(found, join(level[i], name))
+			}
+		}
+		nodes := make([]rangeNode, len(found))
+		err = parallel(ctx, len(found), func(ctx context.Context, i int) error {
+			a := attempts{s: s}
+			n, err := s.readRange(ctx, join(base, found[i]), &a)
+			nodes[i] = n
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		level = level[:0]
+		for i, n := range nodes {
+			if n.exists && !n.empty {
+				keys = append(keys, found[i])
+			}
+			if n.stat.NumChildren > 0 {
+				level = append(level, found[i])
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// join appends a relative key to a path or key; "" is the base itself.
+func join(base, rel string) string {
+	switch {
+	case rel == "":
+		return base
+	case base == "":
+		return rel
+	}
+	return base + "/" + rel
+}
+
+// errTryAgain reports a write that lost a race or whose outcome is unknown:
+// the operation reads the node again.
+var errTryAgain = errors.New("try again")
+
+// writeRange compare-and-sets key's node to (next, sealed) on the version
+// cached in k, which the caller has just read.
+func (s *Store) writeRange(ctx context.Context, k *rangeKey, path string, next int64, sealed bool, a *attempts) error {
+	version := k.version
+	if err := checkVersion(path, version); err != nil {
+		return err
+	}
+	data := formatRange(next, sealed)
+	stat, err := call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(path, data, version) })
+	switch {
+	case err == nil:
+		if err := k.check(path, stat); err != nil {
+			return err
+		}
+		k.wrote(stat, next, sealed)
+		return nil
+	case errors.Is(err, zk.ErrBadVersion):
+		k.cached = false
+		return errTryAgain
+	case errors.Is(err, zk.ErrNoNode):
+		k.cached = false
+		return fmt.Errorf("zookeeper: %s was deleted while in use: %w", path, driver.ErrRecreated)
+	}
+	k.cached = false
+	if err := a.retry(ctx, err); err != nil {
+		return fmt.Errorf("zookeeper: write %s: %w", path, err)
+	}
+	return errTryAgain
+}
+
+// createRange creates a missing node holding data, with the parents it
+// needs. It returns the node's Stat when this call created it, or nil when
+// the caller must read again: the node appeared meanwhile, or the outcome is
+// unknown (then the node, if it was created, is not counted as ours).
+//
+// The create and a set-data of the same data go in one multi: go-zookeeper's
+// create answers only a path, while the set-data answers the Stat, whose
+// czxid the store remembers; the node starts at version 1.
+func (s *Store) createRange(ctx context.Context, path string, data []byte, a *attempts) (*zk.Stat, error) {
+	for {
+		res, err := call(ctx, s, func() ([]zk.MultiResponse, error) {
+			return s.conn.Multi(
+				&zk.CreateRequest{Path: path, Data: data, Acl: openACL},
+				&zk.SetDataRequest{Path: path, Data: data, Version: 0})
+		})
+		switch {
+		case err == nil:
+			if len(res) != 2 || res[1].Stat == nil {
+				return nil, fmt.Errorf("zookeeper: %s: create answered %d results without a Stat", path, len(res))
+			}
+			return res[1].Stat, nil
+		case errors.Is(err, zk.ErrNodeExists):
+			return nil, nil
+		case errors.Is(err, zk.ErrNoNode):
+			// A failed multi applies nothing, so this is only the parent
+			// missing, whatever the per-operation results say.
+			if err := s.createParents(ctx, path, a); err != nil {
+				return nil, err
+			}
+		default:
+			if err := a.retry(ctx, err); err != nil {
+				return nil, fmt.Errorf("zookeeper: create %s: %w", path, err)
+			}
+			return nil, nil
+		}
+	}
+}
+
+// createParents creates the missing ancestors of path below "/", with
+// empty data, top down.
+func (s *Store) createParents(ctx context.Context, path string, a *attempts) error {
+	for i := 1; i < len(path); i++ {
+		if path[i] != '/' {
+			continue
+		}
+		parent := path[:i]
+		for {
+			_, err := call(ctx, s, func() (string, error) { return s.conn.Create(parent, nil, 0, openACL) })
+			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				break
+			}
+			// An unknown outcome is settled by trying again: the node
+			// then exists.
+			if err := a.retry(ctx, err); err != nil {
+				return fmt.Errorf("zookeeper: create %s: %w", parent, err)
+			}
+		}
+	}
+	return nil
+}
+
+// readRange reads and parses a range node, retrying transient failures.
+func (s *Store) readRange(ctx context.Context, path string, a *attempts) (rangeNode, error) {
+	type got struct {
+		data []byte
+		stat *zk.Stat
+	}
+	for {
+		g, err := call(ctx, s, func() (got, error) {
+			data, stat, err := s.conn.Get(path)
+			return got{data, stat}, err
+		})
+		switch {
+		case err == nil:
+			n := rangeNode{exists: true, stat: *g.stat}
+			var perr error
+			n.next, n.sealed, n.empty, perr = parseRange(g.data)
+			if perr != nil {
+				return rangeNode{}, fmt.Errorf("zookeeper: %s holds %q: %v: %w", path, g.data, perr, driver.ErrCorrupt)
+			}
+			return n, nil
+		case errors.Is(err, zk.ErrNoNode):
+			return rangeNode{}, nil
+		}
+		if err := a.retry(ctx, err); err != nil {
+			return rangeNode{}, fmt.Errorf("zookeeper: read %s: %w", path, err)
+		}
+	}
+}
+
+// children lists a node's children; a missing node has none.
+func (s *Store) children(ctx context.Context, path string, a *attempts) ([]string, error) {
+	for {
+		names, err := call(ctx, s, func() ([]string, error) {
+			names, _, err := s.conn.Children(path)
+			return names, err
+		})
+		switch {
+		case err == nil:
+			return names, nil
+		case errors.Is(err, zk.ErrNoNode):
+			return nil, nil
+		}
+		if err := a.retry(ctx, err); err != nil {
+			return nil, fmt.Errorf("zookeeper: list %s: %w", path, err)
+		}
+	}
+}
+
+// adopt takes a freshly read node as the key's state, refusing a node that
+// is not the one the store used.
+func (k *rangeKey) adopt(path string, n rangeNode) error {
+	switch {
+	case !n.exists && k.seen:
+		k.cached = false
+		return fmt.Errorf("zookeeper: %s was deleted while in use; it is not recreated: %w", path, driver.ErrRecreated)
+	case !n.exists:
+		return nil
+	case k.seen && n.stat.Czxid != k.czxid:
+		k.cached = false
+		return fmt.Errorf("zookeeper: %s was deleted and recreated while in use (czxid %#x, was %#x): %w",
+			path, n.stat.Czxid, k.czxid, driver.ErrRecreated)
+	case k.seen && n.empty:
+		// The store never writes empty data to a node it has used.
+		k.cached = false
+		return fmt.Errorf("zookeeper: %s lost its value (empty data): %w", path, driver.ErrCorrupt)
+	}
+	k.seen, k.czxid = true, n.stat.Czxid
+	k.cached, k.version, k.next, k.sealed = true, n.stat.Version, n.next, n.sealed
+	return nil
+}
+
+// check refuses the Stat of a write that landed on another node than the
+// one the store used (deleted and recreated to the same version).
+func (k *rangeKey) check(path string, stat *zk.Stat) error {
+	if stat.Czxid != k.czxid {
+		k.cached = false
+		return fmt.Errorf("zookeeper: %s was deleted and recreated while in use (czxid %#x, was %#x); "+
+			"a write landed on the new node but its range is not handed out: %w",
+			path, stat.Czxid, k.czxid, driver.ErrRecreated)
+	}
+	return nil
+}
+
+// wrote records the store's own successful write.
+func (k *rangeKey) wrote(stat *zk.Stat, next int64, sealed bool) {
+	k.seen, k.czxid = true, stat.Czxid
+	k.cached, k.version, k.next, k.sealed = true, stat.Version, next, sealed
+}
+
+// checkVersion refuses to compare-and-set on version -1, which ZooKeeper
+// takes as "any version" (a 3.8.0 server can wrap a node's version to -1,
+// ZOOKEEPER-4743).
+func checkVersion(path string, version int32) error {
+	if version == -1 {
+		return fmt.Errorf("zookeeper: %s is at version -1, which a compare-and-set would take as "+
+			"\"any version\" (ZOOKEEPER-4743); refusing to write it. Stop every store using it, "+
+			"then set its data once by hand to move it off -1", path)
+	}
+	return nil
+}
+
+// checkSupplementary refuses characters above U+FFFF. ZooKeeper checks
+// paths as UTF-16, where such a character is a surrogate pair, and refuses
+// surrogates (U+D800-U+DFFF); without this check the server's bare "invalid
+// arguments" would come back instead.
+func checkSupplementary(key string) error {
+	for _, r := range key {
+		if r > 0xFFFF {
+			return fmt.Errorf("zookeeper: key %q contains %U: ZooKeeper refuses characters above U+FFFF in paths: %w",
+				key, r, driver.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// parallel runs fn(0..n-1) with a bounded number in flight (go-zookeeper
+// pipelines them on the one connection) and returns the first error.
+func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	const inFlight = 32
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		sem   = make(chan struct{}, inFlight)
+	)
+	for i := 0; i < n; i++ {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(ctx, i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
