@@ -20,7 +20,6 @@ import (
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/zktest"
-	"github.com/cosid-go/store/tck"
 )
 
 // go-zookeeper's opcodes the lock tests count, besides those of main_test.go.
@@ -81,7 +80,6 @@ func TestLocks(t *testing.T) {
 				name string
 				run  func(t *testing.T, addr string)
 			}{
-				{"TCK", testLockTCK},
 				{"RequestsUncontended", testLockRequestsUncontended},
 				{"FenceFirstNotAlone", testLockFenceFirstNotAlone},
 				{"NoHerd", testLockNoHerd},
@@ -102,17 +100,6 @@ func TestLocks(t *testing.T) {
 			}
 		})
 	}
-}
-
-func testLockTCK(t *testing.T, addr string) {
-	tck.Run(t, tck.Suite{
-		NewHarness: func(context.Context, *testing.T) (tck.Harness, error) {
-			return harness{addr: addr, root: randomRoot()}, nil
-		},
-		Locks:     true,
-		Factory:   Open,
-		TimeScale: 2,
-	})
 }
 
 // lockEventually polls cond until it holds, and stops the test if it does

@@ -19,7 +19,6 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/zktest"
-	"github.com/cosid-go/store/tck"
 )
 
 // TestSlots runs the slot checks that need a server, once per supported
@@ -32,7 +31,6 @@ func TestSlots(t *testing.T) {
 				name string
 				run  func(t *testing.T, addr string)
 			}{
-				{"TCK", testSlotTCK},
 				{"NodeLayout", testSlotNodeLayout},
 				{"RoundTrips", testSlotRoundTrips},
 				{"FullNamespace", testSlotFullNamespace},
@@ -57,21 +55,6 @@ func TestSlots(t *testing.T) {
 			}
 		})
 	}
-}
-
-// slotTimeScale stretches the TCK's lease times (ttl 100ms, tolerance 50ms)
-// for a server on a loaded machine running every check at once.
-const slotTimeScale = 2
-
-func testSlotTCK(t *testing.T, addr string) {
-	tck.Run(t, tck.Suite{
-		NewHarness: func(context.Context, *testing.T) (tck.Harness, error) {
-			return harness{addr: addr, root: randomRoot()}, nil
-		},
-		Slots:     true,
-		Factory:   Open,
-		TimeScale: slotTimeScale,
-	})
 }
 
 // slotRequest is an acquire request with a long ttl, for tests that never
