@@ -35,15 +35,14 @@ type allocation struct {
 	store      int
 }
 
-func testEnsembleFaults(t *testing.T, version string, duration time.Duration) {
-	ens := zktest.StartEnsemble(t, version, 3)
-	const stores, workers = 8, 2
-	keys := []string{"faults", "faults/nested"}
-	root := randomRoot()
-
-	proxies := make([][]*zktest.Proxy, stores) // [store][member]
-	sts := make([]*Store, stores)
-	for i := range stores {
+// openBehindProxies opens n stores on root, each reaching every member of
+// ens through proxies of its own (returned as [store][member]), so a test
+// can cut one store off one member. The short timeouts make faults show
+// within a test's run.
+func openBehindProxies(t *testing.T, ens *zktest.Ensemble, n int, root string) ([]*Store, [][]*zktest.Proxy) {
+	proxies := make([][]*zktest.Proxy, n)
+	sts := make([]*Store, n)
+	for i := range n {
 		var addrs []string
 		for _, m := range ens.Members {
 			p := zktest.NewProxy(t, m.Addr())
@@ -59,6 +58,16 @@ func testEnsembleFaults(t *testing.T, version string, duration time.Duration) {
 			"retry.maxRetries":    "10",
 		}), nil)
 	}
+	return sts, proxies
+}
+
+func testEnsembleFaults(t *testing.T, version string, duration time.Duration) {
+	ens := zktest.StartEnsemble(t, version, 3)
+	const stores, workers = 8, 2
+	keys := []string{"faults", "faults/nested"}
+	root := randomRoot()
+
+	sts, proxies := openBehindProxies(t, ens, stores, root)
 
 	var (
 		mu       sync.Mutex

@@ -361,36 +361,44 @@ func (s *Store) isClosing() bool {
 
 // lockPass lists the lock's children and, if withStat, reads n's own Stat
 // in parallel: go-zookeeper pipelines both on the connection, so they cost
-// one round trip. A missing own node gives a nil Stat.
+// one round trip. A missing own node gives a nil Stat. Both reads run in
+// one call, the Stat on a goroutine of its own (go-zookeeper's calls
+// block), so the pass costs one wake-up of the caller, not two.
 func (s *Store) lockPass(ctx context.Context, n *lockNode, withStat bool, a *attempts) ([]string, *zk.Stat, error) {
+	type pass struct {
+		kids []string
+		stat *zk.Stat
+	}
 	for {
-		var (
-			stat    *zk.Stat
-			statErr error
-			wg      sync.WaitGroup
-		)
-		if withStat {
-			wg.Go(func() {
-				stat, statErr = call(ctx, s, func() (*zk.Stat, error) {
-					ok, st, err := s.conn.Exists(n.path)
-					if err == nil && !ok {
-						st = nil
+		p, err := call(ctx, s, func() (pass, error) {
+			var (
+				stat    *zk.Stat
+				statErr error
+				done    chan struct{}
+			)
+			if withStat {
+				done = make(chan struct{})
+				go func() {
+					defer close(done)
+					var ok bool
+					ok, stat, statErr = s.conn.Exists(n.path)
+					if statErr == nil && !ok {
+						stat = nil
 					}
-					return st, err
-				})
-			})
-		}
-		kids, err := call(ctx, s, func() ([]string, error) {
+				}()
+			}
 			kids, _, err := s.conn.Children(n.parent)
-			return kids, err
+			if done != nil {
+				<-done
+			}
+			if err == nil {
+				err = statErr
+			}
+			return pass{kids, stat}, err
 		})
-		wg.Wait()
-		if err == nil {
-			err = statErr
-		}
 		switch {
 		case err == nil:
-			return kids, stat, nil
+			return p.kids, p.stat, nil
 		case errors.Is(err, zk.ErrNoNode):
 			// The parent is never deleted by the driver; someone did.
 			return nil, nil, fmt.Errorf("%s vanished: %w", n.parent, errRequeue)

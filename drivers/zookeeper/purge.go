@@ -78,43 +78,9 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 	return deleted, nil
 }
 
-// listAll lists the children of paths in one round trip, retrying
-// transient failures. A missing node is reported in its reply.
+// listAll lists the children of paths in one round trip (see readAll).
 func (s *Store) listAll(ctx context.Context, paths []string, a *attempts) ([]tripReply, error) {
-	out := make([]tripReply, len(paths))
-	todo := make([]int, len(paths))
-	for i := range paths {
-		todo[i] = i
-	}
-	for len(todo) > 0 {
-		ops := make([]func() tripReply, len(todo))
-		for k, i := range todo {
-			ops[k] = s.tripChildren(paths[i])
-		}
-		rs, err := inOneTrip(ctx, s, ops...)
-		if err != nil {
-			return nil, err
-		}
-		var again []int
-		var transient error
-		for k, i := range todo {
-			switch r := rs[k]; {
-			case r.err == nil, errors.Is(r.err, zk.ErrNoNode):
-				out[i] = r
-			case retryable(r.err):
-				again, transient = append(again, i), r.err
-			default:
-				return nil, fmt.Errorf("zookeeper: list %s: %w", paths[i], r.err)
-			}
-		}
-		if len(again) > 0 {
-			if err := a.retry(ctx, transient); err != nil {
-				return nil, fmt.Errorf("zookeeper: list %s: %w", paths[again[0]], err)
-			}
-		}
-		todo = again
-	}
-	return out, nil
+	return s.readAll(ctx, "list", s.tripChildren, paths, a)
 }
 
 // deleteAll deletes nodes, siblings or cousins, in one round trip, each on

@@ -1027,9 +1027,11 @@ func (s *Store) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error)
 	return out, nil
 }
 
-// getNodes reads paths in one round trip, retrying transient failures. A
-// missing node is reported in its reply (ErrNoNode), not as an error.
-func (s *Store) getNodes(ctx context.Context, paths []string, a *attempts) ([]tripReply, error) {
+// readAll runs the read op (tripGet or tripChildren; verb names it in
+// errors) on each of paths in one round trip, retrying the transient
+// failures in one trip each time. A missing node is reported in its reply
+// (ErrNoNode), not as an error.
+func (s *Store) readAll(ctx context.Context, verb string, op func(path string) func() tripReply, paths []string, a *attempts) ([]tripReply, error) {
 	out := make([]tripReply, len(paths))
 	todo := make([]int, len(paths))
 	for i := range paths {
@@ -1038,7 +1040,7 @@ func (s *Store) getNodes(ctx context.Context, paths []string, a *attempts) ([]tr
 	for len(todo) > 0 {
 		ops := make([]func() tripReply, len(todo))
 		for k, i := range todo {
-			ops[k] = s.tripGet(paths[i])
+			ops[k] = op(paths[i])
 		}
 		rs, err := inOneTrip(ctx, s, ops...)
 		if err != nil {
@@ -1054,15 +1056,20 @@ func (s *Store) getNodes(ctx context.Context, paths []string, a *attempts) ([]tr
 			case retryable(r.err):
 				again, firstTransient = append(again, i), r.err
 			default:
-				return nil, fmt.Errorf("zookeeper: read %s: %w", paths[i], r.err)
+				return nil, fmt.Errorf("zookeeper: %s %s: %w", verb, paths[i], r.err)
 			}
 		}
 		if len(again) > 0 {
 			if err := a.retry(ctx, firstTransient); err != nil {
-				return nil, fmt.Errorf("zookeeper: read %s: %w", paths[again[0]], err)
+				return nil, fmt.Errorf("zookeeper: %s %s: %w", verb, paths[again[0]], err)
 			}
 		}
 		todo = again
 	}
 	return out, nil
+}
+
+// getNodes reads the data of paths in one round trip (see readAll).
+func (s *Store) getNodes(ctx context.Context, paths []string, a *attempts) ([]tripReply, error) {
+	return s.readAll(ctx, "read", s.tripGet, paths, a)
 }

@@ -1085,24 +1085,7 @@ func testSlotEnsembleFaults(t *testing.T, version string, duration time.Duration
 	ns := driver.Namespace{Name: "faults", Limit: 6, Tolerance: 100 * time.Millisecond}
 	const ttl = 500 * time.Millisecond
 
-	proxies := make([][]*zktest.Proxy, stores) // [store][member]
-	sts := make([]*Store, stores)
-	for i := range stores {
-		var addrs []string
-		for _, m := range ens.Members {
-			p := zktest.NewProxy(t, m.Addr())
-			proxies[i] = append(proxies[i], p)
-			addrs = append(addrs, p.Addr())
-		}
-		sts[i] = openTest(t, testOptions(strings.Join(addrs, ","), map[string]string{
-			"root":                root,
-			"sessionTimeout":      "2s",
-			"connectionTimeout":   "1s",
-			"retry.baseSleepTime": "20ms",
-			"retry.maxSleep":      "200ms",
-			"retry.maxRetries":    "10",
-		}), nil)
-	}
+	sts, proxies := openBehindProxies(t, ens, stores, root)
 
 	rec := &slotRecorder{terms: map[slotTermKey]*slotTerm{}}
 	var (
