@@ -226,10 +226,11 @@ func (s *Session) lose(cause error) {
 	}
 	s.err = fmt.Errorf("%w: %w", ErrLeaseLost, cause)
 	s.gone = errors.Is(cause, store.ErrLeaseLost)
-	s.end()
 	// The term is no longer live here; a later session of this process
-	// that gets it back must end it first (see acquire).
+	// that gets it back must end it first (see acquire). Retired before
+	// Done closes, so whoever sees Done can start that later session.
 	retire(s.key)
+	s.end()
 }
 
 // end unpublishes the term and closes Done; s.mu is held.
