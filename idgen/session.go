@@ -91,6 +91,14 @@ func NewSession(ctx context.Context, st *store.Store, ns store.Namespace, owner 
 	if err != nil {
 		return nil, err
 	}
+	if lease.TTL != ttl {
+		// A live term of this store taken earlier with another ttl came
+		// back as it is: time renewals by the term's own ttl.
+		ttl = lease.TTL
+		if margin >= ttl {
+			margin = ttl / 10
+		}
+	}
 	s := &Session{
 		slots:  slots,
 		key:    key,

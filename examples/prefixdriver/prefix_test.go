@@ -2,6 +2,8 @@ package prefix_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cosid-go/store/driver"
@@ -18,12 +20,16 @@ func (h harness) NewStore(context.Context) (driver.Store, error) {
 }
 func (harness) Close() error { return nil }
 
+// harnesses numbers the shared states: a memory state outlives its stores, so
+// a name is never used twice, even across -count runs.
+var harnesses atomic.Int64
+
 func TestTCK(t *testing.T) {
 	tck.Run(t, tck.Suite{
 		Ranges: true, Slots: true, Locks: true,
 		Factory: prefix.Open,
 		NewHarness: func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-			return harness{name: t.Name()}, nil
+			return harness{name: fmt.Sprintf("prefix-tck-%d", harnesses.Add(1))}, nil
 		},
 	})
 }
