@@ -963,6 +963,32 @@ func testLockSessionEvents(t *testing.T, addr string) {
 	}
 	wantIs(t, l.Unlock(ctx), driver.ErrLeaseLost, "Unlock after an expiry")
 	s.observeSession(true, sid, false)
+
+	// A hold that may have twins (a create whose answer was lost) is not
+	// known dead when its session ends: a removal sweeps the twins and
+	// forgets it, rather than its record staying until Close.
+	for i, end := range []func(){
+		func() { s.observeSession(true, sid+1, false) },
+		func() { s.observeSession(false, 0, true) },
+	} {
+		name := fmt.Sprintf("events-twins-%d", i)
+		l, err := s.Lock(ctx, name, "a", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.lk.mu.Lock()
+		l.(*zkLock).n.twins = true
+		s.lk.mu.Unlock()
+		end()
+		select {
+		case <-l.Lost():
+		default:
+			t.Fatalf("%s: Lost not closed by the end of the session", name)
+		}
+		lockEventually(t, 10*time.Second, name+": the lost hold forgotten", func() bool { return lockedCount(s) == 0 })
+		wantIs(t, l.Unlock(ctx), driver.ErrLeaseLost, "Unlock after the session ended")
+		s.observeSession(true, sid, false)
+	}
 }
 
 // testLockCallerConnection: a store on a caller's connection removes its

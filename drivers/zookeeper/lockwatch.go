@@ -407,7 +407,7 @@ func (s *Store) observeSession(has bool, sid int64, expired bool) {
 		for n := range lk.nodes {
 			if n.sid != 0 && n.sid != sid {
 				lk.lose(n, fmt.Errorf("zookeeper: session changed from %#x to %#x: %w", n.sid, sid, zk.ErrSessionExpired), true)
-				lk.forgetDeadHoldLocked(n)
+				s.forgetDeadHoldLocked(n)
 			}
 		}
 		// Wake the calls waiting for a session, even without a transition
@@ -428,7 +428,7 @@ func (s *Store) observeSession(has bool, sid int64, expired bool) {
 		for n := range lk.nodes {
 			if n.sid != 0 {
 				lk.lose(n, fmt.Errorf("zookeeper: session %#x expired: %w", n.sid, zk.ErrSessionExpired), true)
-				lk.forgetDeadHoldLocked(n)
+				s.forgetDeadHoldLocked(n)
 			}
 		}
 	}
@@ -461,11 +461,17 @@ func (s *Store) observeSession(has bool, sid int64, expired bool) {
 }
 
 // forgetDeadHoldLocked drops a hold that died with its session: nothing is
-// left to remove, and only its lock still refers to it.
-func (lk *lockState) forgetDeadHoldLocked(n *lockNode) {
-	if n.phase == held && n.dead() {
-		delete(lk.nodes, n)
+// left to remove, and only its lock still refers to it. One that may have
+// twins is not known dead: a removal sweeps them, then drops it.
+func (s *Store) forgetDeadHoldLocked(n *lockNode) {
+	if n.phase != held {
+		return
 	}
+	if n.dead() {
+		delete(s.lk.nodes, n)
+		return
+	}
+	s.removeLostLocked(n)
 }
 
 // disconnectTimeoutLocked loses every hold: the session may be gone by now
