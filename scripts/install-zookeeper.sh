@@ -230,7 +230,9 @@ EOF
 	pid=$!
 	for i in $(seq 1 300); do
 		kill -0 "$pid" 2>/dev/null || break
-		out=$( (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf srvr >&3 && cat <&3) 2>/dev/null || true)
+		# Bounded: a connection accepted while the server starts can stay
+		# unanswered, and an unbounded read would hang the whole run.
+		out=$(timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf srvr >&3 && cat <&3' _ "$port" 2>/dev/null || true)
 		case $out in *"Zookeeper version:"*) break ;; esac
 		sleep 0.1
 	done
