@@ -1200,61 +1200,7 @@ func testSlotEnsembleFaults(t *testing.T, version string, duration time.Duration
 		}
 	}
 
-	rnd := rand.New(rand.NewPCG(13, 17))
-	hold := func(d time.Duration) {
-		select {
-		case <-time.After(d):
-		case <-t.Context().Done():
-		}
-	}
-	var log []string
-	deadline := time.Now().Add(duration)
-	for round := 0; time.Now().Before(deadline) && !t.Failed(); round++ {
-		switch round % 4 {
-		case 0:
-			l := ens.Leader()
-			if l < 0 {
-				ens.WaitQuorum(t)
-				l = ens.Leader()
-			}
-			ens.Members[l].Kill()
-			hold(300 * time.Millisecond)
-			ens.Members[l].Start()
-			log = append(log, fmt.Sprintf("killed and restarted leader %d", l+1))
-		case 1:
-			m := rnd.IntN(len(ens.Members))
-			ens.Members[m].Kill()
-			hold(300 * time.Millisecond)
-			ens.Members[m].Start()
-			log = append(log, fmt.Sprintf("killed and restarted member %d", m+1))
-		case 2:
-			cut := rnd.Perm(stores)[:stores/2]
-			for _, i := range cut {
-				for _, p := range proxies[i] {
-					p.Cut()
-				}
-			}
-			hold(500 * time.Millisecond)
-			for _, i := range cut {
-				for _, p := range proxies[i] {
-					p.Restore()
-				}
-			}
-			log = append(log, fmt.Sprintf("cut stores %v for 500ms", cut))
-		case 3:
-			i := rnd.IntN(stores)
-			for _, p := range proxies[i] {
-				p.Cut()
-			}
-			hold(2500 * time.Millisecond)
-			for _, p := range proxies[i] {
-				p.Restore()
-			}
-			log = append(log, fmt.Sprintf("cut store %d for 2.5s (its session expires)", i))
-		}
-		ens.WaitQuorum(t)
-		hold(300 * time.Millisecond)
-	}
+	log := injectFaults(t, ens, proxies, rand.New(rand.NewPCG(13, 17)), duration)
 	stop()
 	wg.Wait()
 	t.Logf("faults: %s", strings.Join(log, "; "))
