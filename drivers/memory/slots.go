@@ -38,8 +38,10 @@ type slot struct {
 	mtime       int64
 }
 
-func (sl *slot) expiresAt() int64 { return max(sl.expiresMin, sl.mtime+sl.ttl) }
-func (sl *slot) ceiling() int64   { return max(sl.ceilingMin, sl.expiresAt()+sl.tolerance) }
+func (sl *slot) expiresAt() int64 { return driver.TermExpiresAt(sl.expiresMin, sl.mtime, sl.ttl) }
+func (sl *slot) ceiling() int64 {
+	return driver.TermCeiling(sl.ceilingMin, sl.expiresAt(), sl.tolerance)
+}
 
 // holds reports whether the slot's current term is the one l describes.
 func (sl *slot) holds(l driver.Lease) bool {
@@ -228,12 +230,7 @@ func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
 	if err != nil {
 		return err
 	}
-	if used >= 0 {
-		// used+1 cannot overflow: used is a timestamp below the ceiling.
-		sl.nextFloor = min(max(used+1, sl.floor), sl.ceiling())
-	} else {
-		sl.nextFloor = sl.ceiling()
-	}
+	sl.nextFloor = driver.ReleasedFloor(used, sl.floor, sl.ceiling())
 	sl.lastOwner = sl.owner
 	sl.owner = ""
 	sl.incarnation = ""

@@ -3,13 +3,13 @@ package zookeeper
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
 )
 
 // Slot nodes and namespace nodes hold name=value lines, one per line:
@@ -64,21 +64,13 @@ type nodeLine struct{ name, value string }
 // expiresAt is the end of the term, given the mtime of the node's last
 // write: the write's time plus ttl, never below the lower bound a renewal
 // recorded.
-func (n *slotNode) expiresAt(mtime int64) int64 { return max(n.expiresMin, addSat(mtime, n.ttl)) }
+func (n *slotNode) expiresAt(mtime int64) int64 {
+	return driver.TermExpiresAt(n.expiresMin, mtime, n.ttl)
+}
 
 // ceiling is the bound of the term's timestamps, given the node's mtime.
 func (n *slotNode) ceiling(mtime int64) int64 {
-	return max(n.ceilingMin, addSat(n.expiresAt(mtime), n.tolerance))
-}
-
-// addSat adds non-negative b to a, stopping at the largest int64: a hand
-// written node may hold huge values, and a wrapped sum would put a term's
-// end before its start.
-func addSat(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
+	return driver.TermCeiling(n.ceilingMin, n.expiresAt(mtime), n.tolerance)
 }
 
 // formatSlot encodes a slot node's data.

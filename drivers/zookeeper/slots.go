@@ -810,11 +810,7 @@ func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
 	_, err := s.rewriteTerm(ctx, l, func(st *slotState) slotNode {
 		n := st.node
 		ceiling := max(n.ceiling(st.mtime), l.Ceiling)
-		if used >= 0 {
-			n.nextFloor = min(max(addSat(used, 1), n.floor), ceiling)
-		} else {
-			n.nextFloor = ceiling
-		}
+		n.nextFloor = driver.ReleasedFloor(used, n.floor, ceiling)
 		n.lastOwner = n.owner
 		n.owner = ""
 		n.incarnation = ""
