@@ -127,12 +127,14 @@ func TestSessionEndedTermIsNotReused(t *testing.T) {
 	st, f := open(t, memoryBackend(t))
 	release := f.renew.hold(0)
 	defer release()
-	s := newSession(t, st, "host-a", store.AcquireOptions{TTL: 2 * time.Second}, idgen.WithMargin(time.Second))
+	// The session ends a second after acquiring, nine seconds before its
+	// term expires: ample time to reuse the term while it is still live.
+	s := newSession(t, st, "host-a", store.AcquireOptions{TTL: 10 * time.Second}, idgen.WithMargin(9*time.Second))
 	old := s.Lease()
-	ended(t, s) // a second after acquiring, about a second before the term expires
+	ended(t, s)
 	release()
 	if time.Now().UnixMilli() >= old.ExpiresAt {
-		t.Skip("too slow: the old term expired before the test could reuse it")
+		t.Fatalf("the old term expired (at %d) before the test could reuse it", old.ExpiresAt)
 	}
 	// The store would hand this store the same live term again; what the
 	// ended session issued under it is unknown, so a new session must not
