@@ -16,80 +16,48 @@ type Waiter = driver.Waiter
 // same store.
 type Locker struct{ s *Store }
 
-func (l *Locker) drv() (driver.Locker, error) {
-	d, ok := l.s.drv.(driver.Locker)
-	if !ok {
-		return nil, ErrUnsupported
-	}
-	return d, nil
-}
-
 // Lock waits until the lock name is held or ctx ends; the store timeout does
 // not bound the wait. A waiter whose context ends leaves no trace. The lock
 // outlives ctx: it is held until Unlock, or until Lost is closed.
 func (l *Locker) Lock(ctx context.Context, name string) (*Lock, error) {
-	return l.lock(ctx, "Lock", name, true)
+	return l.lock(ctx, name, true)
 }
 
 // TryLock takes the lock name if nobody holds or waits for it, and otherwise
 // returns ErrLocked at once.
 func (l *Locker) TryLock(ctx context.Context, name string) (*Lock, error) {
-	return l.lock(ctx, "TryLock", name, false)
+	return l.lock(ctx, name, false)
 }
 
-func (l *Locker) lock(ctx context.Context, op, name string, wait bool) (*Lock, error) {
-	ctx, cancel, err := l.s.begin(ctx, !wait)
-	defer cancel()
-	if err == nil {
-		err = checkName("lock name", name)
+func (l *Locker) lock(ctx context.Context, name string, wait bool) (*Lock, error) {
+	o := op{name: "TryLock", key: name, check: checkName("lock name", name), wait: wait}
+	if wait {
+		o.name = "Lock"
 	}
-	var d driver.Locker
-	if err == nil {
-		d, err = l.drv()
-	}
-	if err != nil {
-		return nil, wrap(ctx, op, name, err)
-	}
-	dl, err := d.Lock(ctx, name, l.s.owner, wait)
-	if err != nil {
-		return nil, wrap(ctx, op, name, l.s.closedErr(err))
-	}
-	return &Lock{s: l.s, name: name, l: dl}, nil
+	return call(ctx, l.s, o, func(ctx context.Context, d driver.Locker) (*Lock, error) {
+		dl, err := d.Lock(ctx, name, l.s.owner, wait)
+		if err != nil {
+			return nil, err
+		}
+		return &Lock{s: l.s, name: name, l: dl}, nil
+	})
 }
 
 // Locks lists every lock name ever taken in the store.
 func (l *Locker) Locks(ctx context.Context) ([]string, error) {
-	ctx, cancel, err := l.s.begin(ctx, true)
-	defer cancel()
-	var d driver.Locker
-	if err == nil {
-		d, err = l.drv()
-	}
-	var out []string
-	if err == nil {
-		out, err = d.Locks(ctx)
-		err = l.s.closedErr(err)
-	}
-	return nonNil(out), wrap(ctx, "Locks", "", err)
+	out, err := call(ctx, l.s, op{name: "Locks"}, func(ctx context.Context, d driver.Locker) ([]string, error) {
+		return d.Locks(ctx)
+	})
+	return nonNil(out), err
 }
 
 // Waiters lists the holder and the waiters of lock name, the holder first.
 func (l *Locker) Waiters(ctx context.Context, name string) ([]Waiter, error) {
-	ctx, cancel, err := l.s.begin(ctx, true)
-	defer cancel()
-	if err == nil {
-		err = checkName("lock name", name)
-	}
-	var d driver.Locker
-	if err == nil {
-		d, err = l.drv()
-	}
-	var out []Waiter
-	if err == nil {
-		out, err = d.Waiters(ctx, name)
-		err = l.s.closedErr(err)
-	}
-	return nonNil(out), wrap(ctx, "Waiters", name, err)
+	o := op{name: "Waiters", key: name, check: checkName("lock name", name)}
+	out, err := call(ctx, l.s, o, func(ctx context.Context, d driver.Locker) ([]Waiter, error) {
+		return d.Waiters(ctx, name)
+	})
+	return nonNil(out), err
 }
 
 // Lock is a held lock.
@@ -122,13 +90,11 @@ func (k *Lock) Unlock(ctx context.Context) error {
 	if k.unlocked {
 		return nil
 	}
-	ctx, cancel, err := k.s.begin(ctx, true)
-	defer cancel()
-	if err == nil {
-		err = k.s.closedErr(k.l.Unlock(ctx))
-	}
+	err := callErr(ctx, k.s, op{name: "Unlock", key: k.name}, func(ctx context.Context, _ driver.Store) error {
+		return k.l.Unlock(ctx)
+	})
 	if err == nil || errors.Is(err, ErrLeaseLost) {
 		k.unlocked = true // the loss is reported once
 	}
-	return wrap(ctx, "Unlock", k.name, err)
+	return err
 }

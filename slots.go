@@ -40,81 +40,51 @@ type AcquireOptions struct {
 // SlotLeaseStore leases worker slots (Snowflake worker IDs).
 type SlotLeaseStore struct{ s *Store }
 
-func (l *SlotLeaseStore) drv() (driver.SlotStore, error) {
-	d, ok := l.s.drv.(driver.SlotStore)
-	if !ok {
-		return nil, ErrUnsupported
-	}
-	return d, nil
-}
-
 // Acquire leases a slot of ns for owner (a key that survives restarts),
 // under this store's incarnation. It prefers, in order, the slots the owner
 // held last, opts.Preferred, then the lowest free slot; a live term of the
 // same owner and incarnation is returned as it is, so retrying after an
 // unknown outcome is safe. No free slot: ErrExhausted.
 func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string, opts AcquireOptions) (Lease, error) {
-	ctx, cancel, err := l.s.begin(ctx, true)
-	defer cancel()
 	if opts.TTL == 0 {
 		opts.TTL = DefaultTTL
 	}
-	if err == nil {
-		err = checkNamespace(ns)
-	}
-	if err == nil {
-		err = checkName("owner", owner)
-	}
-	if err == nil {
-		err = checkMillis("ttl", opts.TTL, time.Millisecond, MaxTTL)
-	}
-	if err == nil && (opts.Preferred < 0 || opts.Preferred >= ns.Limit) {
-		err = invalid("preferred slot %d is outside [0, %d)", opts.Preferred, ns.Limit)
-	}
-	var d driver.SlotStore
-	if err == nil {
-		d, err = l.drv()
-	}
-	if err != nil {
-		return Lease{}, wrap(ctx, "Acquire", ns.Name, err)
-	}
-	lease, err := d.Acquire(ctx, driver.AcquireRequest{
-		Namespace:   ns,
-		Owner:       owner,
-		Incarnation: l.s.incarnation,
-		TTL:         opts.TTL,
-		Preferred:   opts.Preferred,
-		Reclaim:     opts.Reclaim,
+	o := op{name: "Acquire", key: ns.Name, check: firstErr(
+		checkNamespace(ns),
+		checkName("owner", owner),
+		checkMillis("ttl", opts.TTL, time.Millisecond, MaxTTL),
+		checkSlot("preferred slot", opts.Preferred, ns.Limit),
+	)}
+	return call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) (Lease, error) {
+		lease, err := d.Acquire(ctx, driver.AcquireRequest{
+			Namespace:   ns,
+			Owner:       owner,
+			Incarnation: l.s.incarnation,
+			TTL:         opts.TTL,
+			Preferred:   opts.Preferred,
+			Reclaim:     opts.Reclaim,
+		})
+		if err != nil {
+			return Lease{}, err
+		}
+		if lease.Slot < 0 || lease.Slot >= ns.Limit || lease.Floor > lease.Ceiling {
+			return Lease{}, driverBug("lease of slot %d with floor %d and ceiling %d", lease.Slot, lease.Floor, lease.Ceiling)
+		}
+		return lease, nil
 	})
-	if err == nil && (lease.Slot < 0 || lease.Slot >= ns.Limit || lease.Floor > lease.Ceiling) {
-		err = driverBug("lease of slot %d with floor %d and ceiling %d", lease.Slot, lease.Floor, lease.Ceiling)
-	}
-	if err != nil {
-		return Lease{}, wrap(ctx, "Acquire", ns.Name, l.s.closedErr(err))
-	}
-	return lease, nil
 }
 
 // Renew extends the lease's term and returns the renewed lease; ExpiresAt
 // and Ceiling never decrease. If the slot now holds another term:
 // ErrLeaseLost. A renew after ExpiresAt that finds the term untouched
-// continues it.
+// continues it. On an error it returns lease unchanged.
 func (l *SlotLeaseStore) Renew(ctx context.Context, lease Lease) (Lease, error) {
-	ctx, cancel, err := l.s.begin(ctx, true)
-	defer cancel()
-	if err == nil {
-		err = checkLease(lease)
-	}
-	var d driver.SlotStore
-	if err == nil {
-		d, err = l.drv()
-	}
+	o := op{name: "Renew", key: leaseKey(lease), check: checkLease(lease)}
+	renewed, err := call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) (Lease, error) {
+		return d.Renew(ctx, lease)
+	})
 	if err != nil {
-		return lease, wrap(ctx, "Renew", leaseKey(lease), err)
-	}
-	renewed, err := d.Renew(ctx, lease)
-	if err != nil {
-		return lease, wrap(ctx, "Renew", leaseKey(lease), l.s.closedErr(err))
+		return lease, err
 	}
 	return renewed, nil
 }
@@ -123,67 +93,40 @@ func (l *SlotLeaseStore) Renew(ctx context.Context, lease Lease) (Lease, error) 
 // the next term starts at this term's Ceiling. Call it only after the holder
 // stopped issuing.
 func (l *SlotLeaseStore) Release(ctx context.Context, lease Lease) error {
-	return l.release(ctx, lease, -1)
+	return l.release(ctx, op{name: "Release", key: leaseKey(lease), check: checkLease(lease)}, lease, -1)
 }
 
 // ReleaseUsed ends the lease's term, stating used, the highest timestamp the
 // holder issued: the next term may start right above it.
 func (l *SlotLeaseStore) ReleaseUsed(ctx context.Context, lease Lease, used int64) error {
-	if used < 0 {
-		return wrap(ctx, "Release", leaseKey(lease), invalid("used timestamp %d is negative", used))
+	check := checkLease(lease)
+	if check == nil && used < 0 {
+		check = invalid("used timestamp %d is negative", used)
 	}
-	return l.release(ctx, lease, used)
+	return l.release(ctx, op{name: "ReleaseUsed", key: leaseKey(lease), check: check}, lease, used)
 }
 
-func (l *SlotLeaseStore) release(ctx context.Context, lease Lease, used int64) error {
-	ctx, cancel, err := l.s.begin(ctx, true)
-	defer cancel()
-	if err == nil {
-		err = checkLease(lease)
-	}
-	var d driver.SlotStore
-	if err == nil {
-		d, err = l.drv()
-	}
-	if err == nil {
-		err = l.s.closedErr(d.Release(ctx, lease, used))
-	}
-	return wrap(ctx, "Release", leaseKey(lease), err)
+func (l *SlotLeaseStore) release(ctx context.Context, o op, lease Lease, used int64) error {
+	return callErr(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) error {
+		return d.Release(ctx, lease, used)
+	})
 }
 
 // Namespaces lists every namespace with its settings.
 func (l *SlotLeaseStore) Namespaces(ctx context.Context) ([]Namespace, error) {
-	ctx, cancel, err := l.s.begin(ctx, true)
-	defer cancel()
-	var d driver.SlotStore
-	if err == nil {
-		d, err = l.drv()
-	}
-	var out []Namespace
-	if err == nil {
-		out, err = d.Namespaces(ctx)
-		err = l.s.closedErr(err)
-	}
-	return nonNil(out), wrap(ctx, "Namespaces", "", err)
+	out, err := call(ctx, l.s, op{name: "Namespaces"}, func(ctx context.Context, d driver.SlotStore) ([]Namespace, error) {
+		return d.Namespaces(ctx)
+	})
+	return nonNil(out), err
 }
 
 // Slots lists every used slot of namespace ns, by slot number.
 func (l *SlotLeaseStore) Slots(ctx context.Context, ns string) ([]SlotInfo, error) {
-	ctx, cancel, err := l.s.begin(ctx, true)
-	defer cancel()
-	if err == nil {
-		err = checkName("namespace", ns)
-	}
-	var d driver.SlotStore
-	if err == nil {
-		d, err = l.drv()
-	}
-	var out []SlotInfo
-	if err == nil {
-		out, err = d.Slots(ctx, ns)
-		err = l.s.closedErr(err)
-	}
-	return nonNil(out), wrap(ctx, "Slots", ns, err)
+	o := op{name: "Slots", key: ns, check: checkName("namespace", ns)}
+	out, err := call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) ([]SlotInfo, error) {
+		return d.Slots(ctx, ns)
+	})
+	return nonNil(out), err
 }
 
 func checkLease(l Lease) error {
@@ -196,8 +139,8 @@ func checkLease(l Lease) error {
 	if err := checkIncarnation(l.Incarnation); err != nil {
 		return err
 	}
-	if l.Slot < 0 || l.Slot >= MaxSlots {
-		return invalid("slot %d is outside [0, %d)", l.Slot, MaxSlots)
+	if err := checkSlot("slot", l.Slot, MaxSlots); err != nil {
+		return err
 	}
 	if l.Fence < 1 {
 		return invalid("fence %d is not a lease's (leases start at 1)", l.Fence)
@@ -212,24 +155,12 @@ func leaseKey(l Lease) string { return l.Namespace + "/" + strconv.Itoa(l.Slot) 
 // Nothing is lowered, so seeding twice is harmless; a slot with a live term
 // gives ErrLocked. Drivers without the capability give ErrUnsupported.
 func (l *SlotLeaseStore) Seed(ctx context.Context, ns Namespace, slot int, fence, nextFloor int64) error {
-	ctx, cancel, err := l.s.begin(ctx, true)
-	defer cancel()
-	if err == nil {
-		err = checkNamespace(ns)
+	check := firstErr(checkNamespace(ns), checkSlot("slot", slot, ns.Limit))
+	if check == nil && (fence < 0 || nextFloor < 0) {
+		check = invalid("fence %d and next floor %d must not be negative", fence, nextFloor)
 	}
-	if err == nil && (slot < 0 || slot >= ns.Limit) {
-		err = invalid("slot %d is outside [0, %d)", slot, ns.Limit)
-	}
-	if err == nil && (fence < 0 || nextFloor < 0) {
-		err = invalid("fence %d and next floor %d must not be negative", fence, nextFloor)
-	}
-	if err == nil {
-		d, ok := l.s.drv.(driver.SlotSeeder)
-		if !ok {
-			err = ErrUnsupported
-		} else {
-			err = l.s.closedErr(d.SeedSlot(ctx, ns, slot, fence, nextFloor))
-		}
-	}
-	return wrap(ctx, "Seed", ns.Name+"/"+strconv.Itoa(slot), err)
+	o := op{name: "Seed", key: ns.Name + "/" + strconv.Itoa(slot), check: check}
+	return callErr(ctx, l.s, o, func(ctx context.Context, d driver.SlotSeeder) error {
+		return d.SeedSlot(ctx, ns, slot, fence, nextFloor)
+	})
 }

@@ -148,32 +148,16 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// begin starts an operation: it refuses a closed store and bounds ctx with
-// the store's timeout (unless bounded is false).
-func (s *Store) begin(ctx context.Context, bounded bool) (context.Context, context.CancelFunc, error) {
+func (s *Store) isClosed() bool {
 	s.mu.RLock()
-	closed := s.closed
-	s.mu.RUnlock()
-	if closed {
-		return ctx, func() {}, ErrClosed
-	}
-	if !bounded {
-		return ctx, func() {}, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	return ctx, cancel, nil
+	defer s.mu.RUnlock()
+	return s.closed
 }
 
 // closedErr maps any failure after Close to ErrClosed, so callers see one
 // reason rather than the driver's view of a torn-down connection.
 func (s *Store) closedErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	s.mu.RLock()
-	closed := s.closed
-	s.mu.RUnlock()
-	if closed {
+	if s.isClosed() {
 		return fmt.Errorf("%w (%v)", ErrClosed, err)
 	}
 	return err
@@ -185,19 +169,9 @@ func (s *Store) closedErr(err error) error {
 // storectl tool checks for live leases and held locks first). Drivers
 // without the capability give ErrUnsupported.
 func (s *Store) Purge(ctx context.Context) ([]string, error) {
-	ctx, cancel, err := s.begin(ctx, true)
-	defer cancel()
-	var deleted []string
-	if err == nil {
-		d, ok := s.drv.(driver.Purger)
-		if !ok {
-			err = ErrUnsupported
-		} else {
-			deleted, err = d.Purge(ctx)
-			err = s.closedErr(err)
-		}
-	}
-	return deleted, wrap(ctx, "Purge", "", err)
+	return call(ctx, s, op{name: "Purge"}, func(ctx context.Context, d driver.Purger) ([]string, error) {
+		return d.Purge(ctx)
+	})
 }
 
 // nonNil makes listings empty rather than nil, whatever the driver returns,

@@ -88,6 +88,13 @@ func checkNext(next int64) error {
 	return nil
 }
 
+func checkSlot(what string, slot, limit int) error {
+	if slot < 0 || slot >= limit {
+		return invalid("%s %d is outside [0, %d)", what, slot, limit)
+	}
+	return nil
+}
+
 func checkMillis(what string, d, min, max time.Duration) error {
 	if d < min || d > max {
 		return invalid("%s %v is outside [%v, %v]", what, d, min, max)

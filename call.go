@@ -1,0 +1,59 @@
+package store
+
+import "context"
+
+// op is one call of the portable API: its name and subject for the error,
+// and the outcome of checking its arguments.
+type op struct {
+	name  string // "Next", "Acquire", ...
+	key   string // the key, namespace, slot or lock it applies to
+	check error  // the first invalid argument, or nil
+	wait  bool   // bounded by the caller's ctx only, not the store timeout (Lock)
+}
+
+// call runs an operation the way every method of the portable API does:
+// refuse bad arguments, refuse a closed store, find the driver's capability
+// D, bound ctx with the store timeout, call f, and wrap its error once. f's
+// result is returned even with an error (Purge reports what it deleted).
+func call[D, T any](ctx context.Context, s *Store, o op, f func(context.Context, D) (T, error)) (T, error) {
+	var zero T
+	if o.check != nil {
+		return zero, &Error{Op: o.name, Key: o.key, Err: o.check}
+	}
+	if s.isClosed() {
+		return zero, &Error{Op: o.name, Key: o.key, Err: ErrClosed}
+	}
+	d, ok := s.drv.(D)
+	if !ok {
+		return zero, &Error{Op: o.name, Key: o.key, Err: ErrUnsupported}
+	}
+	if !o.wait {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
+	v, err := f(ctx, d)
+	if err != nil {
+		return v, wrap(ctx, o.name, o.key, s.closedErr(err))
+	}
+	return v, nil
+}
+
+// callErr is call for operations that return only an error.
+func callErr[D any](ctx context.Context, s *Store, o op, f func(context.Context, D) error) error {
+	_, err := call(ctx, s, o, func(ctx context.Context, d D) (struct{}, error) {
+		return struct{}{}, f(ctx, d)
+	})
+	return err
+}
+
+// firstErr returns the first non-nil error: the checks of an operation's
+// arguments, in the order of its parameters.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
