@@ -9,7 +9,12 @@ import (
 )
 
 // Waiter is one holder or waiter of a lock (for tools).
-type Waiter = driver.Waiter
+type Waiter struct {
+	Owner string // the owner key of the store that holds or waits
+	Fence int64  // the fence it holds or will hold
+}
+
+func waiterOf(w driver.Waiter) Waiter { return Waiter(w) }
 
 // Locker gives fair (first come, first served) exclusive locks by name. A
 // lock is not reentrant: a second Lock of a held name waits, even from the
@@ -54,10 +59,10 @@ func (l *Locker) Locks(ctx context.Context) ([]string, error) {
 // Waiters lists the holder and the waiters of lock name, the holder first.
 func (l *Locker) Waiters(ctx context.Context, name string) ([]Waiter, error) {
 	o := op{name: "Waiters", key: name, check: checkName("lock name", name)}
-	out, err := call(ctx, l.s, o, func(ctx context.Context, d driver.Locker) ([]Waiter, error) {
-		return d.Waiters(ctx, name)
+	return call(ctx, l.s, o, func(ctx context.Context, d driver.Locker) ([]Waiter, error) {
+		ws, err := d.Waiters(ctx, name)
+		return convert(ws, waiterOf), err
 	})
-	return nonNil(out), err
 }
 
 // Lock is a held lock.

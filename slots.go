@@ -8,20 +8,6 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// Namespace names a set of slots 0..Limit-1 and its clock tolerance. Both
-// settings are fixed when the namespace is first used; using it with other
-// values gives ErrConfigMismatch.
-type Namespace = driver.Namespace
-
-// Lease is one term of one slot. Times are milliseconds since the Unix epoch
-// in the store's clock. The holder may issue timestamps t with
-// Floor <= t < Ceiling, and stops when its clock reaches ExpiresAt. State is
-// the driver's own; pass the Lease back unchanged.
-type Lease = driver.Lease
-
-// SlotInfo describes one used slot (for tools).
-type SlotInfo = driver.SlotInfo
-
 // DefaultTTL is the lease ttl when AcquireOptions leaves it zero.
 const DefaultTTL = 60 * time.Second
 
@@ -56,8 +42,8 @@ func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string
 		checkSlot("preferred slot", opts.Preferred, ns.Limit),
 	)}
 	return call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) (Lease, error) {
-		lease, err := d.Acquire(ctx, driver.AcquireRequest{
-			Namespace:   ns,
+		dl, err := d.Acquire(ctx, driver.AcquireRequest{
+			Namespace:   ns.toDriver(),
 			Owner:       owner,
 			Incarnation: l.s.incarnation,
 			TTL:         opts.TTL,
@@ -67,10 +53,10 @@ func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string
 		if err != nil {
 			return Lease{}, err
 		}
-		if lease.Slot < 0 || lease.Slot >= ns.Limit || lease.Floor > lease.Ceiling {
-			return Lease{}, driverBug("lease of slot %d with floor %d and ceiling %d", lease.Slot, lease.Floor, lease.Ceiling)
+		if dl.Slot < 0 || dl.Slot >= ns.Limit || dl.Floor > dl.Ceiling {
+			return Lease{}, driverBug("lease of slot %d with floor %d and ceiling %d", dl.Slot, dl.Floor, dl.Ceiling)
 		}
-		return lease, nil
+		return leaseOf(dl), nil
 	})
 }
 
@@ -81,7 +67,8 @@ func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string
 func (l *SlotLeaseStore) Renew(ctx context.Context, lease Lease) (Lease, error) {
 	o := op{name: "Renew", key: leaseKey(lease), check: checkLease(lease)}
 	renewed, err := call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) (Lease, error) {
-		return d.Renew(ctx, lease)
+		dl, err := d.Renew(ctx, lease.toDriver())
+		return leaseOf(dl), err
 	})
 	if err != nil {
 		return lease, err
@@ -108,25 +95,25 @@ func (l *SlotLeaseStore) ReleaseUsed(ctx context.Context, lease Lease, used int6
 
 func (l *SlotLeaseStore) release(ctx context.Context, o op, lease Lease, used int64) error {
 	return callErr(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) error {
-		return d.Release(ctx, lease, used)
+		return d.Release(ctx, lease.toDriver(), used)
 	})
 }
 
 // Namespaces lists every namespace with its settings.
 func (l *SlotLeaseStore) Namespaces(ctx context.Context) ([]Namespace, error) {
-	out, err := call(ctx, l.s, op{name: "Namespaces"}, func(ctx context.Context, d driver.SlotStore) ([]Namespace, error) {
-		return d.Namespaces(ctx)
+	return call(ctx, l.s, op{name: "Namespaces"}, func(ctx context.Context, d driver.SlotStore) ([]Namespace, error) {
+		nss, err := d.Namespaces(ctx)
+		return convert(nss, namespaceOf), err
 	})
-	return nonNil(out), err
 }
 
 // Slots lists every used slot of namespace ns, by slot number.
 func (l *SlotLeaseStore) Slots(ctx context.Context, ns string) ([]SlotInfo, error) {
 	o := op{name: "Slots", key: ns, check: checkName("namespace", ns)}
-	out, err := call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) ([]SlotInfo, error) {
-		return d.Slots(ctx, ns)
+	return call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) ([]SlotInfo, error) {
+		infos, err := d.Slots(ctx, ns)
+		return convert(infos, slotInfoOf), err
 	})
-	return nonNil(out), err
 }
 
 func checkLease(l Lease) error {
@@ -161,6 +148,6 @@ func (l *SlotLeaseStore) Seed(ctx context.Context, ns Namespace, slot int, fence
 	}
 	o := op{name: "Seed", key: ns.Name + "/" + strconv.Itoa(slot), check: check}
 	return callErr(ctx, l.s, o, func(ctx context.Context, d driver.SlotSeeder) error {
-		return d.SeedSlot(ctx, ns, slot, fence, nextFloor)
+		return d.SeedSlot(ctx, ns.toDriver(), slot, fence, nextFloor)
 	})
 }
