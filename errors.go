@@ -33,8 +33,8 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Key == "" {
-		return "store: " + e.Op + ": " + e.Err.Error()
+	if a, ok := e.Err.(*argError); e.Key == "" || ok && a.value == e.Key {
+		return "store: " + e.Op + ": " + e.Err.Error() // the cause names the key itself
 	}
 	return fmt.Sprintf("store: %s %q: %v", e.Op, e.Key, e.Err)
 }
@@ -58,8 +58,24 @@ type ctxError struct{ err, ctx error }
 func (e *ctxError) Error() string   { return e.err.Error() + " (" + e.ctx.Error() + ")" }
 func (e *ctxError) Unwrap() []error { return []error{e.err, e.ctx} }
 
+// argError is a rejected argument, said in the caller's words. It is
+// ErrInvalidArgument for errors.Is without repeating that sentinel's text.
+type argError struct {
+	msg   string
+	value string // the argument the message quotes, if any
+}
+
+func (e *argError) Error() string { return e.msg }
+func (e *argError) Unwrap() error { return ErrInvalidArgument }
+
 func invalid(format string, args ...any) error {
-	return fmt.Errorf(format+": %w", append(args, ErrInvalidArgument)...)
+	return &argError{msg: fmt.Sprintf(format, args...)}
+}
+
+// invalidValue is invalid for a message that quotes value, so that an Error
+// about the same key does not name it twice.
+func invalidValue(value, format string, args ...any) error {
+	return &argError{msg: fmt.Sprintf(format, args...), value: value}
 }
 
 // driverBug reports a driver result that breaks the driver contract.

@@ -49,8 +49,8 @@ func Open(driverName string, options map[string]string, opts ...Option) (*Store,
 	factory, ok := drivers[driverName]
 	driversMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("store: unknown driver %q (forgotten import? registered: %s): %w",
-			driverName, strings.Join(Drivers(), ", "), ErrInvalidArgument)
+		return nil, &Error{Op: "Open", Key: driverName, Err: invalidValue(driverName,
+			"unknown driver %q (forgotten import? registered: %s)", driverName, strings.Join(Drivers(), ", "))}
 	}
 	s, err := newStore(opts)
 	if err != nil {
@@ -58,7 +58,7 @@ func Open(driverName string, options map[string]string, opts ...Option) (*Store,
 	}
 	d, err := factory(options)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", driverName, err)
+		return nil, &Error{Op: "Open", Key: driverName, Err: err}
 	}
 	s.drv = d
 	return s, nil
@@ -69,7 +69,7 @@ func Open(driverName string, options map[string]string, opts ...Option) (*Store,
 // fails, d is left open for the caller to close.
 func OpenDriver(d driver.Store, opts ...Option) (*Store, error) {
 	if d == nil {
-		return nil, fmt.Errorf("store: OpenDriver: nil driver: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("store: OpenDriver: %w", invalid("the driver store is nil"))
 	}
 	s, err := newStore(opts)
 	if err != nil {

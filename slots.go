@@ -117,6 +117,9 @@ func (l *SlotLeaseStore) Slots(ctx context.Context, ns string) ([]SlotInfo, erro
 }
 
 func checkLease(l Lease) error {
+	if l == (Lease{}) {
+		return invalid("the lease is the zero Lease, not one that Acquire returned")
+	}
 	if err := checkName("namespace", l.Namespace); err != nil {
 		return err
 	}
@@ -135,7 +138,12 @@ func checkLease(l Lease) error {
 	return checkMillis("ttl", l.TTL, time.Millisecond, MaxTTL)
 }
 
-func leaseKey(l Lease) string { return l.Namespace + "/" + strconv.Itoa(l.Slot) }
+func leaseKey(l Lease) string {
+	if l.Namespace == "" {
+		return ""
+	}
+	return l.Namespace + "/" + strconv.Itoa(l.Slot)
+}
 
 // Seed raises a slot's history in this store, for a migration: the slot's
 // next term gets a fence above fence and a floor of at least nextFloor.

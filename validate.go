@@ -17,13 +17,19 @@ const (
 
 // checkKey validates a range key: one or more '/'-separated segments.
 func checkKey(what, key string) error {
-	if key == "" {
+	switch {
+	case key == "":
 		return invalid("%s is empty", what)
+	case len(key) > MaxKeyLen:
+		return invalidValue(key, "%s is %d bytes long, more than %d", what, len(key), MaxKeyLen)
+	case key[0] == '/':
+		return invalidValue(key, "%s %q must not start with '/'", what, key)
+	case key[len(key)-1] == '/':
+		return invalidValue(key, "%s %q must not end with '/'", what, key)
+	case strings.Contains(key, "//"):
+		return invalidValue(key, "%s %q must not contain \"//\" (an empty segment)", what, key)
 	}
-	if len(key) > MaxKeyLen {
-		return invalid("%s is %d bytes, more than %d", what, len(key), MaxKeyLen)
-	}
-	for _, seg := range strings.Split(key, "/") {
+	for seg := range strings.SplitSeq(key, "/") {
 		if err := checkSegment(what, key, seg); err != nil {
 			return err
 		}
@@ -33,31 +39,30 @@ func checkKey(what, key string) error {
 
 // checkName validates a single segment: a namespace, owner key or lock name.
 func checkName(what, name string) error {
-	if name == "" {
+	switch {
+	case name == "":
 		return invalid("%s is empty", what)
-	}
-	if len(name) > MaxKeyLen {
-		return invalid("%s is %d bytes, more than %d", what, len(name), MaxKeyLen)
-	}
-	if strings.Contains(name, "/") {
-		return invalid("%s %q contains '/'", what, name)
+	case len(name) > MaxKeyLen:
+		return invalidValue(name, "%s is %d bytes long, more than %d", what, len(name), MaxKeyLen)
+	case strings.Contains(name, "/"):
+		return invalidValue(name, "%s %q must not contain '/' (it is a single name, not a path)", what, name)
 	}
 	return checkSegment(what, name, name)
 }
 
 func checkSegment(what, whole, seg string) error {
-	switch seg {
-	case "":
-		return invalid("%s %q has an empty segment", what, whole)
-	case ".", "..":
-		return invalid("%s %q has a %q segment", what, whole, seg)
+	if seg == "." || seg == ".." {
+		if seg == whole {
+			return invalidValue(whole, "%s must not be %q", what, seg)
+		}
+		return invalidValue(whole, "%s %q must not have a %q segment", what, whole, seg)
 	}
 	if !utf8.ValidString(seg) {
-		return invalid("%s %q is not valid UTF-8", what, whole)
+		return invalidValue(whole, "%s %q is not valid UTF-8", what, whole)
 	}
 	for _, r := range seg {
 		if forbidden(r) {
-			return invalid("%s %q contains the forbidden character %U", what, whole, r)
+			return invalidValue(whole, "%s %q must not contain the character %U", what, whole, r)
 		}
 	}
 	return nil
@@ -100,7 +105,7 @@ func checkMillis(what string, d, min, max time.Duration) error {
 		return invalid("%s %v is outside [%v, %v]", what, d, min, max)
 	}
 	if d%time.Millisecond != 0 {
-		return invalid("%s %v is not a whole number of milliseconds", what, d)
+		return invalid("%s %v must be a whole number of milliseconds", what, d)
 	}
 	return nil
 }
@@ -110,19 +115,19 @@ func checkNamespace(ns Namespace) error {
 		return err
 	}
 	if ns.Limit < 1 || ns.Limit > MaxSlots {
-		return invalid("namespace %q: limit %d is outside [1, %d]", ns.Name, ns.Limit, MaxSlots)
+		return invalid("namespace limit %d is outside [1, %d]", ns.Limit, MaxSlots)
 	}
 	return checkMillis("tolerance", ns.Tolerance, 0, MaxTolerance)
 }
 
 func checkIncarnation(inc string) error {
 	if inc == "" || len(inc) > MaxIncarnation {
-		return invalid("incarnation %q must be 1 to %d bytes", inc, MaxIncarnation)
+		return invalid("incarnation %q must be 1 to %d bytes long", inc, MaxIncarnation)
 	}
 	for _, r := range inc {
 		// It is stored in name=value lines: no line breaks or other controls.
 		if r < 0x20 || r == 0x7F || forbidden(r) || !utf8.ValidRune(r) {
-			return invalid("incarnation %q contains the character %U", inc, r)
+			return invalid("incarnation %q must not contain the character %U", inc, r)
 		}
 	}
 	return nil

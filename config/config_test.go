@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,22 +87,42 @@ func TestParseJSONMatchesYAML(t *testing.T) {
 	}
 }
 
+// TestParseErrors pins what a user reads for each kind of mistake in a
+// config file: the store and the field, in the words of the file.
 func TestParseErrors(t *testing.T) {
-	for name, doc := range map[string]string{
-		"unknown field":   "stores: {a: {type: configtest, typo: 1}}",
-		"missing type":    "stores: {a: {timeout: 1s}}",
-		"bad timeout":     "stores: {a: {type: configtest, timeout: soon}}",
-		"negative":        "stores: {a: {type: configtest, timeout: -1s}}",
-		"list option":     "stores: {a: {type: configtest, options: {x: [1, 2]}}}",
-		"no stores":       "other: 1",
-		"both top levels": "stores: {a: {type: configtest}}\ncosid: {stores: {b: {type: configtest}}}",
+	for _, tc := range []struct{ doc, want string }{
+		{"stores: {a: {type: configtest, timeot: 1s}}",
+			`config: store "a": unknown field "timeot" (known: type, timeout, options)`},
+		{"cosid: {stores: {a: {type: configtest}}, extra: 1}", `config: "cosid": unknown field "extra" (known: stores)`},
+		{"stores: {a: {type: configtest}}\nstore: {}", `config: the document: unknown field "store" (known: cosid, stores)`},
+		{"stores: {a: {timeout: 1s}}", `config: store "a": type is missing (a driver name such as zookeeper)`},
+		{"stores: {a: {type: [x]}}", `config: store "a": type [x] is not a driver name (such as zookeeper)`},
+		{"stores: {a: {type: configtest, timeout: soon}}", `config: store "a": timeout soon: want a positive duration such as 3s`},
+		{"stores: {a: {type: configtest, timeout: -1s}}", `config: store "a": timeout -1s: want a positive duration such as 3s`},
+		{"stores: {a: {type: configtest, options: {x: [1, 2]}}}",
+			`config: store "a": option "x": [1 2] is not a string, number or boolean`},
+		{"stores: {a: {type: configtest, options: 3}}", `config: store "a": options must be a mapping of option names, not 3`},
+		{"stores: {a: 1}", `config: store "a" must be a mapping with the fields type, timeout, options`},
+		{"other: 1", `config: the document: unknown field "other" (known: cosid, stores)`},
+		{"stores: {}", `config: no stores (expected cosid.stores or stores: a mapping of store names)`},
+		{"", `config: the document must be a mapping with the fields cosid, stores`},
+		{"stores: {a: {type: configtest}}\ncosid: {stores: {b: {type: configtest}}}",
+			`config: both "cosid.stores" and "stores" are given; use one`},
+		{"stores:\n\ta: {type: configtest}\n", "config: YAML: line 2: found character that cannot start any token"},
 	} {
-		if _, err := config.ParseYAML([]byte(doc)); err == nil {
-			t.Errorf("%s: parsed without error", name)
+		if _, err := config.ParseYAML([]byte(tc.doc)); err == nil || err.Error() != tc.want {
+			t.Errorf("%q:\ngot  %v\nwant %s", tc.doc, err, tc.want)
 		}
 	}
-	if _, err := config.ParseYAML([]byte("stores: {a: {timeout: 1s}}")); err == nil || !strings.Contains(err.Error(), `"a"`) {
-		t.Errorf("error %v does not name the store", err)
+	for _, tc := range []struct{ doc, want string }{
+		{`{"stores": {"a": {"type": "configtest", "timeot": "1s"}}}`,
+			`config: store "a": unknown field "timeot" (known: type, timeout, options)`},
+		{`{"stores": {"a": {"type": "configtest",}}}`,
+			`config: JSON: invalid character '}' looking for beginning of object key string (at byte 40)`},
+	} {
+		if _, err := config.ParseJSON([]byte(tc.doc)); err == nil || err.Error() != tc.want {
+			t.Errorf("%s:\ngot  %v\nwant %s", tc.doc, err, tc.want)
+		}
 	}
 }
 
@@ -148,10 +167,12 @@ func TestOpenFailureClosesAndReportsEvery(t *testing.T) {
 	if err == nil || stores != nil {
 		t.Fatalf("Open = %v, %v; want an error and no stores", stores, err)
 	}
-	for _, want := range []string{`"b"`, "b is down", `"c"`, `"typo"`, `"d"`, "nosuchdriver"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error does not mention %s:\n%v", want, err)
-		}
+	// One line, each store named once with its driver's own words.
+	want := `config: 3 errors: store "b" (type configtest): b is down; ` +
+		`store "c" (type configtest): unknown option "typo" (known: connectString, fail, flag, retry.maxRetries); ` +
+		`store "d" (type nosuchdriver): unknown driver "nosuchdriver" (forgotten import? registered: configtest)`
+	if err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
 	}
 	if got := closes.Load() - before; got != 2 {
 		t.Errorf("closed %d stores after the failure, want the 2 opened (a, e)", got)

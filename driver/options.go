@@ -29,7 +29,7 @@ func (o *Options) lookup(key string) (string, bool) {
 
 func (o *Options) fail(key, value, why string) {
 	if o.err == nil {
-		o.err = fmt.Errorf("option %q: value %q: %s: %w", key, value, why, ErrInvalidArgument)
+		o.err = &optionError{fmt.Sprintf("option %q: value %q: %s", key, value, why)}
 	}
 }
 
@@ -108,6 +108,12 @@ func (o *Options) Err() error {
 	sort.Strings(unknown)
 	names := append([]string(nil), o.known...)
 	sort.Strings(names)
-	return fmt.Errorf("unknown option %s (known: %s): %w",
-		strings.Join(unknown, ", "), strings.Join(names, ", "), ErrInvalidArgument)
+	return &optionError{fmt.Sprintf("unknown option %s (known: %s)", strings.Join(unknown, ", "), strings.Join(names, ", "))}
 }
+
+// optionError is a rejected option. It is ErrInvalidArgument for errors.Is
+// without appending that sentinel's text to a message that says it already.
+type optionError struct{ msg string }
+
+func (e *optionError) Error() string { return e.msg }
+func (e *optionError) Unwrap() error { return ErrInvalidArgument }

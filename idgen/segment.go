@@ -134,7 +134,7 @@ func NewSegment(ctx context.Context, st *store.Store, key string, opts SegmentOp
 	ranges := st.Ranges()
 	r, err := ranges.Next(ctx, key, opts.Step)
 	if err != nil {
-		return nil, fmt.Errorf("idgen: segment %q: %w", key, err)
+		return nil, fmt.Errorf("idgen: NewSegment: %w", err) // the store's error names the key
 	}
 	g := &Segment{
 		ranges: ranges,
@@ -330,7 +330,7 @@ func (g *Segment) advance(ctx context.Context, old *segment) error {
 		if g.failed >= attempt && len(g.queue) == 0 && !g.closed && g.cur.Load() == old {
 			err := g.err
 			g.mu.Unlock()
-			return fmt.Errorf("idgen: segment %q: %w: %w", g.key, ErrUnavailable, err)
+			return fmt.Errorf("%w: %w", ErrUnavailable, err) // the store's error names the key
 		}
 	}
 }

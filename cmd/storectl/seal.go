@@ -59,7 +59,7 @@ func runSeal(ctx context.Context, e *env, args []string) error {
 	for _, k := range keys {
 		_, s, err := rs.Current(ctx, k)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w; nothing sealed", badKey(err))
 		}
 		sealed[k] = s
 		if !slices.Contains(existing, k) {
@@ -113,7 +113,7 @@ func runInit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	err = rs.Init(ctx, key, value)
+	err = badKey(rs.Init(ctx, key, value))
 	if errors.Is(err, store.ErrConfigMismatch) {
 		if next, s, cerr := rs.Current(ctx, key); cerr == nil {
 			return fmt.Errorf("key %q exists at next value %d%s, not %d; nothing changed", key, next, sealedNote(s), value)
@@ -132,6 +132,16 @@ func runInit(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "%s: already at %d%s; nothing changed\n", key, value, sealedNote(s))
 	return nil
+}
+
+// badKey turns the store's refusal of a KEY argument into a usage error
+// that says only what was wrong with it (the store's text names the key),
+// not which store call storectl made to find out.
+func badKey(err error) error {
+	if se, ok := errors.AsType[*store.Error](err); ok && errors.Is(se.Err, store.ErrInvalidArgument) {
+		return usagef("%v", se.Err)
+	}
+	return err
 }
 
 func sealedNote(sealed bool) string {

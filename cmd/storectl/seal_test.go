@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cosid-go/store"
@@ -29,6 +30,13 @@ func TestSeal(t *testing.T) {
 			t.Fatalf("a refused seal created the key: %v", keys)
 		}
 
+		// A malformed key is named once, with what is wrong with it.
+		r := seal("orders", "a//b")
+		r.want(t, exitUsage)
+		if want := "storectl seal: key \"a//b\" must not contain \"//\" (an empty segment); nothing sealed\n"; !strings.HasPrefix(r.stderr, want) {
+			t.Errorf("stderr = %q, want it to start with %q", r.stderr, want)
+		}
+
 		seal("orders", "users/eu").want(t, exitOK, "orders: sealed at 100\n", "users/eu: sealed at 100\n")
 		if _, err := st.Ranges().Next(ctx, "orders", 1); !errors.Is(err, store.ErrSealed) {
 			t.Fatalf("Next after seal: %v, want ErrSealed", err)
@@ -49,6 +57,11 @@ func TestInit(t *testing.T) {
 		st := spec.open(t)
 		initKey := func(a ...string) result { return ctl(with(args("init"), spec.flags(), a)...) }
 
+		bad := initKey("/orders", "1200")
+		bad.want(t, exitUsage)
+		if want := "storectl init: key \"/orders\" must not start with '/'\n"; !strings.HasPrefix(bad.stderr, want) {
+			t.Errorf("stderr = %q, want it to start with %q", bad.stderr, want)
+		}
 		initKey("orders", "1200").want(t, exitOK, "orders: initialised at 1200\n")
 		initKey("orders", "1200").want(t, exitOK, "orders: already at 1200; nothing changed\n")
 		initKey("orders", "900").want(t, exitFailed, `key "orders" exists at next value 1200, not 900; nothing changed`)
