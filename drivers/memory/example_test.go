@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/drivers/memory"
@@ -12,13 +13,25 @@ import (
 // ZooKeeper ensemble would.
 func Example() {
 	ctx := context.Background()
-	a, _ := store.OpenDriver(memory.New("example"))
+	a, err := store.OpenDriver(memory.New("example"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer a.Close()
-	b, _ := store.Open("memory", map[string]string{"name": "example"})
+	b, err := store.Open("memory", map[string]string{"name": "example"})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer b.Close()
 
-	r1, _ := a.Ranges().Next(ctx, "orders", 100)
-	r2, _ := b.Ranges().Next(ctx, "orders", 100)
+	r1, err := a.Ranges().Next(ctx, "orders", 100)
+	if err != nil {
+		log.Fatal(err)
+	}
+	r2, err := b.Ranges().Next(ctx, "orders", 100)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(r1, r2)
 	// Output: {0 100} {100 200}
 }
