@@ -23,8 +23,9 @@ type Namespace struct {
 // Floor <= t < Ceiling, and stops when its clock reaches ExpiresAt.
 //
 // A Lease also carries the driver's state of the term (a node version,
-// say), which Renew and Release use to save a round trip. A Lease built by
-// hand has none and still works.
+// say), which Renew and Release hand back to the driver to save a round
+// trip. A Lease rebuilt from its exported fields has none: the built-in
+// drivers then read the slot first.
 type Lease struct {
 	Namespace   string
 	Slot        int    // the worker ID
