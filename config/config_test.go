@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -170,7 +171,8 @@ func TestOpenFailureClosesAndReportsEvery(t *testing.T) {
 	// One line, each store named once with its driver's own words.
 	want := `config: 3 errors: store "b" (type configtest): b is down; ` +
 		`store "c" (type configtest): unknown option "typo" (known: connectString, fail, flag, retry.maxRetries); ` +
-		`store "d" (type nosuchdriver): unknown driver "nosuchdriver" (forgotten import? registered: configtest)`
+		`store "d" (type nosuchdriver): unknown driver "nosuchdriver" (forgotten import? registered: ` +
+		strings.Join(store.Drivers(), ", ") + `)`
 	if err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
