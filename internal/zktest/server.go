@@ -61,6 +61,8 @@ type Server struct {
 	dir          string // zoo.cfg, data/, server.log
 	myid, size   int    // member myid of an ensemble of size; 0, 0 standalone
 	clientPort   int
+	securePort   int           // TLS client port; 0 without TLS
+	secure       *secureConfig // nil without TLS
 	peerPort     int
 	electionPort int
 
@@ -82,6 +84,13 @@ type process struct {
 // set, it starts nothing and returns that server instead.
 func StartServer(t testing.TB, version string) *Server {
 	t.Helper()
+	return startServer(t, version, nil)
+}
+
+// startServer starts a standalone server; sec, when not nil, adds a TLS
+// client port (secure.go).
+func startServer(t testing.TB, version string, sec *secureConfig) *Server {
+	t.Helper()
 	if addr := strings.TrimSpace(os.Getenv(envServers)); addr != "" {
 		t.Logf("zktest: using the existing ZooKeeper at %s (%s is set); ZooKeeper %s is not started", addr, envServers, version)
 		return &Server{t: t, version: version, existing: addr}
@@ -90,11 +99,16 @@ func StartServer(t testing.TB, version string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, version: version, cp: cp, dir: t.TempDir()}
+	s := &Server{t: t, version: version, cp: cp, dir: t.TempDir(), secure: sec}
 	t.Cleanup(s.cleanup)
 	for attempt := 1; ; attempt++ {
 		if s.clientPort, err = freePort(); err != nil {
 			t.Fatal(err)
+		}
+		if sec != nil {
+			if s.securePort, err = freePort(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := s.writeConfig(nil); err != nil {
 			t.Fatal(err)
@@ -246,6 +260,7 @@ func (s *Server) writeConfig(members []*Server) error {
 	// Test data need not survive a machine crash; fsync per write only
 	// slows the tests down (a killed JVM loses nothing: the kernel has it).
 	b.WriteString("forceSync=no\nmaxClientCnxns=0\n")
+	s.writeSecureConfig(&b)
 	for _, m := range members {
 		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", m.myid, m.peerPort, m.electionPort)
 	}
