@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -19,6 +20,7 @@ import (
 // and closes the live sockets so a handshake stuck on a silent server ends.
 type dialer struct {
 	timeout time.Duration
+	tls     *tls.Config             // nil: plaintext (tlsdial.go)
 	wrap    func(net.Conn) net.Conn // tests watch the traffic through it
 	ctx     context.Context         // cancelled by close
 	cancel  context.CancelFunc
@@ -29,9 +31,9 @@ type dialer struct {
 	lastErr error // the last dial or handshake failure, for Open's error
 }
 
-func newDialer(timeout time.Duration, wrap func(net.Conn) net.Conn) *dialer {
+func newDialer(timeout time.Duration, tlsConfig *tls.Config, wrap func(net.Conn) net.Conn) *dialer {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &dialer{timeout: timeout, wrap: wrap, ctx: ctx, cancel: cancel, conns: map[*trackedConn]struct{}{}}
+	return &dialer{timeout: timeout, tls: tlsConfig, wrap: wrap, ctx: ctx, cancel: cancel, conns: map[*trackedConn]struct{}{}}
 }
 
 // dial is the zk.Dialer; go-zookeeper's timeout argument is replaced by
@@ -45,6 +47,9 @@ func (d *dialer) dial(network, address string, _ time.Duration) (net.Conn, error
 	defer cancel()
 	var nd net.Dialer
 	c, err := nd.DialContext(ctx, network, address)
+	if err == nil && d.tls != nil {
+		c, err = d.handshake(ctx, c, address)
+	}
 	if err != nil {
 		d.fail(err)
 		return nil, err

@@ -187,7 +187,7 @@ func (s *Store) sendCreate(ctx context.Context, n *lockNode, prefix string) erro
 	answer := make(chan error, 1)
 	go func() {
 		defer s.calls.Done()
-		path, err := s.conn.Create(prefix, []byte(n.owner), zk.FlagEphemeral|zk.FlagSequence, openACL)
+		path, err := s.conn.Create(prefix, []byte(n.owner), zk.FlagEphemeral|zk.FlagSequence, s.acl)
 		s.lk.createAnswered(s, n, done, path, err)
 		answer <- err
 	}()

@@ -42,8 +42,6 @@ type rangeNode struct {
 	stat   zk.Stat
 }
 
-var openACL = zk.WorldACL(zk.PermAll)
-
 func (s *Store) rangePath(key string) string { return s.root + "/range/" + key }
 
 // lockKey takes the store's turn on key.
@@ -354,7 +352,7 @@ func (s *Store) createRange(ctx context.Context, path string, data []byte, a *at
 	for {
 		res, err := call(ctx, s, func() ([]zk.MultiResponse, error) {
 			return s.conn.Multi(
-				&zk.CreateRequest{Path: path, Data: data, Acl: openACL},
+				&zk.CreateRequest{Path: path, Data: data, Acl: s.acl},
 				&zk.SetDataRequest{Path: path, Data: data, Version: 0})
 		})
 		switch {
@@ -389,7 +387,7 @@ func (s *Store) createParents(ctx context.Context, path string, a *attempts) err
 		}
 		parent := path[:i]
 		for {
-			_, err := call(ctx, s, func() (string, error) { return s.conn.Create(parent, nil, 0, openACL) })
+			_, err := call(ctx, s, func() (string, error) { return s.conn.Create(parent, nil, 0, s.acl) })
 			if err == nil || errors.Is(err, zk.ErrNodeExists) {
 				break
 			}

@@ -362,8 +362,8 @@ func (s *Store) createNamespace(ctx context.Context, ns driver.Namespace, a *att
 	for {
 		_, err := call(ctx, s, func() ([]zk.MultiResponse, error) {
 			return s.conn.Multi(
-				&zk.CreateRequest{Path: path, Data: data, Acl: openACL},
-				&zk.CreateRequest{Path: path + "/" + clockName, Acl: openACL})
+				&zk.CreateRequest{Path: path, Data: data, Acl: s.acl},
+				&zk.CreateRequest{Path: path + "/" + clockName, Acl: s.acl})
 		})
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
@@ -385,7 +385,7 @@ func (s *Store) createNamespace(ctx context.Context, ns driver.Namespace, a *att
 // createEmptyNode creates an empty node whose parent exists; an existing node,
 // or one whose parent vanished, is left for the caller's next read.
 func (s *Store) createEmptyNode(ctx context.Context, path string, a *attempts) error {
-	_, err := call(ctx, s, func() (string, error) { return s.conn.Create(path, nil, 0, openACL) })
+	_, err := call(ctx, s, func() (string, error) { return s.conn.Create(path, nil, 0, s.acl) })
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNoNode):
 		return nil
@@ -588,7 +588,7 @@ func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRea
 		// data in the same multi answers the Stat, with the mtime the
 		// lease's times come from.
 		ops = append(ops,
-			&zk.CreateRequest{Path: r.path, Data: data, Acl: openACL},
+			&zk.CreateRequest{Path: r.path, Data: data, Acl: s.acl},
 			&zk.SetDataRequest{Path: r.path, Data: data, Version: 0})
 	}
 	slotOps := len(ops)
@@ -600,7 +600,7 @@ func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRea
 		}
 		ops = append(ops, &zk.SetDataRequest{Path: idxPath, Data: idxData, Version: q.index.version})
 	} else {
-		ops = append(ops, &zk.CreateRequest{Path: idxPath, Data: idxData, Acl: openACL})
+		ops = append(ops, &zk.CreateRequest{Path: idxPath, Data: idxData, Acl: s.acl})
 	}
 	res, err := call(ctx, s, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
 	if err == nil {
@@ -856,7 +856,7 @@ func (s *Store) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fence,
 		if !r.exists {
 			data := formatSlot(slotNode{fence: fence, nextFloor: nextFloor})
 			op = func() (*zk.Stat, error) {
-				_, err := s.conn.Create(r.path, data, 0, openACL)
+				_, err := s.conn.Create(r.path, data, 0, s.acl)
 				return nil, err
 			}
 		} else {

@@ -135,6 +135,7 @@
 package zookeeper
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -175,6 +176,7 @@ type Store struct {
 	conn  *zk.Conn
 	root  string
 	retry retryPolicy
+	acl   []zk.ACL // set on every node the store creates (the acl option)
 
 	// Set only when the store made conn (Open) and so must close it.
 	owned  bool
@@ -218,7 +220,7 @@ func open(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, erro
 	s := newStore(cfg)
 	s.owned = true
 	wrap = s.lk.sniff(cfg.sessionTimeout, wrap) // the Locker reads the negotiated session timeout off the wire
-	s.dialer = newDialer(cfg.connectionTimeout, wrap)
+	s.dialer = newDialer(cfg.connectionTimeout, cfg.sec.tls, wrap)
 	s.hasSession = make(chan struct{})
 	conn, events, err := zk.Connect(cfg.servers, cfg.sessionTimeout,
 		zk.WithDialer(s.dialer.dial),
@@ -235,12 +237,16 @@ func open(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, erro
 	if cfg.blockUntilConnectedWait == 0 {
 		return s, nil
 	}
-	timer := time.NewTimer(cfg.blockUntilConnectedWait)
-	defer timer.Stop()
+	wait, cancel := context.WithTimeout(context.Background(), cfg.blockUntilConnectedWait)
+	defer cancel()
 	select {
 	case <-s.hasSession:
+		if err := s.addAuth(wait, cfg.sec.auth); err != nil {
+			s.Close()
+			return nil, err
+		}
 		return s, nil
-	case <-timer.C:
+	case <-wait.Done():
 	}
 	state := zk.State(s.state.Load())
 	last := s.dialer.lastError()
@@ -274,6 +280,7 @@ func newStore(cfg config) *Store {
 	return &Store{
 		root:    cfg.root,
 		retry:   cfg.retry,
+		acl:     cfg.sec.acl,
 		closing: make(chan struct{}),
 		keys:    map[string]*rangeKey{},
 	}
@@ -328,16 +335,17 @@ type config struct {
 	blockUntilConnectedWait time.Duration
 	retry                   retryPolicy
 	root                    string
+	sec                     security // auth, acl, tls (secure.go)
 }
 
 // parseOptions reads the option map: all options for Open (ownConn), root
 // and retry.* only for New.
 func parseOptions(m map[string]string, ownConn bool) (config, error) {
 	if !ownConn {
-		for _, k := range connectionOptions {
+		for _, k := range append(connectionOptions, securityConnectionOptions...) {
 			if v, ok := m[k]; ok {
-				return config{}, fmt.Errorf("option %q: value %q: applies only to the connection Open makes; "+
-					"configure the *zk.Conn given to New instead: %w", k, v, driver.ErrInvalidArgument)
+				return config{}, fmt.Errorf("option %q: value %s: applies only to the connection Open makes; "+
+					"configure the *zk.Conn given to New instead: %w", k, shown(k, v), driver.ErrInvalidArgument)
 			}
 		}
 	}
@@ -354,6 +362,7 @@ func parseOptions(m map[string]string, ownConn bool) (config, error) {
 	cfg.retry.maxRetries = o.Int("retry.maxRetries", defaultRetryMaxRetries)
 	cfg.retry.maxSleep = o.Duration("retry.maxSleep", defaultRetryMaxSleep)
 	cfg.root = o.String("root", defaultRoot)
+	rawSec := readSecurity(o, m, ownConn)
 	if err := o.Err(); err != nil {
 		return config{}, err
 	}
@@ -376,6 +385,14 @@ func parseOptions(m map[string]string, ownConn bool) (config, error) {
 	if why := checkRoot(cfg.root); why != "" {
 		return config{}, bad("root", why)
 	}
+	if rawSec.hasAuth && cfg.blockUntilConnectedWait == 0 {
+		return config{}, bad("blockUntilConnectedWait", "must be positive with auth: Open waits for the server to accept the credentials")
+	}
+	sec, err := rawSec.parse()
+	if err != nil {
+		return config{}, err
+	}
+	cfg.sec = sec
 	return cfg, nil
 }
 
