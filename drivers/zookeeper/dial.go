@@ -123,7 +123,7 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	if !c.answered {
 		c.count(p[:n])
 		if err != nil && !c.answered && !c.expired.Load() {
-			c.d.fail(fmt.Errorf("%s closed the connection during the session handshake: %w", c.address, err))
+			c.d.fail(fmt.Errorf("%s closed the connection during the session handshake%s: %w", c.address, c.hint(), err))
 		}
 	}
 	return n, err
@@ -145,6 +145,15 @@ func (c *trackedConn) count(b []byte) {
 		c.answered = true
 		c.timer.Stop()
 	}
+}
+
+// hint explains a server that closed a plaintext connection without a
+// byte of answer: what a TLS port (secureClientPort) does.
+func (c *trackedConn) hint() string {
+	if c.d.tls != nil || c.headLen > 0 {
+		return ""
+	}
+	return " without answering (if it is a TLS port, secureClientPort, set the tls options)"
 }
 
 func (c *trackedConn) handshakeTimeout() {
