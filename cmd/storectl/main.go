@@ -37,6 +37,7 @@ Usage:
 
 Commands:
   inspect [--json]                list range keys, namespaces with their used slots, and locks
+  acl [--json]                    list every node of a ZooKeeper store with its ACL
   seal [--create] KEY...          seal range keys; prints each key's final next value
   init KEY VALUE                  create range key KEY at next value VALUE
   migrate --from SPEC --to SPEC   move range keys and slot histories to another store
