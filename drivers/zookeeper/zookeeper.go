@@ -27,11 +27,26 @@
 //     after a connection loss an operation sleeps base*2^n, at most maxSleep,
 //     and retries at most maxRetries times, always within its context.
 //   - root (/cosid): the absolute path under which every node lives.
+//   - auth (none): comma-separated scheme:credentials entries added to the
+//     session ("digest:user:password"). Open waits for the server to accept
+//     each (blockUntilConnectedWait must be positive) and fails naming the
+//     scheme of one it rejects; go-zookeeper sends them again after every
+//     reconnect. Credentials never appear in errors or String output.
+//   - acl (creator with auth, else open): the ACL of every node the store
+//     creates: open (world:anyone, all permissions), creator (all
+//     permissions to the session's authenticated ids), or comma-separated
+//     scheme:id:perms entries with perms among the letters crwda. Existing
+//     nodes keep their ACLs: the store never changes one. New takes acl.
+//   - tls (on when a tls.* option is set), tls.caFile (system roots),
+//     tls.certFile and tls.keyFile (none), tls.serverName (each server's
+//     host): TLS through crypto/tls, to the servers' secureClientPort; the
+//     files are PEM and read by Open.
 //
 // Durations take Go syntax (500ms, 3s) or a bare number of milliseconds. An
 // unknown option is an error that lists the known ones. New accepts only
-// root and the retry options: the connection options describe a connection
-// New does not make, so passing one is an error rather than silently ignored.
+// root, acl and the retry options: the connection options describe a
+// connection New does not make, so passing one is an error rather than
+// silently ignored.
 //
 // # Nodes
 //
@@ -41,7 +56,7 @@
 // used as keys themselves, starting at 0). Keys lists the nodes holding a
 // value and fails with ErrCorrupt on data that does not parse, so that a
 // migration never silently misses a key. Nodes, and the missing ancestors of
-// root, are created with the open ACL (world:anyone, all permissions).
+// root, are created with the acl option's ACL.
 //
 // ZooKeeper checks paths as UTF-16 and refuses surrogates, so a key with a
 // character above U+FFFF is refused with ErrInvalidArgument.
