@@ -111,6 +111,7 @@ func openFails(t *testing.T, options map[string]string, want ...string) {
 // testTLSForeignCA: a client whose certificate another CA issued is
 // refused by the server.
 func testTLSForeignCA(t *testing.T, env tlsEnv) {
+	t.Parallel() // each waits out blockUntilConnectedWait
 	other := zktest.NewCA(t, "other").Issue("intruder")
 	openFails(t, env.options(map[string]string{"tls.certFile": other.CertFile, "tls.keyFile": other.KeyFile}),
 		env.srv.SecureAddr(), "bad certificate")
@@ -119,12 +120,14 @@ func testTLSForeignCA(t *testing.T, env tlsEnv) {
 // testPlaintextToTLSPort: a store without TLS on the TLS port fails with
 // an error saying the port speaks TLS, not after a hang.
 func testPlaintextToTLSPort(t *testing.T, env tlsEnv) {
+	t.Parallel() // each waits out blockUntilConnectedWait
 	openFails(t, testOptions(env.srv.SecureAddr(), nil), env.srv.SecureAddr(), "TLS")
 }
 
 // testTLSToPlaintextPort: a TLS store on the plaintext port fails naming
 // the TLS handshake.
 func testTLSToPlaintextPort(t *testing.T, env tlsEnv) {
+	t.Parallel() // each waits out blockUntilConnectedWait
 	o := env.options(nil)
 	o["connectString"] = env.srv.Addr()
 	openFails(t, o, env.srv.Addr(), "TLS handshake", "secureClientPort")
@@ -133,6 +136,7 @@ func testTLSToPlaintextPort(t *testing.T, env tlsEnv) {
 // testTLSWrongServerName: the server's certificate is checked against
 // tls.serverName.
 func testTLSWrongServerName(t *testing.T, env tlsEnv) {
+	t.Parallel() // each waits out blockUntilConnectedWait
 	openFails(t, env.options(map[string]string{"tls.serverName": "zk.elsewhere"}), "zk.elsewhere", "certificate")
 }
 
