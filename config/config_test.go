@@ -101,7 +101,10 @@ func TestParseErrors(t *testing.T) {
 		{"stores: {a: {type: configtest, timeout: soon}}", `config: store "a": timeout soon: want a positive duration such as 3s`},
 		{"stores: {a: {type: configtest, timeout: -1s}}", `config: store "a": timeout -1s: want a positive duration such as 3s`},
 		{"stores: {a: {type: configtest, options: {x: [1, 2]}}}",
-			`config: store "a": option "x": [1 2] is not a string, number or boolean`},
+			`config: store "a": option "x": a list is not a string, number or boolean`},
+		// An option value may be a secret: the error names the option only.
+		{"stores: {a: {type: configtest, options: {auth: [digest:alice:hunter2]}}}",
+			`config: store "a": option "auth": a list is not a string, number or boolean`},
 		{"stores: {a: {type: configtest, options: 3}}", `config: store "a": options must be a mapping of option names, not 3`},
 		{"stores: {a: 1}", `config: store "a" must be a mapping with the fields type, timeout, options`},
 		{"other: 1", `config: the document: unknown field "other" (known: cosid, stores)`},

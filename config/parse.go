@@ -176,8 +176,11 @@ func flatten(prefix string, in map[string]any, out map[string]string) error {
 			out[key] = strconv.FormatFloat(v, 'f', -1, 64)
 		case json.Number:
 			out[key] = v.String()
+		case []any:
+			// Values are never shown: one may be a secret (auth).
+			return fmt.Errorf("option %q: a list is not a string, number or boolean", key)
 		default:
-			return fmt.Errorf("option %q: %v is not a string, number or boolean", key, v)
+			return fmt.Errorf("option %q: a value of type %T is not a string, number or boolean", key, v)
 		}
 	}
 	return nil
