@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
@@ -33,6 +34,7 @@ func TestTLS(t *testing.T) {
 				{"TLSToPlaintextPort", testTLSToPlaintextPort},
 				{"WrongServerName", testTLSWrongServerName},
 				{"CreatorByCertificate", testCreatorByCertificate},
+				{"NoGoroutineLeft", testTLSNoGoroutineLeft},
 			} {
 				t.Run(c.name, func(t *testing.T) { c.run(t, env) })
 			}
@@ -156,5 +158,33 @@ func testCreatorByCertificate(t *testing.T, env tlsEnv) {
 	anyone := rawClient(t, env.srv.Addr())
 	if _, _, err := anyone.Get(opts["root"] + "/range/k"); !errors.Is(err, zk.ErrNoAuth) {
 		t.Errorf("get by a session without the certificate: %v, want NoAuth", err)
+	}
+}
+
+// testTLSNoGoroutineLeft: a store with TLS and auth, whose connection is
+// cut, and an Open whose auth is rejected, leave no goroutine behind.
+func testTLSNoGoroutineLeft(t *testing.T, env tlsEnv) {
+	proxy := zktest.NewProxy(t, env.srv.SecureAddr())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+
+	s, err := open(env.options(map[string]string{"connectString": proxy.Addr(), "auth": "digest:alice:" + newSecret()}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := s.Next(ctx, "leak", 1); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Cut()
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := s.Next(short, "leak", 1); err == nil {
+		t.Error("Next succeeded with the connection cut")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(env.options(map[string]string{"auth": "ldap:" + newSecret()})); !errors.Is(err, zk.ErrAuthFailed) {
+		t.Errorf("Open with a rejected auth over TLS: %v, want ErrAuthFailed", err)
 	}
 }
