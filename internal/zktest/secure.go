@@ -29,6 +29,11 @@ func StartTLSServer(t testing.TB, version string, ca *CA) *Server {
 		t.Fatalf("zktest: StartTLSServer needs a server started by the tests, but %s=%s points at an existing one; unset %s to run this test",
 			envServers, addr, envServers)
 	}
+	// A classpath written before the install script added Netty's codec
+	// jar would start a server whose TLS port dies at its first client.
+	if cp, err := classpath(version); err == nil && !strings.Contains(cp, "netty-codec") {
+		t.Fatalf("zktest: the classpath of ZooKeeper %s has no netty-codec jar, which its TLS port needs; %s", version, installHint)
+	}
 	s := startServer(t, version, &secureConfig{ca: ca, cert: ca.Issue("zookeeper-server")})
 	// srvr answered on the plaintext port; the TLS port opens with it, but
 	// is checked on its own so a test never races its listener.
