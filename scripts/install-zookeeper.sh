@@ -57,17 +57,16 @@ export DEBIAN_FRONTEND=noninteractive
 
 # The jars the zookeeper jar's manifest names (jline is only used by the CLI
 # and is absent here), plus slf4j-simple so the server logs to stderr, which
-# the Go helper captures into a per-server log file, and the Netty jars the
-# TLS client port (NettyServerCnxnFactory with an SslHandler) loads.
+# the Go helper captures into a per-server log file, and netty-codec, which
+# the TLS client port (NettyServerCnxnFactory's SslHandler) needs.
 DEPS=(
 	commons-cli commons-io findbugs-annotations
 	jackson-annotations jackson-core jackson-databind
 	jetty9-client jetty9-http jetty9-io jetty9-security jetty9-server
 	jetty9-servlet jetty9-util
 	metrics-core
-	netty-buffer netty-codec netty-common netty-handler netty-resolver
-	netty-transport netty-transport-native-epoll
-	netty-transport-native-unix-common
+	netty-buffer netty-codec netty-common netty-handler netty-transport
+	netty-transport-native-epoll
 	snappy-java slf4j-api slf4j-simple
 )
 
