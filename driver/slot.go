@@ -1,0 +1,258 @@
+package driver
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// SlotRecord is everything a driver keeps of one slot, and the slot rules
+// of SPEC 4 as methods on it. A driver stores the fields (a ZooKeeper node,
+// a table row), loads a record, asks it for a decision and writes back what
+// the decision returns, all in one atomic read-modify-write of its own (a
+// compare-and-set on a version, a transaction). The methods are pure: they
+// read no clock and change nothing in place; now is the store's clock, read
+// by the driver (ZooKeeper: the mtime of a write; SQL: the database's time).
+//
+// The zero SlotRecord is a slot never used. Durations and times are
+// milliseconds; times are in the store's clock.
+type SlotRecord struct {
+	Owner       string // holder of the current term; "" when there is none
+	Incarnation string // "" exactly when Owner is ""
+	LastOwner   string // owner of the last term that ended (by release, expiry or reclaim)
+	Fence       int64  // the current or last term's; 0 for a slot never used
+	TTL         int64  // the current or last term's
+	Tolerance   int64  // the namespace's, copied into each term
+	Floor       int64  // the current or last term's first timestamp
+	ExpiresMin  int64  // lower bound of ExpiresAt, written by each renewal
+	CeilingMin  int64  // lower bound of Ceiling, written by each renewal
+	NextFloor   int64  // the next term starts at least here
+	Written     int64  // the store-clock time of the write that made this record
+}
+
+// ExpiresAt is when the holder stops issuing: SPEC 4's
+// max(ExpiresMin, Written + TTL).
+func (r SlotRecord) ExpiresAt() int64 { return TermExpiresAt(r.ExpiresMin, r.Written, r.TTL) }
+
+// Ceiling bounds the term's timestamps: max(CeilingMin, ExpiresAt + Tolerance).
+func (r SlotRecord) Ceiling() int64 { return TermCeiling(r.CeilingMin, r.ExpiresAt(), r.Tolerance) }
+
+// Live reports whether a term holds the slot at now: it has an owner and
+// has not expired (now < ExpiresAt).
+func (r SlotRecord) Live(now int64) bool { return r.Owner != "" && now < r.ExpiresAt() }
+
+// Holds reports whether the record's current term is the one l describes:
+// same owner, incarnation and fence. It ignores expiry: a term nobody took
+// over is still its holder's, to renew or release.
+func (r SlotRecord) Holds(l Lease) bool {
+	return r.Owner != "" && r.Owner == l.Owner && r.Incarnation == l.Incarnation && r.Fence == l.Fence
+}
+
+// SlotVerdict is what an acquire may do with one slot.
+type SlotVerdict int
+
+const (
+	SlotBusy SlotVerdict = iota // another's live term, or unusable: pass over it
+	SlotFree                    // never used, released, expired, or reclaimable: NewTerm
+	SlotOwn                     // the requester's own live term: return it as it is
+)
+
+func (v SlotVerdict) String() string {
+	switch v {
+	case SlotFree:
+		return "free"
+	case SlotOwn:
+		return "own"
+	}
+	return "busy"
+}
+
+// Judge decides what req may do with this slot at now. A live term of the
+// same owner and incarnation is SlotOwn; of the same owner and another
+// incarnation it is SlotFree only with req.Reclaim; of another owner it is
+// SlotBusy. An expired own term is SlotFree like any expired term.
+//
+// A free slot whose fence cannot grow (math.MaxInt64) is SlotBusy with an
+// error saying why, so that the driver can name it in its ErrExhausted
+// message; it is never taken.
+func (r SlotRecord) Judge(req AcquireRequest, now int64) (SlotVerdict, error) {
+	v := SlotBusy
+	switch {
+	case !r.Live(now):
+		v = SlotFree
+	case r.Owner != req.Owner:
+	case r.Incarnation == req.Incarnation:
+		return SlotOwn, nil
+	case req.Reclaim:
+		v = SlotFree
+	}
+	if v == SlotFree && r.Fence == math.MaxInt64 {
+		return SlotBusy, fmt.Errorf("fence %d cannot grow", r.Fence)
+	}
+	return v, nil
+}
+
+// NewTerm is the record of req's new term, written at now, on a slot Judge
+// found SlotFree. The fence is the old one plus 1 (1 on a slot never used).
+// The floor is the old next floor after a release or a seed, and
+// max(next floor, old ceiling) when a term is taken over (expired or
+// reclaimed): its holder may have issued anything below its ceiling. A new
+// term has no expiry lower bound, and its ceiling is never below its floor
+// (CeilingMin = Floor), however short its ttl. Until it ends, NextFloor is
+// its Floor: no later term starts lower.
+func (r SlotRecord) NewTerm(req AcquireRequest, now int64) SlotRecord {
+	n := SlotRecord{
+		Owner:       req.Owner,
+		Incarnation: req.Incarnation,
+		LastOwner:   r.LastOwner,
+		Fence:       r.Fence + 1,
+		TTL:         req.TTL.Milliseconds(),
+		Tolerance:   req.Namespace.Tolerance.Milliseconds(),
+		Floor:       r.NextFloor,
+		Written:     now,
+	}
+	if r.Owner != "" {
+		n.Floor = max(n.Floor, r.Ceiling())
+		n.LastOwner = r.Owner
+	}
+	n.CeilingMin = n.Floor
+	n.NextFloor = n.Floor
+	return n
+}
+
+// Renewed continues l's term at now, even after its expiry when nobody took
+// the slot. The term's current ExpiresAt and Ceiling (and l's own, should
+// the record ever hold less) become lower bounds, so neither goes back when
+// the store's clock does. A record that no longer holds l's term gives
+// ErrLeaseLost.
+func (r SlotRecord) Renewed(l Lease, now int64) (SlotRecord, error) {
+	if !r.Holds(l) {
+		return r, r.lost(l)
+	}
+	n := r
+	n.ExpiresMin = max(r.ExpiresAt(), l.ExpiresAt)
+	n.CeilingMin = max(r.Ceiling(), l.Ceiling)
+	n.Written = now
+	return n, nil
+}
+
+// Released ends l's term at now. used is the highest timestamp issued, or
+// negative when unknown: the next floor becomes clamp(used+1, Floor,
+// Ceiling), or Ceiling when unknown (see ReleasedFloor). Fence, Floor, TTL
+// and the bounds stay, for the next term and for tools. Releasing an
+// expired term nobody took succeeds. A record that no longer holds l's term
+// gives ErrLeaseLost.
+func (r SlotRecord) Released(l Lease, used, now int64) (SlotRecord, error) {
+	if !r.Holds(l) {
+		return r, r.lost(l)
+	}
+	n := r
+	n.NextFloor = ReleasedFloor(used, r.Floor, max(r.Ceiling(), l.Ceiling))
+	n.LastOwner, n.Owner, n.Incarnation = r.Owner, "", ""
+	n.Written = now
+	return n, nil
+}
+
+// Seeded raises the slot's history at now for a migration (SlotSeeder):
+// Fence becomes at least fence and NextFloor at least nextFloor; nothing is
+// lowered. A term that expired without a release is ended first, as a
+// takeover would end it (NextFloor takes in its Ceiling; its holder's late
+// Renew then gives ErrLeaseLost rather than continue below the seeded
+// floor). A live term gives ErrLocked. changed is false when nothing needs
+// writing; the driver then writes nothing. A slot never used (the zero
+// record) always changes: the seed creates it, and listings show it from
+// then on as a released slot (Owner "", the seeded Fence and NextFloor).
+func (r SlotRecord) Seeded(fence, nextFloor, now int64) (n SlotRecord, changed bool, err error) {
+	if r.Live(now) {
+		return r, false, fmt.Errorf("slot has a live term of %s (fence %d) until %d: %w",
+			r.Owner, r.Fence, r.ExpiresAt(), ErrLocked)
+	}
+	n = r
+	if r.Owner != "" {
+		n.NextFloor = max(r.NextFloor, r.Ceiling())
+		n.LastOwner, n.Owner, n.Incarnation = r.Owner, "", ""
+	}
+	n.Fence = max(n.Fence, fence)
+	n.NextFloor = max(n.NextFloor, nextFloor)
+	if n == r && r != (SlotRecord{}) {
+		return r, false, nil
+	}
+	n.Written = now
+	return n, true, nil
+}
+
+func (r SlotRecord) lost(l Lease) error {
+	now := fmt.Sprintf("fence %d, released", r.Fence)
+	if r.Owner != "" {
+		now = fmt.Sprintf("fence %d of %s/%s", r.Fence, r.Owner, r.Incarnation)
+	}
+	return fmt.Errorf("slot no longer holds fence %d of %s/%s (it holds %s): %w",
+		l.Fence, l.Owner, l.Incarnation, now, ErrLeaseLost)
+}
+
+// Lease is the record's current term as a Lease of slot n of namespace ns.
+// The driver sets State.
+func (r SlotRecord) Lease(ns string, n int) Lease {
+	return Lease{
+		Namespace:   ns,
+		Slot:        n,
+		Owner:       r.Owner,
+		Incarnation: r.Incarnation,
+		Fence:       r.Fence,
+		TTL:         time.Duration(r.TTL) * time.Millisecond,
+		Tolerance:   time.Duration(r.Tolerance) * time.Millisecond,
+		Floor:       r.Floor,
+		ExpiresAt:   r.ExpiresAt(),
+		Ceiling:     r.Ceiling(),
+	}
+}
+
+// Info is the record as slot n of a listing.
+func (r SlotRecord) Info(n int) SlotInfo {
+	return SlotInfo{
+		Slot:        n,
+		Owner:       r.Owner,
+		Incarnation: r.Incarnation,
+		LastOwner:   r.LastOwner,
+		Fence:       r.Fence,
+		TTL:         time.Duration(r.TTL) * time.Millisecond,
+		Tolerance:   time.Duration(r.Tolerance) * time.Millisecond,
+		Floor:       r.Floor,
+		ExpiresAt:   r.ExpiresAt(),
+		Ceiling:     r.Ceiling(),
+		NextFloor:   r.NextFloor,
+	}
+}
+
+// OwnerIndexLen is how many of an owner's last slots its index keeps.
+const OwnerIndexLen = 8
+
+// RememberSlot returns an owner's index with n put first (most recent
+// first), without repeats, at most OwnerIndexLen long. index is not changed.
+func RememberSlot(index []int, n int) []int {
+	out := make([]int, 1, OwnerIndexLen)
+	out[0] = n
+	for _, m := range index {
+		if m != n && len(out) < OwnerIndexLen {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// FirstSlots is what an acquire looks at first, in order: the owner's last
+// slots (most recent first, slots at or above limit and repeats dropped),
+// then the preferred slot. Among them a SlotOwn slot wins over the order
+// (a retried acquire gets the term it already has); otherwise the first
+// SlotFree one is taken, and only then the lowest SlotFree slot of the
+// rest.
+func FirstSlots(index []int, preferred, limit int) []int {
+	var out []int
+	for _, n := range append(slices.Clone(index), preferred) {
+		if n >= 0 && n < limit && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
