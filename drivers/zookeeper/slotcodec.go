@@ -61,16 +61,24 @@ type slotNode struct {
 // nodeLine is one name=value line.
 type nodeLine struct{ name, value string }
 
-// expiresAt is the end of the term, given the mtime of the node's last
-// write: the write's time plus ttl, never below the lower bound a renewal
-// recorded.
-func (n *slotNode) expiresAt(mtime int64) int64 {
-	return driver.TermExpiresAt(n.expiresMin, mtime, n.ttl)
+// record is the node as the slot record whose rules package driver keeps;
+// mtime, the time of the node's last write, is the record's Written.
+func (n slotNode) record(mtime int64) driver.SlotRecord {
+	return driver.SlotRecord{
+		Owner: n.owner, Incarnation: n.incarnation, LastOwner: n.lastOwner, Fence: n.fence,
+		TTL: n.ttl, Tolerance: n.tolerance, Floor: n.floor, ExpiresMin: n.expiresMin,
+		CeilingMin: n.ceilingMin, NextFloor: n.nextFloor, Written: mtime,
+	}
 }
 
-// ceiling is the bound of the term's timestamps, given the node's mtime.
-func (n *slotNode) ceiling(mtime int64) int64 {
-	return driver.TermCeiling(n.ceilingMin, n.expiresAt(mtime), n.tolerance)
+// withRecord is the node holding r (its Written becomes the mtime of the
+// write), with n's unknown lines kept.
+func (n slotNode) withRecord(r driver.SlotRecord) slotNode {
+	return slotNode{
+		owner: r.Owner, incarnation: r.Incarnation, lastOwner: r.LastOwner, fence: r.Fence,
+		ttl: r.TTL, tolerance: r.Tolerance, floor: r.Floor, expiresMin: r.ExpiresMin,
+		ceilingMin: r.CeilingMin, nextFloor: r.NextFloor, extra: n.extra,
+	}
 }
 
 // formatSlot encodes a slot node's data.
@@ -286,9 +294,6 @@ func parseDecimal(name, v string) (int64, error) {
 	return n, nil
 }
 
-// ownerIndexLen is how many of an owner's last slots its index keeps.
-const ownerIndexLen = 8
-
 // formatOwnerIndex encodes an owner's last slots, most recent first.
 func formatOwnerIndex(slots []int) []byte {
 	b := make([]byte, 0, 8*len(slots))
@@ -322,16 +327,4 @@ func parseOwnerIndex(data []byte) ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-// rememberSlot puts n first in an owner's index, keeping at most ownerIndexLen.
-func rememberSlot(index []int, n int) []int {
-	out := make([]int, 0, ownerIndexLen)
-	out = append(out, n)
-	for _, m := range index {
-		if m != n && len(out) < ownerIndexLen {
-			out = append(out, m)
-		}
-	}
-	return out
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/cosid-go/store/driver"
 )
 
 // fullSlot is a slot node with every field set, as the store writes it.
@@ -140,30 +142,33 @@ func TestSlotOwnerIndexCodec(t *testing.T) {
 			t.Errorf("parseOwnerIndex(%q) = %v, want an error", data, got)
 		}
 	}
-	if got := string(formatOwnerIndex(rememberSlot([]int{1, 2, 3, 4, 5, 6, 7, 8}, 5))); got != "5,1,2,3,4,6,7,8" {
+	if got := string(formatOwnerIndex(driver.RememberSlot([]int{1, 2, 3, 4, 5, 6, 7, 8}, 5))); got != "5,1,2,3,4,6,7,8" {
 		t.Errorf("rememberSlot of a listed slot: %q", got)
 	}
-	if got := string(formatOwnerIndex(rememberSlot([]int{1, 2, 3, 4, 5, 6, 7, 8}, 9))); got != "9,1,2,3,4,5,6,7" {
+	if got := string(formatOwnerIndex(driver.RememberSlot([]int{1, 2, 3, 4, 5, 6, 7, 8}, 9))); got != "9,1,2,3,4,5,6,7" {
 		t.Errorf("rememberSlot of a new slot into a full index: %q", got)
 	}
 }
 
 func TestSlotTimes(t *testing.T) {
 	n := slotNode{ttl: 1000, tolerance: 100, expiresMin: 5000, ceilingMin: 7000}
-	if got := n.expiresAt(3000); got != 5000 {
+	if got := n.record(3000).ExpiresAt(); got != 5000 {
 		t.Errorf("expiresAt below expires_min = %d, want 5000", got)
 	}
-	if got := n.expiresAt(4500); got != 5500 {
+	if got := n.record(4500).ExpiresAt(); got != 5500 {
 		t.Errorf("expiresAt = %d, want mtime+ttl 5500", got)
 	}
-	if got := n.ceiling(4500); got != 7000 {
+	if got := n.record(4500).Ceiling(); got != 7000 {
 		t.Errorf("ceiling below ceiling_min = %d, want 7000", got)
 	}
-	if got := n.ceiling(6950); got != 8050 {
+	if got := n.record(6950).Ceiling(); got != 8050 {
 		t.Errorf("ceiling = %d, want expiresAt+tolerance 8050", got)
 	}
+	if back := n.withRecord(n.record(1)); !reflect.DeepEqual(back, n) {
+		t.Errorf("node to record and back: %+v became %+v", n, back)
+	}
 	huge := slotNode{ttl: 1000, tolerance: 100, expiresMin: math.MaxInt64 - 10}
-	if got := huge.ceiling(0); got != math.MaxInt64 {
+	if got := huge.record(0).Ceiling(); got != math.MaxInt64 {
 		t.Errorf("ceiling near the largest int64 = %d, want it saturated", got)
 	}
 }
@@ -202,7 +207,7 @@ func FuzzSlotCodec(f *testing.F) {
 		if out2 := formatSlot(again); !bytes.Equal(out, out2) {
 			t.Fatalf("formatting is not stable: %q then %q", out, out2)
 		}
-		if n.ceiling(math.MaxInt64) < n.expiresAt(math.MaxInt64) || n.expiresAt(0) < 0 {
+		if r := n.record(math.MaxInt64); r.Ceiling() < r.ExpiresAt() || n.record(0).ExpiresAt() < 0 {
 			t.Fatalf("times of %+v wrap", n)
 		}
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -68,25 +67,9 @@ func newSlotState(path string, node slotNode, stat *zk.Stat) *slotState {
 }
 
 func (st *slotState) lease(ns string, slot int) driver.Lease {
-	n := &st.node
-	return driver.Lease{
-		Namespace:   ns,
-		Slot:        slot,
-		Owner:       n.owner,
-		Incarnation: n.incarnation,
-		Fence:       n.fence,
-		TTL:         time.Duration(n.ttl) * time.Millisecond,
-		Tolerance:   time.Duration(n.tolerance) * time.Millisecond,
-		Floor:       n.floor,
-		ExpiresAt:   n.expiresAt(st.mtime),
-		Ceiling:     n.ceiling(st.mtime),
-		State:       st,
-	}
-}
-
-// holdsTerm reports whether n holds the term l describes.
-func holdsTerm(n slotNode, l driver.Lease) bool {
-	return n.owner != "" && n.owner == l.Owner && n.incarnation == l.Incarnation && n.fence == l.Fence
+	l := st.node.record(st.mtime).Lease(ns, slot)
+	l.State = st
+	return l
 }
 
 // slotRead is a slot node as read.
@@ -100,6 +83,15 @@ type slotRead struct {
 }
 
 func (r slotRead) state() *slotState { return newSlotState(r.path, r.node, &r.stat) }
+
+// record is the slot as a driver.SlotRecord; the zero record when the node
+// does not exist (a slot never used).
+func (r slotRead) record() driver.SlotRecord {
+	if !r.exists {
+		return driver.SlotRecord{}
+	}
+	return r.node.record(r.stat.Mtime)
+}
 
 // tripReply is the answer to one go-zookeeper call of a round trip.
 type tripReply struct {
@@ -396,15 +388,6 @@ func (s *Store) createEmptyNode(ctx context.Context, path string, a *attempts) e
 	return nil
 }
 
-// slotVerdict is what an acquire may do with a slot.
-type slotVerdict int
-
-const (
-	slotBusy slotVerdict = iota // someone else's live term, or unusable
-	slotFree                    // free, expired, or a live term the request may reclaim
-	slotOwn                     // the requester's own live term: returned as it is
-)
-
 // acquisition is one Acquire in progress.
 type acquisition struct {
 	s      *Store
@@ -438,15 +421,7 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 	}
 
 	limit := req.Namespace.Limit
-	var first []int
-	for _, n := range q.index.slots {
-		if n < limit && !slices.Contains(first, n) {
-			first = append(first, n)
-		}
-	}
-	if !slices.Contains(first, req.Preferred) {
-		first = append(first, req.Preferred)
-	}
+	first := driver.FirstSlots(q.index.slots, req.Preferred, limit)
 	reads, err := s.readSlots(ctx, req.Namespace.Name, first, &q.a)
 	if err != nil {
 		return driver.Lease{}, err
@@ -454,7 +429,7 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 	// A live term of this owner and incarnation wins over the order: a
 	// retried acquire must get the term it already has.
 	for _, r := range reads {
-		if q.judge(r) == slotOwn {
+		if q.judge(r) == driver.SlotOwn {
 			return r.state().lease(req.Namespace.Name, r.n), nil
 		}
 	}
@@ -491,36 +466,22 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 	return driver.Lease{}, q.exhausted()
 }
 
-// judge decides what the acquire may do with slot r. An own term that
-// expired starts a new term like any expired one.
-func (q *acquisition) judge(r slotRead) slotVerdict {
+// judge decides what the acquire may do with slot r (driver.SlotRecord's
+// Judge). A slot whose data does not parse, whose fence cannot grow, or
+// whose node is at version -1 is passed over, and named if the acquire
+// finds no free slot.
+func (q *acquisition) judge(r slotRead) driver.SlotVerdict {
 	if r.bad != nil {
 		q.passed[r.n] = r.bad
-		return slotBusy
+		return driver.SlotBusy
 	}
-	if !r.exists {
-		return slotFree
-	}
-	n := &r.node
-	v := slotBusy
+	v, err := r.record().Judge(q.req, q.now)
 	switch {
-	case n.owner == "" || q.now >= n.expiresAt(r.stat.Mtime):
-		v = slotFree
-	case n.owner != q.req.Owner:
-	case n.incarnation == q.req.Incarnation:
-		return slotOwn
-	case q.req.Reclaim:
-		v = slotFree
-	}
-	if v == slotFree {
-		switch {
-		case n.fence == math.MaxInt64:
-			q.passed[r.n] = fmt.Errorf("zookeeper: %s: fence %d cannot grow", r.path, n.fence)
-			return slotBusy
-		case r.stat.Version == -1:
-			q.passed[r.n] = checkVersion(r.path, -1)
-			return slotBusy
-		}
+	case err != nil:
+		q.passed[r.n] = fmt.Errorf("zookeeper: %s: %w", r.path, err)
+	case v == driver.SlotFree && r.exists && r.stat.Version == -1:
+		q.passed[r.n] = checkVersion(r.path, -1)
+		return driver.SlotBusy
 	}
 	return v
 }
@@ -530,9 +491,9 @@ func (q *acquisition) judge(r slotRead) slotVerdict {
 func (q *acquisition) try(ctx context.Context, r slotRead) (driver.Lease, bool, error) {
 	for {
 		switch q.judge(r) {
-		case slotBusy:
+		case driver.SlotBusy:
 			return driver.Lease{}, false, nil
-		case slotOwn:
+		case driver.SlotOwn:
 			return r.state().lease(q.req.Namespace.Name, r.n), true, nil
 		}
 		st, again, err := q.take(ctx, r)
@@ -546,39 +507,12 @@ func (q *acquisition) try(ctx context.Context, r slotRead) (driver.Lease, bool, 
 	}
 }
 
-// startTerm returns the node of a new term for the request on slot r,
-// whose term (if still set) expired or is being reclaimed.
-func (q *acquisition) startTerm(r slotRead) slotNode {
-	n := slotNode{fence: 1}
-	if r.exists {
-		old := r.node
-		n.fence = old.fence + 1
-		n.floor = old.nextFloor
-		n.lastOwner = old.lastOwner
-		n.extra = old.extra
-		if old.owner != "" {
-			// Not released: the old holder may have issued anything below
-			// its ceiling.
-			n.floor = max(n.floor, old.ceiling(r.stat.Mtime))
-			n.lastOwner = old.owner
-		}
-	}
-	n.owner = q.req.Owner
-	n.incarnation = q.req.Incarnation
-	n.ttl = q.req.TTL.Milliseconds()
-	n.tolerance = q.req.Namespace.Tolerance.Milliseconds()
-	n.expiresMin = 0
-	n.ceilingMin = n.floor
-	n.nextFloor = n.floor // until the term ends, the next one starts no lower
-	return n
-}
-
 // take writes a new term on slot r and the owner's index in one multi. It
 // returns the new term's state, or the slot read again (after a lost race
 // or an unknown outcome), or an error.
 func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRead, error) {
 	s, ns := q.s, q.req.Namespace.Name
-	node := q.startTerm(r)
+	node := r.node.withRecord(r.record().NewTerm(q.req, q.now))
 	data := formatSlot(node)
 	var ops []any
 	if r.exists {
@@ -593,7 +527,7 @@ func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRea
 	}
 	slotOps := len(ops)
 	idxPath := s.ownerPath(ns, q.req.Owner)
-	idxData := formatOwnerIndex(rememberSlot(q.index.slots, r.n))
+	idxData := formatOwnerIndex(driver.RememberSlot(q.index.slots, r.n))
 	if q.index.exists {
 		if err := checkVersion(idxPath, q.index.version); err != nil {
 			return nil, r, err
@@ -649,7 +583,7 @@ func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRea
 	if err != nil {
 		return nil, r, err
 	}
-	if again.exists && again.bad == nil && holdsTerm(again.node, driver.Lease{Owner: node.owner, Incarnation: node.incarnation, Fence: node.fence}) {
+	if again.exists && again.bad == nil && again.record().Holds(driver.Lease{Owner: node.owner, Incarnation: node.incarnation, Fence: node.fence}) {
 		return again.state(), again, nil
 	}
 	return nil, again, nil
@@ -685,7 +619,7 @@ func (q *acquisition) exhausted() error {
 // leaseState returns the state l carries if it describes l's term on path.
 func leaseState(l driver.Lease, path string) *slotState {
 	st, ok := l.State.(*slotState)
-	if !ok || st == nil || st.path != path || !holdsTerm(st.node, l) {
+	if !ok || st == nil || st.path != path || !st.node.record(st.mtime).Holds(l) {
 		return nil
 	}
 	return st
@@ -718,7 +652,7 @@ func (s *Store) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a 
 	case r.exists && czxid != 0 && r.stat.Czxid != czxid:
 		return nil, r, fmt.Errorf("zookeeper: %s was deleted and recreated (czxid %#x, was %#x): %w (%w)",
 			r.path, r.stat.Czxid, czxid, driver.ErrLeaseLost, driver.ErrRecreated)
-	case !r.exists || !holdsTerm(r.node, l):
+	case !r.record().Holds(l):
 		return nil, r, leaseLost(r.path, l, r)
 	case r.stat.Version == -1:
 		return nil, r, checkVersion(r.path, -1)
@@ -730,7 +664,7 @@ func (s *Store) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a 
 // node change makes of it, reading again after a conflict or an unknown
 // outcome, as long as the slot holds l's term. settled, if set, may accept
 // a node read after an unknown outcome as the write having happened.
-func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st *slotState) slotNode,
+func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st *slotState) (slotNode, error),
 	settled func(r slotRead) bool) (*slotState, error) {
 	path := s.slotPath(l.Namespace, l.Slot)
 	a := attempts{s: s}
@@ -756,7 +690,10 @@ func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st 
 		if err := checkVersion(path, st.version); err != nil {
 			return nil, err
 		}
-		node := change(st)
+		node, err := change(st)
+		if err != nil {
+			return nil, fmt.Errorf("zookeeper: %s: %w", path, err)
+		}
 		data, version := formatSlot(node), st.version
 		stat, err := call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(path, data, version) })
 		switch {
@@ -789,11 +726,9 @@ func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error)
 	if err := checkSlotSegments("namespace", l.Namespace, "owner", l.Owner); err != nil {
 		return l, err
 	}
-	st, err := s.rewriteTerm(ctx, l, func(st *slotState) slotNode {
-		n := st.node
-		n.expiresMin = max(n.expiresAt(st.mtime), l.ExpiresAt)
-		n.ceilingMin = max(n.ceiling(st.mtime), l.Ceiling)
-		return n
+	st, err := s.rewriteTerm(ctx, l, func(st *slotState) (slotNode, error) {
+		r, err := st.node.record(st.mtime).Renewed(l, 0) // the write's mtime is the new Written
+		return st.node.withRecord(r), err
 	}, nil)
 	if err != nil {
 		return l, err
@@ -807,14 +742,9 @@ func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
 	if err := checkSlotSegments("namespace", l.Namespace, "owner", l.Owner); err != nil {
 		return err
 	}
-	_, err := s.rewriteTerm(ctx, l, func(st *slotState) slotNode {
-		n := st.node
-		ceiling := max(n.ceiling(st.mtime), l.Ceiling)
-		n.nextFloor = driver.ReleasedFloor(used, n.floor, ceiling)
-		n.lastOwner = n.owner
-		n.owner = ""
-		n.incarnation = ""
-		return n
+	_, err := s.rewriteTerm(ctx, l, func(st *slotState) (slotNode, error) {
+		r, err := st.node.record(st.mtime).Released(l, used, 0)
+		return st.node.withRecord(r), err
 	}, func(r slotRead) bool {
 		// After an unknown outcome, the term released with this owner and
 		// fence: only the term's holder (this incarnation) or a seed,
@@ -852,39 +782,23 @@ func (s *Store) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fence,
 		if r.bad != nil {
 			return r.bad
 		}
-		var op func() (*zk.Stat, error)
-		if !r.exists {
-			data := formatSlot(slotNode{fence: fence, nextFloor: nextFloor})
-			op = func() (*zk.Stat, error) {
-				_, err := s.conn.Create(r.path, data, 0, s.acl)
-				return nil, err
-			}
-		} else {
-			node := r.node
-			if node.owner != "" && now < node.expiresAt(r.stat.Mtime) {
-				return fmt.Errorf("zookeeper: %s has a live term of %s (fence %d) until %d: %w",
-					r.path, node.owner, node.fence, node.expiresAt(r.stat.Mtime), driver.ErrLocked)
-			}
-			changed := false
-			if node.owner != "" {
-				node.nextFloor = max(node.nextFloor, node.ceiling(r.stat.Mtime))
-				node.lastOwner = node.owner
-				node.owner, node.incarnation = "", ""
-				changed = true
-			}
-			if fence > node.fence {
-				node.fence, changed = fence, true
-			}
-			if nextFloor > node.nextFloor {
-				node.nextFloor, changed = nextFloor, true
-			}
-			if !changed {
-				return nil
-			}
+		rec, changed, err := r.record().Seeded(fence, nextFloor, now)
+		switch {
+		case err != nil:
+			return fmt.Errorf("zookeeper: %s: %w", r.path, err)
+		case !changed:
+			return nil
+		}
+		data := formatSlot(r.node.withRecord(rec))
+		op := func() (*zk.Stat, error) {
+			_, err := s.conn.Create(r.path, data, 0, s.acl)
+			return nil, err
+		}
+		if r.exists {
 			if err := checkVersion(r.path, r.stat.Version); err != nil {
 				return err
 			}
-			data, version := formatSlot(node), r.stat.Version
+			version := r.stat.Version
 			op = func() (*zk.Stat, error) { return s.conn.Set(r.path, data, version) }
 		}
 		_, err = call(ctx, s, op)
@@ -1004,20 +918,7 @@ func (s *Store) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error)
 			case !r.exists:
 				continue // deleted since the listing
 			}
-			n, mtime := &r.node, r.stat.Mtime
-			out = append(out, driver.SlotInfo{
-				Slot:        r.n,
-				Owner:       n.owner,
-				Incarnation: n.incarnation,
-				LastOwner:   n.lastOwner,
-				Fence:       n.fence,
-				TTL:         time.Duration(n.ttl) * time.Millisecond,
-				Tolerance:   time.Duration(n.tolerance) * time.Millisecond,
-				Floor:       n.floor,
-				ExpiresAt:   n.expiresAt(mtime),
-				Ceiling:     n.ceiling(mtime),
-				NextFloor:   n.nextFloor,
-			})
+			out = append(out, r.record().Info(r.n))
 		}
 	}
 	return out, nil

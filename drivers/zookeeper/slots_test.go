@@ -898,7 +898,7 @@ func testSlotVersionMinusOne(t *testing.T, addr string) {
 	// An acquire passes over a slot at version -1 and names it.
 	q := &acquisition{req: slotRequest(ns, "other", "run"), passed: map[int]error{}}
 	r := slotRead{n: 1, path: "/x/1", exists: true, node: slotNode{fence: 3}, stat: zk.Stat{Version: -1}}
-	if v := q.judge(r); v != slotBusy || q.passed[1] == nil || !strings.Contains(q.passed[1].Error(), "version -1") {
+	if v := q.judge(r); v != driver.SlotBusy || q.passed[1] == nil || !strings.Contains(q.passed[1].Error(), "version -1") {
 		t.Errorf("judge of a free slot at version -1 = %v (passed %v), want it passed over naming version -1", v, q.passed)
 	}
 }
