@@ -15,8 +15,11 @@ import (
 // read no clock and change nothing in place; now is the store's clock, read
 // by the driver (ZooKeeper: the mtime of a write; SQL: the database's time).
 //
-// The zero SlotRecord is a slot never used. Durations and times are
-// milliseconds; times are in the store's clock.
+// A slot never used is the zero SlotRecord, or, in a namespace created
+// after a purge, a record whose only field is Fence, set to the highest
+// fence the purge deleted (see Purger): its first term then gets a fence
+// above every earlier one. Written is 0 exactly for a record never stored.
+// Durations and times are milliseconds; times are in the store's clock.
 type SlotRecord struct {
 	Owner       string // holder of the current term; "" when there is none
 	Incarnation string // "" exactly when Owner is ""
@@ -160,9 +163,9 @@ func (r SlotRecord) Released(l Lease, used, now int64) (SlotRecord, error) {
 // takeover would end it (NextFloor takes in its Ceiling; its holder's late
 // Renew then gives ErrLeaseLost rather than continue below the seeded
 // floor). A live term gives ErrLocked. changed is false when nothing needs
-// writing; the driver then writes nothing. A slot never used (the zero
-// record) always changes: the seed creates it, and listings show it from
-// then on as a released slot (Owner "", the seeded Fence and NextFloor).
+// writing; the driver then writes nothing. A slot never stored (Written 0)
+// always changes: the seed creates it, and listings show it from then on as
+// a released slot (Owner "", the seeded Fence and NextFloor).
 func (r SlotRecord) Seeded(fence, nextFloor, now int64) (n SlotRecord, changed bool, err error) {
 	if r.Live(now) {
 		return r, false, fmt.Errorf("slot has a live term of %s (fence %d) until %d: %w",
@@ -175,7 +178,7 @@ func (r SlotRecord) Seeded(fence, nextFloor, now int64) (n SlotRecord, changed b
 	}
 	n.Fence = max(n.Fence, fence)
 	n.NextFloor = max(n.NextFloor, nextFloor)
-	if n == r && r != (SlotRecord{}) {
+	if n == r && r.Written != 0 {
 		return r, false, nil
 	}
 	n.Written = now

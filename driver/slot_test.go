@@ -68,6 +68,7 @@ func TestSlotNewTerm(t *testing.T) {
 		want SlotRecord
 	}{
 		{"never used: fence 1, floor 0", SlotRecord{}, term(1, 0, "")},
+		{"never used after a purge: above the purged fences", SlotRecord{Fence: 9}, term(10, 0, "")},
 		{"after a release: the next floor", released, term(4, 1042, "a")},
 		{"after an expiry: the old ceiling", live, term(4, 1150, "a")},
 		{"after an expiry: a higher next floor", seededAbove, term(4, 5000, "a")},
@@ -157,6 +158,7 @@ func TestSlotSeeded(t *testing.T) {
 	}{
 		{"never used", SlotRecord{}, 10, 5000, 2000, 10, 5000, true, nil},
 		{"never used, zero values", SlotRecord{}, 0, 0, 2000, 0, 0, true, nil},
+		{"never used after a purge", SlotRecord{Fence: 9}, 0, 0, 2000, 9, 0, true, nil},
 		{"raise both", released, 10, 5000, 2000, 10, 5000, true, nil},
 		{"lower values change nothing", released, 1, 5, 2000, 3, 1001, false, nil},
 		{"raise the fence only", released, 7, 5, 2000, 7, 1001, true, nil},

@@ -83,6 +83,9 @@ type state struct {
 	spaces map[string]*namespace
 	locks  map[string]*lockQueue
 	fences int64 // last lock fence handed out; only grows, like a czxid
+	// slotFenceFloor is the highest slot fence a purge deleted: slots of
+	// namespaces created later start above it, so no fence repeats.
+	slotFenceFloor int64
 }
 
 var registry = struct {

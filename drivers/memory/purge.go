@@ -16,8 +16,9 @@ import (
 // It is meant for a state no instance uses. Whatever still uses it sees what
 // it would see on ZooKeeper once the nodes are gone: a lease's Renew and
 // Release give ErrLeaseLost, a held lock is lost (Lost is closed) and a
-// waiter's Lock fails. Lock fences keep growing from where they were, as
-// ZooKeeper's czxids do, so a lock taken after the purge never reuses one.
+// waiter's Lock fails. Fences keep growing from where they were, so none is
+// handed out twice: lock fences as ZooKeeper's czxids do, and slot fences
+// from the highest one the purge deleted (see driver.Purger).
 func (s *Store) Purge(ctx context.Context) ([]string, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
@@ -29,7 +30,9 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.st.spaces)) {
 		ns := s.st.spaces[name]
+		s.st.slotFenceFloor = max(s.st.slotFenceFloor, ns.fenceFloor)
 		for _, n := range slices.Sorted(maps.Keys(ns.slots)) {
+			s.st.slotFenceFloor = max(s.st.slotFenceFloor, ns.slots[n].Fence)
 			deleted = append(deleted, fmt.Sprintf("slot %s/%d", name, n))
 		}
 		for _, owner := range slices.Sorted(maps.Keys(ns.owners)) {

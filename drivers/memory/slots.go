@@ -14,10 +14,19 @@ import (
 // a slot node plus the node's mtime, so both drivers apply the same rules
 // (package driver's) to the same data.
 type namespace struct {
-	limit     int
-	tolerance time.Duration
-	slots     map[int]driver.SlotRecord
-	owners    map[string][]int // owner key -> slots held last, most recent first
+	limit      int
+	tolerance  time.Duration
+	slots      map[int]driver.SlotRecord
+	owners     map[string][]int // owner key -> slots held last, most recent first
+	fenceFloor int64            // fences of this namespace start above it (see Purge)
+}
+
+// slot returns slot n's record; a slot never used has only the fence floor.
+func (ns *namespace) slot(n int) driver.SlotRecord {
+	if r, ok := ns.slots[n]; ok {
+		return r
+	}
+	return driver.SlotRecord{Fence: ns.fenceFloor}
 }
 
 // Acquire leases a slot: the owner's last slots first, then the preferred
@@ -36,12 +45,12 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 	// A live term of this owner and incarnation is returned as it is, even
 	// when the owner's index lists a free slot before it.
 	for _, n := range first {
-		if v, _ := ns.slots[n].Judge(req, now); v == driver.SlotOwn {
+		if v, _ := ns.slot(n).Judge(req, now); v == driver.SlotOwn {
 			return ns.slots[n].Lease(req.Namespace.Name, n), nil
 		}
 	}
 	try := func(n int) (driver.Lease, bool) {
-		r := ns.slots[n]
+		r := ns.slot(n)
 		switch v, _ := r.Judge(req, now); v {
 		case driver.SlotOwn:
 			return r.Lease(req.Namespace.Name, n), true
@@ -71,10 +80,11 @@ func (st *state) namespace(want driver.Namespace) (*namespace, error) {
 	ns := st.spaces[want.Name]
 	if ns == nil {
 		ns = &namespace{
-			limit:     want.Limit,
-			tolerance: want.Tolerance,
-			slots:     map[int]driver.SlotRecord{},
-			owners:    map[string][]int{},
+			limit:      want.Limit,
+			tolerance:  want.Tolerance,
+			slots:      map[int]driver.SlotRecord{},
+			owners:     map[string][]int{},
+			fenceFloor: st.slotFenceFloor,
 		}
 		st.spaces[want.Name] = ns
 		return ns, nil
@@ -170,7 +180,7 @@ func (s *Store) SeedSlot(ctx context.Context, want driver.Namespace, n int, fenc
 	if err != nil {
 		return err
 	}
-	r, changed, err := ns.slots[n].Seeded(fence, nextFloor, s.st.clock())
+	r, changed, err := ns.slot(n).Seeded(fence, nextFloor, s.st.clock())
 	if err != nil {
 		return fmt.Errorf("slot %d: %w", n, err)
 	}
