@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 
@@ -23,6 +25,11 @@ type purgeNode struct {
 // slot namespaces with their slots and owner indexes, and locks; the root
 // itself stays. It returns the deleted paths, children before their
 // parents, as it deleted them.
+//
+// Fences never repeat: lock fences are czxids, which only grow, and before
+// deleting anything Purge writes the highest slot fence it is about to
+// delete into the root's slot_fence_floor line; namespaces created later
+// copy it, and their slots start above it.
 //
 // It is for an operator who stopped every instance. Each node is deleted
 // on the version the walk saw, so a node written meanwhile (or given a new
@@ -64,6 +71,9 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 		if len(level) > 0 {
 			levels = append(levels, level)
 		}
+	}
+	if err := s.keepSlotFences(ctx, levels, &a); err != nil {
+		return nil, err
 	}
 	deleted := []string{}
 	for d := len(levels) - 1; d >= 0; d-- {
@@ -134,4 +144,92 @@ func (s *Store) deleteAll(ctx context.Context, nodes []purgeNode, a *attempts) (
 		todo = again
 	}
 	return deleted, nil
+}
+
+// keepSlotFences raises the root's slot fence floor to the highest fence
+// of the slots (and fence floor of the namespaces) the purge found, before
+// anything is deleted. A slot whose fence line does not parse stops the
+// purge: its fence cannot be kept.
+func (s *Store) keepSlotFences(ctx context.Context, levels [][]purgeNode, a *attempts) error {
+	base := s.root + "/slot/"
+	paths := []string{s.root}
+	for _, level := range levels {
+		for _, n := range level {
+			if rest, ok := strings.CutPrefix(n.path, base); ok && !strings.HasSuffix(rest, "/"+clockName) {
+				paths = append(paths, n.path)
+			}
+		}
+	}
+	var rootData []byte
+	var rootVersion int32
+	var rootFloor, floor int64
+	for start := 0; start < len(paths); start += slotListChunk {
+		chunk := paths[start:min(start+slotListChunk, len(paths))]
+		rs, err := s.getNodes(ctx, chunk, a)
+		if err != nil {
+			return err
+		}
+		for i, r := range rs {
+			path := chunk[i]
+			var f int64
+			switch {
+			case errors.Is(r.err, zk.ErrNoNode):
+				continue
+			case r.err != nil:
+				return fmt.Errorf("zookeeper: purge: read %s: %w", path, r.err)
+			case path == s.root:
+				rootData, rootVersion = r.data, r.stat.Version
+				f, err = parseFenceFloor(r.data, fieldSlotFenceFloor)
+				rootFloor = f
+			case !strings.Contains(strings.TrimPrefix(path, base), "/"):
+				f, err = parseFenceFloor(r.data, fieldFenceFloor)
+			default:
+				// Only the fence line counts: a slot corrupt otherwise is
+				// still purged.
+				f, err = parseFenceFloor(r.data, fieldFence)
+			}
+			if err != nil {
+				return fmt.Errorf("zookeeper: purge cannot keep the fences: %w", corruptData(path, r.data, err))
+			}
+			floor = max(floor, f)
+		}
+	}
+	if floor <= rootFloor {
+		return nil
+	}
+	data, err := withLine(rootData, fieldSlotFenceFloor, strconv.FormatInt(floor, 10))
+	if err == nil {
+		err = checkVersion(s.root, rootVersion)
+	}
+	if err != nil {
+		return fmt.Errorf("zookeeper: purge: %s: %w", s.root, err)
+	}
+	_, err = call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(s.root, data, rootVersion) })
+	if err != nil {
+		// A lost answer or a conflict: the operator runs the purge again,
+		// which reads the floor anew; nothing was deleted yet.
+		return fmt.Errorf("zookeeper: purge: write %s: %w", s.root, err)
+	}
+	return nil
+}
+
+// rootFenceFloor reads the root's slot fence floor, for a namespace being
+// created; a missing root has none.
+func (s *Store) rootFenceFloor(ctx context.Context, a *attempts) (int64, error) {
+	rs, err := s.getNodes(ctx, []string{s.root}, a)
+	if err != nil {
+		return 0, err
+	}
+	switch r := rs[0]; {
+	case errors.Is(r.err, zk.ErrNoNode):
+		return 0, nil
+	case r.err != nil:
+		return 0, fmt.Errorf("zookeeper: read %s: %w", s.root, r.err)
+	default:
+		f, err := parseFenceFloor(r.data, fieldSlotFenceFloor)
+		if err != nil {
+			return 0, corruptData(s.root, r.data, err)
+		}
+		return f, nil
+	}
 }

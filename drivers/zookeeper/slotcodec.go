@@ -41,6 +41,12 @@ const (
 	fieldNextFloor   = "next_floor"
 
 	fieldLimit = "limit" // a namespace node's; it also has tolerance
+
+	// The highest slot fence a purge deleted: a line of the root node,
+	// copied into each namespace node created afterwards. The slots of that
+	// namespace start above it, so no fence repeats across a purge.
+	fieldSlotFenceFloor = "slot_fence_floor" // the root's
+	fieldFenceFloor     = "fence_floor"      // a namespace's; absent is 0
 )
 
 // slotNode is the data of a slot node. Durations and times are milliseconds.
@@ -325,6 +331,41 @@ func parseOwnerIndex(data []byte) ([]int, error) {
 		if !slices.Contains(out, int(n)) {
 			out = append(out, int(n))
 		}
+	}
+	return out, nil
+}
+
+// parseFenceFloor reads the optional fence floor line name of a root or
+// namespace node; a node without it has floor 0.
+func parseFenceFloor(data []byte, name string) (int64, error) {
+	lines, err := parseNodeLines(data)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := lines.get(name)
+	if !ok {
+		return 0, nil
+	}
+	return parseDecimal(name, v)
+}
+
+// withLine returns data with line name set to value (replaced, or added
+// at the end), the other lines kept in their order.
+func withLine(data []byte, name, value string) ([]byte, error) {
+	lines, err := parseNodeLines(data)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	found := false
+	for _, l := range lines {
+		if l.name == name {
+			l.value, found = value, true
+		}
+		out = fmt.Appendf(out, "%s=%s\n", l.name, l.value)
+	}
+	if !found {
+		out = fmt.Appendf(out, "%s=%s\n", name, value)
 	}
 	return out, nil
 }

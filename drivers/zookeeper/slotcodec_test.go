@@ -256,3 +256,31 @@ func FuzzSlotOwnerIndexCodec(f *testing.F) {
 		}
 	})
 }
+
+func TestFenceFloorLines(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		want int64
+		bad  bool
+	}{
+		{"", 0, false},
+		{"limit=4\ntolerance=50\n", 0, false},
+		{"limit=4\ntolerance=50\nfence_floor=12\n", 12, false},
+		{"fence_floor=-1\n", 0, true},
+		{"fence_floor=1\nfence_floor=2\n", 0, true},
+	} {
+		got, err := parseFenceFloor([]byte(c.data), fieldFenceFloor)
+		if got != c.want || (err != nil) != c.bad {
+			t.Errorf("parseFenceFloor(%q) = %d, %v; want %d, error %v", c.data, got, err, c.want, c.bad)
+		}
+	}
+	for _, c := range []struct{ data, want string }{
+		{"", "slot_fence_floor=7\n"},
+		{"a=b\nslot_fence_floor=3\nc=d=e\n", "a=b\nslot_fence_floor=7\nc=d=e\n"},
+	} {
+		got, err := withLine([]byte(c.data), fieldSlotFenceFloor, "7")
+		if err != nil || string(got) != c.want {
+			t.Errorf("withLine(%q) = %q, %v; want %q", c.data, got, err, c.want)
+		}
+	}
+}

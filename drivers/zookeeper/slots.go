@@ -84,11 +84,11 @@ type slotRead struct {
 
 func (r slotRead) state() *slotState { return newSlotState(r.path, r.node, &r.stat) }
 
-// record is the slot as a driver.SlotRecord; the zero record when the node
-// does not exist (a slot never used).
-func (r slotRead) record() driver.SlotRecord {
+// record is the slot as a driver.SlotRecord. A slot never used has only a
+// fence: its namespace's fence floor (non-zero after a purge, see Purge).
+func (r slotRead) record(fenceFloor int64) driver.SlotRecord {
 	if !r.exists {
-		return driver.SlotRecord{}
+		return driver.SlotRecord{Fence: fenceFloor}
 	}
 	return r.node.record(r.stat.Mtime)
 }
@@ -240,7 +240,7 @@ type ownerIndex struct {
 //
 // The .clock write is unconditional on purpose: it carries only time, and
 // a write (not a read) gives a now no older than this acquire.
-func (s *Store) clockIn(ctx context.Context, ns driver.Namespace, owner string, a *attempts) (int64, ownerIndex, error) {
+func (s *Store) clockIn(ctx context.Context, ns driver.Namespace, owner string, a *attempts) (now, fenceFloor int64, idx ownerIndex, err error) {
 	nsPath := s.nsPath(ns.Name)
 	clock := nsPath + "/" + clockName
 	idxPath := s.ownerPath(ns.Name, owner)
@@ -257,11 +257,11 @@ func (s *Store) clockIn(ctx context.Context, ns driver.Namespace, owner string, 
 		}
 		rs, err := inOneTrip(ctx, s, ops...)
 		if err != nil {
-			return 0, ownerIndex{}, err
+			return 0, 0, ownerIndex{}, err
 		}
 		if err := firstTransient(rs); err != nil {
 			if err := a.retry(ctx, err); err != nil {
-				return 0, ownerIndex{}, fmt.Errorf("zookeeper: write %s: %w", clock, err)
+				return 0, 0, ownerIndex{}, fmt.Errorf("zookeeper: write %s: %w", clock, err)
 			}
 			continue
 		}
@@ -269,36 +269,39 @@ func (s *Store) clockIn(ctx context.Context, ns driver.Namespace, owner string, 
 		switch {
 		case errors.Is(nsr.err, zk.ErrNoNode):
 			if err := s.createNamespace(ctx, ns, a); err != nil {
-				return 0, ownerIndex{}, err
+				return 0, 0, ownerIndex{}, err
 			}
 			continue
 		case nsr.err != nil:
-			return 0, ownerIndex{}, fmt.Errorf("zookeeper: read %s: %w", nsPath, nsr.err)
+			return 0, 0, ownerIndex{}, fmt.Errorf("zookeeper: read %s: %w", nsPath, nsr.err)
 		}
 		limit, tol, perr := parseNamespace(nsr.data)
+		if perr == nil {
+			fenceFloor, perr = parseFenceFloor(nsr.data, fieldFenceFloor)
+		}
 		if perr != nil {
-			return 0, ownerIndex{}, corruptData(nsPath, nsr.data, perr)
+			return 0, 0, ownerIndex{}, corruptData(nsPath, nsr.data, perr)
 		}
 		if limit != ns.Limit || tol != ns.Tolerance.Milliseconds() {
-			return 0, ownerIndex{}, fmt.Errorf("zookeeper: namespace %s has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
+			return 0, 0, ownerIndex{}, fmt.Errorf("zookeeper: namespace %s has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
 				nsPath, limit, time.Duration(tol)*time.Millisecond, ns.Limit, ns.Tolerance, driver.ErrConfigMismatch)
 		}
 		switch cr := rs[0]; {
 		case errors.Is(cr.err, zk.ErrNoNode):
 			// A namespace made by hand, or by an older layout.
 			if err := s.createEmptyNode(ctx, clock, a); err != nil {
-				return 0, ownerIndex{}, err
+				return 0, 0, ownerIndex{}, err
 			}
 			continue
 		case cr.err != nil:
-			return 0, ownerIndex{}, fmt.Errorf("zookeeper: write %s: %w", clock, cr.err)
+			return 0, 0, ownerIndex{}, fmt.Errorf("zookeeper: write %s: %w", clock, cr.err)
 		}
-		now := rs[0].stat.Mtime
+		now = rs[0].stat.Mtime
 		if owner == "" {
-			return now, ownerIndex{}, nil
+			return now, fenceFloor, ownerIndex{}, nil
 		}
-		idx, err := decodeOwnerIndex(idxPath, rs[2])
-		return now, idx, err
+		idx, err = decodeOwnerIndex(idxPath, rs[2])
+		return now, fenceFloor, idx, err
 	}
 }
 
@@ -350,7 +353,14 @@ func (s *Store) readOwnerIndex(ctx context.Context, path string, a *attempts) (o
 // caller reads it again and compares the settings.
 func (s *Store) createNamespace(ctx context.Context, ns driver.Namespace, a *attempts) error {
 	path := s.nsPath(ns.Name)
+	floor, err := s.rootFenceFloor(ctx, a)
+	if err != nil {
+		return err
+	}
 	data := formatNamespace(ns.Limit, ns.Tolerance.Milliseconds())
+	if floor > 0 {
+		data = fmt.Appendf(data, "%s=%d\n", fieldFenceFloor, floor)
+	}
 	for {
 		_, err := call(ctx, s, func() ([]zk.MultiResponse, error) {
 			return s.conn.Multi(
@@ -390,12 +400,13 @@ func (s *Store) createEmptyNode(ctx context.Context, path string, a *attempts) e
 
 // acquisition is one Acquire in progress.
 type acquisition struct {
-	s      *Store
-	req    driver.AcquireRequest
-	a      attempts
-	now    int64 // mtime of this acquire's .clock write
-	index  ownerIndex
-	passed map[int]error // slots passed over, and why
+	s          *Store
+	req        driver.AcquireRequest
+	a          attempts
+	now        int64 // mtime of this acquire's .clock write
+	fenceFloor int64 // the namespace's: never-used slots start above it
+	index      ownerIndex
+	passed     map[int]error // slots passed over, and why
 }
 
 // Acquire leases a slot of req.Namespace in the round trips of SPEC 6:
@@ -415,7 +426,7 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 	}
 	defer done()
 	q := &acquisition{s: s, req: req, a: attempts{s: s}, passed: map[int]error{}}
-	q.now, q.index, err = s.clockIn(ctx, req.Namespace, req.Owner, &q.a)
+	q.now, q.fenceFloor, q.index, err = s.clockIn(ctx, req.Namespace, req.Owner, &q.a)
 	if err != nil {
 		return driver.Lease{}, err
 	}
@@ -475,7 +486,7 @@ func (q *acquisition) judge(r slotRead) driver.SlotVerdict {
 		q.passed[r.n] = r.bad
 		return driver.SlotBusy
 	}
-	v, err := r.record().Judge(q.req, q.now)
+	v, err := r.record(q.fenceFloor).Judge(q.req, q.now)
 	switch {
 	case err != nil:
 		q.passed[r.n] = fmt.Errorf("zookeeper: %s: %w", r.path, err)
@@ -512,7 +523,7 @@ func (q *acquisition) try(ctx context.Context, r slotRead) (driver.Lease, bool, 
 // or an unknown outcome), or an error.
 func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRead, error) {
 	s, ns := q.s, q.req.Namespace.Name
-	node := r.node.withRecord(r.record().NewTerm(q.req, q.now))
+	node := r.node.withRecord(r.record(q.fenceFloor).NewTerm(q.req, q.now))
 	data := formatSlot(node)
 	var ops []any
 	if r.exists {
@@ -583,7 +594,7 @@ func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRea
 	if err != nil {
 		return nil, r, err
 	}
-	if again.exists && again.bad == nil && again.record().Holds(driver.Lease{Owner: node.owner, Incarnation: node.incarnation, Fence: node.fence}) {
+	if again.exists && again.bad == nil && again.record(0).Holds(driver.Lease{Owner: node.owner, Incarnation: node.incarnation, Fence: node.fence}) {
 		return again.state(), again, nil
 	}
 	return nil, again, nil
@@ -652,7 +663,7 @@ func (s *Store) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a 
 	case r.exists && czxid != 0 && r.stat.Czxid != czxid:
 		return nil, r, fmt.Errorf("zookeeper: %s was deleted and recreated (czxid %#x, was %#x): %w (%w)",
 			r.path, r.stat.Czxid, czxid, driver.ErrLeaseLost, driver.ErrRecreated)
-	case !r.record().Holds(l):
+	case !r.record(0).Holds(l):
 		return nil, r, leaseLost(r.path, l, r)
 	case r.stat.Version == -1:
 		return nil, r, checkVersion(r.path, -1)
@@ -770,7 +781,7 @@ func (s *Store) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fence,
 	}
 	defer done()
 	a := attempts{s: s}
-	now, _, err := s.clockIn(ctx, ns, "", &a)
+	now, fenceFloor, _, err := s.clockIn(ctx, ns, "", &a)
 	if err != nil {
 		return err
 	}
@@ -782,7 +793,7 @@ func (s *Store) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fence,
 		if r.bad != nil {
 			return r.bad
 		}
-		rec, changed, err := r.record().Seeded(fence, nextFloor, now)
+		rec, changed, err := r.record(fenceFloor).Seeded(fence, nextFloor, now)
 		switch {
 		case err != nil:
 			return fmt.Errorf("zookeeper: %s: %w", r.path, err)
@@ -918,7 +929,7 @@ func (s *Store) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error)
 			case !r.exists:
 				continue // deleted since the listing
 			}
-			out = append(out, r.record().Info(r.n))
+			out = append(out, r.record(0).Info(r.n))
 		}
 	}
 	return out, nil
