@@ -106,6 +106,11 @@ type Suite struct {
 	Factory driver.Factory
 	// TimeScale multiplies every ttl and wait the TCK uses (default 1).
 	TimeScale float64
+	// NotPersistent, when set, says why the driver keeps nothing across a
+	// restart of its storage (the memory driver: its state lives in the
+	// process); the Restart check then skips with that reason. Any other
+	// driver's harness must implement Restarter.
+	NotPersistent string
 }
 
 // Run runs every check of the kit against the driver s describes.
@@ -126,6 +131,8 @@ func Run(t *testing.T, s Suite) {
 		{"Slots", slotChecks()},
 		{"Locks", lockChecks()},
 		{"Purge", purgeChecks()},
+		{"History", historyChecks()},
+		{"Restart", restartChecks()},
 		{"Options", optionChecks()},
 		{"Close", closeChecks()},
 		{"Errors", errorChecks()},

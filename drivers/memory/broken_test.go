@@ -31,6 +31,7 @@ type brokenVariant struct {
 	catch   string                    // the check that must fail (group/check); "" for a sound variant
 	wrap    func(*Store) driver.Store // the store the TCK gets
 	factory driver.Factory            // replaces Open as the suite's factory, if set
+	suite   func(*tck.Suite)          // changes the suite further, if set
 }
 
 var brokenVariants = []brokenVariant{
@@ -128,10 +129,14 @@ func TestBrokenChild(t *testing.T) {
 				return brokenHarness{h.(tckHarness), v.wrap}, err
 			},
 			Ranges: true, Slots: true, Locks: true,
-			Factory: Open,
+			Factory:       Open,
+			NotPersistent: notPersistent,
 		}
 		if v.factory != nil {
 			suite.Factory = v.factory
+		}
+		if v.suite != nil {
+			v.suite(&suite)
 		}
 		tck.Run(t, suite)
 		return

@@ -29,7 +29,7 @@ func TestServer(t *testing.T) {
 				name string
 				run  func(t *testing.T, addr string)
 			}{
-				{"TCK", testTCK},
+				{"TCK", func(t *testing.T, addr string) { testTCK(t, srv) }},
 				{"OneRequestPerNext", testOneRequestPerNext},
 				{"DeletedNode", testDeletedNode},
 				{"RecreatedNode", testRecreatedNode},
@@ -53,21 +53,33 @@ func TestServer(t *testing.T) {
 }
 
 // harness gives each TCK check a root of its own on the shared server.
-type harness struct{ addr, root string }
+type harness struct {
+	srv  *zktest.Server
+	root string
+}
 
 func (h harness) NewStore(context.Context) (driver.Store, error) {
-	return Open(testOptions(h.addr, map[string]string{"root": h.root}))
+	return Open(testOptions(h.srv.Addr(), map[string]string{"root": h.root}))
 }
 
 func (h harness) Close() error { return nil }
 
+// Restart stops the server and starts it again on the same data directory
+// (tck.Restarter). The TCK runs its Restart check alone, so no other check
+// sees the server go.
+func (h harness) Restart(context.Context) error {
+	h.srv.Stop()
+	h.srv.Start()
+	return nil
+}
+
 // testTCK runs the whole conformance kit. Its lease times (ttl 100ms,
 // tolerance 50ms) are stretched for a server on a loaded machine running
 // every check at once.
-func testTCK(t *testing.T, addr string) {
+func testTCK(t *testing.T, srv *zktest.Server) {
 	tck.Run(t, tck.Suite{
 		NewHarness: func(context.Context, *testing.T) (tck.Harness, error) {
-			return harness{addr: addr, root: randomRoot()}, nil
+			return harness{srv: srv, root: randomRoot()}, nil
 		},
 		Ranges:    true,
 		Slots:     true,

@@ -28,6 +28,8 @@ func TestTCK(t *testing.T) {
 	tck.Run(t, tck.Suite{
 		Ranges: true, Slots: true, Locks: true,
 		Factory: prefix.Open,
+		// The wrapped memory driver keeps nothing across a restart.
+		NotPersistent: "it wraps the memory driver, whose state lives in the process",
 		NewHarness: func(ctx context.Context, t *testing.T) (tck.Harness, error) {
 			return harness{name: fmt.Sprintf("prefix-tck-%d", harnesses.Add(1))}, nil
 		},

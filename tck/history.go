@@ -1,0 +1,115 @@
+package tck
+
+import (
+	"errors"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+)
+
+// A slot's history (its fence and next floor) only grows: seeding never
+// lowers it, a seeded floor binds the next holder even over an expired
+// term, and a purge does not start fences again.
+func historyChecks() []check {
+	return []check{
+		{"SeedNeverLowers", needSlots, checkSeedNeverLowers},
+		{"SeedAfterExpiry", needSlots, checkSeedAfterExpiry},
+		{"PurgeKeepsSlotFences", needSlots, checkPurgeSlotFences},
+	}
+}
+
+func (e *env) needSeeder(st *store.Store) {
+	if !is[driver.SlotSeeder](st.Driver()) {
+		e.t.Skip("the driver does not implement the optional driver.SlotSeeder")
+	}
+}
+
+// wantHistory checks a slot's listed fence and next floor.
+func (e *env) wantHistory(st *store.Store, ns string, slot int, fence, nextFloor int64, why string) {
+	e.t.Helper()
+	in, ok := e.slotInfo(st, ns, slot)
+	if !ok || in.Fence != fence || in.NextFloor != nextFloor {
+		e.t.Errorf("%s: Slots lists slot %d (listed: %v) with fence %d and next floor %d, want %d and %d",
+			why, slot, ok, in.Fence, in.NextFloor, fence, nextFloor)
+	}
+}
+
+// checkSeedNeverLowers: a seed with lower values changes neither the fence
+// nor the next floor, before the slot's first term and after a release; a
+// seed raising one of them leaves the other.
+func checkSeedNeverLowers(e *env) {
+	st := e.open()
+	e.needSeeder(st)
+	s, ns := st.Slots(), e.namespace("seed-lower", 1)
+	e.fatalIf(s.Seed(e.ctx, ns, 0, 10, 5000), "Seed(fence 10, next floor 5000)")
+	e.fatalIf(s.Seed(e.ctx, ns, 0, 3, 100), "Seed with lower values")
+	e.wantHistory(st, ns.Name, 0, 10, 5000, "after a lower seed")
+	e.fatalIf(s.Seed(e.ctx, ns, 0, 20, 100), "Seed(fence 20, next floor 100)")
+	e.wantHistory(st, ns.Name, 0, 20, 5000, "after a seed raising only the fence")
+
+	l := e.acquire(st, ns, "a", e.long())
+	if l.Fence != 21 || l.Floor != 5000 {
+		e.t.Errorf("term after the seeds has fence %d and floor %d, want 21 and 5000", l.Fence, l.Floor)
+	}
+	e.fatalIf(s.ReleaseUsed(e.ctx, l, l.Floor+10), "ReleaseUsed")
+	e.fatalIf(s.Seed(e.ctx, ns, 0, 1, 0), "Seed(fence 1, next floor 0) of a released slot")
+	e.wantHistory(st, ns.Name, 0, 21, l.Floor+11, "after a lower seed of a released slot")
+	l2 := e.acquire(st, ns, "a", e.long())
+	if l2.Fence != 22 || l2.Floor != l.Floor+11 {
+		e.t.Errorf("term after a lower seed has fence %d and floor %d, want 22 and %d", l2.Fence, l2.Floor, l.Floor+11)
+	}
+}
+
+// checkSeedAfterExpiry: seeding a slot whose term expired without a release
+// ends that term (its holder's Renew gives ErrLeaseLost), and the next term
+// starts at the seeded next floor even though it is above the old ceiling.
+func checkSeedAfterExpiry(e *env) {
+	a, b := e.open(), e.open()
+	e.needSeeder(a)
+	ns := e.namespace("seed-expired", 1)
+	la := e.acquire(a, ns, "a", store.AcquireOptions{TTL: e.ttl})
+	seeded := la.Ceiling + 3_600_000 // an hour above anything the term could issue
+	e.waitUntil(la.ExpiresAt)
+	var err error
+	expired := e.eventually(e.prompt, func() bool {
+		err = b.Slots().Seed(e.ctx, ns, 0, 0, seeded)
+		return !errors.Is(err, store.ErrLocked)
+	})
+	if !expired || err != nil {
+		e.t.Fatalf("Seed of slot 0 after its term expired at %d (local clock now %d): %v", la.ExpiresAt, nowMillis(), err)
+	}
+	if in, _ := e.slotInfo(b, ns.Name, 0); in.Owner != "" || in.LastOwner != "a" || in.NextFloor != seeded {
+		e.t.Errorf("after the seed Slots lists owner %q, last owner %q, next floor %d; want none, a, %d",
+			in.Owner, in.LastOwner, in.NextFloor, seeded)
+	}
+	_, err = a.Slots().Renew(e.ctx, la)
+	e.wantIs(err, store.ErrLeaseLost, "Renew of an expired term a seed ended")
+	lb := e.acquire(b, ns, "b", e.long())
+	if lb.Fence != la.Fence+1 || lb.Floor != seeded {
+		e.t.Errorf("term after the seed has fence %d and floor %d, want %d and the seeded %d (the old ceiling was %d)",
+			lb.Fence, lb.Floor, la.Fence+1, seeded, la.Ceiling)
+	}
+}
+
+// checkPurgeSlotFences: after a purge a slot's fences continue above the
+// ones it had, as lock fences do: a stopped holder's fence is never handed
+// out again.
+func checkPurgeSlotFences(e *env) {
+	st := e.open()
+	if !is[driver.Purger](st.Driver()) {
+		e.t.Skip("the driver does not implement the optional driver.Purger")
+	}
+	ns := e.namespace("purge-fence", 1)
+	var last int64
+	for range 3 {
+		l := e.acquire(st, ns, "a", e.long())
+		e.fatalIf(st.Slots().Release(e.ctx, l), "Release")
+		last = l.Fence
+	}
+	_, err := st.Purge(e.ctx)
+	e.fatalIf(err, "Purge")
+	l := e.acquire(e.open(), ns, "a", e.long())
+	if l.Fence <= last {
+		e.t.Errorf("slot 0's first term after a purge has fence %d, not above %d from before: fences must never repeat", l.Fence, last)
+	}
+}
