@@ -1,15 +1,3 @@
-// Package driver defines the interfaces a store driver implements.
-//
-// Users never see these types: they use package store, which wraps a driver,
-// validates every argument, applies the store-wide timeout and wraps errors
-// once. A driver may therefore assume that every key, namespace, owner, step,
-// ttl and slot it is given is valid (see package store for the rules), and it
-// returns raw errors: the sentinel errors below, context errors, or its own.
-//
-// A driver implements Store and, for each capability it has, RangeStore,
-// SlotStore or Locker. A capability it lacks makes the user's call fail with
-// ErrUnsupported. The rules stated on each method are the ones the
-// conformance kit (package tck) checks.
 package driver
 
 import (
@@ -35,55 +23,81 @@ var (
 )
 
 // Factory opens a store from a map of options. It must reject an unknown
-// option key with an error naming it, and a malformed value with an error
-// naming the key and the value (see Options).
+// option key with an error wrapping ErrInvalidArgument and naming the key,
+// also when valid keys come with it, and a malformed value with an error
+// naming the key and the value (Options does both).
 type Factory func(options map[string]string) (Store, error)
 
 // Store is an open driver store. It must also implement at least one of
-// RangeStore, SlotStore and Locker.
+// RangeStore, SlotStore and Locker; the TCK's suite declares which.
+//
+// Every store a program opens on the same storage acts as a separate
+// process: what one writes, the others see at once (no cache of another
+// store's writes may be trusted). A persistent driver keeps everything
+// below across a restart of its storage: ranges, slot records, owner
+// indexes and lock fences (the TCK's Restart check).
 type Store interface {
-	// Close ends every goroutine and connection the store started. Calls
-	// made after Close are refused by the portable layer; a driver needs
-	// only to make calls in flight return promptly.
+	// Close ends every goroutine and connection the store started, and
+	// every lock hold and wait of the store (see Locker); lock waits in
+	// flight return promptly. Slot terms are not touched: they expire as
+	// after a crash. Calls made after Close are refused by the portable
+	// layer (ErrClosed), and a second Close never reaches the driver.
 	Close() error
 }
 
-// RangeStore hands out ranges of int64 values per key.
+// RangeStore hands out ranges of int64 values per key. A key keeps one
+// int64, its next value, and a sealed flag; keys are independent, "a" and
+// "a/b" included (a key is never the parent of another).
 type RangeStore interface {
 	// Next reserves step values of key and returns the first, start: the
-	// range is [start, start+step). A missing key starts at 0. No value is
-	// ever returned twice, across stores sharing storage and across faults.
-	// A sealed key gives ErrSealed; an allocation past math.MaxInt64 gives
-	// ErrExhausted and changes nothing.
+	// range is [start, start+step), so the next value becomes start+step.
+	// A missing key starts at 0 and exists from then on. No value is ever
+	// returned twice, across goroutines, stores sharing storage and faults:
+	// a write whose outcome is unknown is a gap, never retried as if it had
+	// failed. A sealed key gives ErrSealed. An allocation whose end would
+	// pass math.MaxInt64 gives ErrExhausted and changes nothing; one ending
+	// exactly at math.MaxInt64 succeeds, so math.MaxInt64 itself is never
+	// handed out. Without faults, the ranges of a key tile [0, next) with
+	// no gap.
 	Next(ctx context.Context, key string, step int64) (start int64, err error)
 
 	// Current returns the next value of key and whether it is sealed,
-	// reserving nothing. A missing key is (0, false).
+	// reserving nothing and creating nothing: a missing key is (0, false),
+	// and is still missing afterwards (not listed by Keys; Init at any
+	// value still succeeds). It sees every other store's writes.
 	Current(ctx context.Context, key string) (next int64, sealed bool, err error)
 
-	// Seal marks key sealed and returns its final next value. Sealing a
-	// sealed key is not an error and returns the same value. A missing key
-	// is sealed at 0.
+	// Seal marks key sealed and returns its final next value; every store's
+	// Next of it then gives ErrSealed. Sealing a sealed key is not an error
+	// and returns the same value. A missing key is sealed at 0 (and then
+	// exists).
 	Seal(ctx context.Context, key string) (next int64, err error)
 
-	// Init creates key with the given next value. If the key exists at the
-	// same next value (sealed or not), Init succeeds and changes nothing;
-	// at a different value it fails with ErrConfigMismatch.
+	// Init creates key with the given next value (0 <= next <=
+	// math.MaxInt64), for a migration; Next then continues from it. If the
+	// key exists at the same next value (sealed or not), Init succeeds and
+	// changes nothing; at a different value it fails with
+	// ErrConfigMismatch and changes nothing.
 	Init(ctx context.Context, key string, next int64) error
 
-	// Keys lists every existing key, sorted.
+	// Keys lists every existing key, sealed ones included, sorted, as an
+	// empty (non-nil) slice when there is none. A key exists once a Next,
+	// Seal or Init created it; nothing else is listed (no parents, no
+	// keys only asked about by Current).
 	Keys(ctx context.Context) ([]string, error)
 }
 
 // Namespace holds the settings of a slot namespace. They are fixed when
-// the namespace is first created.
+// the namespace is first created, by an Acquire or a SeedSlot: a later
+// call naming other settings gives ErrConfigMismatch and changes nothing.
 type Namespace struct {
 	Name      string
 	Limit     int           // slots 0..Limit-1
 	Tolerance time.Duration // clock tolerance added to expiry to form the ceiling
 }
 
-// AcquireRequest asks for one slot of a namespace.
+// AcquireRequest asks for one slot of a namespace. The portable layer has
+// filled in the defaults (ttl, incarnation) and checked every field.
 type AcquireRequest struct {
 	Namespace   Namespace
 	Owner       string        // owner key: survives restarts
@@ -112,75 +126,126 @@ type Lease struct {
 	State any
 }
 
-// SlotInfo describes one used slot, for tools.
+// SlotInfo describes one used slot, for tools: SlotRecord.Info of its
+// record. A live or expired term shows its holder and times; a released
+// or seeded slot has no Owner and shows its last term's fields.
 type SlotInfo struct {
 	Slot        int
-	Owner       string // empty when released
+	Owner       string // holder of the current term (live or expired, not ended); empty when none
 	Incarnation string
-	LastOwner   string // owner of the last term that ended
+	LastOwner   string // owner of the last term that ended, by release, takeover or seed
 	Fence       int64
 	TTL         time.Duration
 	Tolerance   time.Duration
 	Floor       int64
 	ExpiresAt   int64
 	Ceiling     int64
-	NextFloor   int64 // the floor of the next term after a release
+	NextFloor   int64 // the next term starts at least here; during a term, its Floor
 }
 
-// SlotStore leases worker slots.
+// SlotStore leases worker slots. It keeps, per namespace, its settings;
+// per slot, a SlotRecord; per owner key, the slots it held last (at most
+// OwnerIndexLen, most recent first). The rules below are SlotRecord's
+// methods: a driver supplies storage, the store's clock and an atomic
+// read-modify-write, and calls them. All times are the store's clock
+// (a server's write time, a database's clock), never the caller's.
 type SlotStore interface {
-	// Acquire creates the namespace if it is missing (ErrConfigMismatch if
-	// it exists with another Limit or Tolerance) and leases a slot, chosen
-	// in this order: the owner's last slots, the preferred slot, the lowest
-	// free slot. A live term of the same owner and incarnation is returned
-	// as it is. With no free slot: ErrExhausted. The new term's fence is the
-	// previous term's plus one (1 for a slot never used); its floor is 0 for
-	// a never-used slot, the old next floor after a release, and
-	// max(old next floor, old ceiling) after an expiry or a reclaim.
+	// Acquire creates the namespace if it is missing (ErrConfigMismatch,
+	// creating nothing, if it exists with another Limit or Tolerance) and
+	// leases a slot at now, the store's time:
+	//
+	//   - A live term of the same owner and incarnation among the owner's
+	//     last slots and the preferred slot is returned as it is, whatever
+	//     the order (a retried Acquire gets the term it already has), with
+	//     or without Reclaim, from any store.
+	//   - Otherwise the first free slot in this order (FirstSlots): the
+	//     owner's last slots, most recently acquired first; the preferred
+	//     slot; the lowest free slot of the rest. Free (SlotRecord.Judge):
+	//     never used, released, or expired (now >= ExpiresAt, whoever held
+	//     it); with Reclaim also a live term of the same owner under another
+	//     incarnation. Never a live term of another owner, however close
+	//     its expiry; an owner whose live term is held under another
+	//     incarnation and who asks without Reclaim gets another slot.
+	//   - No free slot: ErrExhausted, only after every slot was judged. A
+	//     slot whose fence is math.MaxInt64, or whose data is corrupt, is
+	//     passed over and named in that error.
+	//
+	// The new term (SlotRecord.NewTerm): fence = old fence + 1 (1 for a
+	// slot never used, above the purged fences after a purge); floor = 0
+	// for a slot never used, the old next floor after a release or a seed,
+	// max(old next floor, old ceiling) when a term is taken over (expired
+	// or reclaimed); ExpiresAt = now + TTL; Ceiling = max(Floor,
+	// ExpiresAt + Tolerance), so a floor ahead of now (a long term before
+	// a short one) still gets Ceiling >= Floor. LastOwner becomes the
+	// taken-over term's owner on a takeover and is kept otherwise. The
+	// slot goes first in the owner's index in the same atomic write.
 	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
 
-	// Renew extends the term; ExpiresAt and Ceiling never decrease. If the
-	// slot holds another term (or none): ErrLeaseLost.
+	// Renew continues l's term (SlotRecord.Renewed): ExpiresAt = max(old
+	// ExpiresAt, now + TTL) and Ceiling likewise, so neither decreases
+	// within a term, even when the store's clock steps back; the fence,
+	// floor and everything else stay. A renewal after ExpiresAt that finds
+	// the term untouched (nobody took the slot, no seed ended it)
+	// continues it. If the slot holds another term, or none (released,
+	// taken over, seeded after expiry, purged): ErrLeaseLost.
 	Renew(ctx context.Context, l Lease) (Lease, error)
 
-	// Release ends the term. used is the highest timestamp issued, or -1
-	// when unknown; the next floor becomes clamp(used+1, Floor, Ceiling),
-	// or Ceiling when unknown. A term that is no longer the slot's gives
-	// ErrLeaseLost.
+	// Release ends l's term (SlotRecord.Released). used is the highest
+	// timestamp issued, or -1 when unknown; the next floor becomes
+	// clamp(used+1, Floor, Ceiling), or Ceiling when unknown, Ceiling being
+	// the highest any renewal reported (also when l is an older copy of
+	// the lease). The slot is then free; its fence and LastOwner (the
+	// releasing owner) stay. Releasing an expired term nobody took
+	// succeeds. A term that is no longer the slot's gives ErrLeaseLost,
+	// so a second Release does too.
 	Release(ctx context.Context, l Lease, used int64) error
 
-	// Namespaces lists every namespace, sorted by name.
+	// Namespaces lists every namespace with its settings, sorted by name,
+	// as an empty (non-nil) slice when there is none.
 	Namespaces(ctx context.Context) ([]Namespace, error)
 
-	// Slots lists every used slot of a namespace, by slot number; a
-	// missing namespace gives ErrNotFound.
+	// Slots lists every used slot of a namespace by slot number: every slot
+	// ever acquired or seeded, live, expired or released (SlotRecord.Info);
+	// a slot never used is not listed. A missing namespace gives
+	// ErrNotFound.
 	Slots(ctx context.Context, ns string) ([]SlotInfo, error)
 }
 
-// Locker gives fair, exclusive, named locks.
+// Locker gives fair, exclusive, named locks. It keeps, per name, the
+// queue of its holder and waiters, and a fence counter that only grows:
+// never reset, not by an unlock, a restart or a purge.
 type Locker interface {
-	// Lock waits until name is held by the caller or ctx ends. Waiters get
-	// the lock in arrival order. A waiter whose context ends leaves no
-	// trace and does not block the next. With wait false it never waits and
-	// returns ErrLocked if another holds or waits for the lock. owner is
-	// recorded for tools.
+	// Lock waits until name is held by the caller or ctx ends. At most one
+	// holder at any instant, across stores. Waiters get the lock in
+	// arrival order, whatever their owner names. A waiter whose context
+	// ends returns the context's error promptly, leaves no trace, and does
+	// not block the next; one cancelled at the instant it is granted the
+	// lock passes it on. With wait false it never waits and returns
+	// ErrLocked if another holds or waits for the lock (also right after
+	// an unlock while a waiter is queued). Not reentrant: a second Lock of
+	// a held name by the same store waits like any other. owner is
+	// recorded for tools. A store's Close ends its waits (ErrClosed) and
+	// holds (their Lost closes, the next waiter gets the lock).
 	Lock(ctx context.Context, name, owner string, wait bool) (Lock, error)
 
-	// Locks lists the names of every lock that has ever been taken, sorted.
+	// Locks lists the names of every lock that has ever been taken,
+	// sorted, as an empty (non-nil) slice when there is none.
 	Locks(ctx context.Context) ([]string, error)
 
 	// Waiters lists a lock's holder and waiters in lock order (the holder
-	// first). A name never used gives ErrNotFound.
+	// first), empty when the lock is free. A name never used gives
+	// ErrNotFound.
 	Waiters(ctx context.Context, name string) ([]Waiter, error)
 }
 
 // Lock is a held lock.
 type Lock interface {
-	// Unlock releases the lock; only the caller's own hold is removed.
-	// A second call returns nil. After the hold was lost it reports
-	// ErrLeaseLost.
+	// Unlock releases the lock and the next waiter gets it; only the
+	// caller's own hold is removed, never a later holder's. A second call
+	// returns nil. After the hold was lost it reports ErrLeaseLost.
 	Unlock(ctx context.Context) error
-	// Fence grows with each holder of the name and never wraps.
+	// Fence is above every fence of every earlier holder of the name, in
+	// any store, across restarts and purges, and never wraps.
 	Fence() int64
 	// Lost is closed as soon as the holder can no longer be sure it holds
 	// the lock, and when the store closes. Unlock does not close it.
@@ -198,16 +263,27 @@ type Waiter struct {
 // stays above every timestamp and fence of the terms in the old store.
 type SlotSeeder interface {
 	// SeedSlot creates the namespace if it is missing (ErrConfigMismatch if
-	// it exists with other settings) and raises slot's history: its fence
-	// becomes at least fence and its next floor at least nextFloor; nothing
-	// is lowered, so seeding again is harmless. A slot with a live term gives
-	// ErrLocked and is not changed.
+	// it exists with other settings) and raises slot's history
+	// (SlotRecord.Seeded): its fence becomes at least fence and its next
+	// floor at least nextFloor; nothing is ever lowered, so seeding again
+	// is harmless. A slot never used becomes a released slot, listed by
+	// Slots, whose next term gets the fence plus 1 and the next floor. A
+	// term that expired without a release is ended first, as a takeover
+	// would end it (its next floor takes in its ceiling; its holder's
+	// Renew gives ErrLeaseLost), so the next term starts at or above the
+	// seeded next floor even when that is above the old ceiling. A slot
+	// with a live term gives ErrLocked and is not changed.
 	SeedSlot(ctx context.Context, ns Namespace, slot int, fence, nextFloor int64) error
 }
 
 // Purger is an optional capability: it deletes everything the store keeps
 // (for ZooKeeper, every node under the root), for an operator who stopped
-// every instance. It returns what it deleted, in a readable form.
+// every instance. It returns what it deleted, one readable non-empty entry
+// per thing. Afterwards a new store finds nothing (no keys, namespaces or
+// locks; a key starts again at 0), but fences never repeat: every lock
+// fence and every slot fence handed out later is above every one handed
+// out before, so a driver keeps the highest purged fences (a counter that
+// survives the purge; ZooKeeper's czxids and the root's slot_fence_floor).
 type Purger interface {
 	Purge(ctx context.Context) (deleted []string, err error)
 }

@@ -30,6 +30,9 @@
 //		})
 //	}
 //
+// A persistent driver's harness also has a Restart method (see Restarter),
+// e.g. closing and reopening the database file.
+//
 // Every store a harness opens must see the same data, as separate processes
 // sharing a server would; two harnesses must never see each other's data,
 // because checks run in parallel. The memory driver's tck_test.go is a
@@ -50,6 +53,14 @@
 //     waiters, double unlock, loss on Close, no reentrance, listings.
 //   - Slots/Seed and Purge check the optional driver.SlotSeeder and
 //     driver.Purger, when the store implements them.
+//   - History: a slot's fence and next floor only grow: a seed never lowers
+//     them, a seeded next floor binds the taker of an expired term, and a
+//     purge does not start slot fences again.
+//   - Restart: with every store closed, the harness restarts the storage
+//     (Restarter); ranges, slot histories (fences, floors, live terms, owner
+//     indexes) and lock fences must have survived. A driver that keeps
+//     nothing across a restart sets Suite.NotPersistent, and the check
+//     skips with that reason; any other harness must implement Restarter.
 //   - Options: an unknown option is rejected, naming it (needs Suite.Factory).
 //   - Close: every operation after Close gives ErrClosed; lock waits end.
 //   - Errors: errors are *store.Error wrapping the sentinel; deadlines

@@ -84,7 +84,8 @@
 // # Slot leases
 //
 // A namespace is the node {root}/slot/{ns}, holding its settings as
-// name=value lines ("limit=1024", "tolerance=1000"), with a child .clock
+// name=value lines ("limit=1024", "tolerance=1000", and after a purge
+// "fence_floor=N"), with a child .clock
 // that every acquire writes: the mtime of that write is the acquire's now.
 // Slot n is the node {root}/slot/{ns}/{n}, holding the lines owner,
 // incarnation, last_owner, fence, ttl, tolerance, floor, expires_min,
@@ -99,6 +100,8 @@
 // Lease times come from the server's mtime, never from this process's
 // clock: expiresAt = max(expires_min, mtime+ttl) and ceiling =
 // max(ceiling_min, expiresAt+tolerance), mtime being the slot's last write.
+// A slot node is a driver.SlotRecord whose Written is the node's mtime; the
+// slot rules are that type's methods.
 //
 // When the owner's last slot or the preferred slot is free, an acquire
 // takes 3 round trips: the .clock write with reads of the namespace and the
@@ -120,7 +123,12 @@
 // the lease (ErrLeaseLost, with ErrRecreated).
 //
 // Purge (driver.Purger) deletes every node below root, children first,
-// each on the version it saw, and stops if one changes meanwhile.
+// each on the version it saw, and stops if one changes meanwhile. First it
+// writes the highest slot fence it found into root's data, the line
+// slot_fence_floor=N; a namespace created later copies it into its node
+// (fence_floor=N), and its slots' first terms get fences above it, so no
+// slot fence repeats across a purge (lock fences are czxids, which never
+// do).
 //
 // # Locks
 //

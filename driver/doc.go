@@ -1,0 +1,127 @@
+// Package driver defines the interfaces a store driver implements, and the
+// rules every driver shares as code.
+//
+// Users never see these types: they use package store, which wraps a driver,
+// validates every argument, applies the store-wide timeout and wraps errors
+// once. A driver may therefore assume that every key, namespace, owner, step,
+// ttl and slot it is given is valid (see package store for the rules), and it
+// returns raw errors: the sentinel errors below, context errors, or its own.
+//
+// A driver implements Store and, for each capability it has, RangeStore,
+// SlotStore or Locker. A capability it lacks makes the user's call fail with
+// ErrUnsupported. The comment on each method states everything the
+// conformance kit (package tck) checks of it; an author needs to read
+// neither tck's nor store's source.
+//
+// # Writing a driver
+//
+// A driver is a package with a Factory, registered in init, and a typed
+// constructor for programs that skip the registry:
+//
+//	func init() { store.Register("mydb", Open) }
+//
+//	func Open(options map[string]string) (driver.Store, error) {
+//		o := driver.NewOptions(options)
+//		path := o.String("path", "ids.db")
+//		if err := o.Err(); err != nil { // an unknown or malformed option
+//			return nil, err
+//		}
+//		return New(path)
+//	}
+//
+// Which rule lives where:
+//
+//   - Package store: argument validation, the timeout, ErrClosed after
+//     Close, error wrapping, the default ttl and the incarnation.
+//   - Package driver: the lease arithmetic (TermExpiresAt, TermCeiling,
+//     ReleasedFloor), the slot rules (SlotRecord, FirstSlots,
+//     RememberSlot) and option parsing (Options).
+//   - Your driver: storage, an atomic read-modify-write, the store's clock,
+//     what a write with an unknown outcome means, and lock liveness.
+//
+// # The data each capability keeps
+//
+// RangeStore: per key, an int64 next value and a sealed flag. Next is one
+// atomic "add step unless sealed or past math.MaxInt64" (a compare-and-set
+// loop, or one UPDATE ... RETURNING). A write whose answer was lost is a
+// gap, never a retry that might hand the same values out twice.
+//
+// SlotStore: per namespace, its Limit and Tolerance (fixed at creation) and,
+// after a purge, a fence floor; per slot, the fields of a SlotRecord (a
+// ZooKeeper node, a table row of eleven columns); per (namespace, owner),
+// the owner index: its last slots, most recent first, at most
+// OwnerIndexLen. Time is the store's clock: ZooKeeper's mtime of the write,
+// the database's clock_timestamp(), one host's clock for an embedded
+// database. An Acquire is, in one transaction (or one compare-and-set per
+// slot):
+//
+//	now := db.Now()
+//	for _, n := range driver.FirstSlots(index, req.Preferred, limit) {
+//		if v, _ := load(n).Judge(req, now); v == driver.SlotOwn {
+//			return load(n).Lease(ns, n), nil // a retried acquire
+//		}
+//	}
+//	for each n in FirstSlots, then 0..limit-1 {
+//		r := load(n) // the zero SlotRecord if the slot was never used
+//		switch v, err := r.Judge(req, now); v {
+//		case driver.SlotOwn:
+//			return r.Lease(ns, n), nil
+//		case driver.SlotFree:
+//			r = r.NewTerm(req, now)
+//			store(n, r); storeIndex(driver.RememberSlot(index, n))
+//			return r.Lease(ns, n), nil
+//		} // SlotBusy: err, if any, says why the slot is unusable
+//	}
+//	return ErrExhausted
+//
+// Renew, Release and SeedSlot load the slot's record, call Renewed,
+// Released or Seeded, and store the result in the same atomic step; the
+// methods return ErrLeaseLost or ErrLocked when the record says so. The
+// driver's own state (a version for a compare-and-set) travels in
+// Lease.State. A SQL driver loads the row FOR UPDATE, applies the method
+// and writes the row back before COMMIT; ZooKeeper compare-and-sets the
+// node on the version it read and, on a conflict, reads and decides again.
+//
+// Locker: per name, the queue of its holder and waiters and a fence
+// counter that only grows (ZooKeeper: the czxid of the waiter's node; SQL:
+// a sequence). A holder's hold ends with its session (a ZooKeeper session,
+// a database connection), so a crashed process frees its locks; Lost must
+// close before any other store can be granted the lock. The memory driver
+// keeps its queue in process (drivers/memory/locks.go); the ZooKeeper and
+// PostgreSQL drivers order waiters on the server, so no queue type is
+// shared here.
+//
+// Optional: SlotSeeder (migrations) and Purger (everything deleted; fences
+// kept above the purged ones).
+//
+// # Sharing storage among a harness's stores
+//
+// The TCK opens several stores on one storage at once, as separate
+// processes sharing a server would. A driver whose storage only one handle
+// may open (an SQLite or bbolt file) shares it the way the memory driver
+// shares a named state: a package-level registry maps the storage's name
+// (the file path) to one open handle with a count of the stores using it;
+// New takes a reference, Close drops it, and the last Close closes the
+// file. Each store still behaves as a process of its own: it caches
+// nothing another store may change.
+//
+// # Proving it
+//
+// Call tck.Run from the driver's tests with a tck.Harness that opens stores
+// on a fresh storage per check (a new file, a new ZooKeeper root). A
+// persistent driver's harness also implements tck.Restarter: Restart is
+// called once every store is closed, and closes and reopens the storage (a
+// server stopped and started on its data, the file closed and opened);
+// ranges, slot histories and lock fences must survive. A driver that keeps
+// nothing across a restart says why in Suite.NotPersistent, and the check
+// skips with that reason.
+//
+// # The reference
+//
+// The memory driver (drivers/memory) is the commented reference, one
+// concern per file: memory.go (the shared state, Close), ranges.go,
+// slots.go (SlotRecord on a map, under one mutex: the whole driver in 180
+// lines), locks.go (the in-process FIFO queue), purge.go; tck_test.go is
+// its whole TCK test, and broken_test.go the variants that prove the TCK
+// catches each bug. examples/prefixdriver wraps a driver in a few lines.
+package driver
