@@ -15,6 +15,7 @@ func historyChecks() []check {
 		{"SeedNeverLowers", needSlots, checkSeedNeverLowers},
 		{"SeedAfterExpiry", needSlots, checkSeedAfterExpiry},
 		{"PurgeKeepsSlotFences", needSlots, checkPurgeSlotFences},
+		{"Listed", needSlots, checkHistoryListed},
 	}
 }
 
@@ -111,5 +112,37 @@ func checkPurgeSlotFences(e *env) {
 	l := e.acquire(e.open(), ns, "a", e.long())
 	if l.Fence <= last {
 		e.t.Errorf("slot 0's first term after a purge has fence %d, not above %d from before: fences must never repeat", l.Fence, last)
+	}
+}
+
+// checkHistoryListed: what Slots shows of a slot's history, where drivers
+// could otherwise differ: during a term its next floor is the term's floor;
+// a takeover makes the old holder the last owner; a release makes the
+// releasing owner the last owner.
+func checkHistoryListed(e *env) {
+	a, b := e.open(), e.open()
+	ns := e.namespace("history-listed", 1)
+	la := e.acquire(a, ns, "a", store.AcquireOptions{TTL: e.ttl})
+	if in, _ := e.slotInfo(a, ns.Name, 0); in.Owner != "a" || in.NextFloor != la.Floor || in.LastOwner != "" {
+		e.t.Errorf("during the first term Slots lists owner %q, last owner %q, next floor %d; want a, none, the floor %d",
+			in.Owner, in.LastOwner, in.NextFloor, la.Floor)
+	}
+	e.waitUntil(la.ExpiresAt)
+	var lb store.Lease
+	var err error
+	took := e.eventually(e.prompt, func() bool {
+		lb, err = e.tryAcquire(b, ns, "b", e.long())
+		return !errors.Is(err, store.ErrExhausted)
+	})
+	if !took || err != nil {
+		e.t.Fatalf("owner b could not take slot 0 after its term expired at %d: %v", la.ExpiresAt, err)
+	}
+	if in, _ := e.slotInfo(a, ns.Name, 0); in.Owner != "b" || in.LastOwner != "a" || in.NextFloor != lb.Floor {
+		e.t.Errorf("after b took over a's expired term Slots lists owner %q, last owner %q, next floor %d; want b, a, the floor %d",
+			in.Owner, in.LastOwner, in.NextFloor, lb.Floor)
+	}
+	e.fatalIf(b.Slots().Release(e.ctx, lb), "Release")
+	if in, _ := e.slotInfo(a, ns.Name, 0); in.Owner != "" || in.LastOwner != "b" {
+		e.t.Errorf("after b's release Slots lists owner %q, last owner %q; want none, b", in.Owner, in.LastOwner)
 	}
 }

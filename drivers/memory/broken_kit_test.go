@@ -25,6 +25,8 @@ func init() {
 			wrap: func(s *Store) driver.Store { return seedFloorIgnored{s} }},
 		brokenVariant{name: "purge-forgets-fences", catch: "History/PurgeKeepsSlotFences",
 			wrap: func(s *Store) driver.Store { return purgeForgetsFences{s} }},
+		brokenVariant{name: "takeover-keeps-last-owner", catch: "History/Listed",
+			wrap: func(s *Store) driver.Store { return takeoverKeepsLastOwner{s} }},
 		brokenVariant{name: "forgets-on-restart", catch: "Restart/Survives",
 			wrap: func(s *Store) driver.Store { return s },
 			suite: func(s *tck.Suite) {
@@ -95,6 +97,29 @@ func (s seedFloorIgnored) Acquire(ctx context.Context, req driver.AcquireRequest
 	r.Floor, r.CeilingMin, r.NextFloor = old.Ceiling(), old.Ceiling(), old.Ceiling()
 	ns.slots[l.Slot] = r
 	return r.Lease(l.Namespace, l.Slot), nil
+}
+
+// takeoverKeepsLastOwner leaves LastOwner as it was when a term is taken
+// over, so a tool never learns whose term ended.
+type takeoverKeepsLastOwner struct{ *Store }
+
+func (s takeoverKeepsLastOwner) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	s.st.mu.Lock()
+	var before map[int]driver.SlotRecord
+	if ns := s.st.spaces[req.Namespace.Name]; ns != nil {
+		before = maps.Clone(ns.slots)
+	}
+	s.st.mu.Unlock()
+	l, err := s.Store.Acquire(ctx, req)
+	if old, ok := before[l.Slot]; err == nil && ok && old.Fence+1 == l.Fence {
+		s.st.mu.Lock()
+		ns := s.st.spaces[req.Namespace.Name]
+		r := ns.slots[l.Slot]
+		r.LastOwner = old.LastOwner
+		ns.slots[l.Slot] = r
+		s.st.mu.Unlock()
+	}
+	return l, err
 }
 
 // purgeForgetsFences purges slot fences with everything else, so that a
@@ -184,6 +209,28 @@ func TestBrokenKitDiffers(t *testing.T) {
 			must(err)
 			if l.Floor != c.wantFloor {
 				t.Errorf("%T: floor %d after a seed of next floor %d over an expired term, want %d", s, l.Floor, seeded, c.wantFloor)
+			}
+		}
+	})
+	t.Run("takeover-keeps-last-owner", func(t *testing.T) {
+		for _, c := range []struct {
+			wrap func(*Store) driver.SlotStore
+			want string
+		}{
+			{func(s *Store) driver.SlotStore { return s }, "a"},
+			{func(s *Store) driver.SlotStore { return takeoverKeepsLastOwner{s} }, ""},
+		} {
+			base := fresh()
+			now := int64(1000)
+			SetClock(base, func() int64 { return now })
+			s := c.wrap(base)
+			_, err := s.Acquire(ctx, req("a"))
+			must(err)
+			now = 2000
+			_, err = s.Acquire(ctx, req("b"))
+			must(err)
+			if in := listed(s); in.LastOwner != c.want {
+				t.Errorf("%T: last owner %q after b took over a's expired term, want %q", s, in.LastOwner, c.want)
 			}
 		}
 	})

@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -69,6 +70,9 @@ func (h harness) Close() error { return nil }
 // sees the server go.
 func (h harness) Restart(context.Context) error {
 	h.srv.Stop()
+	if h.srv.Running() {
+		return fmt.Errorf("%s still runs after Stop", h.srv)
+	}
 	h.srv.Start()
 	return nil
 }
