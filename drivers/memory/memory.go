@@ -1,6 +1,11 @@
 // Package memory is the in-process driver of package store: the reference
 // semantics of ranges, slot leases and locks, and the default for examples
-// and unit tests.
+// and unit tests. It is also the commented reference for driver authors
+// (see the walkthrough in package driver's documentation): slots.go is the
+// slot rules of driver.SlotRecord on a map under one mutex.
+//
+// It is not persistent: a state lives in the process and ends with it, so
+// its TCK test sets tck.Suite.NotPersistent.
 //
 // # Opening
 //
