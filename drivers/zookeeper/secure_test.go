@@ -31,7 +31,7 @@ func TestDigest(t *testing.T) {
 				name string
 				run  func(t *testing.T, addr string)
 			}{
-				{"TCK", testDigestTCK},
+				{"TCK", func(t *testing.T, addr string) { testDigestTCK(t, srv) }},
 				{"OthersGetNoAuth", testOthersGetNoAuth},
 				{"AuthAfterReconnect", testAuthAfterReconnect},
 				{"RejectedAuth", testRejectedAuth},
@@ -57,19 +57,25 @@ func newSecret() string {
 // default acl (creator), each check on a root of its own; it records the
 // roots so the test can look at every node afterwards.
 type digestHarness struct {
-	addr, root, auth string
+	srv        *zktest.Server
+	root, auth string
 }
 
 func (h digestHarness) NewStore(context.Context) (driver.Store, error) {
-	return Open(testOptions(h.addr, map[string]string{"root": h.root, "auth": h.auth}))
+	return Open(testOptions(h.srv.Addr(), map[string]string{"root": h.root, "auth": h.auth}))
 }
 
 func (h digestHarness) Close() error { return nil }
 
+// Restart restarts the server on its data (tck.Restarter): the nodes keep
+// their ACLs, and the stores opened after it authenticate again.
+func (h digestHarness) Restart(context.Context) error { return restartServer(h.srv) }
+
 // testDigestTCK: the whole TCK passes with digest auth and the creator
 // ACL; then clients without auth, or with another digest, get NoAuth on
 // every node below every root the TCK used.
-func testDigestTCK(t *testing.T, addr string) {
+func testDigestTCK(t *testing.T, srv *zktest.Server) {
+	addr := srv.Addr()
 	auth := "digest:alice:" + newSecret()
 	var mu sync.Mutex
 	var roots []string
@@ -79,7 +85,7 @@ func testDigestTCK(t *testing.T, addr string) {
 			mu.Lock()
 			roots = append(roots, root)
 			mu.Unlock()
-			return digestHarness{addr: addr, root: root, auth: auth}, nil
+			return digestHarness{srv: srv, root: root, auth: auth}, nil
 		},
 		Ranges:    true,
 		Slots:     true,

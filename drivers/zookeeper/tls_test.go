@@ -70,6 +70,9 @@ func (h tlsHarness) NewStore(context.Context) (driver.Store, error) {
 
 func (h tlsHarness) Close() error { return nil }
 
+// Restart restarts the TLS server on its data (tck.Restarter).
+func (h tlsHarness) Restart(context.Context) error { return restartServer(h.env.srv) }
+
 // testTLSTCK: the whole TCK passes over TLS.
 func testTLSTCK(t *testing.T, env tlsEnv) {
 	tck.Run(t, tck.Suite{

@@ -68,12 +68,16 @@ func (h harness) Close() error { return nil }
 // Restart stops the server and starts it again on the same data directory
 // (tck.Restarter). The TCK runs its Restart check alone, so no other check
 // sees the server go.
-func (h harness) Restart(context.Context) error {
-	h.srv.Stop()
-	if h.srv.Running() {
-		return fmt.Errorf("%s still runs after Stop", h.srv)
+func (h harness) Restart(context.Context) error { return restartServer(h.srv) }
+
+// restartServer is every TCK harness's Restart: srv stopped, then started
+// again on its data directory and ports.
+func restartServer(srv *zktest.Server) error {
+	srv.Stop()
+	if srv.Running() {
+		return fmt.Errorf("%s still runs after Stop", srv)
 	}
-	h.srv.Start()
+	srv.Start()
 	return nil
 }
 

@@ -35,18 +35,28 @@ func StartTLSServer(t testing.TB, version string, ca *CA) *Server {
 		t.Fatalf("zktest: the classpath of ZooKeeper %s has no netty-codec jar, which its TLS port needs; %s", version, installHint)
 	}
 	s := startServer(t, version, &secureConfig{ca: ca, cert: ca.Issue("zookeeper-server")})
-	// srvr answered on the plaintext port; the TLS port opens with it, but
-	// is checked on its own so a test never races its listener.
-	deadline := time.Now().Add(startTimeout)
+	if err := s.waitSecure(startTimeout); err != nil {
+		s.halt(syscall.SIGKILL)
+		t.Fatal(s.failure("does not listen on its TLS port", err))
+	}
+	return s
+}
+
+// waitSecure waits until the TLS port, if the server has one, accepts
+// connections. srvr answered on the plaintext port; the TLS port opens
+// with it, but is checked on its own so a test never races its listener.
+func (s *Server) waitSecure(timeout time.Duration) error {
+	if s.secure == nil {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
 	for {
 		c, err := net.DialTimeout("tcp", s.SecureAddr(), time.Second)
 		if err == nil {
-			c.Close()
-			return s
+			return c.Close()
 		}
 		if time.Now().After(deadline) {
-			s.halt(syscall.SIGKILL)
-			t.Fatal(s.failure("does not listen on its TLS port", err))
+			return err
 		}
 		time.Sleep(pollInterval)
 	}

@@ -201,9 +201,10 @@ func (s *Server) Kill() {
 }
 
 // Start restarts a stopped server with the same data directory and ports,
-// and waits until it serves. An ensemble member serves only once it has
-// joined a quorum; to restart members that can only form one together, use
-// StartNoWait on each, then Ensemble.WaitQuorum.
+// and waits until it serves (on its TLS port too, if it has one). An
+// ensemble member serves only once it has joined a quorum; to restart
+// members that can only form one together, use StartNoWait on each, then
+// Ensemble.WaitQuorum.
 func (s *Server) Start() {
 	s.t.Helper()
 	s.restart("Start")
@@ -214,6 +215,10 @@ func (s *Server) Start() {
 	if err := s.waitServing(timeout); err != nil {
 		s.halt(syscall.SIGKILL)
 		s.t.Fatal(s.failure("did not serve after a restart", err))
+	}
+	if err := s.waitSecure(timeout); err != nil {
+		s.halt(syscall.SIGKILL)
+		s.t.Fatal(s.failure("does not listen on its TLS port after a restart", err))
 	}
 }
 
