@@ -148,11 +148,24 @@ func (s *Store) readSlots(ctx context.Context, ns string, nums []int, a *attempt
 	}
 	for i, r := range rs {
 		if r.err == nil {
+			s.seeSlotZxid(r.stat.Mzxid)
 			out[i].exists, out[i].stat = true, *r.stat
 			out[i].node, out[i].bad = decodeSlot(paths[i], r.data)
 		}
 	}
 	return out, nil
+}
+
+// seeSlotZxid records the mzxid of a slot node read or written. The highest
+// is a lower bound of the server's zxid: a write sent later that lands gets
+// a higher one, which tells it from a write made before (rewriteTerm).
+func (s *Store) seeSlotZxid(z int64) {
+	for {
+		old := s.slotZxid.Load()
+		if z <= old || s.slotZxid.CompareAndSwap(old, z) {
+			return
+		}
+	}
 }
 
 func (s *Store) readSlot(ctx context.Context, ns string, n int, a *attempts) (slotRead, error) {
@@ -674,7 +687,10 @@ func (s *Store) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a 
 // rewriteTerm compare-and-sets l's slot from st (the state last seen) to the
 // node change makes of it, reading again after a conflict or an unknown
 // outcome, as long as the slot holds l's term. settled, if set, may accept
-// a node read after an unknown outcome as the write having happened.
+// a node read after an unknown outcome as the write having happened; only
+// a node written after the write was sent can be its result (its mzxid is
+// above every one seen before), so that a term some earlier call released
+// (a second Release, an older copy of the lease) is never taken for ours.
 func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st *slotState) (slotNode, error),
 	settled func(r slotRead) bool) (*slotState, error) {
 	path := s.slotPath(l.Namespace, l.Slot)
@@ -685,13 +701,15 @@ func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st 
 		czxid = st.czxid
 	}
 	unknown := false
+	var sentAbove int64 // with unknown: the zxid seen before the first write whose outcome is unknown
 	for {
 		if st == nil {
 			var r slotRead
 			var err error
 			st, r, err = s.currentTerm(ctx, l, czxid, &a)
 			if err != nil {
-				if unknown && settled != nil && errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrRecreated) && settled(r) {
+				if unknown && settled != nil && errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrRecreated) &&
+					r.stat.Mzxid > sentAbove && settled(r) {
 					return nil, nil
 				}
 				return nil, err
@@ -706,9 +724,11 @@ func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st 
 			return nil, fmt.Errorf("zookeeper: %s: %w", path, err)
 		}
 		data, version := formatSlot(node), st.version
+		seen := s.slotZxid.Load()
 		stat, err := call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(path, data, version) })
 		switch {
 		case err == nil:
+			s.seeSlotZxid(stat.Mzxid)
 			if stat.Czxid != st.czxid {
 				// Recreated to the very version seen: the write landed on
 				// another node, and cannot be taken back.
@@ -723,6 +743,9 @@ func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st 
 		default:
 			if err := a.retry(ctx, err); err != nil {
 				return nil, fmt.Errorf("zookeeper: write %s: outcome unknown: %w", path, err)
+			}
+			if !unknown {
+				sentAbove = seen
 			}
 			st, unknown = nil, true
 		}

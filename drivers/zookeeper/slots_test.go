@@ -817,7 +817,9 @@ func testSlotAbandonedAcquire(t *testing.T, addr string) {
 }
 
 // testSlotLostReleaseAnswer: a release applied with its answer lost is
-// reported as done, and the slot is released.
+// reported as done, and the slot is released. A second Release of the term
+// is ErrLeaseLost, even when its own answer is lost too: the released node
+// it then reads is the first release's, not its own.
 func testSlotLostReleaseAnswer(t *testing.T, addr string) {
 	r := &slotRounds{}
 	s := openRounds(t, addr, r)
@@ -838,6 +840,11 @@ func testSlotLostReleaseAnswer(t *testing.T, addr string) {
 		t.Errorf("slot after the release: %+v, want released by me with next floor %d", n, l.Floor+2)
 	}
 	wantIs(t, s.Release(t.Context(), l, -1), driver.ErrLeaseLost, "a second Release")
+	armed.Store(true)
+	wantIs(t, s.Release(t.Context(), l, -1), driver.ErrLeaseLost, "a third Release, its answer lost")
+	if armed.Load() {
+		t.Fatal("the third Release sent no setData")
+	}
 }
 
 // testSlotRecreated: a slot node deleted and recreated by hand (even with

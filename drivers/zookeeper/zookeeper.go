@@ -219,7 +219,8 @@ type Store struct {
 	keysMu sync.Mutex
 	keys   map[string]*rangeKey
 
-	slotTurns slotTurnMap // acquires take turns per namespace (slots.go)
+	slotTurns slotTurnMap  // acquires take turns per namespace (slots.go)
+	slotZxid  atomic.Int64 // the highest mzxid of a slot node read or written (see seeSlotZxid)
 
 	lk lockState // lock nodes and the session as the Locker sees it (lockwatch.go)
 }
