@@ -151,6 +151,12 @@ func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
 	defer unlock()
 	path := s.rangePath(key)
 	a := attempts{s: s}
+	// A plain read answers from the connected server, which may lag the
+	// leader: sync first, so Current is never below a range already handed
+	// out by any store.
+	if err := s.sync(ctx, path, &a); err != nil {
+		return 0, false, err
+	}
 	n, err := s.readRange(ctx, path, &a)
 	if err != nil {
 		return 0, false, err
@@ -426,6 +432,20 @@ func (s *Store) readRange(ctx context.Context, path string, a *attempts) (rangeN
 		}
 		if err := a.retry(ctx, err); err != nil {
 			return rangeNode{}, fmt.Errorf("zookeeper: read %s: %w", path, err)
+		}
+	}
+}
+
+// sync makes the connected server catch up with the leader, so that the
+// reads that follow see every write committed before it.
+func (s *Store) sync(ctx context.Context, path string, a *attempts) error {
+	for {
+		_, err := call(ctx, s, func() (string, error) { return s.conn.Sync(path) })
+		if err == nil || errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err := a.retry(ctx, err); err != nil {
+			return fmt.Errorf("zookeeper: sync %s: %w", path, err)
 		}
 	}
 }
