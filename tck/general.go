@@ -19,7 +19,10 @@ func purgeChecks() []check {
 }
 
 func optionChecks() []check {
-	return []check{{"UnknownKey", needFactory, checkUnknownOption}}
+	return []check{
+		{"UnknownKey", needFactory, checkUnknownOption},
+		{"UnknownWithValid", needOptions, checkUnknownWithValid},
+	}
 }
 
 func closeChecks() []check {

@@ -27,6 +27,10 @@ func lockChecks() []check {
 		{"NotReentrant", needLocks, checkNotReentrant},
 		{"Names", needLocks, checkLockNames},
 		{"InvalidArguments", needLocks, checkLockArguments},
+		{"TryLockAtHandover", needLocks, checkTryLockAtHandover},
+		{"CancelAtGrant", needLocks, checkCancelAtGrant},
+		{"MiddleCancel", needLocks, checkMiddleCancel},
+		{"FIFOArrival", needLocks, checkFIFOArrival},
 	}
 }
 

@@ -21,6 +21,8 @@ func rangeChecks() []check {
 		{"Overflow", needRanges, checkOverflow},
 		{"Keys", needRanges, checkKeys},
 		{"InvalidArguments", needRanges, checkRangeArguments},
+		{"CurrentCreatesNothing", needRanges, checkCurrentCreatesNothing},
+		{"KeysSealed", needRanges, checkKeysSealed},
 	}
 }
 

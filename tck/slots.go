@@ -30,6 +30,12 @@ func slotChecks() []check {
 		{"SameIncarnation", needSlots, checkSameIncarnation},
 		{"Listing", needSlots, checkListing},
 		{"Seed", needSlots, checkSeed},
+		{"MostRecentFirst", needSlots, checkMostRecentFirst},
+		{"ExpiredFoundBySearch", needSlots, checkExpiredFoundBySearch},
+		{"NoEarlyTakeover", needSlots, checkNoEarlyTakeover},
+		{"ReleaseExpired", needSlots, checkReleaseExpired},
+		{"HighFloor", needSlots, checkHighFloor},
+		{"RenewClockBack", needSlots, checkRenewClockBack},
 	}
 }
 

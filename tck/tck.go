@@ -115,6 +115,10 @@ type Suite struct {
 	Ranges, Slots, Locks bool
 	// Factory, if set, is checked to reject unknown options.
 	Factory driver.Factory
+	// Options, if set, are valid options of Factory, which must open a
+	// store with them (it is closed at once); an unknown key added to them
+	// must still be rejected.
+	Options map[string]string
 	// TimeScale multiplies every ttl and wait the TCK uses (default 1).
 	TimeScale float64
 	// NotPersistent, when set, says why the driver keeps nothing across a
@@ -173,6 +177,7 @@ const (
 	needSlots
 	needLocks
 	needFactory
+	needOptions // Factory and Options
 )
 
 // missing returns why a check needing c cannot run, or "".
@@ -186,6 +191,8 @@ func (s Suite) missing(c capability) string {
 		return "the driver does not declare Locks (Suite.Locks is false)"
 	case c == needFactory && s.Factory == nil:
 		return "no Suite.Factory to check options with"
+	case c == needOptions && (s.Factory == nil || s.Options == nil):
+		return "no Suite.Factory and Suite.Options (valid options) to check options with"
 	}
 	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/tck"
@@ -31,11 +32,23 @@ func (tckHarness) Close() error { return nil }
 // process, and nothing of it outlives the program.
 const notPersistent = "a memory state lives in the process and ends with it"
 
+// StepClock moves the harness state's clock by d, as a ZooKeeper leader
+// change can move mtime (tck.ClockStepper).
+func (h tckHarness) StepClock(_ context.Context, d time.Duration) error {
+	st := sharedState(h.name)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	old := st.clock
+	st.clock = func() int64 { return old() + d.Milliseconds() }
+	return nil
+}
+
 func TestTCK(t *testing.T) {
 	tck.Run(t, tck.Suite{
 		NewHarness: newTCKHarness,
 		Ranges:     true, Slots: true, Locks: true,
 		Factory:       Open,
+		Options:       map[string]string{"name": "tck-options"},
 		NotPersistent: notPersistent,
 	})
 }

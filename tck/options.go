@@ -1,0 +1,31 @@
+package tck
+
+import (
+	"maps"
+	"strings"
+
+	"github.com/cosid-go/store"
+)
+
+// checkUnknownWithValid: the factory accepts Suite.Options, and refuses them
+// with one unknown key added, naming it: a known key beside it must not
+// make the check lax.
+func checkUnknownWithValid(e *env) {
+	d, err := e.suite.Factory(maps.Clone(e.suite.Options))
+	e.fatalIf(err, "the factory with Suite.Options %q", e.suite.Options)
+	e.fatalIf(d.Close(), "closing the store opened with Suite.Options")
+
+	const key = "tck.no-such-option"
+	opts := maps.Clone(e.suite.Options)
+	opts[key] = "1"
+	d, err = e.suite.Factory(opts)
+	if err == nil {
+		e.t.Errorf("the factory accepted the unknown option %q given with valid ones (%q)", key, e.suite.Options)
+		_ = d.Close() // the failure is reported; release the store
+		return
+	}
+	e.wantIs(err, store.ErrInvalidArgument, "unknown option %q with valid ones", key)
+	if !strings.Contains(err.Error(), key) {
+		e.t.Errorf("the error for the unknown option %q does not name it: %v", key, err)
+	}
+}
