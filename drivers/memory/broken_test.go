@@ -32,6 +32,9 @@ type brokenVariant struct {
 	wrap    func(*Store) driver.Store // the store the TCK gets
 	factory driver.Factory            // replaces Open as the suite's factory, if set
 	suite   func(*tck.Suite)          // changes the suite further, if set
+	// probe, if set, runs a scenario on the variant (wrap, factory) and on
+	// the sound store (no wrap, Open); the two outcomes must differ.
+	probe func(ctx context.Context, wrap func(*Store) driver.Store, factory driver.Factory) (string, error)
 }
 
 var brokenVariants = []brokenVariant{
@@ -101,6 +104,9 @@ func TestBroken(t *testing.T) {
 				}
 				return
 			}
+			if v.probe != nil {
+				checkProbe(t, v)
+			}
 			if r.err == nil {
 				t.Fatalf("the TCK passed on a store with the bug %q:\n%s", v.name, r.out)
 			}
@@ -110,6 +116,28 @@ func TestBroken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkProbe runs v's probe on the sound store and on v: a variant that
+// behaves like the sound store would prove nothing.
+func checkProbe(t *testing.T, v brokenVariant) {
+	t.Helper()
+	factory := v.factory
+	if factory == nil {
+		factory = Open
+	}
+	sound, err := v.probe(t.Context(), func(s *Store) driver.Store { return s }, Open)
+	if err != nil {
+		t.Fatalf("probe on the sound store: %v", err)
+	}
+	broken, err := v.probe(t.Context(), v.wrap, factory)
+	if err != nil {
+		t.Fatalf("probe on %q: %v", v.name, err)
+	}
+	if sound == broken {
+		t.Errorf("the variant %q behaves as the sound store in its probe: %s", v.name, sound)
+	}
+	t.Logf("probe: sound store: %s; %s: %s", sound, v.name, broken)
 }
 
 // TestBrokenChild is the entry point of TestBroken's children; in a normal
@@ -130,6 +158,7 @@ func TestBrokenChild(t *testing.T) {
 			},
 			Ranges: true, Slots: true, Locks: true,
 			Factory:       Open,
+			Options:       map[string]string{"name": "tck-options"},
 			NotPersistent: notPersistent,
 		}
 		if v.factory != nil {
