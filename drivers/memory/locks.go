@@ -157,6 +157,7 @@ func (l *lock) Unlock(context.Context) error {
 	defer st.mu.Unlock()
 	switch l.e.state {
 	case lostHold:
+		l.e.state = left // the loss is reported once; a second call returns nil
 		return fmt.Errorf("store closed while held: %w", driver.ErrLeaseLost)
 	case left:
 		return nil
