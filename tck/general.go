@@ -11,7 +11,10 @@ import (
 )
 
 func generalChecks() []check {
-	return []check{{"Declared", needNothing, checkDeclared}}
+	return []check{
+		{"Declared", needNothing, checkDeclared},
+		{"AtLeastOne", needNothing, checkAtLeastOne},
+	}
 }
 
 func purgeChecks() []check {
@@ -22,6 +25,7 @@ func optionChecks() []check {
 	return []check{
 		{"UnknownKey", needFactory, checkUnknownOption},
 		{"UnknownWithValid", needOptions, checkUnknownWithValid},
+		{"MalformedValue", needOptions, checkMalformedValue},
 	}
 }
 
@@ -291,5 +295,13 @@ func checkPurge(e *env) {
 			e.t.Errorf("lock fence %d after Purge is not above %d from before: fences must never repeat", l.Fence(), fence)
 		}
 		e.unlock(l)
+	}
+}
+
+// checkAtLeastOne: a driver store implements at least one capability.
+func checkAtLeastOne(e *env) {
+	d := e.open().Driver()
+	if !is[driver.RangeStore](d) && !is[driver.SlotStore](d) && !is[driver.Locker](d) {
+		e.t.Errorf("%T implements none of driver.RangeStore, driver.SlotStore and driver.Locker", d)
 	}
 }

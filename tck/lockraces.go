@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
 )
 
 // raceRounds is how often the checks of a handover race repeat it: a bug
@@ -169,4 +170,27 @@ func checkFIFOArrival(e *env) {
 	if diff := cmp.Diff(arrival, got); diff != "" {
 		e.t.Errorf("order in which waiters got the lock: -arrival +actual:\n%s", diff)
 	}
+}
+
+// checkUnlockAfterLost: at the driver, Unlock of a hold lost when its store
+// closed reports ErrLeaseLost, not success: the holder must learn that its
+// critical section was not protected to the end.
+func checkUnlockAfterLost(e *env) {
+	const name = "unlock-lost"
+	st := e.open(store.WithOwner("a"))
+	d, ok := st.Driver().(driver.Locker)
+	if !ok {
+		e.t.Fatalf("store %T declares Locks but does not implement driver.Locker", st.Driver())
+	}
+	l, err := d.Lock(e.ctx, name, "a", false)
+	e.fatalIf(err, "driver Lock")
+	e.fatalIf(st.Close(), "Close of the holder's store")
+	select {
+	case <-l.Lost():
+	case <-time.After(e.prompt):
+		e.t.Fatalf("Lost not closed within %v of closing the holder's store", e.prompt)
+	}
+	e.wantIs(l.Unlock(e.ctx), store.ErrLeaseLost, "driver Unlock of a hold lost when its store closed")
+	e.fatalIf(l.Unlock(e.ctx), "second driver Unlock of a lost hold")
+	e.unlock(e.lock(e.open(), name)) // the lock is free again
 }

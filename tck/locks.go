@@ -31,6 +31,7 @@ func lockChecks() []check {
 		{"CancelAtGrant", needLocks, checkCancelAtGrant},
 		{"MiddleCancel", needLocks, checkMiddleCancel},
 		{"FIFOArrival", needLocks, checkFIFOArrival},
+		{"UnlockAfterLost", needLocks, checkUnlockAfterLost},
 	}
 }
 

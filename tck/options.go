@@ -29,3 +29,26 @@ func checkUnknownWithValid(e *env) {
 		e.t.Errorf("the error for the unknown option %q does not name it: %v", key, err)
 	}
 }
+
+// checkMalformedValue: the factory refuses each of Suite.MalformedOptions,
+// given with the valid Suite.Options, with an error naming the key and the
+// value.
+func checkMalformedValue(e *env) {
+	if len(e.suite.MalformedOptions) == 0 {
+		e.t.Skip("no Suite.MalformedOptions: the driver names no option value it must refuse")
+	}
+	for key, value := range e.suite.MalformedOptions {
+		opts := maps.Clone(e.suite.Options)
+		opts[key] = value
+		d, err := e.suite.Factory(opts)
+		if err == nil {
+			e.t.Errorf("the factory accepted the malformed value %q of option %q", value, key)
+			_ = d.Close() // the failure is reported; release the store
+			continue
+		}
+		e.wantIs(err, store.ErrInvalidArgument, "option %q with the malformed value %q", key, value)
+		if !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), value) {
+			e.t.Errorf("the error for option %q with the malformed value %q does not name both: %v", key, value, err)
+		}
+	}
+}

@@ -119,6 +119,10 @@ type Suite struct {
 	// store with them (it is closed at once); an unknown key added to them
 	// must still be rejected.
 	Options map[string]string
+	// MalformedOptions, if set, maps option keys to values the factory
+	// must refuse (a duration that does not parse, a negative count); each
+	// is tried alone, added to Options.
+	MalformedOptions map[string]string
 	// TimeScale multiplies every ttl and wait the TCK uses (default 1).
 	TimeScale float64
 	// NotPersistent, when set, says why the driver keeps nothing across a

@@ -294,6 +294,18 @@ func init() {
 			wrap: func(s *Store) driver.Store { return lockBug{Store: s, sorted: true} }},
 		{name: "unknown-beside-name", catch: "Options/UnknownWithValid", probe: probeUnknownBesideName,
 			wrap: func(s *Store) driver.Store { return s }, factory: acceptUnknownBesideName},
+		{name: "unlock-lost-nil", catch: "Locks/UnlockAfterLost", probe: probeUnlockLost,
+			wrap: func(s *Store) driver.Store { return unlockLostNil{s} }},
+		{name: "bare-store", catch: "Capabilities/AtLeastOne", probe: probeBare,
+			wrap: func(s *Store) driver.Store { return bareStore{s} }},
+		// The memory driver has no option with a format; these two give it
+		// one (tck.count, a count) so that the malformed-value check runs on
+		// a sound factory and on a lax one.
+		{name: "sound-typed-options", wrap: func(s *Store) driver.Store { return s },
+			factory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
+		{name: "malformed-accepted", catch: "Options/MalformedValue", probe: probeMalformed,
+			wrap: func(s *Store) driver.Store { return s }, factory: typedFactory(true),
+			soundFactory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
 	}...)
 }
 
@@ -641,4 +653,78 @@ func probeUnknownBesideName(_ context.Context, _ func(*Store) driver.Store, fact
 		return "", err
 	}
 	return "refused", nil
+}
+
+// unlockLostNil reports success for the Unlock of a hold lost when its
+// store closed.
+type unlockLostNil struct{ *Store }
+
+type lostNilLock struct{ driver.Lock }
+
+func (l lostNilLock) Unlock(ctx context.Context) error {
+	if err := l.Lock.Unlock(ctx); !errors.Is(err, driver.ErrLeaseLost) {
+		return err
+	}
+	return nil
+}
+
+func (s unlockLostNil) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	l, err := s.Store.Lock(ctx, name, owner, wait)
+	if err != nil {
+		return nil, err
+	}
+	return lostNilLock{l}, nil
+}
+
+// bareStore implements no capability: only Close.
+type bareStore struct{ s *Store }
+
+func (b bareStore) Close() error { return b.s.Close() }
+
+// typedFactory opens a memory store and reads one more option, tck.count,
+// a count; a lax factory accepts any value of it.
+func typedFactory(lax bool) driver.Factory {
+	return func(options map[string]string) (driver.Store, error) {
+		o := driver.NewOptions(options)
+		name := o.String("name", "")
+		if lax {
+			o.String("tck.count", "0")
+		} else {
+			o.Int("tck.count", 0)
+		}
+		if err := o.Err(); err != nil {
+			return nil, err
+		}
+		return New(name), nil
+	}
+}
+
+func probeUnlockLost(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, _ := probeStore(wrap)
+	l, err := d.(driver.Locker).Lock(ctx, "n", "a", false)
+	if err != nil {
+		return "", err
+	}
+	if err := d.Close(); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Unlock after the store closed: %v", l.Unlock(ctx)), nil
+}
+
+func probeBare(_ context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, _ := probeStore(wrap)
+	defer d.Close()
+	_, r := d.(driver.RangeStore)
+	_, s := d.(driver.SlotStore)
+	_, k := d.(driver.Locker)
+	return fmt.Sprintf("capabilities: ranges %v, slots %v, locks %v", r, s, k), nil
+}
+
+func probeMalformed(_ context.Context, _ func(*Store) driver.Store, factory driver.Factory) (string, error) {
+	d, err := factory(map[string]string{"name": freshName("malformed"), "tck.count": "many"})
+	if err == nil {
+		d.Close()
+		return "tck.count=many accepted", nil
+	}
+	return fmt.Sprintf("refused: %v", err), nil
 }

@@ -35,6 +35,10 @@ type brokenVariant struct {
 	// probe, if set, runs a scenario on the variant (wrap, factory) and on
 	// the sound store (no wrap, Open); the two outcomes must differ.
 	probe func(ctx context.Context, wrap func(*Store) driver.Store, factory driver.Factory) (string, error)
+	// soundFactory is the sound counterpart of factory for the probe
+	// (default Open); malformed is the suite's MalformedOptions.
+	soundFactory driver.Factory
+	malformed    map[string]string
 }
 
 var brokenVariants = []brokenVariant{
@@ -126,7 +130,11 @@ func checkProbe(t *testing.T, v brokenVariant) {
 	if factory == nil {
 		factory = Open
 	}
-	sound, err := v.probe(t.Context(), func(s *Store) driver.Store { return s }, Open)
+	soundFactory := v.soundFactory
+	if soundFactory == nil {
+		soundFactory = Open
+	}
+	sound, err := v.probe(t.Context(), func(s *Store) driver.Store { return s }, soundFactory)
 	if err != nil {
 		t.Fatalf("probe on the sound store: %v", err)
 	}
@@ -164,6 +172,7 @@ func TestBrokenChild(t *testing.T) {
 		if v.factory != nil {
 			suite.Factory = v.factory
 		}
+		suite.MalformedOptions = v.malformed
 		if v.suite != nil {
 			v.suite(&suite)
 		}

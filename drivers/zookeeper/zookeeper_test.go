@@ -92,11 +92,16 @@ func testTCK(t *testing.T, srv *zktest.Server) {
 		NewHarness: func(context.Context, *testing.T) (tck.Harness, error) {
 			return harness{srv: srv, root: randomRoot()}, nil
 		},
-		Ranges:    true,
-		Slots:     true,
-		Locks:     true,
-		Factory:   Open,
-		Options:   testOptions(srv.Addr(), nil),
+		Ranges:  true,
+		Slots:   true,
+		Locks:   true,
+		Factory: Open,
+		Options: testOptions(srv.Addr(), nil),
+		MalformedOptions: map[string]string{
+			"sessionTimeout":   "soon",
+			"retry.maxRetries": "-1",
+			"retry.maxSleep":   "-5ms",
+		},
 		TimeScale: 2,
 	})
 }
