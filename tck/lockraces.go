@@ -194,3 +194,51 @@ func checkUnlockAfterLost(e *env) {
 	e.fatalIf(l.Unlock(e.ctx), "second driver Unlock of a lost hold")
 	e.unlock(e.lock(e.open(), name)) // the lock is free again
 }
+
+// checkLostBeforeGrant: when the holder's store closes, its Lost channel is
+// closed before the next waiter, in another store, is granted the lock:
+// there is never a moment with two holders that both believe they hold it.
+func checkLostBeforeGrant(e *env) {
+	const name = "lost-first"
+	second := e.open(store.WithOwner("second"))
+	for round := range raceRounds / 4 {
+		first := e.open(store.WithOwner("first"))
+		l1 := e.lock(first, name)
+		type grant struct {
+			l        *store.Lock
+			err      error
+			lostSeen bool
+		}
+		ch := make(chan grant, 1)
+		ctx := e.timeout(e.lockWait)
+		e.goroutine(func() {
+			l, err := second.Locks().Lock(ctx, name)
+			ch <- grant{l, err, isClosed(l1.Lost())}
+		})
+		e.awaitWaiters(second, name, "first", "second")
+		e.fatalIf(first.Close(), "round %d: Close of the holder's store", round)
+		var g grant
+		select {
+		case g = <-ch:
+		case <-time.After(e.prompt):
+			e.t.Fatalf("round %d: the waiter did not get the lock within %v of the holder's store closing", round, e.prompt)
+		}
+		e.fatalIf(g.err, "round %d: Lock by the waiter after the holder's store closed", round)
+		if !g.lostSeen {
+			e.t.Errorf("round %d: the waiter was granted the lock before the closed holder's Lost was closed", round)
+		}
+		e.unlock(g.l)
+		if e.t.Failed() {
+			return
+		}
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

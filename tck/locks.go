@@ -32,6 +32,7 @@ func lockChecks() []check {
 		{"MiddleCancel", needLocks, checkMiddleCancel},
 		{"FIFOArrival", needLocks, checkFIFOArrival},
 		{"UnlockAfterLost", needLocks, checkUnlockAfterLost},
+		{"LostBeforeGrant", needLocks, checkLostBeforeGrant},
 	}
 }
 

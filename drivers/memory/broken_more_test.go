@@ -296,6 +296,8 @@ func init() {
 			wrap: func(s *Store) driver.Store { return s }, factory: acceptUnknownBesideName},
 		{name: "unlock-lost-nil", catch: "Locks/UnlockAfterLost", probe: probeUnlockLost,
 			wrap: func(s *Store) driver.Store { return unlockLostNil{s} }},
+		{name: "lost-after-grant", catch: "Locks/LostBeforeGrant", probe: probeLostAfterGrant,
+			wrap: func(s *Store) driver.Store { return lostAfterGrant{s} }},
 		{name: "bare-store", catch: "Capabilities/AtLeastOne", probe: probeBare,
 			wrap: func(s *Store) driver.Store { return bareStore{s} }},
 		// The memory driver has no option with a format; these two give it
@@ -727,4 +729,56 @@ func probeMalformed(_ context.Context, _ func(*Store) driver.Store, factory driv
 		return "tck.count=many accepted", nil
 	}
 	return fmt.Sprintf("refused: %v", err), nil
+}
+
+// lostAfterGrant's Close hands its locks on first and closes their Lost
+// channels a moment later.
+type lostAfterGrant struct{ *Store }
+
+func (s lostAfterGrant) Close() error {
+	s.st.mu.Lock()
+	if s.closed {
+		s.st.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	var lost []*lockEntry
+	for e := range s.entries {
+		s.st.dequeue(e)
+		e.state = lostHold
+		lost = append(lost, e)
+	}
+	s.st.mu.Unlock()
+	time.Sleep(5 * time.Millisecond) // the bug's window
+	for _, e := range lost {
+		close(e.lost)
+	}
+	return nil
+}
+
+// probeLostAfterGrant: is the closed holder's Lost closed when the waiter
+// is granted the lock?
+func probeLostAfterGrant(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	ks, done := lockProbe(wrap, 2)
+	defer done()
+	l, err := ks[0].Lock(ctx, "n", "a", true)
+	if err != nil {
+		return "", err
+	}
+	ch := make(chan bool, 1)
+	go func() {
+		w, err := ks[1].Lock(ctx, "n", "b", true)
+		ch <- err == nil && isClosed(l.Lost())
+		if err == nil {
+			_ = w.Unlock(ctx) // the probe is done with it
+		}
+	}()
+	if err := awaitQueue(ctx, ks[1], "n", 2); err != nil {
+		return "", err
+	}
+	if err := ks[0].(driver.Store).Close(); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Lost closed when the waiter was granted: %v", <-ch), nil
 }
