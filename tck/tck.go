@@ -43,14 +43,23 @@
 // Each check is a subtest named group/check, so
 // `go test -run 'TestTCK/Slots/Reclaim$'` runs one of them:
 //
-//   - Capabilities: the declared capabilities are implemented; others give ErrUnsupported.
+//   - Capabilities: the declared capabilities are implemented; others give
+//     ErrUnsupported; a store has at least one.
 //   - Ranges: first range, never twice under concurrency from several stores,
-//     Current, Seal, Init, overflow, keys with '/', argument validation.
+//     Current, Seal, Init, overflow, keys with '/', argument validation,
+//     Current creating nothing, sealed keys listed.
 //   - Slots: namespace settings, argument validation, slot choice order,
 //     exhaustion, concurrent acquires, renewals, release floors, expiry
-//     takeover, fencing, reclaim, re-acquire of a live term, listings.
+//     takeover, fencing, reclaim, re-acquire of a live term, listings,
+//     the most recent slot first, expired slots found by the search, no
+//     takeover before expiry, late releases, floors above the ceiling a
+//     short ttl would give, renewals on a clock stepped back.
 //   - Locks: exclusion with growing fences, FIFO order, TryLock, cancelled
-//     waiters, double unlock, loss on Close, no reentrance, listings.
+//     waiters, double unlock, loss on Close, no reentrance, listings, and
+//     the races at a handover, each driven over many rounds: TryLock as the
+//     lock passes to a waiter, a cancel as it is granted, a closed holder's
+//     loss before the next grant; a middle waiter leaving, arrival order
+//     unlike sort order, Unlock of a lost hold.
 //   - Slots/Seed and Purge check the optional driver.SlotSeeder and
 //     driver.Purger, when the store implements them.
 //   - History: a slot's fence and next floor only grow: a seed never lowers
@@ -61,13 +70,17 @@
 //     indexes) and lock fences must have survived. A driver that keeps
 //     nothing across a restart sets Suite.NotPersistent, and the check
 //     skips with that reason; any other harness must implement Restarter.
-//   - Options: an unknown option is rejected, naming it (needs Suite.Factory).
+//   - Options: an unknown option is rejected, naming it, alone and beside
+//     valid options; a malformed value is rejected, naming key and value
+//     (needs Suite.Factory, Suite.Options, Suite.MalformedOptions).
 //   - Close: every operation after Close gives ErrClosed; lock waits end.
 //   - Errors: errors are *store.Error wrapping the sentinel; deadlines
 //     satisfy errors.Is(err, context.DeadlineExceeded).
 //
 // A capability the suite does not declare makes its checks skip, with the
-// reason.
+// reason; so does a check needing an optional harness capability the
+// harness lacks (ClockStepper: the store's clock stepped back). The section
+// Contracts and checks maps every contract sentence to its checks.
 //
 // # Time
 //
