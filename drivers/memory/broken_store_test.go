@@ -1,0 +1,440 @@
+package memory
+
+// Broken variants for the checks of sound listings, slot rules, options and
+// capabilities, each with a probe: a direct scenario whose outcome on the
+// variant differs from the sound store's, so each variant is shown to have
+// its bug, not only to fail the TCK. The lock variants are in
+// broken_locks_test.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+)
+
+func init() {
+	brokenVariants = append(brokenVariants, []brokenVariant{
+		{name: "current-creates", catch: "Ranges/CurrentCreatesNothing", probe: probeCurrentCreates,
+			wrap: func(s *Store) driver.Store { return currentCreates{s} }},
+		{name: "keys-skip-sealed", catch: "Ranges/KeysSealed", probe: probeKeysSkipSealed,
+			wrap: func(s *Store) driver.Store { return keysSkipSealed{s} }},
+		{name: "index-oldest-first", catch: "Slots/MostRecentFirst", probe: probeOldestFirst,
+			wrap: func(s *Store) driver.Store { return acquireBug{Store: s, oldestFirst: true} }},
+		{name: "search-skips-expired", catch: "Slots/ExpiredFoundBySearch", probe: probeSearchSkipsExpired,
+			wrap: func(s *Store) driver.Store { return acquireBug{Store: s, searchSkipsExpired: true} }},
+		{name: "early-takeover", catch: "Slots/NoEarlyTakeover", probe: probeEarly,
+			wrap: func(s *Store) driver.Store { return acquireBug{Store: s, early: true} }},
+		{name: "release-expired-noop", catch: "Slots/ReleaseExpired", probe: probeReleaseExpired,
+			wrap: func(s *Store) driver.Store { return releaseExpiredNoop{s} }},
+		{name: "ceiling-below-floor", catch: "Slots/HighFloor", probe: probeHighFloor,
+			wrap: func(s *Store) driver.Store { return ceilingBelowFloor{s} }},
+		{name: "renew-no-bounds", catch: "Slots/RenewClockBack", probe: probeRenewClockBack,
+			wrap: func(s *Store) driver.Store { return renewNoBounds{s} }},
+		{name: "trylock-gap", catch: "Locks/TryLockAtHandover", probe: probeTryLockGap,
+			wrap: func(s *Store) driver.Store { return lockBug{Store: s, gap: true} }},
+		{name: "drop-at-grant", catch: "Locks/CancelAtGrant", probe: probeDropAtGrant,
+			wrap: func(s *Store) driver.Store { return lockBug{Store: s, dropAtGrant: true} }},
+		{name: "wake-behind", catch: "Locks/MiddleCancel", probe: probeWakeBehind,
+			wrap: func(s *Store) driver.Store { return lockBug{Store: s, wakeBehind: true} }},
+		{name: "sorted-queue", catch: "Locks/FIFOArrival", probe: probeSorted,
+			wrap: func(s *Store) driver.Store { return lockBug{Store: s, sorted: true} }},
+		{name: "unknown-beside-name", catch: "Options/UnknownWithValid", probe: probeUnknownBesideName,
+			wrap: func(s *Store) driver.Store { return s }, factory: acceptUnknownBesideName},
+		{name: "unlock-lost-nil", catch: "Locks/UnlockAfterLost", probe: probeUnlockLost,
+			wrap: func(s *Store) driver.Store { return unlockLostNil{s} }},
+		{name: "lost-after-grant", catch: "Locks/LostBeforeGrant", probe: probeLostAfterGrant,
+			wrap: func(s *Store) driver.Store { return lostAfterGrant{s} }},
+		{name: "bare-store", catch: "Capabilities/AtLeastOne", probe: probeBare,
+			wrap: func(s *Store) driver.Store { return bareStore{s} }},
+		// The memory driver has no option with a format; these two give it
+		// one (tck.count, a count) so that the malformed-value check runs on
+		// a sound factory and on a lax one.
+		{name: "sound-typed-options", wrap: func(s *Store) driver.Store { return s },
+			factory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
+		{name: "malformed-accepted", catch: "Options/MalformedValue", probe: probeMalformed,
+			wrap: func(s *Store) driver.Store { return s }, factory: typedFactory(true),
+			soundFactory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
+	}...)
+}
+
+// currentCreates creates a missing key at 0 when Current reads it.
+type currentCreates struct{ *Store }
+
+func (s currentCreates) Current(ctx context.Context, key string) (int64, bool, error) {
+	next, sealed, err := s.Store.Current(ctx, key)
+	if err == nil && next == 0 && !sealed {
+		err = s.Store.Init(ctx, key, 0)
+	}
+	return next, sealed, err
+}
+
+// keysSkipSealed leaves sealed keys out of Keys.
+type keysSkipSealed struct{ *Store }
+
+func (s keysSkipSealed) Keys(ctx context.Context) ([]string, error) {
+	keys, err := s.Store.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, k := range keys {
+		if _, sealed, err := s.Store.Current(ctx, k); err != nil {
+			return nil, err
+		} else if !sealed {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// acquireBug is the memory driver's Acquire with one of three bugs.
+type acquireBug struct {
+	*Store
+	oldestFirst        bool // tries the owner's last slots oldest first
+	searchSkipsExpired bool // the lowest-free search takes only released or never-used slots
+	early              bool // judges a term expired a tolerance before its ExpiresAt
+}
+
+func (b acquireBug) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	if err := b.begin(ctx); err != nil {
+		return driver.Lease{}, err
+	}
+	defer b.st.mu.Unlock()
+	ns, err := b.st.namespace(req.Namespace)
+	if err != nil {
+		return driver.Lease{}, err
+	}
+	now := b.st.clock()
+	judgeNow := now
+	if b.early {
+		judgeNow += ns.tolerance.Milliseconds()
+	}
+	index := ns.owners[req.Owner]
+	if b.oldestFirst {
+		index = slices.Clone(index)
+		slices.Reverse(index)
+	}
+	first := driver.FirstSlots(index, req.Preferred, ns.limit)
+	for _, n := range first {
+		if v, _ := ns.slot(n).Judge(req, judgeNow); v == driver.SlotOwn {
+			return ns.slots[n].Lease(req.Namespace.Name, n), nil
+		}
+	}
+	try := func(n int, search bool) (driver.Lease, bool) {
+		r := ns.slot(n)
+		if search && b.searchSkipsExpired && r.Owner != "" {
+			return driver.Lease{}, false
+		}
+		switch v, _ := r.Judge(req, judgeNow); v {
+		case driver.SlotOwn:
+			return r.Lease(req.Namespace.Name, n), true
+		case driver.SlotFree:
+			r = r.NewTerm(req, now)
+			ns.slots[n] = r
+			ns.owners[req.Owner] = driver.RememberSlot(ns.owners[req.Owner], n)
+			return r.Lease(req.Namespace.Name, n), true
+		}
+		return driver.Lease{}, false
+	}
+	for _, n := range first {
+		if l, ok := try(n, false); ok {
+			return l, nil
+		}
+	}
+	for n := range ns.limit {
+		if l, ok := try(n, true); ok {
+			return l, nil
+		}
+	}
+	return driver.Lease{}, fmt.Errorf("all %d slots are held: %w", ns.limit, driver.ErrExhausted)
+}
+
+// releaseExpiredNoop answers a release of an expired term with success but
+// writes nothing: the term stays on the slot.
+type releaseExpiredNoop struct{ *Store }
+
+func (s releaseExpiredNoop) Release(ctx context.Context, l driver.Lease, used int64) error {
+	s.st.mu.Lock()
+	expired := false
+	if ns := s.st.spaces[l.Namespace]; ns != nil {
+		r := ns.slots[l.Slot]
+		expired = r.Holds(l) && !r.Live(s.st.clock())
+	}
+	s.st.mu.Unlock()
+	if expired {
+		return nil
+	}
+	return s.Store.Release(ctx, l, used)
+}
+
+// ceilingBelowFloor starts each term with no lower bound on its ceiling, so
+// a floor above now+ttl+tolerance ends up above the ceiling.
+type ceilingBelowFloor struct{ *Store }
+
+func (s ceilingBelowFloor) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	l, err := s.Store.Acquire(ctx, req)
+	if err != nil {
+		return l, err
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	ns := s.st.spaces[l.Namespace]
+	r := ns.slots[l.Slot]
+	if r.ExpiresMin == 0 { // a term never renewed
+		r.CeilingMin = 0
+		ns.slots[l.Slot] = r
+	}
+	return r.Lease(l.Namespace, l.Slot), nil
+}
+
+// renewNoBounds renews from the clock alone, recording no lower bounds.
+type renewNoBounds struct{ *Store }
+
+func (s renewNoBounds) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+	if err := s.begin(ctx); err != nil {
+		return l, err
+	}
+	defer s.st.mu.Unlock()
+	now := s.st.clock()
+	r, err := s.st.rewrite(l, func(r driver.SlotRecord) (driver.SlotRecord, error) {
+		n, err := r.Renewed(l, now)
+		n.ExpiresMin, n.CeilingMin = 0, n.Floor
+		return n, err
+	})
+	if err != nil {
+		return l, err
+	}
+	return r.Lease(l.Namespace, l.Slot), nil
+}
+
+// acceptUnknownBesideName checks unknown keys only when no name is given.
+func acceptUnknownBesideName(options map[string]string) (driver.Store, error) {
+	if name, ok := options["name"]; ok {
+		return New(name), nil
+	}
+	return Open(options)
+}
+
+// Probes. Each returns what it observed, as text; TestBroken wants the
+// sound store's answer and the variant's to differ.
+
+var probeNames sync.Map
+
+// probeStore opens a store on a private state, wrapped by wrap.
+func probeStore(wrap func(*Store) driver.Store) (driver.Store, *Store) {
+	s := New("")
+	return wrap(s), s
+}
+
+func freshName(what string) string {
+	n := 0
+	for {
+		n++
+		name := fmt.Sprintf("probe-%s-%d", what, n)
+		if _, dup := probeNames.LoadOrStore(name, true); !dup {
+			return name
+		}
+	}
+}
+
+func probeCurrentCreates(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, _ := probeStore(wrap)
+	defer d.Close()
+	r := d.(driver.RangeStore)
+	if _, _, err := r.Current(ctx, "k"); err != nil {
+		return "", err
+	}
+	keys, err := r.Keys(ctx)
+	return fmt.Sprintf("Keys after Current of a missing key: %q", keys), err
+}
+
+func probeKeysSkipSealed(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, _ := probeStore(wrap)
+	defer d.Close()
+	r := d.(driver.RangeStore)
+	if _, err := r.Seal(ctx, "k"); err != nil {
+		return "", err
+	}
+	keys, err := r.Keys(ctx)
+	return fmt.Sprintf("Keys with k sealed: %q", keys), err
+}
+
+func probeNS(limit int, tol time.Duration) driver.Namespace {
+	return driver.Namespace{Name: "probe", Limit: limit, Tolerance: tol}
+}
+
+func req(ns driver.Namespace, owner, inc string, ttl time.Duration, pref int) driver.AcquireRequest {
+	return driver.AcquireRequest{Namespace: ns, Owner: owner, Incarnation: inc, TTL: ttl, Preferred: pref}
+}
+
+// probeOldestFirst: an owner held slots 0 then 1 (two runs at once); which
+// does it get back, preferring slot 2?
+func probeOldestFirst(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, _ := probeStore(wrap)
+	defer d.Close()
+	s := d.(driver.SlotStore)
+	ns := probeNS(3, 0)
+	var held []driver.Lease
+	for i := range 2 {
+		l, err := s.Acquire(ctx, req(ns, "a", fmt.Sprint(i), time.Hour, 0))
+		if err != nil {
+			return "", err
+		}
+		held = append(held, l)
+	}
+	for _, l := range held {
+		if err := s.Release(ctx, l, -1); err != nil {
+			return "", err
+		}
+	}
+	l, err := s.Acquire(ctx, req(ns, "a", "2", time.Hour, 2))
+	return fmt.Sprintf("the owner of slots 0 then 1 gets slot %d back", l.Slot), err
+}
+
+// stepClock moves the state's clock by d.
+func stepClock(s *Store, d time.Duration) {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	old := s.st.clock
+	s.st.clock = func() int64 { return old() + d.Milliseconds() }
+}
+
+// probeSearchSkipsExpired: slot 0 expired, slot 1 held; a newcomer
+// prefers 1.
+func probeSearchSkipsExpired(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, raw := probeStore(wrap)
+	defer d.Close()
+	s := d.(driver.SlotStore)
+	ns := probeNS(2, 0)
+	if _, err := s.Acquire(ctx, req(ns, "a", "a", time.Second, 0)); err != nil {
+		return "", err
+	}
+	if _, err := s.Acquire(ctx, req(ns, "b", "b", time.Hour, 1)); err != nil {
+		return "", err
+	}
+	stepClock(raw, 2*time.Second)
+	l, err := s.Acquire(ctx, req(ns, "c", "c", time.Hour, 1))
+	return fmt.Sprintf("newcomer: slot %d, error %v", l.Slot, err), nil
+}
+
+// probeEarly: another owner tries a live term at once, with a tolerance as
+// long as the ttl.
+func probeEarly(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, _ := probeStore(wrap)
+	defer d.Close()
+	s := d.(driver.SlotStore)
+	ns := probeNS(1, time.Hour)
+	if _, err := s.Acquire(ctx, req(ns, "a", "a", time.Hour, 0)); err != nil {
+		return "", err
+	}
+	l, err := s.Acquire(ctx, req(ns, "b", "b", time.Hour, 0))
+	return fmt.Sprintf("another owner at once: fence %d, error %v", l.Fence, err), nil
+}
+
+// probeReleaseExpired: release a term past its expiry; who owns the slot?
+func probeReleaseExpired(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, raw := probeStore(wrap)
+	defer d.Close()
+	s := d.(driver.SlotStore)
+	ns := probeNS(1, 0)
+	l, err := s.Acquire(ctx, req(ns, "a", "a", time.Second, 0))
+	if err != nil {
+		return "", err
+	}
+	stepClock(raw, 2*time.Second)
+	if err := s.Release(ctx, l, l.Floor); err != nil {
+		return "", err
+	}
+	infos, err := s.Slots(ctx, ns.Name)
+	return fmt.Sprintf("slot 0 after a late release: owner %q", infos[0].Owner), err
+}
+
+// probeHighFloor: a short term after a long one released.
+func probeHighFloor(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, _ := probeStore(wrap)
+	defer d.Close()
+	s := d.(driver.SlotStore)
+	ns := probeNS(1, 0)
+	l, err := s.Acquire(ctx, req(ns, "a", "a", time.Hour, 0))
+	if err != nil {
+		return "", err
+	}
+	if err := s.Release(ctx, l, -1); err != nil {
+		return "", err
+	}
+	l, err = s.Acquire(ctx, req(ns, "a", "a", time.Second, 0))
+	return fmt.Sprintf("short term after a long one: ceiling >= floor: %v", l.Ceiling >= l.Floor), err
+}
+
+// probeRenewClockBack: renew after the clock stepped back an hour.
+func probeRenewClockBack(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, raw := probeStore(wrap)
+	defer d.Close()
+	s := d.(driver.SlotStore)
+	l, err := s.Acquire(ctx, req(probeNS(1, 0), "a", "a", time.Second, 0))
+	if err != nil {
+		return "", err
+	}
+	stepClock(raw, -time.Hour)
+	r, err := s.Renew(ctx, l)
+	return fmt.Sprintf("renewal after the clock stepped back: expiresAt kept: %v", r.ExpiresAt >= l.ExpiresAt), err
+}
+
+// probeUnknownBesideName: the factory with a valid and an unknown key.
+func probeUnknownBesideName(_ context.Context, _ func(*Store) driver.Store, factory driver.Factory) (string, error) {
+	d, err := factory(map[string]string{"name": freshName("options"), "bogus": "1"})
+	if err == nil {
+		d.Close()
+		return "accepted", nil
+	}
+	if !errors.Is(err, driver.ErrInvalidArgument) {
+		return "", err
+	}
+	return "refused", nil
+}
+
+// bareStore implements no capability: only Close.
+type bareStore struct{ s *Store }
+
+func (b bareStore) Close() error { return b.s.Close() }
+
+// typedFactory opens a memory store and reads one more option, tck.count,
+// a count; a lax factory accepts any value of it.
+func typedFactory(lax bool) driver.Factory {
+	return func(options map[string]string) (driver.Store, error) {
+		o := driver.NewOptions(options)
+		name := o.String("name", "")
+		if lax {
+			o.String("tck.count", "0")
+		} else {
+			o.Int("tck.count", 0)
+		}
+		if err := o.Err(); err != nil {
+			return nil, err
+		}
+		return New(name), nil
+	}
+}
+
+func probeBare(_ context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, _ := probeStore(wrap)
+	defer d.Close()
+	_, r := d.(driver.RangeStore)
+	_, s := d.(driver.SlotStore)
+	_, k := d.(driver.Locker)
+	return fmt.Sprintf("capabilities: ranges %v, slots %v, locks %v", r, s, k), nil
+}
+
+func probeMalformed(_ context.Context, _ func(*Store) driver.Store, factory driver.Factory) (string, error) {
+	d, err := factory(map[string]string{"name": freshName("malformed"), "tck.count": "many"})
+	if err == nil {
+		d.Close()
+		return "tck.count=many accepted", nil
+	}
+	return fmt.Sprintf("refused: %v", err), nil
+}
