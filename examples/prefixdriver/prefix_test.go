@@ -27,7 +27,9 @@ var harnesses atomic.Int64
 func TestTCK(t *testing.T) {
 	tck.Run(t, tck.Suite{
 		Ranges: true, Slots: true, Locks: true,
-		Factory: prefix.Open,
+		Factory:          prefix.Open,
+		Options:          map[string]string{"prefix": "app"},
+		MalformedOptions: map[string]string{"prefix": "a/b"},
 		// The wrapped memory driver keeps nothing across a restart.
 		NotPersistent: "it wraps the memory driver, whose state lives in the process",
 		NewHarness: func(ctx context.Context, t *testing.T) (tck.Harness, error) {
