@@ -79,7 +79,10 @@ func checkNoEarlyTakeover(e *env) {
 	a, b := e.open(), e.open()
 	tol := min(e.scaled(time.Second), store.MaxTolerance)
 	ns := store.Namespace{Name: "early", Limit: 1, Tolerance: tol}
-	la := e.acquire(a, ns, "a", store.AcquireOptions{TTL: e.scaled(time.Second)})
+	// A ttl a little above half the tolerance: the tries start soon after
+	// the acquire, and a driver judging expiry a tolerance early would let
+	// every one of them through.
+	la := e.acquire(a, ns, "a", store.AcquireOptions{TTL: tol/2 + e.scaled(100*time.Millisecond)})
 	// Try from half a tolerance before the expiry until it.
 	e.waitUntil(la.ExpiresAt - tol.Milliseconds()/2)
 	tries := 0
