@@ -296,14 +296,6 @@ func probeOldestFirst(ctx context.Context, wrap func(*Store) driver.Store, _ dri
 	return fmt.Sprintf("the owner of slots 0 then 1 gets slot %d back", l.Slot), err
 }
 
-// stepClock moves the state's clock by d.
-func stepClock(s *Store, d time.Duration) {
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	old := s.st.clock
-	s.st.clock = func() int64 { return old() + d.Milliseconds() }
-}
-
 // probeSearchSkipsExpired: slot 0 expired, slot 1 held; a newcomer
 // prefers 1.
 func probeSearchSkipsExpired(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
@@ -317,7 +309,7 @@ func probeSearchSkipsExpired(ctx context.Context, wrap func(*Store) driver.Store
 	if _, err := s.Acquire(ctx, req(ns, "b", "b", time.Hour, 1)); err != nil {
 		return "", err
 	}
-	stepClock(raw, 2*time.Second)
+	raw.st.stepClock(2 * time.Second)
 	l, err := s.Acquire(ctx, req(ns, "c", "c", time.Hour, 1))
 	return fmt.Sprintf("newcomer: slot %d, error %v", l.Slot, err), nil
 }
@@ -346,7 +338,7 @@ func probeReleaseExpired(ctx context.Context, wrap func(*Store) driver.Store, _ 
 	if err != nil {
 		return "", err
 	}
-	stepClock(raw, 2*time.Second)
+	raw.st.stepClock(2 * time.Second)
 	if err := s.Release(ctx, l, l.Floor); err != nil {
 		return "", err
 	}
@@ -380,7 +372,7 @@ func probeRenewClockBack(ctx context.Context, wrap func(*Store) driver.Store, _ 
 	if err != nil {
 		return "", err
 	}
-	stepClock(raw, -time.Hour)
+	raw.st.stepClock(-time.Hour)
 	r, err := s.Renew(ctx, l)
 	return fmt.Sprintf("renewal after the clock stepped back: expiresAt kept: %v", r.ExpiresAt >= l.ExpiresAt), err
 }

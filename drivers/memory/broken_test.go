@@ -33,7 +33,7 @@ type brokenVariant struct {
 	factory driver.Factory            // replaces Open as the suite's factory, if set
 	suite   func(*tck.Suite)          // changes the suite further, if set
 	// probe, if set, runs a scenario on the variant (wrap, factory) and on
-	// the sound store (no wrap, Open); the two outcomes must differ.
+	// the sound store (no wrap, soundFactory); the outcomes must differ.
 	probe func(ctx context.Context, wrap func(*Store) driver.Store, factory driver.Factory) (string, error)
 	// soundFactory is the sound counterpart of factory for the probe
 	// (default Open); malformed is the suite's MalformedOptions.

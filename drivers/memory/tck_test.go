@@ -35,12 +35,16 @@ const notPersistent = "a memory state lives in the process and ends with it"
 // StepClock moves the harness state's clock by d, as a ZooKeeper leader
 // change can move mtime (tck.ClockStepper).
 func (h tckHarness) StepClock(_ context.Context, d time.Duration) error {
-	st := sharedState(h.name)
+	sharedState(h.name).stepClock(d)
+	return nil
+}
+
+// stepClock moves the state's clock by d from where it is now.
+func (st *state) stepClock(d time.Duration) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	old := st.clock
 	st.clock = func() int64 { return old() + d.Milliseconds() }
-	return nil
 }
 
 func TestTCK(t *testing.T) {
