@@ -6,77 +6,137 @@
 // cannot test from outside a driver (it needs a network fault, or it binds
 // the repository, the portable layer or the caller) names the tests that
 // do. "ZK X" is the ZooKeeper driver's TestServer/<version>/X, "ZK Locks/X"
-// and "ZK Slots/X" are TestLocks/<version>/X and TestSlots/<version>/X.
+// and "ZK Slots/X" are TestLocks/<version>/X and TestSlots/<version>/X;
+// "driver X" is package driver's test X (the shared slot rules).
 //
-// package driver (63 sentences)
+// package driver (118 sentences)
 //
-//	D1  a capability it lacks: the user's call fails with ErrUnsupported         Capabilities/Declared
-//	D2  drivers return sentinels; the portable layer adds operation and key      Errors/Wrapped
-//	D3  Factory: reject an unknown option key, naming it                         Options/UnknownKey, Options/UnknownWithValid
-//	D4  Factory: reject a malformed value, naming the key and the value          Options/MalformedValue
-//	D5  Store: implements at least one of RangeStore, SlotStore, Locker          Capabilities/AtLeastOne
-//	D6  Close ends every goroutine and connection the store started              not observable from outside: ZK NoGoroutineLeft,
+//	D1   a capability it lacks: the user's call fails with ErrUnsupported        Capabilities/Declared
+//	D2   drivers return sentinels; the portable layer adds operation and key     Errors/Wrapped
+//	D3   Factory: reject an unknown option key, wrapping ErrInvalidArgument,     Options/UnknownKey, Options/UnknownWithValid
+//	D4   ... naming it, also when valid keys come with it                        Options/UnknownWithValid
+//	D5   Factory: reject a malformed value, naming the key and the value         Options/MalformedValue
+//	D6   Store: implements at least one of RangeStore, SlotStore, Locker         Capabilities/AtLeastOne
+//	D7   stores on one storage act as processes: each sees the others' writes    Ranges/Current, Ranges/Seal, Ranges/Init, Ranges/NeverTwice,
+//	                                                                             Slots/ConcurrentAcquire, Locks/Exclusion (several stores each)
+//	D8   a persistent driver keeps ranges, slot records, owner indexes and       Restart/Survives (needs Restarter; Suite.NotPersistent skips it, saying why)
+//	D9   ... lock fences across a restart of its storage                         Restart/Survives
+//	D10  Close ends every goroutine and connection the store started             not observable from outside: ZK NoGoroutineLeft,
 //	                                                                             ZK Locks/NoGoroutineLeft (goleak)
-//	D7  calls made after Close are refused by the portable layer                 Close/Ranges, Close/Slots, Close/Locks
-//	D8  a driver makes calls in flight return promptly on Close                  Close/Locks
-//	D9  Next reserves step values and returns start: [start, start+step)         Ranges/FirstRange, Ranges/NeverTwice
-//	D10 a missing key starts at 0                                                Ranges/FirstRange
-//	D11 no value is returned twice, across stores and across faults              Ranges/NeverTwice; faults: ZK LostAnswerIsAGap,
+//	D11  Close ends the store's lock holds and waits; waits return promptly      Close/Locks, Locks/LostOnClose, Locks/LostBeforeGrant
+//	D12  Close leaves slot terms alone: they expire as after a crash             Close/Slots
+//	D13  calls after Close get ErrClosed; a second Close never reaches a driver  Close/Ranges, Close/Slots, Close/Locks (each closes twice)
+//	D14  RangeStore keeps per key a next value and a sealed flag                 Ranges/Current, Ranges/Seal
+//	D15  keys are independent, "a" and "a/b" included (no parents)               Ranges/Keys; ZK ParentsAreNotKeys
+//	D16  Next reserves step values and returns start: [start, start+step)        Ranges/FirstRange, Ranges/NeverTwice
+//	D17  a missing key starts at 0 and exists from then on                       Ranges/FirstRange, Ranges/Keys
+//	D18  no value is returned twice, across goroutines, stores and faults        Ranges/NeverTwice, Restart/Survives; faults: ZK LostAnswerIsAGap,
 //	                                                                             ZK ContextEndsInFlight, TestEnsembleFaults
-//	D12 a sealed key gives ErrSealed                                             Ranges/Seal, Errors/Wrapped
-//	D13 past MaxInt64: ErrExhausted, changing nothing                            Ranges/Overflow
-//	D14 Current returns next and sealed, reserving nothing                       Ranges/Current, Ranges/Seal
-//	D15 Current of a missing key is (0, false)                                   Ranges/Current, Ranges/CurrentCreatesNothing
-//	D16 Seal marks the key sealed and returns its final next value               Ranges/Seal
-//	D17 sealing a sealed key is no error and returns the same value              Ranges/Seal
-//	D18 a missing key is sealed at 0                                             Ranges/Seal, Ranges/KeysSealed
-//	D19 Init creates the key at the given next value                             Ranges/Init, Ranges/CurrentCreatesNothing
-//	D20 Init at the key's value (sealed or not) succeeds, changes nothing        Ranges/Init, Ranges/Seal
-//	D21 Init at a different value fails with ErrConfigMismatch                   Ranges/Init, Ranges/Seal
-//	D22 Keys lists every existing key, sorted                                    Ranges/Keys, Ranges/KeysSealed, Ranges/CurrentCreatesNothing
-//	D23 namespace settings are fixed when it is first created                    Slots/ConfigMismatch
-//	D24 Reclaim may take over a live term of the same owner, other incarnation   Slots/Reclaim
-//	D25 lease times are milliseconds since the epoch in the store's clock        every Acquire and Renew (lease checks), Slots/FirstTerm
-//	D26 Lease.State is handed back unchanged on Renew and Release                portable layer; relied on by Slots/Renew, Slots/ReleaseFloor
-//	D27 Acquire creates a missing namespace                                      Slots/FirstTerm, Slots/Listing
-//	D28 ... ErrConfigMismatch if it exists with another Limit or Tolerance       Slots/ConfigMismatch
-//	D29 slot order: owner's last slots, preferred, lowest free                   Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
-//	D30 a live term of the same owner and incarnation is returned as it is       Slots/SameIncarnation
-//	D31 no free slot: ErrExhausted                                               Slots/Exhaustion, Slots/ConcurrentAcquire, Slots/Reclaim
-//	D32 fence: previous term's plus one, 1 for a slot never used                 Slots/Fence, Slots/FirstTerm, Slots/Takeover, Slots/Reclaim
-//	D33 floor: 0 never used; the next floor after a release;                     Slots/FirstTerm, Slots/ReleaseFloor, Slots/Takeover, Slots/Reclaim,
-//	                                                                             Slots/ExpiredFoundBySearch, Slots/HighFloor
-//	D34 Renew extends the term                                                   Slots/Renew, Slots/RenewAfterExpiry
-//	D35 ExpiresAt and Ceiling never decrease                                     Slots/Renew, Slots/RenewClockBack (needs ClockStepper)
-//	D36 the slot holds another term (or none): ErrLeaseLost                      Slots/Takeover, Slots/Reclaim, Slots/ReleaseFloor
-//	D37 Release ends the term                                                    Slots/ReleaseFloor, Slots/Exhaustion
-//	D38 next floor: clamp(used+1, Floor, Ceiling), or Ceiling when unknown       Slots/ReleaseFloor, Slots/ReleaseExpired
-//	D39 Release of a term no longer the slot's: ErrLeaseLost                     Slots/ReleaseFloor, Slots/Takeover, Slots/Reclaim, Slots/ReleaseExpired
-//	D40 Namespaces lists every namespace, sorted by name                         Slots/Listing, Slots/ConfigMismatch
-//	D41 Slots lists every used slot, by slot number                              Slots/Listing, Slots/ConcurrentAcquire
-//	D42 Slots of a missing namespace: ErrNotFound                                Slots/Listing, Slots/InvalidArguments
-//	D43 Lock waits until held or ctx ends                                        Locks/Exclusion, Errors/Deadline, Locks/NotReentrant
-//	D44 waiters get the lock in arrival order                                    Locks/FIFO, Locks/FIFOArrival
-//	D45 a waiter whose context ends leaves no trace, does not block the next     Locks/Cancel, Locks/MiddleCancel, Locks/CancelAtGrant (rounds)
-//	D46 wait false never waits; ErrLocked if another holds or waits              Locks/TryLock, Locks/TryLockAtHandover (rounds), Locks/NotReentrant
-//	D47 owner is recorded for tools                                              Locks/FIFO, Locks/FIFOArrival (Waiters lists owners)
-//	D48 Locks lists every lock ever taken, sorted                                Locks/Names
-//	D49 Waiters lists holder and waiters in lock order, holder first             Locks/FIFO, Locks/FIFOArrival
-//	D50 Waiters of a name never used: ErrNotFound                                Locks/Names
-//	D51 Unlock releases; only the caller's own hold is removed                   Locks/UnlockTwice, Locks/Exclusion
-//	D52 a second Unlock returns nil                                              Locks/UnlockTwice, Locks/UnlockAfterLost
-//	D53 Unlock after the hold was lost reports ErrLeaseLost                      Locks/UnlockAfterLost; other losses: ZK Locks/SessionExpiry
-//	D54 Fence grows with each holder and never wraps                             Locks/Exclusion, Locks/TryLock, Locks/LostOnClose, Purge/Everything;
-//	                                                                             a wrap is out of a test's reach: ZK Locks/FenceFirstNotAlone (czxid)
-//	D55 Lost closes as soon as the holder cannot be sure it holds                needs a network fault: ZK Locks/SessionExpiry, ZK Locks/SilentServer
-//	D56 ... and when the store closes                                            Locks/LostOnClose, Locks/LostBeforeGrant (rounds), Locks/UnlockAfterLost
-//	D57 Unlock does not close Lost                                               Locks/UnlockTwice
-//	D58 SeedSlot creates a missing namespace; other settings: ErrConfigMismatch  Slots/Seed
-//	D59 ... raises fence to at least fence, next floor to at least nextFloor     Slots/Seed, Slots/HighFloor
-//	D60 nothing is lowered: seeding again is harmless                            Slots/Seed
-//	D61 a slot with a live term: ErrLocked, unchanged                            Slots/Seed
-//	D62 Purge deletes everything the store keeps                                 Purge/Everything
-//	D63 ... and returns what it deleted, readable                                Purge/Everything
+//	D19  a write whose outcome is unknown is a gap, never retried as failed      needs a fault: ZK LostAnswerIsAGap, ZK ContextEndsInFlight
+//	D20  a sealed key gives ErrSealed                                            Ranges/Seal, Errors/Wrapped
+//	D21  past MaxInt64: ErrExhausted, changing nothing                           Ranges/Overflow
+//	D22  a range ending exactly at MaxInt64 succeeds; MaxInt64 is never issued   Ranges/Overflow
+//	D23  without faults the ranges of a key tile [0, next) with no gap           Ranges/NeverTwice
+//	D24  Current returns next and sealed, reserving nothing                      Ranges/Current, Ranges/Seal
+//	D25  Current creates nothing: (0, false), not listed, Init still works       Ranges/Current, Ranges/CurrentCreatesNothing
+//	D26  Current sees every other store's writes                                 Ranges/Current
+//	D27  Seal marks the key sealed and returns its final next value              Ranges/Seal
+//	D28  ... every store's Next of it then gives ErrSealed                       Ranges/Seal
+//	D29  sealing a sealed key is no error and returns the same value             Ranges/Seal
+//	D30  a missing key is sealed at 0, and then exists                           Ranges/Seal, Ranges/KeysSealed
+//	D31  Init creates the key at the given next value; Next continues from it    Ranges/Init, Ranges/CurrentCreatesNothing
+//	D32  Init's value is 0..MaxInt64                                             Ranges/InvalidArguments, Ranges/Overflow (Init at MaxInt64-10)
+//	D33  Init at the key's value (sealed or not) succeeds, changes nothing       Ranges/Init, Ranges/Seal
+//	D34  Init at a different value: ErrConfigMismatch, changing nothing          Ranges/Init, Ranges/Seal
+//	D35  Keys lists every existing key, sealed ones included, sorted             Ranges/Keys, Ranges/KeysSealed
+//	D36  ... as an empty, non-nil slice when there is none                       Ranges/Keys, Ranges/CurrentCreatesNothing, Purge/Everything
+//	D37  a key exists once Next, Seal or Init made it; nothing else is listed    Ranges/Keys, Ranges/CurrentCreatesNothing; ZK ParentsAreNotKeys
+//	D38  namespace settings are fixed when an Acquire or a SeedSlot creates it   Slots/ConfigMismatch, Slots/Seed
+//	D39  ... other settings later: ErrConfigMismatch, changing nothing           Slots/ConfigMismatch, Slots/Seed
+//	D40  AcquireRequest comes with defaults filled in and every field checked    the portable layer's: package store (Open, validation)
+//	D41  Reclaim may take over a live term of the same owner, other incarnation  Slots/Reclaim
+//	D42  lease times are milliseconds since the epoch in the store's clock       every Acquire and Renew (lease checks), Slots/FirstTerm
+//	D43  Lease.State is handed back unchanged on Renew and Release               portable layer; relied on by Slots/Renew, Slots/ReleaseFloor
+//	D44  SlotInfo is SlotRecord.Info: a term (live or expired) shows its holder  Slots/Listing, History/Listed; driver TestSlotViews
+//	D45  ... a released or seeded slot: no Owner, and its last term's fields     History/Listed, History/SeedNeverLowers
+//	D46  LastOwner: the owner of the last term ended (release, takeover, seed)   History/Listed; the seed: driver TestSlotSeeded
+//	D47  NextFloor: the next term starts there or above; during a term, Floor    History/Listed, Slots/ReleaseFloor
+//	D48  SlotStore keeps per slot a SlotRecord, per owner its last slots         Slots/MostRecentFirst, Restart/Survives; driver TestOwnerIndex
+//	D49  ... at most OwnerIndexLen, most recent first                            Slots/MostRecentFirst; driver TestOwnerIndex
+//	D50  the rules are SlotRecord's; times: the store's clock, not the caller's  driver TestSlotJudge ... TestSlotSeeded; Slots/RenewClockBack
+//	D51  Acquire creates a missing namespace                                     Slots/FirstTerm, Slots/Listing
+//	D52  ... ErrConfigMismatch, creating nothing, if other Limit or Tolerance    Slots/ConfigMismatch
+//	D53  a live term of the same owner and incarnation is returned as it is,     Slots/SameIncarnation
+//	D54  ... whatever the order, with or without Reclaim, from any store         Slots/SameIncarnation
+//	D55  order: the owner's last slots (most recent first), preferred, lowest    Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
+//	D56  free: never used, released, or expired (now >= ExpiresAt), any holder's Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover,
+//	                                                                             Slots/ExpiredFoundBySearch; driver TestSlotJudge
+//	D57  never a live term of another owner, however close its expiry            Slots/NoEarlyTakeover, Slots/Exhaustion
+//	D58  another incarnation without Reclaim gets another slot                   Slots/Reclaim
+//	D59  no free slot: ErrExhausted, only after every slot was judged            Slots/Exhaustion, Slots/ConcurrentAcquire, Slots/Reclaim;
+//	                                                                             reads: ZK Slots/FullNamespace
+//	D60  a slot at fence MaxInt64, or corrupt, is passed over and named          driver TestSlotJudge; ZK Slots/CorruptSlot
+//	D61  fence: previous term's plus one, 1 for a slot never used                Slots/Fence, Slots/FirstTerm, Slots/Takeover, Slots/Reclaim
+//	D62  ... above the purged fences after a purge                               History/PurgeKeepsSlotFences; ZK TestPurgeFences
+//	D63  floor: 0 never used; the next floor after a release or a seed;          Slots/FirstTerm, Slots/ReleaseFloor, Slots/Seed, History/SeedNeverLowers
+//	D64  ... max(next floor, old ceiling) on taking an expired or reclaimed term Slots/Takeover, Slots/Reclaim, Slots/ExpiredFoundBySearch,
+//	                                                                             History/SeedAfterExpiry
+//	D65  ExpiresAt = now + TTL; Ceiling = max(Floor, ExpiresAt + Tolerance)      Slots/FirstTerm, Slots/HighFloor, every lease (fresh times)
+//	D66  LastOwner: the taken-over term's owner on a takeover, kept otherwise    History/Listed
+//	D67  the slot goes first in the owner's index in the same atomic write       Slots/MostRecentFirst, Restart/Survives
+//	D68  Renew: ExpiresAt = max(old, now + TTL), Ceiling likewise                Slots/Renew, Slots/RenewAfterExpiry
+//	D69  ... neither decreases, even when the store's clock steps back           Slots/Renew, Slots/RenewClockBack (needs ClockStepper); driver TestSlotRenewed
+//	D70  ... fence, floor and everything else stay                               every Renew (lease checks); driver TestSlotRenewed
+//	D71  a renewal after ExpiresAt of an untouched term continues it             Slots/RenewAfterExpiry
+//	D72  another term or none (released, taken, seeded, purged): ErrLeaseLost    Slots/Takeover, Slots/Reclaim, Slots/ReleaseFloor, History/SeedAfterExpiry,
+//	                                                                             Purge/Everything
+//	D73  Release ends the term                                                   Slots/ReleaseFloor, Slots/Exhaustion
+//	D74  next floor: clamp(used+1, Floor, Ceiling), or Ceiling when unknown      Slots/ReleaseFloor, Slots/ReleaseExpired
+//	D75  ... Ceiling the highest any renewal reported, even from an older copy   Slots/Renew
+//	D76  the slot is then free; its fence and LastOwner (the releaser) stay      Slots/ReleaseFloor, Slots/Fence, History/Listed
+//	D77  releasing an expired term nobody took succeeds                          Slots/ReleaseExpired
+//	D78  Release of a term no longer the slot's, or a second one: ErrLeaseLost   Slots/ReleaseFloor, Slots/Takeover, Slots/Reclaim, Slots/ReleaseExpired
+//	D79  Namespaces lists every namespace with its settings, sorted by name      Slots/Listing, Slots/ConfigMismatch
+//	D80  ... as an empty, non-nil slice when there is none                       Slots/InvalidArguments, Purge/Everything
+//	D81  Slots lists every slot ever acquired or seeded, by slot number          Slots/Listing, Slots/ConcurrentAcquire, Slots/Seed, History/Listed
+//	D82  ... live, expired or released; a slot never used is not listed          Slots/Listing, History/Listed
+//	D83  Slots of a missing namespace: ErrNotFound                               Slots/Listing, Slots/InvalidArguments
+//	D84  Locker keeps per name a queue and a fence counter that only grows       Locks/Exclusion, Restart/Survives, Purge/Everything
+//	D85  Lock waits until held or ctx ends                                       Locks/Exclusion, Errors/Deadline, Locks/NotReentrant
+//	D86  at most one holder at any instant, across stores                        Locks/Exclusion, Locks/TryLockAtHandover (rounds)
+//	D87  waiters get the lock in arrival order, whatever their owner names       Locks/FIFO, Locks/FIFOArrival
+//	D88  a waiter whose context ends returns promptly, leaves no trace,          Locks/Cancel, Locks/MiddleCancel, Errors/Deadline
+//	D89  ... and does not block the next                                         Locks/Cancel, Locks/MiddleCancel
+//	D90  a waiter cancelled at the instant of its grant passes the lock on       Locks/CancelAtGrant (rounds)
+//	D91  wait false never waits; ErrLocked if another holds or waits             Locks/TryLock, Locks/NotReentrant
+//	D92  ... also right after an unlock while a waiter is queued                 Locks/TryLockAtHandover (rounds)
+//	D93  not reentrant: a second Lock by the same store waits                    Locks/NotReentrant
+//	D94  owner is recorded for tools                                             Locks/FIFO, Locks/FIFOArrival (Waiters lists owners)
+//	D95  Close ends the store's waits (ErrClosed) and holds (Lost, next waiter)  Close/Locks, Locks/LostOnClose, Locks/LostBeforeGrant (rounds)
+//	D96  Locks lists every lock ever taken, sorted; empty, non-nil if none       Locks/Names
+//	D97  Waiters lists holder and waiters in lock order, holder first            Locks/FIFO, Locks/FIFOArrival
+//	D98  ... empty when the lock is free; a name never used: ErrNotFound         Locks/Names
+//	D99  Unlock releases and the next waiter gets the lock                       Locks/Exclusion, Locks/FIFO
+//	D100 ... only the caller's own hold is removed, never a later holder's       Locks/UnlockTwice, Locks/Exclusion
+//	D101 a second Unlock returns nil                                             Locks/UnlockTwice, Locks/UnlockAfterLost
+//	D102 Unlock after the hold was lost reports ErrLeaseLost                     Locks/UnlockAfterLost; other losses: ZK Locks/SessionExpiry
+//	D103 Fence is above every earlier holder's, in any store                     Locks/Exclusion, Locks/TryLock, Locks/LostOnClose
+//	D104 ... across restarts and purges, and never wraps                         Restart/Survives, Purge/Everything; a wrap is out of a test's reach:
+//	                                                                             ZK Locks/FenceFirstNotAlone (czxid)
+//	D105 Lost closes as soon as the holder cannot be sure it holds               needs a network fault: ZK Locks/SessionExpiry, ZK Locks/SilentServer
+//	D106 ... and when the store closes                                           Locks/LostOnClose, Locks/LostBeforeGrant (rounds), Locks/UnlockAfterLost
+//	D107 Unlock does not close Lost                                              Locks/UnlockTwice
+//	D108 SeedSlot makes a missing namespace; other settings: ErrConfigMismatch   Slots/Seed
+//	D109 ... raises fence to at least fence, next floor to at least nextFloor    Slots/Seed, Slots/HighFloor, History/SeedNeverLowers
+//	D110 nothing is ever lowered: seeding again is harmless                      Slots/Seed, History/SeedNeverLowers
+//	D111 a slot never used becomes a released slot, listed, whose next term      History/SeedNeverLowers (listed before a first term), Slots/Seed
+//	D112 ... gets the fence plus 1 and the next floor                            Slots/Seed, History/SeedNeverLowers
+//	D113 an expired term is ended first: its holder's Renew gives ErrLeaseLost   History/SeedAfterExpiry
+//	D114 ... the next term starts at the seeded floor, even above the ceiling    History/SeedAfterExpiry
+//	D115 a slot with a live term: ErrLocked, unchanged                           Slots/Seed
+//	D116 Purge deletes everything the store keeps: a new store finds nothing     Purge/Everything
+//	D117 ... and returns what it deleted, one readable entry per thing           Purge/Everything
+//	D118 after a purge, lock and slot fences stay above every earlier one        Purge/Everything, History/PurgeKeepsSlotFences; ZK TestPurgeFences
 //
 // SPEC 2, shape (17 sentences)
 //
@@ -136,13 +196,15 @@
 //	S4.14 a renew after expiresAt of an untouched term continues it     Slots/RenewAfterExpiry
 //	S4.15 Release ends the term; used is optional                       Slots/ReleaseFloor, Slots/ReleaseExpired
 //	S4.16 Release comes after the holder stopped issuing                the caller's rule (package idgen), not a driver's
-//	S4.17 Slots lists used slots with owner and lease times             Slots/Listing
-//	S4.18 fence +1 with every new term, never decreasing                Slots/Fence, Slots/Takeover, Slots/Reclaim
+//	S4.17 Slots lists used slots with owner and lease times             Slots/Listing, History/Listed
+//	S4.18 fence +1 with every new term, never decreasing                Slots/Fence, Slots/Takeover, Slots/Reclaim, History/SeedNeverLowers,
+//	                                                                    History/PurgeKeepsSlotFences, Restart/Survives
 //	S4.19 ... even if the slot node is recreated from a backup          Slots/Seed; ZK Slots/RecreatedSlot, ZK Slots/HandWrittenSlot
 //	S4.20 the holder issues floor <= t < ceiling, stops at expiresAt    the holder's rule (package idgen); floor <= ceiling: every lease,
 //	                                                                    Slots/HighFloor
 //	S4.21 after a release: clamp(used+1, floor, ceiling), or ceiling    Slots/ReleaseFloor, Slots/ReleaseExpired
-//	S4.22 after an expiry or reclaim: max(next floor, old ceiling)      Slots/Takeover, Slots/Reclaim, Slots/ExpiredFoundBySearch, Slots/RenewClockBack
+//	S4.22 after an expiry or reclaim: max(next floor, old ceiling)      Slots/Takeover, Slots/Reclaim, Slots/ExpiredFoundBySearch, Slots/RenewClockBack,
+//	                                                                    History/SeedAfterExpiry
 //	S4.23 a slot never used: floor 0                                    Slots/FirstTerm
 //	S4.24 expiresAt = max(expiresMin, mtime+ttl),                       Slots/FirstTerm, every lease (fresh times), Slots/HighFloor
 //
@@ -154,7 +216,8 @@
 //
 //	S5.1  Lock blocks until held or the context ends                     Locks/Exclusion, Errors/Deadline, Locks/NotReentrant
 //	S5.2  TryLock never waits                                            Locks/TryLock, Locks/TryLockAtHandover
-//	S5.3  Unlock; Fence: 64-bit, grows with each holder, never wraps     Locks/Exclusion, Locks/TryLock, Locks/LostOnClose, Purge/Everything
+//	S5.3  Unlock; Fence: 64-bit, grows with each holder, never wraps     Locks/Exclusion, Locks/TryLock, Locks/LostOnClose, Purge/Everything,
+//	                                                                     Restart/Survives
 //	S5.4  Lost closes when the holder cannot be sure (session expired,   store closed: Locks/LostOnClose, Locks/LostBeforeGrant;
 //	                                                                     faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
 //	S5.5  fair: arrival order                                            Locks/FIFO, Locks/FIFOArrival
