@@ -39,7 +39,7 @@
 //	D23  without faults the ranges of a key tile [0, next) with no gap           Ranges/NeverTwice
 //	D24  Current returns next and sealed, reserving nothing                      Ranges/Current, Ranges/Seal
 //	D25  Current creates nothing: (0, false), not listed, Init still works       Ranges/Current, Ranges/CurrentCreatesNothing
-//	D26  Current sees every other store's writes                                 Ranges/Current
+//	D26  Current sees every other store's writes                                 Ranges/Current; an ensemble follower: ZK TestEnsembleFaults
 //	D27  Seal marks the key sealed and returns its final next value              Ranges/Seal
 //	D28  ... every store's Next of it then gives ErrSealed                       Ranges/Seal
 //	D29  sealing a sealed key is no error and returns the same value             Ranges/Seal
