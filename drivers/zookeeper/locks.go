@@ -91,6 +91,10 @@ func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver
 	if err := checkSupplementary(name); err != nil {
 		return nil, err
 	}
+	if !s.lk.sniffing && s.lk.requested == 0 {
+		return nil, fmt.Errorf("zookeeper: Lock on a store made by New needs the option sessionTimeout "+
+			"(the connection's negotiated session timeout) to know when a hold may be lost: %w", driver.ErrInvalidArgument)
+	}
 	requeues := attempts{s: s}
 	for {
 		l, err := s.lockOnce(ctx, name, owner, wait)
@@ -187,8 +191,9 @@ func (s *Store) sendCreate(ctx context.Context, n *lockNode, prefix string) erro
 	answer := make(chan error, 1)
 	go func() {
 		defer s.calls.Done()
+		sent := monoNow()
 		path, err := s.conn.Create(prefix, []byte(n.owner), zk.FlagEphemeral|zk.FlagSequence, s.acl)
-		s.lk.createAnswered(s, n, done, path, err)
+		s.lk.createAnswered(s, n, done, sent, path, err)
 		answer <- err
 	}()
 	select {
@@ -309,6 +314,9 @@ func (s *Store) awaitTurn(ctx context.Context, n *lockNode, wait bool) (int64, e
 			s.removeTwins(ctx, n, twins)
 		}
 		if pred == "" {
+			if err := s.ensureLive(ctx, n); err != nil {
+				return 0, err
+			}
 			if err := s.markHeld(n); err != nil {
 				return 0, err
 			}

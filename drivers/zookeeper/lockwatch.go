@@ -20,28 +20,14 @@ import (
 // when a held lock must be reported lost. The recipe itself is in locks.go.
 //
 // A lock is lost when its session ends (expired, or replaced by another
-// session), when the store closes, or when the store has been without a
-// session for longer than it may safely assume the server keeps it. For
-// that last rule the store needs two things go-zookeeper does not expose:
-// the negotiated session timeout and the moment the server was last heard.
-// A store that made its connection (Open) reads both off the wire: the
-// handshake answer carries the timeout and the session ID, and every byte
-// read is news from the server. The server expires a session one timeout
-// after it last heard from the client, which is no earlier than the
-// client last heard from it (less the network delay, which the margin
-// covers), so "last heard + timeout - margin" is a deadline the server
-// cannot beat. Starting the timer at the disconnect event instead would be
-// late: go-zookeeper notices a silent server only after two thirds of the
-// timeout.
-//
-// A store on a caller's connection (New) sees neither the timeout nor the
-// wire, and gets no event callback: it polls conn.State and
-// conn.SessionID while it has lock nodes, and counts any moment without a
-// session as a loss.
-
-// lostMarginDivisor: the disconnect deadline is the session timeout less a
-// tenth of it, for network delay and timer latency.
-const lostMarginDivisor = 10
+// session), when the store closes, or when requests through the leader no
+// longer prove the session alive (lockwatch_confirm.go). For that last rule
+// the store needs the negotiated session timeout, which go-zookeeper does
+// not expose. A store that made its connection (Open) reads it off the
+// wire: the handshake answer carries the timeout and the session ID. A store
+// on a caller's connection (New) is told it by the caller (option
+// sessionTimeout); it gets no event callback, so it polls conn.State and
+// conn.SessionID while it has lock nodes.
 
 // sessionPollInterval is how often a store on a caller's connection looks at
 // the connection's state while it has lock nodes.
@@ -62,15 +48,17 @@ type lockState struct {
 	// Written by the wire wrapper (sniffing stores only).
 	negotiated atomic.Int64 // ms, from the last handshake answer
 	sessionID  atomic.Int64 // from the last handshake answer
-	heard      atomic.Int64 // monoNow() when a server was last read from
 
-	mu        sync.Mutex
-	nodes     map[*lockNode]struct{}
-	inSession bool          // the last state seen is HasSession
-	noSession bool          // without a session past the deadline: holds are unsafe
-	timer     *time.Timer   // the disconnect deadline, while without a session
-	timerGen  int           // invalidates a timer that fired too late to be stopped
-	closing   bool          // Close began: no new nodes, session news ignored
+	mu      sync.Mutex
+	nodes   map[*lockNode]struct{}
+	closing bool // Close began: no new nodes, session news ignored
+	// The liveness rule (lockwatch_confirm.go).
+	confirmSID    int64           // the session recent and deadline are of
+	recent        []time.Duration // send times of confirmed requests, oldest first
+	deadline      time.Duration   // monoNow() until which holds are proven alive
+	deadlineTimer *time.Timer
+	deadlineGen   int  // invalidates a timer that fired too late to be stopped
+	confirming    bool // the confirmation loop runs
 	stopped   bool          // Close is done with lock cleanup: no new background work
 	polling   bool          // the poller of a caller's connection runs
 	sessionUp chan struct{} // closed when a session is (re)gained
@@ -114,8 +102,7 @@ const (
 )
 
 // sniff returns a wrapper for the store's network connections that reads
-// the handshake answer and notes every read, around the given one (a test
-// hook, or nil).
+// the handshake answer, around the given one (a test hook, or nil).
 func (lk *lockState) sniff(requested time.Duration, inner func(net.Conn) net.Conn) func(net.Conn) net.Conn {
 	lk.sniffing, lk.requested = true, requested
 	return func(c net.Conn) net.Conn {
@@ -138,7 +125,6 @@ type sniffConn struct {
 func (c *sniffConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.lk.heard.Store(int64(monoNow()))
 		if c.got < len(c.head) {
 			c.got += copy(c.head[c.got:], p[:n])
 			// Session ID 0 is the server saying the session expired; its
@@ -279,13 +265,19 @@ func (lk *lockState) startCreate(n *lockNode) chan struct{} {
 // after the Lock call stopped waiting for it. The create was sent in
 // session n.sid; if that is still the session, the node is of it, since a
 // session never comes back once replaced.
-func (lk *lockState) createAnswered(s *Store, n *lockNode, done chan struct{}, path string, err error) {
+//
+// A create is a write, so the leader answered it: it confirms the session
+// as of sent (see lockwatch_confirm.go).
+func (lk *lockState) createAnswered(s *Store, n *lockNode, done chan struct{}, sent time.Duration, path string, err error) {
 	sid := s.conn.SessionID()
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	if err == nil {
 		n.path = path
 		n.confirmed = sid == n.sid
+		if n.confirmed {
+			s.confirmedLocked(sid, sent)
+		}
 	}
 	close(done)
 }
@@ -322,9 +314,9 @@ func (lk *lockState) lostErr(n *lockNode) error {
 	return n.lostErr
 }
 
-// markHeld makes n a holder, unless it was lost meanwhile or the store is
-// past its disconnect deadline (the listing that made n first may predate
-// it): then the Lock call starts again.
+// markHeld makes n a holder, unless it was lost meanwhile or its session is
+// not proven alive through the leader now (see ensureLive): then the Lock
+// call starts again.
 func (s *Store) markHeld(n *lockNode) error {
 	lk := &s.lk
 	lk.mu.Lock()
@@ -334,10 +326,11 @@ func (s *Store) markHeld(n *lockNode) error {
 		return driver.ErrClosed
 	case n.lostErr != nil:
 		return fmt.Errorf("%v: %w", n.lostErr, errRequeue)
-	case lk.noSession:
-		return fmt.Errorf("no session for longer than the session timeout: %w", errRequeue)
+	case !lk.liveLocked(n.sid):
+		return fmt.Errorf("the session was not confirmed through the leader in time: %w", errRequeue)
 	}
 	n.phase = held
+	s.startConfirmingLocked()
 	return nil
 }
 
@@ -416,12 +409,6 @@ func (s *Store) observeSession(has bool, sid int64, expired bool) {
 			close(lk.sessionUp)
 			lk.sessionUp = nil
 		}
-		lk.inSession, lk.noSession = true, false
-		lk.timerGen++
-		if lk.timer != nil {
-			lk.timer.Stop()
-			lk.timer = nil
-		}
 		return
 	}
 	if expired {
@@ -432,32 +419,6 @@ func (s *Store) observeSession(has bool, sid int64, expired bool) {
 			}
 		}
 	}
-	if !lk.inSession {
-		return
-	}
-	lk.inSession = false
-	lk.timerGen++
-	gen := lk.timerGen
-	wait := time.Duration(-1)
-	if lk.sniffing {
-		if heard := lk.heard.Load(); heard > 0 {
-			t := lk.sessionTimeout()
-			wait = time.Duration(heard) + t - t/lostMarginDivisor - monoNow()
-		}
-	}
-	if wait <= 0 {
-		// The deadline has passed, or is unknown (a caller's connection,
-		// or nothing heard yet): any time without a session is too long.
-		s.disconnectTimeoutLocked()
-		return
-	}
-	lk.timer = time.AfterFunc(wait, func() {
-		lk.mu.Lock()
-		defer lk.mu.Unlock()
-		if gen == lk.timerGen && !lk.closing {
-			s.disconnectTimeoutLocked()
-		}
-	})
 }
 
 // forgetDeadHoldLocked drops a hold that died with its session: nothing is
@@ -472,21 +433,6 @@ func (s *Store) forgetDeadHoldLocked(n *lockNode) {
 		return
 	}
 	s.removeLostLocked(n)
-}
-
-// disconnectTimeoutLocked loses every hold: the session may be gone by now
-// and another may hold the lock. The nodes may still exist (the session
-// can come back), so each is removed in the background.
-func (s *Store) disconnectTimeoutLocked() {
-	lk := &s.lk
-	lk.noSession = true
-	why := fmt.Errorf("zookeeper: no session for longer than the session timeout (%v) less a margin", lk.sessionTimeout())
-	for n := range lk.nodes {
-		if n.phase == held {
-			lk.lose(n, why, false)
-			s.removeLostLocked(n)
-		}
-	}
 }
 
 // removeLostLocked starts the removal of a lost hold. Called with lk.mu held.
@@ -513,11 +459,7 @@ func (s *Store) closeLocks() {
 	lk := &s.lk
 	lk.mu.Lock()
 	lk.closing = true
-	lk.timerGen++
-	if lk.timer != nil {
-		lk.timer.Stop()
-		lk.timer = nil
-	}
+	lk.stopConfirmingLocked()
 	var nodes []*lockNode
 	for n := range lk.nodes {
 		lk.lose(n, errors.New("zookeeper: store closed"), s.owned)

@@ -190,7 +190,7 @@ const (
 )
 
 // connectionOptions describe the connection Open makes; New refuses them.
-var connectionOptions = []string{"connectString", "sessionTimeout", "connectionTimeout", "blockUntilConnectedWait"}
+var connectionOptions = []string{"connectString", "connectionTimeout", "blockUntilConnectedWait"}
 
 // Store is an open ZooKeeper store. It implements driver.Store,
 // driver.RangeStore, driver.SlotStore, driver.Locker, and the optional
@@ -285,8 +285,11 @@ func open(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, erro
 
 // New returns a store on conn, a connection the caller made and still owns:
 // closing the store leaves it open, and the caller closes it after the
-// store. options may set root and the retry options only. New does not wait
-// for a session; operations wait for one within their context.
+// store. options may set root, the retry options and sessionTimeout: the
+// session timeout conn negotiated (or less), which Lock needs for its
+// liveness rule and go-zookeeper does not expose; without it Lock fails.
+// New does not wait for a session; operations wait for one within their
+// context.
 func New(conn *zk.Conn, options map[string]string) (*Store, error) {
 	if conn == nil {
 		return nil, fmt.Errorf("zookeeper: New: nil *zk.Conn: %w", driver.ErrInvalidArgument)
@@ -297,6 +300,7 @@ func New(conn *zk.Conn, options map[string]string) (*Store, error) {
 	}
 	s := newStore(cfg)
 	s.conn = conn
+	s.lk.requested = cfg.sessionTimeout
 	return s, nil
 }
 
@@ -378,9 +382,15 @@ func parseOptions(m map[string]string, ownConn bool) (config, error) {
 	var connectString string
 	if ownConn {
 		connectString = o.String("connectString", defaultConnectString)
-		cfg.sessionTimeout = o.Duration("sessionTimeout", defaultSessionTimeout)
 		cfg.connectionTimeout = o.Duration("connectionTimeout", defaultConnectionTimeout)
 		cfg.blockUntilConnectedWait = o.Duration("blockUntilConnectedWait", defaultBlockUntilConnectedWait)
+	}
+	if ownConn {
+		cfg.sessionTimeout = o.Duration("sessionTimeout", defaultSessionTimeout)
+	} else {
+		// New: the caller's connection's session timeout, which locks need
+		// (go-zookeeper does not expose it); 0 when not given.
+		cfg.sessionTimeout = o.Duration("sessionTimeout", 0)
 	}
 	cfg.retry.base = o.Duration("retry.baseSleepTime", defaultRetryBaseSleepTime)
 	cfg.retry.maxRetries = o.Int("retry.maxRetries", defaultRetryMaxRetries)
@@ -399,12 +409,12 @@ func parseOptions(m map[string]string, ownConn bool) (config, error) {
 			return config{}, bad("connectString", why)
 		}
 		cfg.servers = servers
-		if cfg.sessionTimeout < time.Millisecond {
-			return config{}, bad("sessionTimeout", "must be at least 1ms")
-		}
 		if cfg.connectionTimeout <= 0 {
 			return config{}, bad("connectionTimeout", "must be positive")
 		}
+	}
+	if _, set := m["sessionTimeout"]; (set || ownConn) && cfg.sessionTimeout < time.Millisecond {
+		return config{}, bad("sessionTimeout", "must be at least 1ms")
 	}
 	if why := checkRoot(cfg.root); why != "" {
 		return config{}, bad("root", why)

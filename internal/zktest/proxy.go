@@ -1,7 +1,6 @@
 package zktest
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -15,6 +14,8 @@ type Proxy struct {
 	ln     net.Listener
 
 	mu       sync.Mutex
+	thawed   *sync.Cond // signalled by Thaw and close
+	frozen   bool
 	cut      bool
 	closed   bool
 	accepted int
@@ -32,6 +33,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 		t.Fatalf("zktest: proxy listen: %v", err)
 	}
 	p := &Proxy{target: target, ln: ln, open: map[net.Conn]struct{}{}}
+	p.thawed = sync.NewCond(&p.mu)
 	p.wg.Add(1)
 	go p.acceptLoop()
 	t.Cleanup(p.close)
@@ -47,6 +49,7 @@ func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = true
+	p.thawed.Broadcast()
 	for c := range p.open {
 		c.Close()
 	}
@@ -57,6 +60,22 @@ func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
+}
+
+// Freeze holds every byte in both directions, of open and new connections,
+// with the sockets left open: to each side the other has gone silent.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = true
+}
+
+// Thaw forwards again, the held bytes first.
+func (p *Proxy) Thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = false
+	p.thawed.Broadcast()
 }
 
 // Conns returns how many connections the proxy has accepted to forward so
@@ -109,16 +128,37 @@ func (p *Proxy) forward(client net.Conn) {
 
 	done := make(chan struct{})
 	go func() {
-		io.Copy(server, client)
+		p.copy(server, client)
 		// Closing both ends unblocks the other copy.
 		client.Close()
 		server.Close()
 		close(done)
 	}()
-	io.Copy(client, server)
+	p.copy(client, server)
 	client.Close()
 	server.Close()
 	<-done
+}
+
+// copy forwards src to dst, holding what it read while the proxy is frozen.
+func (p *Proxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for p.frozen && !p.closed && !p.cut {
+				p.thawed.Wait()
+			}
+			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (p *Proxy) drop(c net.Conn) {
@@ -131,6 +171,7 @@ func (p *Proxy) drop(c net.Conn) {
 func (p *Proxy) close() {
 	p.mu.Lock()
 	p.closed = true
+	p.thawed.Broadcast()
 	for c := range p.open {
 		c.Close()
 	}

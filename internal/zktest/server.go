@@ -66,6 +66,10 @@ type Server struct {
 	peerPort     int
 	electionPort int
 
+	// links[myid] are the peer and election addresses this member uses
+	// for member myid: proxies, in an ensemble started with links.
+	links map[int][2]string
+
 	mu   sync.Mutex
 	proc *process // nil when stopped
 }
@@ -267,6 +271,10 @@ func (s *Server) writeConfig(members []*Server) error {
 	b.WriteString("forceSync=no\nmaxClientCnxns=0\n")
 	s.writeSecureConfig(&b)
 	for _, m := range members {
+		if l, ok := s.links[m.myid]; ok {
+			fmt.Fprintf(&b, "server.%d=%s:%s\n", m.myid, l[0], l[1][strings.LastIndex(l[1], ":")+1:])
+			continue
+		}
 		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", m.myid, m.peerPort, m.electionPort)
 	}
 	if s.myid > 0 {
@@ -422,6 +430,11 @@ func (s *Server) cleanup() {
 type Ensemble struct {
 	Members []*Server
 	t       testing.TB
+
+	// links[i] are the proxies of every member-to-member link of member i,
+	// both ways (StartLinkedEnsemble only).
+	links  [][]*Proxy
+	linked bool
 }
 
 // StartEnsemble starts an ensemble of n servers of version on free
@@ -429,6 +442,65 @@ type Ensemble struct {
 // members are killed when the test ends. It fails the test when
 // COSID_ZK_SERVERS is set: an existing server cannot stand in for one.
 func StartEnsemble(t testing.TB, version string, n int) *Ensemble {
+	t.Helper()
+	return startEnsemble(t, version, n, false)
+}
+
+// StartLinkedEnsemble is StartEnsemble with every member-to-member link
+// (quorum and election ports) through a loopback Proxy of its own, so that
+// Isolate can cut one member off from the others while its clients stay
+// connected. One limit: ZooKeeper answers an election connection from a
+// lower id by connecting back to the address that member announces (its
+// real port), so those election links bypass the proxies; the quorum links,
+// which carry the leader's pings and the followers' requests, never do.
+func StartLinkedEnsemble(t testing.TB, version string, n int) *Ensemble {
+	t.Helper()
+	return startEnsemble(t, version, n, true)
+}
+
+// Isolate freezes every member-to-member link of Members[i], both ways:
+// its bytes are held with the sockets open, as in a network partition.
+func (e *Ensemble) Isolate(i int) {
+	e.mustLink("Isolate")
+	for _, p := range e.links[i] {
+		p.Freeze()
+	}
+}
+
+// Heal undoes Isolate(i).
+func (e *Ensemble) Heal(i int) {
+	e.mustLink("Heal")
+	for _, p := range e.links[i] {
+		p.Thaw()
+	}
+}
+
+func (e *Ensemble) mustLink(method string) {
+	if !e.linked {
+		e.t.Fatalf("zktest: Ensemble.%s needs an ensemble started by StartLinkedEnsemble", method)
+	}
+}
+
+// link puts a proxy on each link from member i to member j (j's quorum and
+// election ports, as i dials them), and lists it under both members.
+func (e *Ensemble) link() {
+	e.links = make([][]*Proxy, len(e.Members))
+	for i, from := range e.Members {
+		from.links = map[int][2]string{}
+		for j, to := range e.Members {
+			if i == j {
+				continue
+			}
+			peer := NewProxy(e.t, fmt.Sprintf("127.0.0.1:%d", to.peerPort))
+			election := NewProxy(e.t, fmt.Sprintf("127.0.0.1:%d", to.electionPort))
+			from.links[to.myid] = [2]string{peer.Addr(), election.Addr()}
+			e.links[i] = append(e.links[i], peer, election)
+			e.links[j] = append(e.links[j], peer, election)
+		}
+	}
+}
+
+func startEnsemble(t testing.TB, version string, n int, linked bool) *Ensemble {
 	t.Helper()
 	if addr := strings.TrimSpace(os.Getenv(envServers)); addr != "" {
 		t.Fatalf("zktest: StartEnsemble needs servers started by the tests, but %s=%s points at an existing one; unset %s to run this test",
@@ -441,7 +513,7 @@ func StartEnsemble(t testing.TB, version string, n int) *Ensemble {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Ensemble{t: t}
+	e := &Ensemble{t: t, linked: linked}
 	for i := range n {
 		e.Members = append(e.Members, &Server{t: t, version: version, cp: cp, dir: t.TempDir(), myid: i + 1, size: n})
 	}
@@ -453,6 +525,9 @@ func StartEnsemble(t testing.TB, version string, n int) *Ensemble {
 					t.Fatal(err)
 				}
 			}
+		}
+		if linked {
+			e.link()
 		}
 		for _, m := range e.Members {
 			if err := m.writeConfig(e.Members); err != nil {

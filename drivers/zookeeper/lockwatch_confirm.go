@@ -1,0 +1,228 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// The liveness rule of SPEC 5: a hold is trusted only as long as requests
+// that went through the leader prove its session alive. A follower cut off
+// from the leader keeps answering pings while the leader expires the
+// session, so nothing heard from the connected server counts.
+//
+// What a confirmed request proves needs care. The leader does not reset a
+// session's expiry when a follower forwards one of its requests: it learns
+// that a follower's client is alive from the follower's answer to the
+// leader's next ping (sent every half tick, and T is at least two ticks, so
+// at most T/4 later). Hence:
+//
+//   - Two confirmed requests sent at a and b >= a+pairSpacing (> T/4): the
+//     ping answer reporting a went up the follower's one link to the leader
+//     before b did, and b was answered, so the leader counts the session
+//     from a or later: it cannot expire before a+T.
+//   - One confirmed request sent at b, alone: the client pings every T/3
+//     (go-zookeeper does), so some activity at or after b-T/4-T/3 was
+//     reported before b went up: the session lives until b+5T/12.
+//
+// Lost closes at the best of these instants less a margin, on the monotonic
+// clock. While the store holds a lock, one loop sends a sync every
+// pairSpacing, serving every hold; without holds it does not run.
+
+// confirmMarginDivisor: the margin is T/20, for timer latency and the
+// leader's clock rounding.
+const confirmMarginDivisor = 20
+
+// pairSpacing is the least distance between two confirmed requests that
+// proves the first was reported to the leader, and the loop's period.
+func pairSpacing(t time.Duration) time.Duration { return t * 3 / 10 }
+
+// aliveUntil is how long after its send time a request confirmed alone, or
+// the first of a pair, proves the session alive, less the margin.
+func aliveUntil(t time.Duration, paired bool) time.Duration {
+	if paired {
+		return t - t/confirmMarginDivisor
+	}
+	return t*5/12 - t/confirmMarginDivisor
+}
+
+// confirmed records a request sent at sent (monoNow) in session sid that
+// the leader answered. Called with lk.mu held.
+func (s *Store) confirmedLocked(sid int64, sent time.Duration) {
+	lk := &s.lk
+	if sid != lk.confirmSID {
+		lk.confirmSID, lk.recent, lk.deadline = sid, nil, 0
+	}
+	t := lk.sessionTimeout()
+	best := sent + aliveUntil(t, false)
+	keep := lk.recent[:0]
+	for _, a := range lk.recent {
+		if sent-a >= pairSpacing(t) {
+			best = max(best, a+aliveUntil(t, true))
+		}
+		if sent-a < t {
+			keep = append(keep, a)
+		}
+	}
+	lk.recent = append(keep, sent)
+	if best > lk.deadline {
+		lk.deadline = best
+		s.armDeadlineLocked()
+	}
+}
+
+// confirmed is confirmedLocked for callers without the lock.
+func (s *Store) confirmed(sid int64, sent time.Duration) {
+	s.lk.mu.Lock()
+	defer s.lk.mu.Unlock()
+	s.confirmedLocked(sid, sent)
+}
+
+// liveLocked reports whether holds of session sid are proven alive now.
+func (lk *lockState) liveLocked(sid int64) bool {
+	return sid == lk.confirmSID && monoNow() < lk.deadline
+}
+
+// armDeadlineLocked sets the timer that loses every hold at the deadline.
+func (s *Store) armDeadlineLocked() {
+	lk := &s.lk
+	if lk.closing {
+		return
+	}
+	lk.deadlineGen++
+	gen := lk.deadlineGen
+	if lk.deadlineTimer != nil {
+		lk.deadlineTimer.Stop()
+	}
+	lk.deadlineTimer = time.AfterFunc(lk.deadline-monoNow(), func() {
+		lk.mu.Lock()
+		defer lk.mu.Unlock()
+		if gen == lk.deadlineGen && !lk.closing {
+			s.unconfirmedLocked()
+		}
+	})
+}
+
+// unconfirmedLocked loses every hold: the session may have expired at the
+// leader by now. Each node is removed in the background, in case the
+// session lives on.
+func (s *Store) unconfirmedLocked() {
+	lk := &s.lk
+	why := fmt.Errorf("zookeeper: session not confirmed through the leader for the session timeout (%v) less a margin", lk.sessionTimeout())
+	for n := range lk.nodes {
+		if n.phase == held {
+			lk.lose(n, why, false)
+			s.removeLostLocked(n)
+		}
+	}
+}
+
+// startConfirmingLocked starts the loop if a hold exists and it is not
+// running. Called with lk.mu held, after a hold was marked.
+func (s *Store) startConfirmingLocked() {
+	lk := &s.lk
+	if lk.confirming || lk.stopped || lk.closing {
+		return
+	}
+	lk.confirming = true
+	lk.wg.Add(1)
+	go s.confirmLoop()
+}
+
+// holdsLocked reports whether the store holds a lock.
+func (lk *lockState) holdsLocked() bool {
+	for n := range lk.nodes {
+		if n.phase == held && n.lostErr == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// confirmLoop sends a sync every pairSpacing after the last confirmed
+// request, while the store holds a lock.
+func (s *Store) confirmLoop() {
+	lk := &s.lk
+	defer lk.wg.Done()
+	bg := lk.background()
+	for {
+		lk.mu.Lock()
+		if !lk.holdsLocked() || lk.closing {
+			lk.confirming = false
+			lk.mu.Unlock()
+			return
+		}
+		var last time.Duration
+		if len(lk.recent) > 0 {
+			last = lk.recent[len(lk.recent)-1]
+		}
+		wait := last + pairSpacing(lk.sessionTimeout()) - monoNow()
+		lk.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-bg.Done():
+				t.Stop()
+				continue
+			}
+		}
+		s.confirmOnce(bg.Done())
+	}
+}
+
+// confirmOnce sends one sync through the leader and records it if it is
+// answered in the session it was sent in. A failure waits a little (the
+// deadline timer, not this loop, decides when holds are lost).
+func (s *Store) confirmOnce(stop <-chan struct{}) {
+	sid := s.conn.SessionID()
+	sent := monoNow()
+	_, err := s.conn.Sync("/")
+	if err == nil && sid != 0 && s.conn.SessionID() == sid {
+		s.confirmed(sid, sent)
+		return
+	}
+	t := time.NewTimer(s.retry.sleep(0))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-stop:
+	}
+}
+
+// stopConfirmingLocked stops the deadline timer (Close).
+func (lk *lockState) stopConfirmingLocked() {
+	lk.deadlineGen++
+	if lk.deadlineTimer != nil {
+		lk.deadlineTimer.Stop()
+		lk.deadlineTimer = nil
+	}
+}
+
+// ensureLive makes sure n's session is proven alive before n becomes a
+// hold: a waiter granted long after its create sends one sync first. An
+// uncontended Lock is granted on its create's confirmation, with no extra
+// round trip.
+func (s *Store) ensureLive(ctx context.Context, n *lockNode) error {
+	s.lk.mu.Lock()
+	live := s.lk.liveLocked(n.sid)
+	s.lk.mu.Unlock()
+	if live {
+		return nil
+	}
+	sent := monoNow()
+	_, err := call(ctx, s, func() (string, error) { return s.conn.Sync("/") })
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, driver.ErrClosed) {
+			return err
+		}
+		return fmt.Errorf("zookeeper: confirm the session: %v: %w", err, errRequeue)
+	}
+	if s.conn.SessionID() == n.sid {
+		s.confirmed(n.sid, sent)
+	}
+	return nil
+}
