@@ -24,8 +24,8 @@ import (
 // find its node when the connection drops before the create's answer
 // arrives. The fence is the node's czxid: it grows with every create in
 // the ensemble and, unlike the 32-bit sequence number, never wraps. The
-// parent is persistent and never deleted at run time, so sequence numbers
-// and fences only grow. Session tracking and Lost are in lockwatch.go.
+// parent is a container node, which the server deletes once unused; fences
+// still only grow. Session tracking and Lost are in lockwatch.go.
 
 const (
 	lockNodePrefix = "_c_"
@@ -152,7 +152,7 @@ func (s *Store) createLockNode(ctx context.Context, n *lockNode) error {
 			}
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
-			if err := s.createParents(ctx, prefix, &a); err != nil {
+			if err := s.createLockParent(ctx, n.parent, &a); err != nil {
 				return err
 			}
 			continue
@@ -203,6 +203,29 @@ func (s *Store) sendCreate(ctx context.Context, n *lockNode, prefix string) erro
 		return ctx.Err()
 	case <-s.closing:
 		return driver.ErrClosed
+	}
+}
+
+// createLockParent creates a lock name's node as a container (ZooKeeper
+// 3.5+), so the server deletes it once its last waiter is gone: programs
+// that lock per entity do not grow the tree without bound. Sequence
+// numbers then start again in a new parent; fences, being czxids, still
+// only grow. Its ancestors are persistent.
+func (s *Store) createLockParent(ctx context.Context, parent string, a *attempts) error {
+	if err := s.createParents(ctx, parent, a); err != nil {
+		return err
+	}
+	for {
+		_, err := call(ctx, s, func() (string, error) { return s.conn.CreateContainer(parent, nil, zk.FlagContainer, openACL) })
+		if err == nil || errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		if definite(err) {
+			return fmt.Errorf("zookeeper: create %s: %w", parent, err)
+		}
+		if err := a.retry(ctx, err); err != nil {
+			return fmt.Errorf("zookeeper: create %s: %w", parent, err)
+		}
 	}
 }
 

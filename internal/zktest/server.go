@@ -39,6 +39,9 @@ var jvmFlags = []string{
 	// Perf data files in /tmp would outlive a SIGKILLed JVM.
 	"-XX:-UsePerfData",
 	"-XX:+ExitOnOutOfMemoryError",
+	// The container manager deletes empty container nodes every minute by
+	// default; tests that watch one vanish should not wait that long.
+	"-Dznode.container.checkIntervalMs=500",
 	// A member that starts before its peers backs off its election
 	// notifications up to 60s, so an ensemble whose JVMs came up unevenly
 	// could take many seconds to elect. Read at class load, hence -D.
