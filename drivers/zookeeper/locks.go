@@ -507,18 +507,20 @@ func (s *Store) abandonLockNode(n *lockNode, wait time.Duration) {
 // holds n's GUID and a sequence number the parent never gives again, so it
 // can only name n's own node.
 func (s *Store) removeLockNode(ctx context.Context, n *lockNode) {
-	defer s.lk.unregister(n)
 	path, inflight, _ := s.lk.nodeState(n)
 	if path == "" && inflight == nil {
+		s.lk.unregister(n)
 		return // no create was sent
 	}
 	if inflight != nil {
 		select {
 		case <-inflight:
 		case <-ctx.Done():
+			s.leaveToAnswer(n)
 			return
 		}
 	}
+	defer s.lk.unregister(n)
 	for k := 0; ; k++ {
 		path, _, dead := s.lk.nodeState(n)
 		if dead {

@@ -30,7 +30,7 @@ import (
 //
 // Lost closes at the best of these instants less a margin, on the monotonic
 // clock. While the store holds a lock, one loop sends a sync every
-// pairSpacing, serving every hold; without holds it does not run.
+// pairSpacing (< T/3), serving every hold; without holds it does not run.
 
 // confirmMarginDivisor: the margin is T/20, for timer latency and the
 // leader's clock rounding.
@@ -142,8 +142,7 @@ func (lk *lockState) holdsLocked() bool {
 	return false
 }
 
-// confirmLoop sends a sync every pairSpacing after the last confirmed
-// request, while the store holds a lock.
+// confirmLoop sends syncs while the store holds a lock.
 func (s *Store) confirmLoop() {
 	lk := &s.lk
 	defer lk.wg.Done()
@@ -159,18 +158,22 @@ func (s *Store) confirmLoop() {
 		if len(lk.recent) > 0 {
 			last = lk.recent[len(lk.recent)-1]
 		}
-		wait := last + pairSpacing(lk.sessionTimeout()) - monoNow()
+		// Every pairSpacing; sooner while the deadline is less than T/4
+		// away (after a lone confirmation), so each sync has T/4 to come
+		// back before the holds are lost.
+		t := lk.sessionTimeout()
+		wait := min(last+pairSpacing(t), lk.deadline-t/4) - monoNow()
 		lk.mu.Unlock()
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-bg.Done():
-				t.Stop()
-				continue
-			}
+		if wait <= 0 {
+			s.confirmOnce(bg.Done())
+			continue
 		}
-		s.confirmOnce(bg.Done())
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-bg.Done():
+			timer.Stop()
+		}
 	}
 }
 

@@ -115,6 +115,9 @@ type wire struct {
 	// holding the request in flight. If it returns true the connection is
 	// closed right after the frame is written, so the answer is lost.
 	before func(op int32) (drop bool)
+	// fail, if set, runs like before; if it returns true the connection is
+	// closed before the frame is written, so the write fails.
+	fail func(op int32) bool
 }
 
 func (w *wire) wrap(c net.Conn) net.Conn { return &wireConn{Conn: c, w: w} }
@@ -131,6 +134,12 @@ func (w *wire) requests(op int32) int {
 		}
 	}
 	return n
+}
+
+func (w *wire) setFail(f func(op int32) bool) {
+	w.mu.Lock()
+	w.fail = f
+	w.mu.Unlock()
 }
 
 func (w *wire) setBefore(f func(op int32) bool) {
@@ -183,10 +192,13 @@ func (c *wireConn) Write(p []byte) (int, error) {
 			c.w.counts = map[int32]int{}
 		}
 		c.w.counts[op]++
-		before := c.w.before
+		before, fail := c.w.before, c.w.fail
 		c.w.mu.Unlock()
 		if before != nil && before(op) {
 			drop = true
+		}
+		if fail != nil && fail(op) {
+			c.Conn.Close()
 		}
 	}
 	n, err := c.Conn.Write(p)

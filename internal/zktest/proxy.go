@@ -63,7 +63,8 @@ func (p *Proxy) Restore() {
 }
 
 // Freeze holds every byte in both directions, of open and new connections,
-// with the sockets left open: to each side the other has gone silent.
+// with the sockets left open: to each side the other has gone silent. A
+// connection accepted while frozen is connected to the target only at Thaw.
 func (p *Proxy) Freeze() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -112,6 +113,13 @@ func (p *Proxy) acceptLoop() {
 func (p *Proxy) forward(client net.Conn) {
 	defer p.wg.Done()
 	defer p.drop(client)
+	// A connection accepted while frozen reaches the server only at Thaw,
+	// as if its first packets were held: the server cannot time it out.
+	p.mu.Lock()
+	for p.frozen && !p.closed && !p.cut {
+		p.thawed.Wait()
+	}
+	p.mu.Unlock()
 	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
 	if err != nil {
 		return
