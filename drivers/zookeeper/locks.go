@@ -440,28 +440,6 @@ func (s *Store) lockPass(ctx context.Context, n *lockNode, withStat bool, a *att
 	}
 }
 
-// watchLockNode sets a watch on path and returns its channel, or nil if the
-// node is gone. It uses getData, not exists: exists on a missing node
-// leaves a watch for its creation, which for a sequential name never
-// comes, on the server and in go-zookeeper, for the session's lifetime.
-func (s *Store) watchLockNode(ctx context.Context, path string, a *attempts) (<-chan zk.Event, error) {
-	for {
-		watch, err := call(ctx, s, func() (<-chan zk.Event, error) {
-			_, _, watch, err := s.conn.GetW(path)
-			return watch, err
-		})
-		switch {
-		case err == nil:
-			return watch, nil
-		case errors.Is(err, zk.ErrNoNode):
-			return nil, nil
-		}
-		if err := a.retry(ctx, err); err != nil {
-			return nil, fmt.Errorf("zookeeper: watch %s: %w", path, err)
-		}
-	}
-}
-
 // removeTwins deletes other nodes with n's GUID: creates applied although
 // their answer was lost. They are n's own, so deleting them harms nobody;
 // one that cannot be deleted now stays marked for n's removal to sweep.

@@ -57,11 +57,12 @@ type lockState struct {
 	recent        []time.Duration // send times of confirmed requests, oldest first
 	deadline      time.Duration   // monoNow() until which holds are proven alive
 	deadlineTimer *time.Timer
-	deadlineGen   int           // invalidates a timer that fired too late to be stopped
-	confirming    bool          // the confirmation loop runs
-	stopped       bool          // Close is done with lock cleanup: no new background work
-	polling       bool          // the poller of a caller's connection runs
-	sessionUp     chan struct{} // closed when a session is (re)gained
+	deadlineGen   int                     // invalidates a timer that fired too late to be stopped
+	confirming    bool                    // the confirmation loop runs
+	watches       map[string]*sharedWatch // one watch per path (lockwatch_shared.go)
+	stopped       bool                    // Close is done with lock cleanup: no new background work
+	polling       bool                    // the poller of a caller's connection runs
+	sessionUp     chan struct{}           // closed when a session is (re)gained
 	wg            sync.WaitGroup
 
 	bgOnce   sync.Once

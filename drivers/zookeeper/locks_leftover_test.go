@@ -115,3 +115,53 @@ func testLockLateCreate(t *testing.T, version string) {
 	})
 	lockEventually(t, 20*time.Second, "the store forgets the node", func() bool { return lockedCount(s) == 0 })
 }
+
+// TestLockAbandonedWaitsShareWatch: Lock calls that give up waiting on one
+// holder leave one watch in the connection, not one each: the store sets a
+// watch on the holder's node once (one getData on the wire) and every later
+// waiter shares it.
+func TestLockAbandonedWaitsShareWatch(t *testing.T) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) {
+			const name, waits = "shared", 30
+			addr := zktest.StartServer(t, version).Addr()
+			var w wire
+			opts := testOptions(addr, nil)
+			s := openTest(t, opts, &w)
+			holder := openTest(t, opts, nil)
+			ctx := t.Context()
+			h, err := holder.Lock(ctx, name, "holder", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gets := w.requests(opGetData)
+			for i := range waits {
+				// Each call queues, reaches its wait and gives up; its node is
+				// removed before the next call.
+				short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				_, err := s.Lock(short, name, "w", true)
+				cancel()
+				wantIs(t, err, context.DeadlineExceeded, "Lock %d behind the holder", i)
+			}
+			got := w.requests(opGetData) - gets
+			t.Logf("%d abandoned waits set %d watches", waits, got)
+			if got != 1 {
+				t.Errorf("%d abandoned waits behind one holder set %d watches (getData requests), want 1 shared", waits, got)
+			}
+			s.lk.mu.Lock()
+			shared := len(s.lk.watches)
+			s.lk.mu.Unlock()
+			if shared != 1 {
+				t.Errorf("the store tracks %d watches, want 1", shared)
+			}
+			if err := h.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			lockEventually(t, 20*time.Second, "the shared watch fired and dropped", func() bool {
+				s.lk.mu.Lock()
+				defer s.lk.mu.Unlock()
+				return len(s.lk.watches) == 0
+			})
+		})
+	}
+}
