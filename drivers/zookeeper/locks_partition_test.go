@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,21 +50,17 @@ func TestLockPartition(t *testing.T) {
 	}
 }
 
-// lockPartitionRound runs one round and returns B's grant time less A's
-// Lost time.
+// lockPartitionRound runs one partition round and returns B's grant time
+// less A's Lost time.
 func lockPartitionRound(t *testing.T, ens *zktest.Ensemble, timeout time.Duration, round int) time.Duration {
+	waitAllServing(t, ens)
+	f := (ens.Leader() + 1 + round%2) % 3 // alternate between the two followers
+	return lockProofRound(t, ens, timeout, round, f, func() { ens.Isolate(f) }, func() { ens.Heal(f) })
+}
+
+// waitAllServing waits until every member of ens serves and one leads.
+func waitAllServing(t *testing.T, ens *zktest.Ensemble) {
 	ens.WaitQuorum(t)
-	leader := ens.Leader()
-	f := (leader + 1 + round%2) % 3 // alternate between the two followers
-	var others string
-	for i, m := range ens.Members {
-		if i != f {
-			if others != "" {
-				others += ","
-			}
-			others += m.Addr()
-		}
-	}
 	lockEventually(t, 60*time.Second, "every member serving", func() bool {
 		for _, m := range ens.Members {
 			if m.Mode() == "" {
@@ -72,13 +69,29 @@ func lockPartitionRound(t *testing.T, ens *zktest.Ensemble, timeout time.Duratio
 		}
 		return true
 	})
-	root := randomRoot()
-	extra := map[string]string{"root": root, "sessionTimeout": timeout.String()}
-	a := openTest(t, testOptions(ens.Members[f].Addr(), extra), nil)
-	b := openTest(t, testOptions(others, extra), nil)
+}
+
+// lockProofRound: store A holds a lock through member a only, store B
+// waits through the other members; at a random phase of A's confirmation
+// cycle fault runs, and heal once B is granted the lock (or the round
+// fails). A's Lost must close before B's grant, both instants taken on this
+// process's monotonic clock (each at or after the event). It returns the
+// margin between them.
+func lockProofRound(t *testing.T, ens *zktest.Ensemble, timeout time.Duration, round, a int, fault, heal func()) time.Duration {
+	var others []string
+	for i, m := range ens.Members {
+		if i != a {
+			others = append(others, m.Addr())
+		}
+	}
+	extra := map[string]string{"root": randomRoot(), "sessionTimeout": timeout.String()}
+	sa := openTest(t, testOptions(ens.Members[a].Addr(), extra), nil)
+	sb := openTest(t, testOptions(strings.Join(others, ","), extra), nil)
+	defer sa.Close()
+	defer sb.Close()
 	ctx := t.Context()
-	const name = "partition"
-	la, err := a.Lock(ctx, name, "a", true)
+	const name = "proof"
+	la, err := sa.Lock(ctx, name, "a", true)
 	if err != nil {
 		t.Fatalf("round %d: A's Lock: %v", round, err)
 	}
@@ -88,51 +101,85 @@ func lockPartitionRound(t *testing.T, ens *zktest.Ensemble, timeout time.Duratio
 	}
 	chB := make(chan grant, 1)
 	go func() {
-		l, err := b.Lock(ctx, name, "b", true)
+		l, err := sb.Lock(ctx, name, "b", true)
 		chB <- grant{lockResult{l, err}, monoNow()} // taken at once: the grant instant, or later
 	}()
-	lockEventually(t, 20*time.Second, "B queued", func() bool { return queueLength(ctx, b, name) == 2 })
+	lockEventually(t, 20*time.Second, "B queued", func() bool { return queueLength(ctx, sb, name) == 2 })
 	lost := make(chan time.Duration, 1)
 	go func() {
 		<-la.Lost()
 		lost <- monoNow() // the instant Lost closed, or later
 	}()
-	// Freeze at a random phase of A's confirmation cycle.
-	time.Sleep(rand.N(timeout / 3))
-	frozeAt := monoNow()
-	ens.Isolate(f)
-	defer ens.Heal(f)
+	time.Sleep(rand.N(timeout / 3)) // a random phase of A's confirmations
+	faultAt := monoNow()
+	fault()
+	defer heal()
 	var g grant
 	select {
 	case g = <-chB:
-	case <-time.After(30*timeout + 30*time.Second):
-		t.Fatalf("round %d: B not granted the lock within %v of the freeze", round, 30*timeout+30*time.Second)
+	case <-time.After(30*timeout + 60*time.Second):
+		t.Fatalf("round %d: B not granted the lock within %v of the fault", round, 30*timeout+60*time.Second)
 	}
 	if g.res.err != nil {
 		t.Fatalf("round %d: B's Lock: %v", round, g.res.err)
 	}
-	grantedAt := g.at
 	var lostAt time.Duration
 	select {
 	case lostAt = <-lost:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("round %d: B was granted the lock %v after the freeze and A's Lost did not close: two holders",
-			round, grantedAt-frozeAt)
+		t.Fatalf("round %d: B was granted the lock %v after the fault and A's Lost did not close: two holders",
+			round, g.at-faultAt)
 	}
-	if lostAt >= grantedAt {
-		t.Errorf("round %d: A's Lost closed at +%v, not before B was granted the lock at +%v after the freeze: two holders",
-			round, lostAt-frozeAt, grantedAt-frozeAt)
+	if lostAt >= g.at {
+		t.Errorf("round %d: A's Lost closed at +%v, not before B was granted the lock at +%v after the fault: two holders",
+			round, lostAt-faultAt, g.at-faultAt)
 	}
-	rb := g.res
-	margin := grantedAt - lostAt
-	t.Logf("round %d (follower %d): A lost at +%v, B granted at +%v after the freeze: margin %v",
-		round, f+1, lostAt-frozeAt, grantedAt-frozeAt, margin)
-	if err := rb.l.Unlock(ctx); err != nil {
+	margin := g.at - lostAt
+	t.Logf("round %d (A on member %d): A lost at +%v, B granted at +%v after the fault: margin %v",
+		round, a+1, lostAt-faultAt, g.at-faultAt, margin)
+	if err := g.res.l.Unlock(ctx); err != nil {
 		t.Errorf("round %d: B's Unlock: %v", round, err)
 	}
-	a.Close()
-	b.Close()
 	return margin
+}
+
+// TestLockLeaderPaused: the leader's JVM is paused (SIGSTOP) past the
+// session timeout while store A holds a lock through it, then resumed;
+// store B waits on the other members. A's Lost must close before B's
+// grant.
+func TestLockLeaderPaused(t *testing.T) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) {
+			ens := zktest.StartEnsemble(t, version, 3)
+			for _, timeout := range []time.Duration{time.Second, 4 * time.Second} {
+				t.Run(timeout.String(), func(t *testing.T) {
+					// A holds through the leader, then through a follower
+					// (which keeps answering A while the leader is paused).
+					for round, onLeader := range []bool{true, false} {
+						waitAllServing(t, ens)
+						leader := ens.Leader()
+						m := ens.Members[leader]
+						a := leader
+						if !onLeader {
+							a = (leader + 1) % 3
+						}
+						// Paused for 1.5 T: with T = 1s that is shorter than the
+						// followers' patience (syncLimit, 2s), so the same leader
+						// resumes and expires what it did not hear of; with T = 4s
+						// the others elect a new leader meanwhile.
+						pause := func() {
+							m.Pause()
+							time.Sleep(timeout * 3 / 2)
+							m.Resume()
+						}
+						margin := lockProofRound(t, ens, timeout, round, a, pause, func() {})
+						t.Logf("ZooKeeper %s, session timeout %v, leader paused, A on the leader %v: margin between A's Lost and B's grant: %v",
+							version, timeout, onLeader, margin)
+					}
+				})
+			}
+		})
+	}
 }
 
 // TestLockParentVanishes: a lock name's node is a container: once its last

@@ -207,6 +207,35 @@ func (s *Server) Kill() {
 	s.halt(syscall.SIGKILL)
 }
 
+// Pause stops the server's JVM (SIGSTOP) without ending it, as a long
+// garbage collection or a frozen VM would: its sockets stay open and
+// nothing answers. Resume continues it; a server still paused when the
+// test ends is killed as usual.
+func (s *Server) Pause() {
+	s.t.Helper()
+	s.signal("Pause", syscall.SIGSTOP)
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() {
+	s.t.Helper()
+	s.signal("Resume", syscall.SIGCONT)
+}
+
+func (s *Server) signal(method string, sig syscall.Signal) {
+	s.t.Helper()
+	s.mustOwn(method)
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil {
+		s.t.Fatalf("zktest: %s: %s is not running", method, s)
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("zktest: %s %s: %v", method, s, err)
+	}
+}
+
 // Start restarts a stopped server with the same data directory and ports,
 // and waits until it serves (on its TLS port too, if it has one). An
 // ensemble member serves only once it has joined a quorum; to restart
