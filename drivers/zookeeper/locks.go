@@ -216,7 +216,7 @@ func (s *Store) createLockParent(ctx context.Context, parent string, a *attempts
 		return err
 	}
 	for {
-		_, err := call(ctx, s, func() (string, error) { return s.conn.CreateContainer(parent, nil, zk.FlagContainer, openACL) })
+		_, err := call(ctx, s, func() (string, error) { return s.conn.CreateContainer(parent, nil, zk.FlagContainer, s.acl) })
 		if err == nil || errors.Is(err, zk.ErrNodeExists) {
 			return nil
 		}

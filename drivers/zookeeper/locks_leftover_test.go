@@ -50,7 +50,7 @@ func testLockLateCreate(t *testing.T, version string) {
 	// An ephemeral node of s's first session shows when the server
 	// expired it.
 	marker := opts["root"] + "/marker"
-	if _, err := s.conn.Create(marker, nil, zk.FlagEphemeral, openACL); err != nil {
+	if _, err := s.conn.Create(marker, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -144,6 +144,21 @@ func TestNewOptions(t *testing.T) {
 		t.Errorf("New parsed root %q, retries %d", s.root, s.retry.maxRetries)
 	}
 	s.Close()
+	// sessionTimeout describes the caller's connection, for locks.
+	s, err = New(conn, map[string]string{"sessionTimeout": "3s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.lk.sessionTimeout(); got != 3*time.Second {
+		t.Errorf("New's sessionTimeout read as %v, want 3s", got)
+	}
+	s.Close()
+	for _, bad := range []string{"0", "soon"} {
+		_, err = New(conn, map[string]string{"sessionTimeout": bad})
+		if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), "sessionTimeout") {
+			t.Errorf("New with sessionTimeout %q: %v, want ErrInvalidArgument naming it", bad, err)
+		}
+	}
 }
 
 // TestOpenDeadServer: Open fails within blockUntilConnectedWait with an

@@ -41,12 +41,15 @@
 //     tls.certFile and tls.keyFile (none), tls.serverName (each server's
 //     host): TLS through crypto/tls, to the servers' secureClientPort; the
 //     files are PEM and read by Open.
+//   - sessionTimeout, for New: the session timeout the caller's connection
+//     negotiated (or less); Lock needs it.
 //
 // Durations take Go syntax (500ms, 3s) or a bare number of milliseconds. An
 // unknown option is an error that lists the known ones. New accepts only
-// root, acl and the retry options: the connection options describe a
-// connection New does not make, so passing one is an error rather than
-// silently ignored.
+// root, acl, the retry options and sessionTimeout (which then describes the
+// caller's connection): the other connection options describe a connection
+// New does not make, so passing one is an error rather than silently
+// ignored.
 //
 // # Nodes
 //
@@ -132,29 +135,36 @@
 //
 // # Locks
 //
-// A lock name is the persistent node {root}/lock/{name}, never deleted at
-// run time. Each Lock call adds an ephemeral sequential node
-// _c_{guid}-lock-{seq} under it, holding the owner key. The node with the
-// lowest sequence number holds the lock (sequence numbers are compared with
-// wrap-around, as ZooKeeper's 32-bit counter wraps); each waiter watches
-// only the node just before its own, so a release wakes one waiter. The
-// fence is the holder node's czxid. A Lock call that fails, or whose
-// context ends, removes its node before it returns, on a context of its
-// own; after a create whose answer was lost it finds its node by the GUID.
-// Unlock deletes only its own node. Lock waits are bounded by the caller's
-// context only; a waiter whose node died with its session queues again.
+// A lock name is the container node {root}/lock/{name}: the server deletes
+// it once it has no waiters (fences, being czxids, still only grow), and
+// Locks lists the names that have a node. Each Lock call adds an ephemeral
+// sequential node _c_{guid}-lock-{seq} under it, holding the owner key. The
+// node with the lowest sequence number holds the lock (sequence numbers are
+// compared with wrap-around, as ZooKeeper's 32-bit counter wraps); each
+// waiter watches only the node just before its own, so a release wakes one
+// waiter, and waiters of one store share one watch per node. The fence is
+// the holder node's czxid. A Lock call that fails, or whose context ends,
+// removes its node before it returns, on a context of its own; after a
+// create whose answer was lost it finds its node by the GUID, and a create
+// answered after its removal gave up is deleted then. Unlock deletes only
+// its own node. Lock waits are bounded by the caller's context only; a
+// waiter whose node died with its session queues again.
 //
 // Lost closes when the session expires or is replaced, when the store
-// closes, or when the store has been without a session for longer than the
-// negotiated session timeout less a tenth, counted from the last time it
-// heard from a server (the server counts from the last time it heard from
-// the client, which is no later). A store made by Open reads that timeout
-// off its connection. A store made by New cannot, and gets no session
-// events: it checks the caller's connection every 50ms while it has lock
-// nodes, and any time without a session loses its holds. Its Close removes
-// its lock nodes, since the caller's session outlives it. The node of a
-// hold lost while its session may live on is removed in the background once
-// the connection is back.
+// closes, or when requests through the leader no longer prove the session
+// alive (SPEC 5): while the store holds a lock, one loop sends a sync every
+// 0.3 T (T the negotiated session timeout), and a hold is trusted until the
+// send time of a confirmed request + T - T/20, for a request that a later
+// confirmed one, sent at least 0.3 T after it, proves the leader counted;
+// a lone confirmation counts for 5T/12 - T/20. Nothing heard from the
+// connected server counts: a follower cut off from the leader keeps
+// answering pings while the leader expires the session. A store made by
+// Open reads T off its connection; a store made by New is told it (option
+// sessionTimeout) and refuses to lock without it, and checks the caller's
+// connection every 50ms for session changes while it has lock nodes. Its
+// Close removes its lock nodes, since the caller's session outlives it. The
+// node of a hold lost while its session may live on is removed in the
+// background once the connection is back.
 package zookeeper
 
 import (
@@ -285,7 +295,7 @@ func open(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, erro
 
 // New returns a store on conn, a connection the caller made and still owns:
 // closing the store leaves it open, and the caller closes it after the
-// store. options may set root, the retry options and sessionTimeout: the
+// store. options may set root, acl, the retry options and sessionTimeout: the
 // session timeout conn negotiated (or less), which Lock needs for its
 // liveness rule and go-zookeeper does not expose; without it Lock fails.
 // New does not wait for a session; operations wait for one within their
