@@ -58,16 +58,24 @@ func (s *Store) confirmedLocked(sid int64, sent time.Duration) {
 	}
 	t := lk.sessionTimeout()
 	best := sent + aliveUntil(t, false)
+	// The best partner is the latest request sent pairSpacing before; of
+	// those, only the latest is kept. Requests closer together than T/50
+	// are kept as the earliest of them (which only makes a deadline
+	// earlier), so a busy store keeps a few dozen entries, not one per Lock.
 	keep := lk.recent[:0]
-	for _, a := range lk.recent {
+	for i, a := range lk.recent {
 		if sent-a >= pairSpacing(t) {
 			best = max(best, a+aliveUntil(t, true))
+			if i+1 < len(lk.recent) && sent-lk.recent[i+1] >= pairSpacing(t) {
+				continue // superseded by a later partner
+			}
 		}
-		if sent-a < t {
-			keep = append(keep, a)
-		}
+		keep = append(keep, a)
 	}
-	lk.recent = append(keep, sent)
+	if len(keep) == 0 || sent-keep[len(keep)-1] >= t/50 {
+		keep = append(keep, sent)
+	}
+	lk.recent = keep
 	if best > lk.deadline {
 		lk.deadline = best
 		s.armDeadlineLocked()
