@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -27,6 +28,11 @@ import (
 // Lost and cleanup, and runs each call on a goroutine so that it honours
 // its context.
 //
+//   - Uncontended/Paired: one op of each, alternately, timed apart; it
+//     reports store-speed (zk.Lock's time over the store's, so 1 is parity
+//     and above is faster), which a machine whose load drifts between the
+//     two separate runs above cannot skew.
+//
 //	go test -run '^$' -bench Locks -benchtime 3s ./drivers/zookeeper/
 func BenchmarkLocks(b *testing.B) {
 	for _, version := range zktest.Versions() {
@@ -34,6 +40,7 @@ func BenchmarkLocks(b *testing.B) {
 			addr := zktest.StartServer(b, version).Addr()
 			b.Run("Uncontended/Store", func(b *testing.B) { benchLockUncontended(b, addr) })
 			b.Run("Uncontended/ZkLock", func(b *testing.B) { benchZkLockUncontended(b, addr) })
+			b.Run("Uncontended/Paired", func(b *testing.B) { benchLockPaired(b, addr) })
 			b.Run("Handoff/Store", func(b *testing.B) { benchLockHandoff(b, addr) })
 			b.Run("Handoff/ZkLock", func(b *testing.B) { benchZkLockHandoff(b, addr) })
 		})
@@ -139,4 +146,33 @@ func benchZkLockHandoff(b *testing.B, addr string) {
 		}
 		return locks[g].Unlock()
 	})
+}
+
+func benchLockPaired(b *testing.B, addr string) {
+	st := portable(b, openTest(b, testOptions(addr, nil), nil))
+	k := st.Locks()
+	lk := zk.NewLock(rawConn(b, addr), randomRoot()+"/bench", zk.WorldACL(zk.PermAll))
+	ctx := context.Background()
+	var storeTime, zkTime time.Duration
+	b.ResetTimer()
+	for range b.N {
+		began := time.Now()
+		l, err := k.Lock(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		mid := time.Now()
+		if err := lk.Lock(); err != nil {
+			b.Fatal(err)
+		}
+		if err := lk.Unlock(); err != nil {
+			b.Fatal(err)
+		}
+		storeTime += mid.Sub(began)
+		zkTime += time.Since(mid)
+	}
+	b.ReportMetric(float64(zkTime)/float64(storeTime), "store-speed")
 }
