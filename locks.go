@@ -48,7 +48,8 @@ func (l *Locker) lock(ctx context.Context, name string, wait bool) (*Lock, error
 	})
 }
 
-// Locks lists every lock name ever taken in the store.
+// Locks lists every lock name held or waited on in the store, and the names
+// taken before that the driver keeps (a driver may forget unused names).
 func (l *Locker) Locks(ctx context.Context) ([]string, error) {
 	out, err := call(ctx, l.s, op{name: "Locks"}, func(ctx context.Context, d driver.Locker) ([]string, error) {
 		return d.Locks(ctx)

@@ -228,13 +228,15 @@ type Locker interface {
 	// holds (their Lost closes, the next waiter gets the lock).
 	Lock(ctx context.Context, name, owner string, wait bool) (Lock, error)
 
-	// Locks lists the names of every lock that has ever been taken,
-	// sorted, as an empty (non-nil) slice when there is none.
+	// Locks lists, sorted, the names of every lock held or waited on, and
+	// of locks taken before that the driver still keeps (a driver may
+	// forget unused names, SPEC 5), as an empty (non-nil) slice when there
+	// is none.
 	Locks(ctx context.Context) ([]string, error)
 
 	// Waiters lists a lock's holder and waiters in lock order (the holder
-	// first), empty when the lock is free. A name never used gives
-	// ErrNotFound.
+	// first), empty when the lock is free. A name never used, or forgotten
+	// since, gives ErrNotFound.
 	Waiters(ctx context.Context, name string) ([]Waiter, error)
 }
 

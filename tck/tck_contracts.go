@@ -113,7 +113,7 @@
 //	D93  not reentrant: a second Lock by the same store waits                    Locks/NotReentrant
 //	D94  owner is recorded for tools                                             Locks/FIFO, Locks/FIFOArrival (Waiters lists owners)
 //	D95  Close ends the store's waits (ErrClosed) and holds (Lost, next waiter)  Close/Locks, Locks/LostOnClose, Locks/LostBeforeGrant (rounds)
-//	D96  Locks lists every lock ever taken, sorted; empty, non-nil if none       Locks/Names
+//	D96  Locks lists locks held or waited on (and kept ones), sorted; non-nil    Locks/Names
 //	D97  Waiters lists holder and waiters in lock order, holder first            Locks/FIFO, Locks/FIFOArrival
 //	D98  ... empty when the lock is free; a name never used: ErrNotFound         Locks/Names
 //	D99  Unlock releases and the next waiter gets the lock                       Locks/Exclusion, Locks/FIFO

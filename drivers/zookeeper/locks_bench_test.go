@@ -21,17 +21,16 @@ import (
 //   - Handoff: 8 goroutines on 4 connections (stores) take turns on one
 //     name; an op is one acquisition and its release, so ns/op is the
 //     handoff time under contention.
+//   - Uncontended/Paired: one op of each, alternately, timed apart; it
+//     reports store-speed (zk.Lock's time over the store's, so 1 is parity
+//     and above is faster), which a machine whose load drifts between the
+//     two separate runs above cannot skew.
 //
 // Both take 3 round trips per uncontended op. zk.Lock sends create, list,
 // delete; the store sends create, then its list and its node's Stat (for
 // the fence) pipelined, then delete. The store also tracks its nodes for
 // Lost and cleanup, and runs each call on a goroutine so that it honours
 // its context.
-//
-//   - Uncontended/Paired: one op of each, alternately, timed apart; it
-//     reports store-speed (zk.Lock's time over the store's, so 1 is parity
-//     and above is faster), which a machine whose load drifts between the
-//     two separate runs above cannot skew.
 //
 //	go test -run '^$' -bench Locks -benchtime 3s ./drivers/zookeeper/
 func BenchmarkLocks(b *testing.B) {
