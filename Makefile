@@ -1,17 +1,22 @@
 # make test: every test with the race detector, including the ZooKeeper
-#            driver's against real 3.8 and 3.9 servers the tests start.
+#            driver's against real 3.8 and 3.9 servers and the PostgreSQL
+#            driver's against a real PostgreSQL server, which the tests start.
 # make check: formatting, go vet and staticcheck (pinned).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?=
 
-.PHONY: test check zookeeper example bench
+.PHONY: test check zookeeper postgres example bench
 
-test: zookeeper
+test: zookeeper postgres
 	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
 
 # Installs ZooKeeper 3.8 and 3.9 for the tests when they are missing.
 zookeeper:
 	bash scripts/install-zookeeper.sh
+
+# Installs PostgreSQL for the tests when it is missing.
+postgres:
+	bash scripts/install-postgres.sh
 
 check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -21,5 +26,5 @@ check:
 example:
 	go run ./examples/reserve
 
-bench: zookeeper
+bench: zookeeper postgres
 	go test -run '^$$' -bench . -benchtime 2s ./...

@@ -1,13 +1,20 @@
 module github.com/cosid-go/store
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/go-multierror v1.1.1
+	github.com/jackc/pgx/v5 v5.12.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 )
 
-require github.com/hashicorp/errwrap v1.0.0 // indirect
+require (
+	github.com/hashicorp/errwrap v1.0.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)

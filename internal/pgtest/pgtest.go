@@ -1,0 +1,154 @@
+// Package pgtest starts real PostgreSQL servers for tests: each one its own
+// cluster (initdb) in a temporary directory, on a free 127.0.0.1 port with
+// its own socket directory, fsync off. Run as root, the server runs as the
+// `postgres` user, because it refuses to run as root. A test can kill a
+// server (the whole process group, as a crash would) and start it again on
+// the same data, and cut client connections with a proxy.
+//
+// It is a test helper: import it from _test.go files only. A package whose
+// tests start servers calls Main from its TestMain, so that the shared
+// server is stopped and a server still running after the tests fails the
+// test binary and is killed. Every server also dies with the test binary
+// (a parent-death signal), even when no cleanup runs.
+//
+// Environment:
+//
+//	COSID_PG_BIN  the directory of initdb and postgres; by default the
+//	              newest /usr/lib/postgresql/*/bin, which
+//	              scripts/install-postgres.sh installs
+package pgtest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/cosid-go/store/internal/zktest"
+)
+
+const (
+	envBin      = "COSID_PG_BIN"
+	installHint = "run `bash scripts/install-postgres.sh` at the module root"
+)
+
+// binDir finds the server's binaries.
+func binDir() (string, error) {
+	if d := os.Getenv(envBin); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
+			return "", fmt.Errorf("pgtest: %s=%s has no initdb: %v", envBin, d, err)
+		}
+		return d, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionLess(dirs[i], dirs[j]) })
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if _, err := os.Stat(filepath.Join(dirs[i], "initdb")); err == nil {
+			return dirs[i], nil
+		}
+	}
+	return "", errors.New("pgtest: PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb); " + installHint)
+}
+
+// versionLess orders /usr/lib/postgresql/N/bin by N as a number.
+func versionLess(a, b string) bool {
+	va, vb := filepath.Base(filepath.Dir(a)), filepath.Base(filepath.Dir(b))
+	if len(va) != len(vb) {
+		return len(va) < len(vb)
+	}
+	return va < vb
+}
+
+// Ports handed out in this process, so that two servers started at once
+// never get the same one (a port is free until a server binds it).
+var ports struct {
+	sync.Mutex
+	used map[int]bool
+}
+
+func freePort() (int, error) {
+	ports.Lock()
+	defer ports.Unlock()
+	if ports.used == nil {
+		ports.used = map[int]bool{}
+	}
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("pgtest: find a free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !ports.used[port] {
+			ports.used[port] = true
+			return port, nil
+		}
+	}
+	return 0, errors.New("pgtest: find a free port: the kernel keeps returning ports already in use")
+}
+
+// Proxy is a loopback TCP proxy that cuts client connections on purpose; it
+// is zktest's, which knows nothing of ZooKeeper.
+type Proxy = zktest.Proxy
+
+// NewProxy forwards a free 127.0.0.1 port to target until the test ends.
+func NewProxy(t testing.TB, target string) *Proxy { return zktest.NewProxy(t, target) }
+
+// shared is the server of Shared, one per test binary.
+var shared struct {
+	sync.Mutex
+	s   *Server
+	err error
+}
+
+// Shared returns the test binary's shared server, starting it on first use.
+// Tests keep apart on it by schema or database; it is stopped by Main.
+// Tests that kill or restart a server start their own with Start.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.s == nil && shared.err == nil {
+		shared.s, shared.err = start("shared")
+	}
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.s
+}
+
+// Main runs the tests, stops the shared server, then kills any server still
+// running, lists it and exits 1: no server may outlive the tests.
+//
+//	func TestMain(m *testing.M) { pgtest.Main(m) }
+func Main(m *testing.M) { os.Exit(Wrap(m).Run()) }
+
+// Wrap returns m with the checks of Main added to its Run, for a TestMain
+// that wraps it further (goleak.VerifyTestMain(pgtest.Wrap(m))).
+func Wrap(m *testing.M) interface{ Run() int } { return wrapped{m} }
+
+type wrapped struct{ m *testing.M }
+
+func (w wrapped) Run() int {
+	code := w.m.Run()
+	shared.Lock()
+	if shared.s != nil {
+		shared.s.destroy()
+		shared.s = nil
+	}
+	shared.Unlock()
+	if left := reap(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "pgtest: FAIL: %d PostgreSQL server(s) were still running after the tests (killed now):\n", len(left))
+		for _, d := range left {
+			fmt.Fprintf(os.Stderr, "\t%s\n", d)
+		}
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}

@@ -1,0 +1,50 @@
+//go:build linux
+
+package pgtest
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"syscall"
+)
+
+// procAttr runs a server program in its own process group (so a kill
+// reaches every backend), as the postgres user when the tests run as root
+// (the server refuses root), and makes the kernel SIGKILL it when the test
+// binary dies, even when no cleanup runs. Go sets the parent-death signal
+// after switching user, which would otherwise clear it.
+func procAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if uid, gid, ok := serverUser(); ok {
+		a.Credential = &syscall.Credential{Uid: uid, Gid: gid}
+	}
+	return a
+}
+
+// serverUser is the postgres user when running as root.
+func serverUser() (uid, gid uint32, ok bool) {
+	if os.Geteuid() != 0 {
+		return 0, 0, false
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return 0, 0, false
+	}
+	a, _ := strconv.ParseUint(u.Uid, 10, 32)
+	b, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return uint32(a), uint32(b), true
+}
+
+// chownToServerUser gives dir to the server's user.
+func chownToServerUser(dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	uid, gid, ok := serverUser()
+	if !ok {
+		return fmt.Errorf("running as root, but there is no postgres user to run the server as; %s", installHint)
+	}
+	return os.Chown(dir, int(uid), int(gid))
+}
