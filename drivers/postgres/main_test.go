@@ -1,0 +1,11 @@
+package postgres
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/cosid-go/store/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(pgtest.Wrap(m)) }

@@ -1,0 +1,213 @@
+// Package postgres is the PostgreSQL driver of package store, on pgx v5:
+// ranges, slot leases, fair locks, seeding and purge, with the database's
+// clock as the store's clock (SPEC 11).
+//
+// # Opening
+//
+//	import _ "github.com/cosid-go/store/drivers/postgres"
+//
+//	st, err := store.Open("postgres", map[string]string{
+//		"connString": "postgres://ids@db.internal:5432/ids",
+//		"schema":     "cosid",
+//	})
+//
+// or, with a pool the program already has (it stays the caller's to
+// close): postgres.New(ctx, pool, postgres.Config{Schema: "cosid"}).
+//
+// # Options
+//
+//   - connString: a libpq connection string or URL. The fields below, when
+//     set, override its parts.
+//   - host, port, user, password, database, sslmode: the usual fields.
+//     The password is never printed.
+//   - schema: where the tables live (created if missing); default public.
+//   - poolSize: the most connections the pool opens; default 10. Locks use
+//     one more connection per store, for their session.
+//   - connectTimeout: the bound on opening a connection; default 10s.
+//   - lockTimeout: T of the lock liveness rule (see Locks); default 10s.
+//
+// # Replication
+//
+// Never-twice holds only if a commit the driver saw acknowledged survives a
+// failover: a single primary, or synchronous replication
+// (synchronous_commit on, with a synchronous standby). A database restored
+// from a backup or a replica promoted without the last commits is caught by
+// the regression guard of every open store (ErrCorrupt), but a store opened
+// afterwards has nothing to compare with.
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/sqlstore"
+)
+
+func init() { store.Register("postgres", Open) }
+
+// Config is what New needs besides a pool.
+type Config struct {
+	Schema      string        // default "public"
+	LockTimeout time.Duration // default 10s
+	// ConnConfig opens the lock session's connection; nil uses the pool's.
+	ConnConfig *pgx.ConnConfig
+}
+
+// Store is an open PostgreSQL store. It implements driver.Store,
+// driver.RangeStore, driver.SlotStore, driver.Locker, driver.SlotSeeder and
+// driver.Purger.
+type Store struct {
+	*sqlstore.Store
+	pool    *pgxpool.Pool
+	ownPool bool
+	cfg     Config
+	locks   *lockSession
+}
+
+var (
+	_ driver.RangeStore = (*Store)(nil)
+)
+
+// Open opens a store from options (see the package documentation). It is
+// the driver's factory.
+func Open(options map[string]string) (driver.Store, error) {
+	o := driver.NewOptions(options)
+	connString := o.String("connString", "")
+	fields := map[string]string{}
+	for _, f := range fieldNames {
+		if v := o.String(f.option, ""); v != "" {
+			fields[f.option] = v
+		}
+	}
+	schema := o.String("schema", "public")
+	poolSize := o.Int("poolSize", 10)
+	connectTimeout := o.Duration("connectTimeout", 10*time.Second)
+	lockTimeout := o.Duration("lockTimeout", 10*time.Second)
+	if err := o.Err(); err != nil {
+		return nil, err
+	}
+	if schema == "" {
+		return nil, fmt.Errorf("option \"schema\": empty: %w", driver.ErrInvalidArgument)
+	}
+	if poolSize < 1 {
+		return nil, fmt.Errorf("option \"poolSize\": value %d: must be at least 1: %w", poolSize, driver.ErrInvalidArgument)
+	}
+	if lockTimeout < 100*time.Millisecond {
+		return nil, fmt.Errorf("option \"lockTimeout\": value %v: must be at least 100ms: %w", lockTimeout, driver.ErrInvalidArgument)
+	}
+	cfg, err := pgxpool.ParseConfig(withFields(connString, fields))
+	if err != nil {
+		// pgx's message may quote the connection string: say only what
+		// failed, so that a password never reaches a log.
+		return nil, fmt.Errorf("option \"connString\" (with the fields): cannot be parsed as a PostgreSQL connection string: %w", driver.ErrInvalidArgument)
+	}
+	cfg.MaxConns = int32(poolSize)
+	cfg.ConnConfig.ConnectTimeout = connectTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout+5*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(ctx, pool, Config{Schema: schema, LockTimeout: lockTimeout, ConnConfig: cfg.ConnConfig})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownPool = true
+	return s, nil
+}
+
+// fieldNames are the separate connection options, in libpq's keywords.
+var fieldNames = []struct{ option, keyword string }{
+	{"host", "host"}, {"port", "port"}, {"user", "user"},
+	{"password", "password"}, {"database", "dbname"}, {"sslmode", "sslmode"},
+}
+
+// withFields returns connString with the given fields added: as query
+// parameters of a URL, or as keyword pairs (libpq lets the later one win).
+func withFields(connString string, fields map[string]string) string {
+	if len(fields) == 0 {
+		return connString
+	}
+	if u, err := url.Parse(connString); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		for _, f := range fieldNames {
+			if v, ok := fields[f.option]; ok {
+				q.Set(f.keyword, v)
+			}
+		}
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	var b strings.Builder
+	b.WriteString(connString)
+	quote := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+	for _, f := range fieldNames {
+		if v, ok := fields[f.option]; ok {
+			fmt.Fprintf(&b, " %s='%s'", f.keyword, quote.Replace(v))
+		}
+	}
+	return b.String()
+}
+
+// New opens a store on a pool the caller owns and closes.
+func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	if cfg.Schema == "" {
+		cfg.Schema = "public"
+	}
+	if cfg.LockTimeout <= 0 {
+		cfg.LockTimeout = 10 * time.Second
+	}
+	if cfg.ConnConfig == nil {
+		cfg.ConnConfig = pool.Config().ConnConfig
+	}
+	schema := cfg.Schema
+	d := sqlstore.Dialect{
+		Name:       "postgres",
+		Prefix:     pgx.Identifier{schema}.Sanitize() + ".",
+		Now:        "(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint",
+		ForUpdate:  " FOR UPDATE",
+		SkipLocked: " FOR UPDATE SKIP LOCKED",
+		Setup: func(ctx context.Context, tx sqlstore.Querier) error {
+			// Stores opening at once on a new schema would race to create
+			// the same tables; one at a time, per database.
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(7161541250637836288)"); err != nil {
+				return err
+			}
+			var exists bool
+			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				_, err := tx.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
+				return err
+			}
+			return nil
+		},
+	}
+	s, err := sqlstore.Open(ctx, db{pool}, d)
+	if err != nil {
+		return nil, fmt.Errorf("schema %q: %w", schema, err)
+	}
+	st := &Store{Store: s, pool: pool, cfg: cfg}
+	st.locks = newLockSession(st)
+	return st, nil
+}
+
+// Close ends the lock session and, if the store opened the pool, the pool.
+func (s *Store) Close() error {
+	err := s.locks.close()
+	if s.ownPool {
+		s.pool.Close()
+	}
+	return err
+}

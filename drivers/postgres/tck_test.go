@@ -1,0 +1,63 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/tck"
+)
+
+// schemas counts the schemas handed out in this binary: one per check.
+var schemas atomic.Int64
+
+// freshSchema returns a schema name no other check or test binary uses.
+func freshSchema(prefix string) string {
+	return fmt.Sprintf("%s_%d_%d", prefix, os.Getpid(), schemas.Add(1))
+}
+
+// harness opens stores on one schema of the shared server and drops the
+// schema when the check ends.
+type harness struct {
+	srv    *pgtest.Server
+	schema string
+	extra  map[string]string
+}
+
+func (h harness) options() map[string]string {
+	o := map[string]string{"connString": h.srv.ConnString(), "schema": h.schema, "poolSize": "4"}
+	for k, v := range h.extra {
+		o[k] = v
+	}
+	return o
+}
+
+func (h harness) NewStore(context.Context) (driver.Store, error) { return Open(h.options()) }
+
+func (h harness) Close() error {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, h.srv.ConnString())
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	_, err = c.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{h.schema}.Sanitize()+" CASCADE")
+	return err
+}
+
+func TestTCK(t *testing.T) {
+	srv := pgtest.Shared(t)
+	tck.Run(t, tck.Suite{
+		NewHarness: func(context.Context, *testing.T) (tck.Harness, error) {
+			return harness{srv: srv, schema: freshSchema("tck")}, nil
+		},
+		Ranges: true, Slots: false, Locks: false,
+		Factory: Open,
+	})
+}

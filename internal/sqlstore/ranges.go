@@ -1,0 +1,130 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// statements are rewritten for the dialect when a store opens.
+var statements = map[string]string{
+	// One round trip: add step unless sealed or past math.MaxInt64; a new
+	// key starts at 0, so its new next value is step.
+	"next": `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, $2, FALSE)
+		ON CONFLICT (key) DO UPDATE SET next = r.next + $2
+		WHERE NOT r.sealed AND r.next <= 9223372036854775807 - $2
+		RETURNING r.next`,
+	"current": `SELECT next, sealed FROM {p}cosid_range WHERE key = $1`,
+	"seal": `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, 0, TRUE)
+		ON CONFLICT (key) DO UPDATE SET sealed = TRUE
+		RETURNING r.next`,
+	"init": `INSERT INTO {p}cosid_range (key, next, sealed) VALUES ($1, $2, FALSE)
+		ON CONFLICT (key) DO NOTHING`,
+	"keys": `SELECT key FROM {p}cosid_range`,
+}
+
+// Next reserves [start, start+step) of key in one statement.
+func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error) {
+	floor := s.seenNext(key)
+	var next int64
+	err := s.db.QueryRow(ctx, s.q["next"], key, step).Scan(&next)
+	if errors.Is(err, ErrNoRows) {
+		return 0, s.refused(ctx, key, step)
+	}
+	if err != nil {
+		return 0, err
+	}
+	start := next - step
+	if err := s.guardNext(key, floor+1, next); err != nil {
+		// Written already, but never handed out: a gap, not a duplicate.
+		return 0, err
+	}
+	return start, nil
+}
+
+// refused tells a sealed key from an exhausted one, on that rare path only.
+func (s *Store) refused(ctx context.Context, key string, step int64) error {
+	next, sealed, err := s.Current(ctx, key)
+	switch {
+	case err != nil:
+		return err
+	case sealed:
+		return fmt.Errorf("sealed at %d: %w", next, driver.ErrSealed)
+	case next > math.MaxInt64-step:
+		return fmt.Errorf("next value %d plus step %d passes %d: %w", next, step, int64(math.MaxInt64), driver.ErrExhausted)
+	}
+	// Unsealed and room left now: another store changed it in between;
+	// the caller may try again.
+	return fmt.Errorf("key changed during Next (now at %d, not sealed); nothing was reserved", next)
+}
+
+// Current returns key's next value and whether it is sealed.
+func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
+	floor := s.seenNext(key)
+	var next int64
+	var sealed bool
+	err := s.db.QueryRow(ctx, s.q["current"], key).Scan(&next, &sealed)
+	if errors.Is(err, ErrNoRows) {
+		err, next = nil, 0
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return next, sealed, s.guardNext(key, floor, next)
+}
+
+// Seal marks key sealed (creating it at 0) and returns its next value.
+func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
+	floor := s.seenNext(key)
+	var next int64
+	if err := s.db.QueryRow(ctx, s.q["seal"], key).Scan(&next); err != nil {
+		return 0, err
+	}
+	return next, s.guardNext(key, floor, next)
+}
+
+// Init creates key at next; an existing key must already be at next.
+func (s *Store) Init(ctx context.Context, key string, next int64) error {
+	floor := s.seenNext(key)
+	n, err := s.db.Exec(ctx, s.q["init"], key, next)
+	if err != nil {
+		return err
+	}
+	if n == 1 {
+		return s.guardNext(key, floor, next)
+	}
+	cur, _, err := s.Current(ctx, key)
+	if err != nil {
+		return err
+	}
+	if cur != next {
+		return fmt.Errorf("key exists with next value %d, not %d: %w", cur, next, driver.ErrConfigMismatch)
+	}
+	return nil
+}
+
+// Keys lists every key, sorted bytewise (whatever the database's collation).
+func (s *Store) Keys(ctx context.Context) ([]string, error) {
+	rows, err := s.db.Query(ctx, s.q["keys"])
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	keys := []string{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sort.Strings(keys)
+	return keys, nil
+}

@@ -1,0 +1,307 @@
+// Package sqlstore is the SQL logic shared by the postgres and sqlite
+// drivers: the tables, ranges, slot leases, seeding, purge and the
+// regression guard of SPEC 11, written once over a small database interface
+// and a Dialect that says how the two databases differ.
+//
+// # Tables
+//
+// Each is created on first use (CREATE TABLE IF NOT EXISTS), under a prefix
+// the driver gives (a schema for PostgreSQL):
+//
+//	cosid_meta       name, value: the row schema_version
+//	cosid_range      key, next, sealed
+//	cosid_namespace  name, slot_limit, tolerance_ms
+//	cosid_slot       namespace, slot, the fields of SPEC 6's slot node, the
+//	                 store time of its last write (mtime), the expiry and
+//	                 ceiling they give (so the database can search free
+//	                 slots), and a version for compare-and-set
+//	cosid_owner      namespace, owner, slots: the owner index, "3,1,0"
+//
+// Times are milliseconds since the epoch in the database's clock (Dialect.Now).
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// SchemaVersion is the version of the tables this code reads and writes.
+const SchemaVersion = 1
+
+// ErrNoRows is what a Row's Scan returns when the query found nothing; the
+// adapters translate their library's own.
+var ErrNoRows = errors.New("no rows")
+
+// Row is one result row.
+type Row interface{ Scan(dest ...any) error }
+
+// Rows is a result set.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Querier runs statements: a connection pool or a transaction.
+type Querier interface {
+	Exec(ctx context.Context, query string, args ...any) (rowsAffected int64, err error)
+	QueryRow(ctx context.Context, query string, args ...any) Row
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+}
+
+// DB is a database: statements, and transactions that commit when fn
+// returns nil and roll back otherwise.
+type DB interface {
+	Querier
+	Tx(ctx context.Context, fn func(Querier) error) error
+}
+
+// Dialect says how a database differs.
+type Dialect struct {
+	Name string
+	// Prefix goes before every table name: `"myschema".` or "".
+	Prefix string
+	// Now is an SQL expression: the database's clock, ms since the epoch.
+	Now string
+	// ForUpdate and SkipLocked end a SELECT that locks the rows it reads;
+	// empty for a database whose write transactions are exclusive anyway.
+	ForUpdate, SkipLocked string
+	// Numbered turns placeholder n into the database's form; nil keeps $n.
+	Numbered func(n int) string
+	// OwnsFile: the database holds nothing but this store, so a database
+	// with tables and no cosid_meta is someone else's and is refused.
+	OwnsFile bool
+	// Setup runs before the tables are created, in the same transaction
+	// (PostgreSQL: a lock against concurrent creation, the schema).
+	Setup func(ctx context.Context, tx Querier) error
+}
+
+// Store is the shared part of an open SQL store.
+type Store struct {
+	db DB
+	d  Dialect
+	q  map[string]string // statements, rewritten for the dialect once
+
+	// The regression guard: the highest value and fence seen so far.
+	mu     sync.Mutex
+	seenNx map[string]int64
+	seenFn map[slotKey]int64
+}
+
+type slotKey struct {
+	ns   string
+	slot int
+}
+
+// Open makes the tables if needed, checks the schema version and returns
+// the store.
+func Open(ctx context.Context, db DB, d Dialect) (*Store, error) {
+	s := &Store{db: db, d: d, seenNx: map[string]int64{}, seenFn: map[slotKey]int64{}}
+	s.q = map[string]string{}
+	for name, q := range statements {
+		s.q[name] = s.rewrite(q)
+	}
+	if err := s.setup(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Q returns the statement text for the dialect: {p} becomes the table
+// prefix, {now} the clock, $n the dialect's placeholder.
+func (s *Store) Q(q string) string { return s.rewrite(q) }
+
+func (s *Store) rewrite(q string) string {
+	q = strings.ReplaceAll(q, "{p}", s.d.Prefix)
+	q = strings.ReplaceAll(q, "{now}", s.d.Now)
+	q = strings.ReplaceAll(q, "{forupdate}", s.d.ForUpdate)
+	q = strings.ReplaceAll(q, "{skiplocked}", s.d.SkipLocked)
+	if s.d.Numbered == nil {
+		return q
+	}
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		if q[i] == '$' && i+1 < len(q) && q[i+1] >= '0' && q[i+1] <= '9' {
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			n, _ := strconv.Atoi(q[i+1 : j])
+			b.WriteString(s.d.Numbered(n))
+			i = j - 1
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	return b.String()
+}
+
+// DB returns the database.
+func (s *Store) DB() DB { return s.db }
+
+var tables = []string{
+	`CREATE TABLE IF NOT EXISTS {p}cosid_meta (
+		name TEXT PRIMARY KEY,
+		value TEXT NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS {p}cosid_range (
+		key TEXT PRIMARY KEY,
+		next BIGINT NOT NULL,
+		sealed BOOLEAN NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS {p}cosid_namespace (
+		name TEXT PRIMARY KEY,
+		slot_limit BIGINT NOT NULL,
+		tolerance_ms BIGINT NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS {p}cosid_slot (
+		namespace TEXT NOT NULL,
+		slot BIGINT NOT NULL,
+		owner TEXT NOT NULL,
+		incarnation TEXT NOT NULL,
+		last_owner TEXT NOT NULL,
+		fence BIGINT NOT NULL,
+		ttl_ms BIGINT NOT NULL,
+		tolerance_ms BIGINT NOT NULL,
+		floor BIGINT NOT NULL,
+		expires_min BIGINT NOT NULL,
+		ceiling_min BIGINT NOT NULL,
+		next_floor BIGINT NOT NULL,
+		mtime BIGINT NOT NULL,
+		expires_at BIGINT NOT NULL,
+		ceiling BIGINT NOT NULL,
+		version BIGINT NOT NULL,
+		PRIMARY KEY (namespace, slot))`,
+	`CREATE TABLE IF NOT EXISTS {p}cosid_owner (
+		namespace TEXT NOT NULL,
+		owner TEXT NOT NULL,
+		slots TEXT NOT NULL,
+		PRIMARY KEY (namespace, owner))`,
+}
+
+// setup creates the tables and the version row in one transaction, after
+// checking that the database is a store's of a version this code knows.
+func (s *Store) setup(ctx context.Context) error {
+	return s.db.Tx(ctx, func(tx Querier) error {
+		if s.d.Setup != nil {
+			if err := s.d.Setup(ctx, tx); err != nil {
+				return err
+			}
+		}
+		if s.d.OwnsFile {
+			if err := s.checkForeign(ctx, tx); err != nil {
+				return err
+			}
+		}
+		for _, q := range tables {
+			if _, err := tx.Exec(ctx, s.rewrite(q)); err != nil {
+				return fmt.Errorf("create tables: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, s.rewrite(`INSERT INTO {p}cosid_meta (name, value) VALUES ('schema_version', $1)
+			ON CONFLICT (name) DO NOTHING`), strconv.Itoa(SchemaVersion)); err != nil {
+			return err
+		}
+		var v string
+		if err := tx.QueryRow(ctx, s.rewrite(`SELECT value FROM {p}cosid_meta WHERE name = 'schema_version'`)).Scan(&v); err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil:
+			return fmt.Errorf("cosid_meta says schema_version %q, not a number: %w", v, driver.ErrCorrupt)
+		case n > SchemaVersion:
+			return fmt.Errorf("the tables have schema version %d, newer than this driver's %d: upgrade the driver: %w",
+				n, SchemaVersion, driver.ErrConfigMismatch)
+		case n < SchemaVersion:
+			return fmt.Errorf("the tables have schema version %d, older than this driver's %d, and no migration exists: %w",
+				n, SchemaVersion, driver.ErrConfigMismatch)
+		}
+		return nil
+	})
+}
+
+// checkForeign refuses a database that has tables but no cosid_meta: it
+// belongs to someone else, and creating tables in it would change it.
+func (s *Store) checkForeign(ctx context.Context, tx Querier) error {
+	rows, err := tx.Query(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var names []string
+	ours := false
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		names = append(names, n)
+		ours = ours || n == "cosid_meta"
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(names) > 0 && !ours {
+		return fmt.Errorf("not a cosid store: the database has tables (%s) but no cosid_meta; refusing to change it: %w",
+			strings.Join(names, ", "), driver.ErrConfigMismatch)
+	}
+	return nil
+}
+
+// The regression guard compares what an operation reads with the highest
+// value seen before the operation began: only those come from commits that
+// happened before it, so a lower one means the database went back. (Values
+// seen by operations running at the same time may commit in any order.)
+
+// seenNext returns the highest next value of key seen so far.
+func (s *Store) seenNext(key string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seenNx[key]
+}
+
+// guardNext refuses a next value below floor, taken by seenNext when the
+// operation began, and records next.
+func (s *Store) guardNext(key string, floor, next int64) error {
+	if next < floor {
+		return fmt.Errorf("key's next value %d is below %d, seen earlier by this store: the database went back (restored from a backup, or a replica promoted without the last commits): %w",
+			next, floor, driver.ErrCorrupt)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seenNx[key] = max(s.seenNx[key], next)
+	return nil
+}
+
+// seenFence returns the highest fence of a slot seen so far.
+func (s *Store) seenFence(ns string, slot int) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seenFn[slotKey{ns, slot}]
+}
+
+// guardFence does for a slot's fence what guardNext does for a key.
+func (s *Store) guardFence(ns string, slot int, floor, fence int64) error {
+	if fence < floor {
+		return fmt.Errorf("slot %d's fence %d is below %d, seen earlier by this store: the database went back (restored from a backup, or a replica promoted without the last commits): %w",
+			slot, fence, floor, driver.ErrCorrupt)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := slotKey{ns, slot}
+	s.seenFn[k] = max(s.seenFn[k], fence)
+	return nil
+}
+
+// forget clears the guard, after a purge deleted everything on purpose.
+func (s *Store) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.seenNx)
+	clear(s.seenFn)
+}
