@@ -74,6 +74,9 @@ type Store struct {
 
 var (
 	_ driver.RangeStore = (*Store)(nil)
+	_ driver.SlotStore  = (*Store)(nil)
+	_ driver.SlotSeeder = (*Store)(nil)
+	_ driver.Purger     = (*Store)(nil)
 )
 
 // Open opens a store from options (see the package documentation). It is

@@ -81,6 +81,9 @@ type Dialect struct {
 	// Setup runs before the tables are created, in the same transaction
 	// (PostgreSQL: a lock against concurrent creation, the schema).
 	Setup func(ctx context.Context, tx Querier) error
+	// PurgeMore deletes the driver's own tables in Purge's transaction
+	// and says what it deleted.
+	PurgeMore func(ctx context.Context, tx Querier) ([]string, error)
 }
 
 // Store is the shared part of an open SQL store.

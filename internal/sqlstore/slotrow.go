@@ -1,0 +1,147 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// slotCols are the columns of a slot row, in slotRow.scan's order.
+const slotCols = `slot, owner, incarnation, last_owner, fence, ttl_ms, tolerance_ms, floor,
+	expires_min, ceiling_min, next_floor, mtime, expires_at, ceiling, version`
+
+// slotRow is one cosid_slot row: the fields of SPEC 6's slot node plus the
+// store time of its last write. expiresAt and ceiling are derived from the
+// others (driver/lease.go) and stored so that the database can search.
+type slotRow struct {
+	slot        int
+	owner       string // empty when released
+	incarnation string
+	lastOwner   string
+	fence       int64
+	ttl         int64
+	tolerance   int64
+	floor       int64
+	expiresMin  int64
+	ceilingMin  int64
+	nextFloor   int64
+	mtime       int64
+	expiresAt   int64
+	ceiling     int64
+	version     int64
+}
+
+func (r *slotRow) dest() []any {
+	return []any{&r.slot, &r.owner, &r.incarnation, &r.lastOwner, &r.fence, &r.ttl, &r.tolerance,
+		&r.floor, &r.expiresMin, &r.ceilingMin, &r.nextFloor, &r.mtime, &r.expiresAt, &r.ceiling, &r.version}
+}
+
+// derive recomputes expiresAt and ceiling from the stored fields.
+func (r *slotRow) derive() {
+	r.expiresAt = driver.TermExpiresAt(r.expiresMin, r.mtime, r.ttl)
+	r.ceiling = driver.TermCeiling(r.ceilingMin, r.expiresAt, r.tolerance)
+}
+
+// check reports a row whose derived times disagree with its fields (edited
+// by hand, or by a broken writer) as corrupt, never guessing which is right.
+func (r *slotRow) check(ns string) error {
+	want := *r
+	want.derive()
+	if want.expiresAt != r.expiresAt || want.ceiling != r.ceiling || r.fence < 0 || r.ttl < 0 {
+		return fmt.Errorf("slot %s/%d: stored expires_at %d and ceiling %d do not follow from its fields (%d and %d): %w",
+			ns, r.slot, r.expiresAt, r.ceiling, want.expiresAt, want.ceiling, driver.ErrCorrupt)
+	}
+	return nil
+}
+
+func (r *slotRow) args(ns string) []any {
+	return []any{ns, r.slot, r.owner, r.incarnation, r.lastOwner, r.fence, r.ttl, r.tolerance,
+		r.floor, r.expiresMin, r.ceilingMin, r.nextFloor, r.mtime, r.expiresAt, r.ceiling, r.version}
+}
+
+// holds reports whether the row's current term is the one l describes.
+func (r *slotRow) holds(l driver.Lease) bool {
+	return r != nil && r.owner != "" && r.owner == l.Owner && r.incarnation == l.Incarnation && r.fence == l.Fence
+}
+
+func (r *slotRow) lease(ns string) driver.Lease {
+	return driver.Lease{
+		Namespace:   ns,
+		Slot:        r.slot,
+		Owner:       r.owner,
+		Incarnation: r.incarnation,
+		Fence:       r.fence,
+		TTL:         time.Duration(r.ttl) * time.Millisecond,
+		Tolerance:   time.Duration(r.tolerance) * time.Millisecond,
+		Floor:       r.floor,
+		ExpiresAt:   r.expiresAt,
+		Ceiling:     r.ceiling,
+		State:       r.version,
+	}
+}
+
+func (r *slotRow) info() driver.SlotInfo {
+	return driver.SlotInfo{
+		Slot: r.slot, Owner: r.owner, Incarnation: r.incarnation, LastOwner: r.lastOwner,
+		Fence: r.fence, TTL: time.Duration(r.ttl) * time.Millisecond,
+		Tolerance: time.Duration(r.tolerance) * time.Millisecond, Floor: r.floor,
+		ExpiresAt: r.expiresAt, Ceiling: r.ceiling, NextFloor: r.nextFloor,
+	}
+}
+
+func init() {
+	statements["slot.insert"] = `INSERT INTO {p}cosid_slot (namespace, ` + slotCols + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+		ON CONFLICT (namespace, slot) DO NOTHING`
+	statements["slot.update"] = `UPDATE {p}cosid_slot SET owner = $3, incarnation = $4, last_owner = $5,
+		fence = $6, ttl_ms = $7, tolerance_ms = $8, floor = $9, expires_min = $10, ceiling_min = $11,
+		next_floor = $12, mtime = $13, expires_at = $14, ceiling = $15, version = $16
+		WHERE namespace = $1 AND slot = $2 AND version = $17`
+	statements["slot.read"] = `SELECT ` + slotCols + `, {now} FROM {p}cosid_slot WHERE namespace = $1 AND slot = $2`
+}
+
+// write stores r: an insert when old is nil, else a compare-and-set on
+// old's version. It reports whether the row was written.
+func (s *Store) write(ctx context.Context, q Querier, ns string, r *slotRow, oldVersion int64, insert bool) (bool, error) {
+	r.derive()
+	var n int64
+	var err error
+	if insert {
+		r.version = 1
+		n, err = q.Exec(ctx, s.q["slot.insert"], r.args(ns)...)
+	} else {
+		r.version = oldVersion + 1
+		n, err = q.Exec(ctx, s.q["slot.update"], append(r.args(ns), oldVersion)...)
+	}
+	return n == 1, err
+}
+
+// readSlot reads one slot with the store's time; a missing row is nil.
+func (s *Store) readSlot(ctx context.Context, q Querier, ns string, slot int) (*slotRow, int64, error) {
+	floor := s.seenFence(ns, slot)
+	r := &slotRow{}
+	var now int64
+	err := q.QueryRow(ctx, s.q["slot.read"], ns, slot).Scan(append(r.dest(), &now)...)
+	if errors.Is(err, ErrNoRows) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := s.accept(ns, floor, r); err != nil {
+		return nil, 0, err
+	}
+	return r, now, nil
+}
+
+// accept checks a row just read: consistent, and its fence not below what
+// this store saw before the read began.
+func (s *Store) accept(ns string, floor int64, r *slotRow) error {
+	if err := r.check(ns); err != nil {
+		return err
+	}
+	return s.guardFence(ns, r.slot, floor, r.fence)
+}

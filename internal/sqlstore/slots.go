@@ -1,0 +1,422 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// ownerIndexLen is how many of an owner's last slots are remembered.
+const ownerIndexLen = 8
+
+func init() {
+	statements["ns.create"] = `INSERT INTO {p}cosid_namespace (name, slot_limit, tolerance_ms) VALUES ($1, $2, $3)
+		ON CONFLICT (name) DO NOTHING`
+	statements["ns.read"] = `SELECT slot_limit, tolerance_ms, {now} FROM {p}cosid_namespace WHERE name = $1`
+	statements["ns.list"] = `SELECT name, slot_limit, tolerance_ms FROM {p}cosid_namespace`
+	statements["owner.read"] = `SELECT slots FROM {p}cosid_owner WHERE namespace = $1 AND owner = $2`
+	statements["owner.write"] = `INSERT INTO {p}cosid_owner AS o (namespace, owner, slots) VALUES ($1, $2, $3)
+		ON CONFLICT (namespace, owner) DO UPDATE SET slots = $3`
+	// The lowest free slot: released, expired, or one this request may
+	// take or return (its own owner: the same incarnation, or a reclaim).
+	// Rows another acquire has locked are skipped (PostgreSQL).
+	statements["slot.free"] = `SELECT ` + slotCols + ` FROM {p}cosid_slot
+		WHERE namespace = $1 AND slot < $2
+		AND (owner = '' OR expires_at <= $3 OR (owner = $4 AND (incarnation = $5 OR $6)))
+		ORDER BY slot LIMIT 1{lock}`
+	// The lowest slot never used.
+	statements["slot.gap"] = `SELECT s FROM (
+		SELECT 0 AS s WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = 0)
+		UNION ALL
+		SELECT a.slot + 1 FROM {p}cosid_slot a WHERE a.namespace = $1 AND a.slot + 1 < $2
+		AND NOT EXISTS (SELECT 1 FROM {p}cosid_slot b WHERE b.namespace = $1 AND b.slot = a.slot + 1)
+		) g ORDER BY s LIMIT 1`
+	statements["slot.list"] = `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 ORDER BY slot`
+}
+
+// verdict is what an acquire may do with one slot.
+type verdict int
+
+const (
+	busy     verdict = iota // live term of someone else
+	newTerm                 // free, or a live term the request may reclaim
+	liveTerm                // the requester's own live term: return it as it is
+)
+
+func judge(r *slotRow, req driver.AcquireRequest, now int64) verdict {
+	switch {
+	case r == nil || r.owner == "" || now >= r.expiresAt:
+		return newTerm
+	case r.owner != req.Owner:
+		return busy
+	case r.incarnation == req.Incarnation:
+		return liveTerm
+	case req.Reclaim:
+		return newTerm
+	}
+	return busy
+}
+
+// startTerm returns the row of a new term for req in slot n; old is the row
+// as it was (nil when never used).
+func startTerm(old *slotRow, n int, req driver.AcquireRequest, tolerance, now int64) *slotRow {
+	r := &slotRow{slot: n, fence: 1}
+	if old != nil {
+		r.fence = old.fence + 1
+		r.floor = old.nextFloor
+		r.lastOwner = old.lastOwner
+		if old.owner != "" {
+			// Not released: the old holder may have issued anything below
+			// its ceiling.
+			r.floor = max(r.floor, old.ceiling)
+			r.lastOwner = old.owner
+		}
+	}
+	r.owner = req.Owner
+	r.incarnation = req.Incarnation
+	r.ttl = req.TTL.Milliseconds()
+	r.tolerance = tolerance
+	r.ceilingMin = r.floor
+	r.nextFloor = r.floor
+	r.mtime = now
+	return r
+}
+
+// Acquire leases a slot in one transaction: the owner's last slots, the
+// preferred slot, then the lowest free slot the database finds.
+func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	var out driver.Lease
+	err := s.db.Tx(ctx, func(tx Querier) error {
+		a := &acquire{s: s, tx: tx, req: req, ns: req.Namespace.Name}
+		l, err := a.run(ctx)
+		out = l
+		return err
+	})
+	return out, err
+}
+
+// acquire is one Acquire's transaction.
+type acquire struct {
+	s   *Store
+	tx  Querier
+	req driver.AcquireRequest
+	ns  string
+	now int64
+	tol int64
+}
+
+func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
+	var err error
+	if a.now, err = a.s.namespace(ctx, a.tx, a.req.Namespace); err != nil {
+		return driver.Lease{}, err
+	}
+	a.tol = a.req.Namespace.Tolerance.Milliseconds()
+	first, err := a.s.ownerIndex(ctx, a.tx, a.ns, a.req.Owner)
+	if err != nil {
+		return driver.Lease{}, err
+	}
+	if !slices.Contains(first, a.req.Preferred) {
+		first = append(first, a.req.Preferred)
+	}
+	rows, err := a.lockRows(ctx, first)
+	if err != nil {
+		return driver.Lease{}, err
+	}
+	// A live term of this owner and incarnation is returned as it is, even
+	// when the owner's index lists a free slot before it.
+	for _, n := range first {
+		if r := rows[n]; judge(r, a.req, a.now) == liveTerm {
+			return r.lease(a.ns), nil
+		}
+	}
+	for _, n := range first {
+		if judge(rows[n], a.req, a.now) == newTerm {
+			if l, ok, err := a.take(ctx, n, rows[n]); err != nil || ok {
+				return l, err
+			}
+		}
+	}
+	for _, lock := range []string{a.s.d.SkipLocked, a.s.d.ForUpdate} {
+		for {
+			n, r, found, err := a.lowestFree(ctx, lock)
+			if err != nil || !found {
+				if err != nil {
+					return driver.Lease{}, err
+				}
+				break
+			}
+			if r != nil && judge(r, a.req, a.now) == liveTerm {
+				return r.lease(a.ns), nil
+			}
+			l, ok, err := a.take(ctx, n, r)
+			if err != nil || ok {
+				return l, err
+			}
+			// Another acquire created slot n meanwhile: look again.
+		}
+	}
+	return driver.Lease{}, fmt.Errorf("all %d slots are held: %w", a.req.Namespace.Limit, driver.ErrExhausted)
+}
+
+// lockRows reads (and on PostgreSQL locks) the listed slots.
+func (a *acquire) lockRows(ctx context.Context, slots []int) (map[int]*slotRow, error) {
+	marks := make([]string, len(slots))
+	args := []any{a.ns}
+	for i, n := range slots {
+		marks[i] = "$" + strconv.Itoa(i+2)
+		args = append(args, n)
+	}
+	q := a.s.Q(`SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 AND slot IN (` +
+		strings.Join(marks, ", ") + `) ORDER BY slot{forupdate}`)
+	return a.s.readRows(ctx, a.tx, a.ns, q, args...)
+}
+
+// readRows runs a query of slot rows and accepts each.
+func (s *Store) readRows(ctx context.Context, q Querier, ns, query string, args ...any) (map[int]*slotRow, error) {
+	floors := s.fenceFloors(ns)
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int]*slotRow{}
+	for rows.Next() {
+		r := &slotRow{}
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, err
+		}
+		if err := s.accept(ns, floors[r.slot], r); err != nil {
+			return nil, err
+		}
+		out[r.slot] = r
+	}
+	return out, rows.Err()
+}
+
+// fenceFloors copies the fences this store has seen in namespace ns.
+func (s *Store) fenceFloors(ns string) map[int]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int]int64{}
+	for k, f := range s.seenFn {
+		if k.ns == ns {
+			out[k.slot] = f
+		}
+	}
+	return out
+}
+
+// lowestFree finds the lowest slot this request may take: a row (locked
+// with lock) or, when r is nil, a slot never used.
+func (a *acquire) lowestFree(ctx context.Context, lock string) (n int, r *slotRow, found bool, err error) {
+	q := strings.ReplaceAll(a.s.q["slot.free"], "{lock}", lock)
+	rows, err := a.s.readRows(ctx, a.tx, a.ns, q, a.ns, a.req.Namespace.Limit, a.now,
+		a.req.Owner, a.req.Incarnation, a.req.Reclaim)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	for _, row := range rows {
+		n, r, found = row.slot, row, true
+	}
+	var gap int64
+	err = a.tx.QueryRow(ctx, a.s.q["slot.gap"], a.ns, a.req.Namespace.Limit).Scan(&gap)
+	switch {
+	case errors.Is(err, ErrNoRows):
+		return n, r, found, nil
+	case err != nil:
+		return 0, nil, false, err
+	case !found || int(gap) < n:
+		return int(gap), nil, true, nil
+	}
+	return n, r, found, nil
+}
+
+// take starts a new term in slot n (old is its row, nil if never used). It
+// reports false when the slot was created by another acquire meanwhile.
+func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, bool, error) {
+	r := startTerm(old, n, a.req, a.tol, a.now)
+	var oldVersion int64
+	if old != nil {
+		oldVersion = old.version
+	}
+	ok, err := a.s.write(ctx, a.tx, a.ns, r, oldVersion, old == nil)
+	if err != nil || !ok {
+		return driver.Lease{}, false, err
+	}
+	if err := a.s.remember(ctx, a.tx, a.ns, a.req.Owner, n); err != nil {
+		return driver.Lease{}, false, err
+	}
+	if err := a.s.guardFence(a.ns, n, 0, r.fence); err != nil {
+		return driver.Lease{}, false, err
+	}
+	return r.lease(a.ns), true, nil
+}
+
+// namespace creates the namespace if missing, checks its settings, and
+// returns the store's time.
+func (s *Store) namespace(ctx context.Context, q Querier, want driver.Namespace) (int64, error) {
+	if _, err := q.Exec(ctx, s.q["ns.create"], want.Name, want.Limit, want.Tolerance.Milliseconds()); err != nil {
+		return 0, err
+	}
+	var limit, tol, now int64
+	if err := q.QueryRow(ctx, s.q["ns.read"], want.Name).Scan(&limit, &tol, &now); err != nil {
+		return 0, err
+	}
+	if limit != int64(want.Limit) || tol != want.Tolerance.Milliseconds() {
+		return 0, fmt.Errorf("namespace has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
+			limit, time.Duration(tol)*time.Millisecond, want.Limit, want.Tolerance, driver.ErrConfigMismatch)
+	}
+	return now, nil
+}
+
+// ownerIndex returns the slots owner held last, most recent first.
+func (s *Store) ownerIndex(ctx context.Context, q Querier, ns, owner string) ([]int, error) {
+	var list string
+	err := q.QueryRow(ctx, s.q["owner.read"], ns, owner).Scan(&list)
+	if errors.Is(err, ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("owner index %s/%s is %q, not a list of slots: %w", ns, owner, list, driver.ErrCorrupt)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// remember puts n first in owner's index, keeping ownerIndexLen slots.
+func (s *Store) remember(ctx context.Context, q Querier, ns, owner string, n int) error {
+	idx, err := s.ownerIndex(ctx, q, ns, owner)
+	if err != nil {
+		return err
+	}
+	list := []string{strconv.Itoa(n)}
+	for _, m := range idx {
+		if m != n && len(list) < ownerIndexLen {
+			list = append(list, strconv.Itoa(m))
+		}
+	}
+	_, err = q.Exec(ctx, s.q["owner.write"], ns, owner, strings.Join(list, ","))
+	return err
+}
+
+// Renew continues l's term, even after its expiry if nobody took the slot:
+// a read and a compare-and-set on the row's version.
+func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+	for {
+		r, now, err := s.current(ctx, l)
+		if err != nil {
+			return l, err
+		}
+		old := r.version
+		r.expiresMin = r.expiresAt
+		r.ceilingMin = r.ceiling
+		r.mtime = now
+		ok, err := s.write(ctx, s.db, l.Namespace, r, old, false)
+		if err != nil {
+			return l, err
+		}
+		if ok {
+			return r.lease(l.Namespace), nil
+		}
+		// Written by someone else in between: read again.
+	}
+}
+
+// Release ends l's term; used < 0 means unknown.
+func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
+	for {
+		r, now, err := s.current(ctx, l)
+		if err != nil {
+			return err
+		}
+		old := r.version
+		r.nextFloor = driver.ReleasedFloor(used, r.floor, r.ceiling)
+		r.lastOwner = r.owner
+		r.owner = ""
+		r.incarnation = ""
+		r.mtime = now
+		ok, err := s.write(ctx, s.db, l.Namespace, r, old, false)
+		if err != nil || ok {
+			return err
+		}
+	}
+}
+
+// current reads l's slot and returns it if it still holds l's term.
+func (s *Store) current(ctx context.Context, l driver.Lease) (*slotRow, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	r, now, err := s.readSlot(ctx, s.db, l.Namespace, l.Slot)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !r.holds(l) {
+		return nil, 0, fmt.Errorf("slot no longer holds fence %d of %s/%s: %w",
+			l.Fence, l.Owner, l.Incarnation, driver.ErrLeaseLost)
+	}
+	return r, now, nil
+}
+
+// Namespaces lists every namespace, sorted by name.
+func (s *Store) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
+	rows, err := s.db.Query(ctx, s.q["ns.list"])
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []driver.Namespace{}
+	for rows.Next() {
+		var n driver.Namespace
+		var limit, tol int64
+		if err := rows.Scan(&n.Name, &limit, &tol); err != nil {
+			return nil, err
+		}
+		n.Limit, n.Tolerance = int(limit), time.Duration(tol)*time.Millisecond
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Slots lists the used slots of a namespace by slot number.
+func (s *Store) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error) {
+	var limit, tol, now int64
+	err := s.db.QueryRow(ctx, s.q["ns.read"], ns).Scan(&limit, &tol, &now)
+	if errors.Is(err, ErrNoRows) {
+		return nil, fmt.Errorf("no namespace %q: %w", ns, driver.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.readRows(ctx, s.db, ns, s.q["slot.list"], ns)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.SlotInfo, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.info())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Slot < out[j].Slot })
+	return out, nil
+}
