@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,6 +71,21 @@ type Store struct {
 	ownPool bool
 	cfg     Config
 	locks   *lockSession
+
+	ticketMu   sync.Mutex
+	lastTicket int64 // the regression guard of lock fences
+}
+
+func (s *Store) seenTicket() int64 {
+	s.ticketMu.Lock()
+	defer s.ticketMu.Unlock()
+	return s.lastTicket
+}
+
+func (s *Store) sawTicket(t int64) {
+	s.ticketMu.Lock()
+	defer s.ticketMu.Unlock()
+	s.lastTicket = max(s.lastTicket, t)
 }
 
 var (
@@ -174,7 +190,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		cfg.ConnConfig = pool.Config().ConnConfig
 	}
 	schema := cfg.Schema
+	if strings.ContainsAny(schema, "'\x00") {
+		return nil, fmt.Errorf("schema %q: quotes and NUL are not allowed: %w", schema, driver.ErrInvalidArgument)
+	}
 	d := sqlstore.Dialect{
+		Tables:     lockTables,
+		PurgeMore:  purgeLocks,
 		Name:       "postgres",
 		Prefix:     pgx.Identifier{schema}.Sanitize() + ".",
 		Now:        "(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint",

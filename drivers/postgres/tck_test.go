@@ -57,7 +57,7 @@ func TestTCK(t *testing.T) {
 		NewHarness: func(context.Context, *testing.T) (tck.Harness, error) {
 			return harness{srv: srv, schema: freshSchema("tck")}, nil
 		},
-		Ranges: true, Slots: true, Locks: false,
+		Ranges: true, Slots: true, Locks: true,
 		Factory: Open,
 	})
 }

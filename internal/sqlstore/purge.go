@@ -49,7 +49,7 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 			}
 		}
 		if s.d.PurgeMore != nil {
-			more, err := s.d.PurgeMore(ctx, tx)
+			more, err := s.d.PurgeMore(ctx, tx, s.Q)
 			if err != nil {
 				return err
 			}

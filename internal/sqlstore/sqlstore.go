@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,9 +82,11 @@ type Dialect struct {
 	// Setup runs before the tables are created, in the same transaction
 	// (PostgreSQL: a lock against concurrent creation, the schema).
 	Setup func(ctx context.Context, tx Querier) error
+	// Tables are the driver's own, created after the shared ones.
+	Tables []string
 	// PurgeMore deletes the driver's own tables in Purge's transaction
 	// and says what it deleted.
-	PurgeMore func(ctx context.Context, tx Querier) ([]string, error)
+	PurgeMore func(ctx context.Context, tx Querier, q func(string) string) ([]string, error)
 }
 
 // Store is the shared part of an open SQL store.
@@ -200,7 +203,7 @@ func (s *Store) setup(ctx context.Context) error {
 				return err
 			}
 		}
-		for _, q := range tables {
+		for _, q := range slices.Concat(tables, s.d.Tables) {
 			if _, err := tx.Exec(ctx, s.rewrite(q)); err != nil {
 				return fmt.Errorf("create tables: %w", err)
 			}

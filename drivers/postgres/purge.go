@@ -1,0 +1,58 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cosid-go/store/internal/sqlstore"
+)
+
+// purgeLocks deletes the lock tables' rows in Purge's transaction and lists
+// them: "lock rebalance holder host-a (fence 7)", then "lock rebalance".
+// The ticket sequence is kept, so fences never repeat after a purge. Every
+// session row goes too, so the stores still holding locks lose them.
+func purgeLocks(ctx context.Context, tx sqlstore.Querier, q func(string) string) ([]string, error) {
+	rows, err := tx.Query(ctx, q(`SELECT l.name, w.owner, w.ticket FROM {p}cosid_lock l
+		LEFT JOIN {p}cosid_lock_waiter w ON w.name = l.name ORDER BY l.name, w.ticket`))
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	last, first := "", true
+	for rows.Next() {
+		var name string
+		var owner *string
+		var ticket *int64
+		if err := rows.Scan(&name, &owner, &ticket); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if !first && name != last {
+			deleted = append(deleted, "lock "+last)
+		}
+		if first || name != last {
+			first = true
+		}
+		if owner != nil {
+			what := "waiter"
+			if first {
+				what = "holder"
+			}
+			deleted = append(deleted, fmt.Sprintf("lock %s %s %s (fence %d)", name, what, *owner, *ticket))
+		}
+		last, first = name, false
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if last != "" {
+		deleted = append(deleted, "lock "+last)
+	}
+	for _, t := range []string{"cosid_lock_waiter", "cosid_lock_session", "cosid_lock"} {
+		if _, err := tx.Exec(ctx, q(`DELETE FROM {p}`+t)); err != nil {
+			return nil, err
+		}
+	}
+	return deleted, nil
+}
