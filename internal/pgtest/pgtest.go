@@ -2,7 +2,7 @@
 // cluster (initdb) in a temporary directory, on a free 127.0.0.1 port with
 // its own socket directory, fsync off. Run as root, the server runs as the
 // `postgres` user, because it refuses to run as root. A test can kill a
-// server (the whole process group, as a crash would) and start it again on
+// server (the postmaster and every backend at once, as a crash would) and start it again on
 // the same data, and cut client connections with a proxy.
 //
 // It is a test helper: import it from _test.go files only. A package whose

@@ -193,9 +193,8 @@ func (s *Server) waitReady(p *process) error {
 	}
 }
 
-// Kill kills the postmaster and every backend at once (SIGKILL to the
-// process group), as a crash of the machine would, and waits for the
-// postmaster to be reaped.
+// Kill kills the postmaster and every backend at once (SIGKILL), as a
+// crash of the machine would, and waits for the postmaster to be reaped.
 func (s *Server) Kill() { s.halt(syscall.SIGKILL) }
 
 // Stop shuts the server down (fast shutdown: clients are disconnected) and
@@ -212,12 +211,21 @@ func (s *Server) Restart(t testing.TB) {
 	if running {
 		t.Fatalf("pgtest: Restart of %s, which is running", s)
 	}
-	if err := s.launch(); err != nil {
-		t.Fatal(err)
+	// Killed backends may hold the shared memory for a moment longer.
+	deadline := time.Now().Add(startTimeout)
+	for {
+		err := s.launch()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(s.logTail(), "is still in use") || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(pollInterval)
 	}
 }
 
-// halt signals the whole process group and waits for the postmaster; a
+// halt signals the postmaster (SIGKILL: every backend too) and waits; a
 // server that ignores sig is killed after stopTimeout.
 func (s *Server) halt(sig syscall.Signal) {
 	s.mu.Lock()
@@ -228,17 +236,28 @@ func (s *Server) halt(sig syscall.Signal) {
 		return
 	}
 	pid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pid, sig)
+	if sig == syscall.SIGKILL {
+		killAll(pid)
+	} else {
+		_ = syscall.Kill(pid, sig)
+	}
 	select {
 	case <-p.done:
 	case <-time.After(stopTimeout):
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		killAll(pid)
 		<-p.done
 	}
-	if sig == syscall.SIGKILL {
-		// Backends are in the group too; make sure none outlives the kill.
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// killAll kills the postmaster and every backend at once. Each backend is
+// a process group of its own, so the postmaster is stopped first (it forks
+// no more), its children are listed and killed, then it is.
+func killAll(pid int) {
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	for _, c := range children(pid) {
+		_ = syscall.Kill(c, syscall.SIGKILL)
 	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // destroy kills the server and deletes its directory.
@@ -267,7 +286,7 @@ func reap() []string {
 	live.Unlock()
 	var left []string
 	for _, p := range procs {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		killAll(p.cmd.Process.Pid)
 		<-p.done
 		left = append(left, p.desc)
 	}
