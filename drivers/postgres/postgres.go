@@ -195,6 +195,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	d := sqlstore.Dialect{
 		Tables:     lockTables,
+		HasMeta:    "SELECT to_regclass('" + pgx.Identifier{schema, "cosid_meta"}.Sanitize() + "') IS NOT NULL",
 		PurgeMore:  purgeLocks,
 		Name:       "postgres",
 		Prefix:     pgx.Identifier{schema}.Sanitize() + ".",

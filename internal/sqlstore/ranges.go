@@ -17,11 +17,11 @@ var statements = map[string]string{
 	"next": `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, $2, FALSE)
 		ON CONFLICT (key) DO UPDATE SET next = r.next + $2
 		WHERE NOT r.sealed AND r.next <= 9223372036854775807 - $2
-		RETURNING r.next`,
+		RETURNING next`,
 	"current": `SELECT next, sealed FROM {p}cosid_range WHERE key = $1`,
 	"seal": `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, 0, TRUE)
 		ON CONFLICT (key) DO UPDATE SET sealed = TRUE
-		RETURNING r.next`,
+		RETURNING next`,
 	"init": `INSERT INTO {p}cosid_range (key, next, sealed) VALUES ($1, $2, FALSE)
 		ON CONFLICT (key) DO NOTHING`,
 	"keys": `SELECT key FROM {p}cosid_range`,

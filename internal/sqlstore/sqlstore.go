@@ -82,6 +82,8 @@ type Dialect struct {
 	// Setup runs before the tables are created, in the same transaction
 	// (PostgreSQL: a lock against concurrent creation, the schema).
 	Setup func(ctx context.Context, tx Querier) error
+	// HasMeta is a query whose one boolean says whether cosid_meta exists.
+	HasMeta string
 	// Tables are the driver's own, created after the shared ones.
 	Tables []string
 	// PurgeMore deletes the driver's own tables in Purge's transaction
@@ -190,7 +192,8 @@ var tables = []string{
 }
 
 // setup creates the tables and the version row in one transaction, after
-// checking that the database is a store's of a version this code knows.
+// checking that the database is a store's of a version this code knows:
+// nothing is changed in a database that is refused.
 func (s *Store) setup(ctx context.Context) error {
 	return s.db.Tx(ctx, func(tx Querier) error {
 		if s.d.Setup != nil {
@@ -203,32 +206,69 @@ func (s *Store) setup(ctx context.Context) error {
 				return err
 			}
 		}
+		var has bool
+		if err := tx.QueryRow(ctx, s.d.HasMeta).Scan(&has); err != nil {
+			return err
+		}
+		if has {
+			if err := s.checkVersion(ctx, tx); err != nil {
+				return err
+			}
+		}
 		for _, q := range slices.Concat(tables, s.d.Tables) {
 			if _, err := tx.Exec(ctx, s.rewrite(q)); err != nil {
 				return fmt.Errorf("create tables: %w", err)
 			}
 		}
-		if _, err := tx.Exec(ctx, s.rewrite(`INSERT INTO {p}cosid_meta (name, value) VALUES ('schema_version', $1)
-			ON CONFLICT (name) DO NOTHING`), strconv.Itoa(SchemaVersion)); err != nil {
+		_, err := tx.Exec(ctx, s.rewrite(`INSERT INTO {p}cosid_meta (name, value) VALUES ('schema_version', $1)
+			ON CONFLICT (name) DO NOTHING`), strconv.Itoa(SchemaVersion))
+		return err
+	})
+}
+
+// Check reads, without changing anything, whether the database would be
+// refused by Open: someone else's, or tables of another schema version.
+func Check(ctx context.Context, db DB, d Dialect) error {
+	s := &Store{db: db, d: d}
+	return db.Tx(ctx, func(tx Querier) error {
+		if d.OwnsFile {
+			if err := s.checkForeign(ctx, tx); err != nil {
+				return err
+			}
+		}
+		var has bool
+		if err := tx.QueryRow(ctx, d.HasMeta).Scan(&has); err != nil {
 			return err
 		}
-		var v string
-		if err := tx.QueryRow(ctx, s.rewrite(`SELECT value FROM {p}cosid_meta WHERE name = 'schema_version'`)).Scan(&v); err != nil {
-			return err
-		}
-		n, err := strconv.Atoi(v)
-		switch {
-		case err != nil:
-			return fmt.Errorf("cosid_meta says schema_version %q, not a number: %w", v, driver.ErrCorrupt)
-		case n > SchemaVersion:
-			return fmt.Errorf("the tables have schema version %d, newer than this driver's %d: upgrade the driver: %w",
-				n, SchemaVersion, driver.ErrConfigMismatch)
-		case n < SchemaVersion:
-			return fmt.Errorf("the tables have schema version %d, older than this driver's %d, and no migration exists: %w",
-				n, SchemaVersion, driver.ErrConfigMismatch)
+		if has {
+			return s.checkVersion(ctx, tx)
 		}
 		return nil
 	})
+}
+
+// checkVersion refuses tables of another schema version.
+func (s *Store) checkVersion(ctx context.Context, tx Querier) error {
+	var v string
+	err := tx.QueryRow(ctx, s.rewrite(`SELECT value FROM {p}cosid_meta WHERE name = 'schema_version'`)).Scan(&v)
+	if errors.Is(err, ErrNoRows) {
+		return fmt.Errorf("cosid_meta has no schema_version row: %w", driver.ErrCorrupt)
+	}
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cosid_meta says schema_version %q, not a number: %w", v, driver.ErrCorrupt)
+	case n > SchemaVersion:
+		return fmt.Errorf("the tables have schema version %d, newer than this driver's %d: upgrade the driver: %w",
+			n, SchemaVersion, driver.ErrConfigMismatch)
+	case n < SchemaVersion:
+		return fmt.Errorf("the tables have schema version %d, older than this driver's %d, and no migration exists: %w",
+			n, SchemaVersion, driver.ErrConfigMismatch)
+	}
+	return nil
 }
 
 // checkForeign refuses a database that has tables but no cosid_meta: it

@@ -1,0 +1,124 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"sync"
+
+	"github.com/cosid-go/store/internal/sqlstore"
+)
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// db adapts database/sql to sqlstore.DB. Statements on one file take
+// turns within the process (mu, shared by every store of the file): SQLite
+// has one writer at a time anyway, and its busy handler polls with growing
+// sleeps, which would starve some writers under contention. Processes
+// still wait for each other through the busy timeout.
+type db struct {
+	q  querier
+	mu *sync.Mutex // nil inside a transaction, which holds it already
+}
+
+func (d db) lock() func() {
+	if d.mu == nil {
+		return func() {}
+	}
+	d.mu.Lock()
+	return d.mu.Unlock
+}
+
+func (d db) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	defer d.lock()()
+	res, err := d.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (d db) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	unlock := d.lock()
+	return row{d.q.QueryRowContext(ctx, query, args...), unlock}
+}
+
+func (d db) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	unlock := d.lock()
+	r, err := d.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return rows{r, unlock}, nil
+}
+
+// Tx runs fn in a transaction that starts with BEGIN IMMEDIATE (the
+// connection's _txlock), so it holds the write lock from its first
+// statement and never fails to upgrade a read lock half-way.
+func (d db) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	pool, ok := d.q.(*sql.DB)
+	if !ok {
+		return errors.New("sqlite: nested transaction")
+	}
+	defer d.lock()()
+	tx, err := pool.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(db{q: tx}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+type row struct {
+	r      *sql.Row
+	unlock func()
+}
+
+func (r row) Scan(dest ...any) error {
+	defer r.unlock()
+	err := r.r.Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sqlstore.ErrNoRows
+	}
+	return err
+}
+
+type rows struct {
+	*sql.Rows
+	unlock func()
+}
+
+func (r rows) Close() {
+	_ = r.Rows.Close()
+	r.unlock()
+}
+
+// fileLocks holds one mutex per file, by absolute path.
+var fileLocks = struct {
+	sync.Mutex
+	m map[string]*sync.Mutex
+}{m: map[string]*sync.Mutex{}}
+
+func fileLock(path string) *sync.Mutex {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	fileLocks.Lock()
+	defer fileLocks.Unlock()
+	mu := fileLocks.m[path]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		fileLocks.m[path] = mu
+	}
+	return mu
+}

@@ -1,0 +1,142 @@
+// Package sqlite is the SQLite driver of package store, on the pure-Go
+// modernc.org/sqlite (no C compiler needed): ranges, slot leases, seeding
+// and purge in one file, for programs on one host that want IDs that
+// survive restarts with no server (SPEC 11). Several processes may share
+// the file.
+//
+// # Opening
+//
+//	import _ "github.com/cosid-go/store/drivers/sqlite"
+//
+//	st, err := store.Open("sqlite", map[string]string{"path": "/var/lib/app/ids.db"})
+//
+// # Options
+//
+//   - path (required): the database file, created if missing. A file that
+//     is not SQLite, or a SQLite database with tables but none of this
+//     store's, is refused and left unchanged.
+//   - busyTimeout: how long a statement waits for another process's write
+//     lock; default 5s.
+//
+// # Durability
+//
+// The file is in WAL mode with synchronous=FULL: a Next that returned is on
+// disk, through power loss. The store's clock is the host's clock, the
+// same for every process on the host.
+//
+// # Locks
+//
+// The Locker is not supported (ErrUnsupported): a lock needs a liveness
+// signal from its holder that SQLite does not give across processes.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers database/sql driver "sqlite"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/sqlstore"
+)
+
+func init() { store.Register("sqlite", Open) }
+
+// Store is an open SQLite store. It implements driver.Store,
+// driver.RangeStore, driver.SlotStore, driver.SlotSeeder and driver.Purger.
+type Store struct {
+	*sqlstore.Store
+	db *sql.DB
+}
+
+var (
+	_ driver.RangeStore = (*Store)(nil)
+	_ driver.SlotStore  = (*Store)(nil)
+	_ driver.SlotSeeder = (*Store)(nil)
+	_ driver.Purger     = (*Store)(nil)
+)
+
+// Open opens a store from options (see the package documentation). It is
+// the driver's factory.
+func Open(options map[string]string) (driver.Store, error) {
+	o := driver.NewOptions(options)
+	path := o.String("path", "")
+	busy := o.Duration("busyTimeout", 5*time.Second)
+	if err := o.Err(); err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, fmt.Errorf("option \"path\" is required: %w", driver.ErrInvalidArgument)
+	}
+	return New(context.Background(), path, busy)
+}
+
+// dialect is SQLite's: numbered ?N placeholders, the host clock, no row
+// locks (a write transaction holds the whole file).
+var dialect = sqlstore.Dialect{
+	Name:     "sqlite",
+	Now:      "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+	Numbered: func(n int) string { return "?" + strconv.Itoa(n) },
+	OwnsFile: true,
+	HasMeta:  "SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = 'cosid_meta'",
+}
+
+// New opens the store in the file at path.
+func New(ctx context.Context, path string, busyTimeout time.Duration) (*Store, error) {
+	if strings.ContainsAny(path, "?#\x00") {
+		return nil, fmt.Errorf("option \"path\": value %q: '?', '#' and NUL are not allowed: %w", path, driver.ErrInvalidArgument)
+	}
+	if strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("option \"path\": value %q: a file path, not a URI: %w", path, driver.ErrInvalidArgument)
+	}
+	// Checked before WAL mode is set, which would rewrite a foreign file's
+	// header.
+	if err := precheck(ctx, path, busyTimeout); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	sdb, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	s, err := sqlstore.Open(ctx, db{q: sdb, mu: fileLock(path)}, dialect)
+	if err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	return &Store{Store: s, db: sdb}, nil
+}
+
+// precheck reads the file without changing it: it must be SQLite, and
+// either empty, or this store's at a schema version this code knows.
+func precheck(ctx context.Context, path string, busyTimeout time.Duration) error {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	sdb, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	defer sdb.Close()
+	err = sqlstore.Check(ctx, db{q: sdb, mu: fileLock(path)}, dialect)
+	if err != nil && strings.Contains(err.Error(), "file is not a database") {
+		return fmt.Errorf("sqlite %s: not a SQLite database, refusing to touch it: %v: %w", path, err, driver.ErrConfigMismatch)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	return nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }

@@ -1,0 +1,34 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/tck"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// harness opens stores on one file of the check's own temp directory.
+type harness struct{ path string }
+
+func (h harness) NewStore(context.Context) (driver.Store, error) {
+	return Open(map[string]string{"path": h.path})
+}
+
+// Close has nothing to do: the test's temp directory goes with the file.
+func (harness) Close() error { return nil }
+
+func TestTCK(t *testing.T) {
+	tck.Run(t, tck.Suite{
+		NewHarness: func(_ context.Context, t *testing.T) (tck.Harness, error) {
+			return harness{path: filepath.Join(t.TempDir(), "store.db")}, nil
+		},
+		Ranges: true, Slots: true, Locks: false,
+		Factory: Open,
+	})
+}
