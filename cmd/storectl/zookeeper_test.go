@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosid-go/store/internal/pgtest"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -48,7 +49,7 @@ func randomRoot(t *testing.T) string {
 // TestMain stops the ZooKeeper servers after the tests; zktest.Wrap fails
 // the binary if a server started in this process is still running.
 func TestMain(m *testing.M) {
-	code := zktest.Wrap(m).Run()
+	code := pgtest.Wrap(zktest.Wrap(m)).Run()
 	if err := servers.stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = max(code, 1)

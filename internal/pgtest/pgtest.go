@@ -128,10 +128,11 @@ func Shared(t testing.TB) *Server {
 func Main(m *testing.M) { os.Exit(Wrap(m).Run()) }
 
 // Wrap returns m with the checks of Main added to its Run, for a TestMain
-// that wraps it further (goleak.VerifyTestMain(pgtest.Wrap(m))).
-func Wrap(m *testing.M) interface{ Run() int } { return wrapped{m} }
+// that wraps it further (goleak.VerifyTestMain(pgtest.Wrap(m))) or wraps
+// another helper's (pgtest.Wrap(zktest.Wrap(m))).
+func Wrap(m interface{ Run() int }) interface{ Run() int } { return wrapped{m} }
 
-type wrapped struct{ m *testing.M }
+type wrapped struct{ m interface{ Run() int } }
 
 func (w wrapped) Run() int {
 	code := w.m.Run()
