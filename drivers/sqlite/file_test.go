@@ -1,0 +1,103 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cosid-go/store/driver"
+)
+
+func open(t *testing.T, path string) *Store {
+	t.Helper()
+	d, err := Open(map[string]string{"path": path})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d.(*Store)
+}
+
+// writeSQLite makes a SQLite file with the given statements.
+func writeSQLite(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// A file that is not a store's is refused with a clear error and left
+// byte for byte as it was: a text file, someone else's SQLite database,
+// and a store of a newer schema version.
+func TestRefusesForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(text, []byte(strings.Repeat("not a database\n", 400)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.db")
+	writeSQLite(t, other, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total INTEGER)", "INSERT INTO invoices VALUES (1, 99)")
+	newer := filepath.Join(dir, "newer.db")
+	open(t, newer).Close()
+	writeSQLite(t, newer, "UPDATE cosid_meta SET value = '2' WHERE name = 'schema_version'")
+	for _, c := range []struct {
+		path, want string
+		is         error
+	}{
+		{text, "not a SQLite database", driver.ErrConfigMismatch},
+		{other, "not a cosid store: the database has tables (invoices)", driver.ErrConfigMismatch},
+		{newer, "schema version 2, newer than this driver's 1", driver.ErrConfigMismatch},
+	} {
+		before := snapshot(t, c.path)
+		_, err := Open(map[string]string{"path": c.path})
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, c.is) {
+			t.Errorf("Open(%s) = %v; want an error saying %q, wrapping %v", filepath.Base(c.path), err, c.want, c.is)
+		}
+		if after := snapshot(t, c.path); !bytes.Equal(before, after) {
+			t.Errorf("Open(%s) changed the file", filepath.Base(c.path))
+		}
+	}
+}
+
+// snapshot reads a file with its WAL and shared-memory companions.
+func snapshot(t *testing.T, path string) []byte {
+	t.Helper()
+	var out []byte
+	for _, p := range []string{path, path + "-wal", path + "-journal"} {
+		b, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		out = append(append(out, []byte(p)...), b...)
+	}
+	return out
+}
+
+// The file is in WAL mode with synchronous=FULL on every connection.
+func TestDurabilitySettings(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "ids.db"))
+	var mode string
+	var sync int
+	ctx := context.Background()
+	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" || sync != 2 {
+		t.Fatalf("journal_mode %q, synchronous %d; want wal and 2 (FULL)", mode, sync)
+	}
+}
