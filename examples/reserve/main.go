@@ -1,10 +1,14 @@
 // Command reserve issues IDs from the two generators of package idgen (a
 // segment generator on a range key, and a Snowflake generator on a leased
 // worker slot), then shows the store calls underneath: reserving ranges and
-// leasing a slot. It runs on the in-memory driver by default; point it at
-// ZooKeeper with
+// leasing a slot. By default it runs on SQLite, in a file in the user's
+// cache directory (its path is printed), so a second run continues above
+// every value of the first. Point it elsewhere with
 //
+//	go run ./examples/reserve -o path=/tmp/ids.db
 //	go run ./examples/reserve -driver zookeeper -o connectString=127.0.0.1:2181
+//	go run ./examples/reserve -driver postgres -o connString=postgres://localhost/ids
+//	go run ./examples/reserve -driver memory
 package main
 
 import (
@@ -12,11 +16,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/cosid-go/store"
 	_ "github.com/cosid-go/store/drivers/memory"
+	_ "github.com/cosid-go/store/drivers/postgres"
+	_ "github.com/cosid-go/store/drivers/sqlite"
 	_ "github.com/cosid-go/store/drivers/zookeeper"
 	"github.com/cosid-go/store/idgen"
 )
@@ -35,7 +42,7 @@ func (o optionFlags) Set(s string) error {
 
 func main() {
 	options := optionFlags{}
-	driverName := flag.String("driver", "memory", "driver: one of "+strings.Join(store.Drivers(), ", "))
+	driverName := flag.String("driver", "sqlite", "driver: one of "+strings.Join(store.Drivers(), ", "))
 	flag.Var(options, "o", "driver option key=value (repeatable), e.g. -o connectString=127.0.0.1:2181")
 	key := flag.String("key", "orders", "range key")
 	step := flag.Int64("step", 100, "values per range")
@@ -47,10 +54,34 @@ func main() {
 	flag.Parse()
 
 	space := store.Namespace{Name: *ns, Limit: *limit, Tolerance: time.Second}
+	if *driverName == "sqlite" && options["path"] == "" {
+		path, err := defaultPath()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "reserve:", err)
+			os.Exit(1)
+		}
+		options["path"] = path
+	}
+	if p := options["path"]; *driverName == "sqlite" {
+		fmt.Printf("store: SQLite file %s (run again: it continues above these values)\n", p)
+	}
 	if err := reserve(*driverName, options, *key, *step, *ids, *ranges, space, *owner); err != nil {
 		fmt.Fprintln(os.Stderr, "reserve:", err)
 		os.Exit(1)
 	}
+}
+
+// defaultPath is the example's SQLite file in the user's cache directory.
+func defaultPath() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory for the default SQLite file (give -o path=...): %w", err)
+	}
+	dir = filepath.Join(dir, "cosid-store")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "reserve.db"), nil
 }
 
 func reserve(driverName string, options map[string]string, key string, step int64, ids, ranges int, ns store.Namespace, owner string) error {
