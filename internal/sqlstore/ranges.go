@@ -18,6 +18,11 @@ var statements = map[string]string{
 		ON CONFLICT (key) DO UPDATE SET next = r.next + $2
 		WHERE NOT r.sealed AND r.next <= 9223372036854775807 - $2
 		RETURNING next`,
+	// The same for a key this store has seen: a plain UPDATE, cheaper than
+	// an upsert's speculative insert.
+	"next.update": `UPDATE {p}cosid_range SET next = next + $2
+		WHERE key = $1 AND NOT sealed AND next <= 9223372036854775807 - $2
+		RETURNING next`,
 	"current": `SELECT next, sealed FROM {p}cosid_range WHERE key = $1`,
 	"seal": `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, 0, TRUE)
 		ON CONFLICT (key) DO UPDATE SET sealed = TRUE
@@ -27,11 +32,17 @@ var statements = map[string]string{
 	"keys": `SELECT key FROM {p}cosid_range`,
 }
 
-// Next reserves [start, start+step) of key in one statement.
+// Next reserves [start, start+step) of key in one statement: an upsert, or
+// an update once the key is known to exist (a key seen once and missing
+// later fails the regression guard instead of starting again at 0).
 func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error) {
-	floor := s.seenNext(key)
+	floor, known := s.seenNextKnown(key)
+	q := s.q["next"]
+	if known {
+		q = s.q["next.update"]
+	}
 	var next int64
-	err := s.db.QueryRow(ctx, s.q["next"], key, step).Scan(&next)
+	err := s.db.QueryRow(ctx, q, key, step).Scan(&next)
 	if errors.Is(err, ErrNoRows) {
 		return 0, s.refused(ctx, key, step)
 	}
@@ -39,6 +50,7 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 		return 0, err
 	}
 	start := next - step
+	s.sawRow(key)
 	if err := s.guardNext(key, floor+1, next); err != nil {
 		// Written already, but never handed out: a gap, not a duplicate.
 		return 0, err
@@ -50,6 +62,8 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 func (s *Store) refused(ctx context.Context, key string, step int64) error {
 	next, sealed, err := s.Current(ctx, key)
 	switch {
+	case errors.Is(err, driver.ErrCorrupt):
+		return fmt.Errorf("a key this store used is gone or went back: %w", err)
 	case err != nil:
 		return err
 	case sealed:
@@ -70,6 +84,8 @@ func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
 	err := s.db.QueryRow(ctx, s.q["current"], key).Scan(&next, &sealed)
 	if errors.Is(err, ErrNoRows) {
 		err, next = nil, 0
+	} else if err == nil {
+		s.sawRow(key)
 	}
 	if err != nil {
 		return 0, false, err
@@ -84,6 +100,7 @@ func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
 	if err := s.db.QueryRow(ctx, s.q["seal"], key).Scan(&next); err != nil {
 		return 0, err
 	}
+	s.sawRow(key)
 	return next, s.guardNext(key, floor, next)
 }
 
@@ -95,6 +112,7 @@ func (s *Store) Init(ctx context.Context, key string, next int64) error {
 		return err
 	}
 	if n == 1 {
+		s.sawRow(key)
 		return s.guardNext(key, floor, next)
 	}
 	cur, _, err := s.Current(ctx, key)

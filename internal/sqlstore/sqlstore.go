@@ -100,6 +100,7 @@ type Store struct {
 	// The regression guard: the highest value and fence seen so far.
 	mu     sync.Mutex
 	seenNx map[string]int64
+	exists map[string]bool // keys whose row this store has seen
 	seenFn map[slotKey]int64
 }
 
@@ -111,7 +112,7 @@ type slotKey struct {
 // Open makes the tables if needed, checks the schema version and returns
 // the store.
 func Open(ctx context.Context, db DB, d Dialect) (*Store, error) {
-	s := &Store{db: db, d: d, seenNx: map[string]int64{}, seenFn: map[slotKey]int64{}}
+	s := &Store{db: db, d: d, seenNx: map[string]int64{}, exists: map[string]bool{}, seenFn: map[slotKey]int64{}}
 	s.q = map[string]string{}
 	for name, q := range statements {
 		s.q[name] = s.rewrite(q)
@@ -311,6 +312,20 @@ func (s *Store) seenNext(key string) int64 {
 	return s.seenNx[key]
 }
 
+// seenNextKnown is seenNext, and whether this store has seen the key's row.
+func (s *Store) seenNextKnown(key string) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seenNx[key], s.exists[key]
+}
+
+// sawRow records that key's row exists.
+func (s *Store) sawRow(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.exists[key] = true
+}
+
 // guardNext refuses a next value below floor, taken by seenNext when the
 // operation began, and records next.
 func (s *Store) guardNext(key string, floor, next int64) error {
@@ -349,5 +364,6 @@ func (s *Store) forget() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.seenNx)
+	clear(s.exists)
 	clear(s.seenFn)
 }
