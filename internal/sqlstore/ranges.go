@@ -51,7 +51,12 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 	}
 	start := next - step
 	s.sawRow(key)
-	if err := s.guardNext(key, floor+1, next); err != nil {
+	// The range must start at or above every value seen before (a check of
+	// next alone would let floor-1 out again).
+	if err := s.guardNext(key, floor, start); err != nil {
+		return 0, err
+	}
+	if err := s.guardNext(key, floor, next); err != nil {
 		// Written already, but never handed out: a gap, not a duplicate.
 		return 0, err
 	}
