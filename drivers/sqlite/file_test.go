@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cosid-go/store/driver"
 )
@@ -99,5 +100,35 @@ func TestDurabilitySettings(t *testing.T) {
 	}
 	if mode != "wal" || sync != 2 {
 		t.Fatalf("journal_mode %q, synchronous %d; want wal and 2 (FULL)", mode, sync)
+	}
+}
+
+// A purge deletes everything but the slot fences' floor: a slot's next
+// term after a purge gets a fence above every fence purged.
+func TestPurgeKeepsSlotFences(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "ids.db"))
+	ctx := context.Background()
+	ns := driver.Namespace{Name: "w", Limit: 4, Tolerance: time.Millisecond}
+	req := driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "i", TTL: time.Minute, Preferred: 2}
+	var last driver.Lease
+	for range 3 {
+		l, err := s.Acquire(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, l, -1); err != nil {
+			t.Fatal(err)
+		}
+		last = l
+	}
+	if _, err := s.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Acquire(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Fence <= last.Fence {
+		t.Fatalf("fence after the purge %d, not above %d from before", l.Fence, last.Fence)
 	}
 }

@@ -2,12 +2,17 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+
+	"github.com/cosid-go/store/driver"
 )
 
-// Purge deletes every row of the store's tables (the schema version row
-// stays) and returns what it deleted, children before parents as the
+// Purge deletes every row of the store's tables (the rows of cosid_meta
+// stay, and slot_fence_floor there is raised to the highest slot fence
+// purged, so a slot's fences keep growing after a purge as lock fences do) and returns what it deleted, children before parents as the
 // memory driver lists them: "range orders", "slot workers/3",
 // "owner workers/host-a", "namespace workers". Dialect.PurgeMore adds the
 // driver's own tables (locks). Meant for a store no instance uses.
@@ -42,6 +47,9 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 				deleted = append(deleted, "owner "+ns+"/"+o)
 			}
 			deleted = append(deleted, "namespace "+ns)
+		}
+		if err := s.raiseFenceFloor(ctx, tx); err != nil {
+			return err
 		}
 		for _, t := range []string{"cosid_range", "cosid_slot", "cosid_owner", "cosid_namespace"} {
 			if _, err := tx.Exec(ctx, s.Q(`DELETE FROM {p}`+t)); err != nil {
@@ -81,4 +89,39 @@ func strings1(ctx context.Context, q Querier, query string, args ...any) ([]stri
 	}
 	sort.Strings(out)
 	return out, rows.Err()
+}
+
+// fenceFloor returns the highest slot fence a purge deleted (0 if none).
+func (s *Store) fenceFloor(ctx context.Context, q Querier) (int64, error) {
+	var v string
+	err := q.QueryRow(ctx, s.Q(`SELECT value FROM {p}cosid_meta WHERE name = 'slot_fence_floor'`)).Scan(&v)
+	if errors.Is(err, ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("cosid_meta slot_fence_floor is %q, not a fence: %w", v, driver.ErrCorrupt)
+	}
+	return n, nil
+}
+
+// raiseFenceFloor records the highest slot fence before a purge deletes them.
+func (s *Store) raiseFenceFloor(ctx context.Context, q Querier) error {
+	floor, err := s.fenceFloor(ctx, q)
+	if err != nil {
+		return err
+	}
+	var top *int64
+	if err := q.QueryRow(ctx, s.Q(`SELECT max(fence) FROM {p}cosid_slot`)).Scan(&top); err != nil {
+		return err
+	}
+	if top == nil || *top <= floor {
+		return nil
+	}
+	_, err = q.Exec(ctx, s.Q(`INSERT INTO {p}cosid_meta AS m (name, value) VALUES ('slot_fence_floor', $1)
+		ON CONFLICT (name) DO UPDATE SET value = $1`), strconv.FormatInt(*top, 10))
+	return err
 }

@@ -24,7 +24,11 @@ func (s *Store) SeedSlot(ctx context.Context, want driver.Namespace, n int, fenc
 		}
 		r := rows[n]
 		if r == nil {
-			r = &slotRow{slot: n, fence: fence, nextFloor: nextFloor, mtime: now}
+			floor, err := s.fenceFloor(ctx, tx)
+			if err != nil {
+				return err
+			}
+			r = &slotRow{slot: n, fence: max(fence, floor), nextFloor: nextFloor, mtime: now}
 			ok, err := s.write(ctx, tx, want.Name, r, 0, true)
 			if err == nil && !ok {
 				err = fmt.Errorf("slot %d was created meanwhile; seed again", n)

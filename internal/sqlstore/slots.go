@@ -245,6 +245,13 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 	var oldVersion int64
 	if old != nil {
 		oldVersion = old.version
+	} else {
+		// A slot never used since the last purge continues above it.
+		floor, err := a.s.fenceFloor(ctx, a.tx)
+		if err != nil {
+			return driver.Lease{}, false, err
+		}
+		r.fence = floor + 1
 	}
 	ok, err := a.s.write(ctx, a.tx, a.ns, r, oldVersion, old == nil)
 	if err != nil || !ok {
