@@ -164,7 +164,8 @@ func withFields(connString string, fields map[string]string) string {
 				q.Set(f.keyword, v)
 			}
 		}
-		u.RawQuery = q.Encode()
+		// pgx reads '+' literally, so spaces go as %20 ('+' itself is %2B).
+		u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
 		return u.String()
 	}
 	var b strings.Builder
