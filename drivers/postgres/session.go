@@ -80,7 +80,13 @@ func (se *session) isLost() bool {
 // T/3. Any failure loses the session: a new one is made for later locks.
 func (se *session) run(sent time.Time) {
 	defer close(se.done)
-	defer se.conn.Close(context.Background())
+	defer func() {
+		// Close waits for the server's goodbye; a silent network never
+		// sends it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = se.conn.Close(ctx)
+	}()
 	defer se.lose()
 	for {
 		next := sent.Add(se.t / 3)
