@@ -18,7 +18,7 @@ func purgeLocks(ctx context.Context, tx sqlstore.Querier, q func(string) string)
 		return nil, err
 	}
 	var deleted []string
-	last, first := "", true
+	current := "" // the name whose rows are being listed
 	for rows.Next() {
 		var name string
 		var owner *string
@@ -27,27 +27,23 @@ func purgeLocks(ctx context.Context, tx sqlstore.Querier, q func(string) string)
 			rows.Close()
 			return nil, err
 		}
-		if !first && name != last {
-			deleted = append(deleted, "lock "+last)
-		}
-		if first || name != last {
-			first = true
+		what := "waiter"
+		if name != current {
+			if current != "" {
+				deleted = append(deleted, "lock "+current)
+			}
+			current, what = name, "holder"
 		}
 		if owner != nil {
-			what := "waiter"
-			if first {
-				what = "holder"
-			}
 			deleted = append(deleted, fmt.Sprintf("lock %s %s %s (fence %d)", name, what, *owner, *ticket))
 		}
-		last, first = name, false
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if last != "" {
-		deleted = append(deleted, "lock "+last)
+	if current != "" {
+		deleted = append(deleted, "lock "+current)
 	}
 	for _, t := range []string{"cosid_lock_waiter", "cosid_lock_session", "cosid_lock"} {
 		if _, err := tx.Exec(ctx, q(`DELETE FROM {p}`+t)); err != nil {
