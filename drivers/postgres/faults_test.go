@@ -16,13 +16,15 @@ import (
 	"github.com/cosid-go/store/internal/pgtest"
 )
 
-// TestFaults is the never-twice and lease proof under faults: 8 stores,
-// each reaching the server through a proxy of its own, allocate ranges of
-// two keys and lease slots at once while the server is killed and
-// restarted, a store's connections are cut mid-statement, and backends
-// are terminated with pg_terminate_backend. Every range handed out and
-// every lease seen is collected: no value twice, fences strictly growing
-// per slot, and no term's floor below a previous term's ceiling.
+// TestFaults is the proof under faults: 8 stores, each reaching the server
+// through proxies of its own, allocate ranges of two keys, lease slots and
+// contend for one lock at once, while the server is killed and restarted,
+// a store's connections are cut mid-statement, the lock holder's network
+// goes silent for longer than the lock timeout, and backends are
+// terminated with pg_terminate_backend. Every range, lease and hold is
+// collected: no value twice; per slot, fences strictly grow and no term's
+// floor is below a previous term's ceiling; the lock is never granted
+// while another hold is neither given back nor lost (see exclusion).
 func TestFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs about 15s with a server of its own")
@@ -32,9 +34,13 @@ func TestFaults(t *testing.T) {
 	const n = 8
 	stores := make([]*Store, n)
 	proxies := make([]*pgtest.Proxy, n)
+	freezers := make([]*pgtest.FreezeProxy, n)
 	for i := range n {
+		// store -> freeze proxy -> cut proxy -> server
 		proxies[i] = pgtest.NewProxy(t, srv.Addr())
-		stores[i] = openAt(t, pgtest.ConnStringAt(proxies[i].Addr()), schema, map[string]string{"connectTimeout": "2s"})
+		freezers[i] = pgtest.NewFreezeProxy(t, proxies[i].Addr())
+		stores[i] = openAt(t, pgtest.ConnStringAt(freezers[i].Addr()), schema,
+			map[string]string{"connectTimeout": "2s", "lockTimeout": "1s"})
 	}
 	ns := driver.Namespace{Name: "w", Limit: 4, Tolerance: 50 * time.Millisecond}
 	ctx, stop := context.WithCancel(t.Context())
@@ -99,7 +105,11 @@ func TestFaults(t *testing.T) {
 			}
 		})
 	}
-	faults := injectFaults(t, srv, schema, proxies, 15*time.Second)
+	ex := &exclusion{t: t}
+	for i, s := range stores {
+		wg.Go(func() { ex.work(ctx, i, s) })
+	}
+	faults := injectFaults(t, srv, proxies, freezers, ex.holder, 15*time.Second)
 	stop()
 	wg.Wait()
 
@@ -133,22 +143,37 @@ func TestFaults(t *testing.T) {
 	}
 	var errs []string
 	failures.Range(func(k, _ any) bool { errs = append(errs, k.(string)); return len(errs) < 5 })
-	t.Logf("faults: %v; %d ranges and %d lease terms collected; some failures seen: %q", faults, total, nterms, errs)
-	if total < 200 || nterms < 10 {
-		t.Errorf("too little work done under faults to prove anything: %d ranges, %d terms", total, nterms)
+	t.Logf("faults: %v; %d ranges, %d lease terms and %d lock holds (%d of them lost) collected; some failures seen: %q",
+		faults, total, nterms, ex.holds, ex.lost, errs)
+	if total < 200 || nterms < 10 || ex.holds < 10 {
+		t.Errorf("too little work done under faults to prove anything: %d ranges, %d terms, %d holds", total, nterms, ex.holds)
 	}
 }
 
 // injectFaults runs for d: every second or so it kills and restarts the
-// server, cuts one store's connections, or terminates every client
-// backend; it returns what it did.
-func injectFaults(t *testing.T, srv *pgtest.Server, schema string, proxies []*pgtest.Proxy, d time.Duration) []string {
+// server, cuts one store's connections, silences one store's network for
+// longer than the lock timeout, or terminates every client backend; it
+// returns what it did.
+func injectFaults(t *testing.T, srv *pgtest.Server, proxies []*pgtest.Proxy, freezers []*pgtest.FreezeProxy,
+	holder func() int, d time.Duration) []string {
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	var did []string
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		time.Sleep(time.Duration(500+rnd.IntN(700)) * time.Millisecond)
-		switch rnd.IntN(3) {
+		switch rnd.IntN(4) {
+		case 3:
+			// The lock holder's network, if any: the case the liveness
+			// rule is for.
+			i := holder()
+			if i < 0 {
+				i = rnd.IntN(len(freezers))
+			}
+			f := freezers[i]
+			f.Freeze()
+			time.Sleep(1500 * time.Millisecond)
+			f.Thaw()
+			did = append(did, "network silent 1.5s")
 		case 0:
 			srv.Kill()
 			srv.Restart(t)
@@ -175,4 +200,90 @@ func injectFaults(t *testing.T, srv *pgtest.Server, schema string, proxies []*pg
 		}
 	}
 	return did
+}
+
+// exclusion checks that a lock is never granted while another store's
+// hold may still be in use: neither lost (Lost closed) nor given back. A
+// hold being unlocked when the next is granted was given back only if its
+// Unlock then succeeds; if Unlock fails, its Lost must have been closed
+// at that grant.
+type exclusion struct {
+	t           *testing.T
+	mu          sync.Mutex
+	cur         *heldBy // the last hold granted, until its Unlock returned
+	fence       int64
+	holds, lost int
+}
+
+type heldBy struct {
+	l         driver.Lock
+	store     int
+	releasing bool   // Unlock called
+	overtaken []bool // for each grant made while releasing: was Lost closed then?
+}
+
+func (ex *exclusion) work(ctx context.Context, i int, s *Store) {
+	for ctx.Err() == nil {
+		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		l, err := s.Lock(octx, "x", fmt.Sprintf("s%d", i), true)
+		cancel()
+		if err != nil {
+			continue
+		}
+		h := ex.granted(i, l)
+		// Hold it a while, so that faults find holders.
+		select {
+		case <-l.Lost():
+		case <-time.After(200 * time.Millisecond):
+		}
+		ex.mu.Lock()
+		h.releasing = true
+		ex.mu.Unlock()
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = l.Unlock(uctx)
+		cancel()
+		ex.mu.Lock()
+		if closed(l.Lost()) {
+			ex.lost++
+		}
+		for _, lostThen := range h.overtaken {
+			if err != nil && !lostThen {
+				ex.t.Errorf("store %d's hold (fence %d) failed to unlock (%v), but another was granted while its Lost was open", i, l.Fence(), err)
+			}
+		}
+		if ex.cur == h {
+			ex.cur = nil
+		}
+		ex.mu.Unlock()
+	}
+}
+
+func (ex *exclusion) granted(i int, l driver.Lock) *heldBy {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	ex.holds++
+	if c := ex.cur; c != nil {
+		switch {
+		case c.releasing:
+			c.overtaken = append(c.overtaken, closed(c.l.Lost()))
+		case !closed(c.l.Lost()):
+			ex.t.Errorf("store %d was granted the lock (fence %d) while fence %d was held and its Lost still open", i, l.Fence(), c.l.Fence())
+		}
+	}
+	if l.Fence() <= ex.fence {
+		ex.t.Errorf("store %d was granted fence %d, not above %d granted before", i, l.Fence(), ex.fence)
+	}
+	h := &heldBy{l: l, store: i}
+	ex.cur, ex.fence = h, l.Fence()
+	return h
+}
+
+// holder returns the store holding the lock, or -1.
+func (ex *exclusion) holder() int {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.cur == nil {
+		return -1
+	}
+	return ex.cur.store
 }
