@@ -100,6 +100,7 @@ func (s *Store) enqueue(ctx context.Context, se *session, name, owner string, wa
 // pass looks at the queue up to ticket: granted when it is the head, else
 // how long until a session ahead could have expired.
 func (s *Store) pass(ctx context.Context, se *session, name string, ticket int64) (bool, time.Duration, error) {
+	s.passes.Add(1)
 	rows, err := s.pool.Query(ctx, s.Q(qPass), name, ticket)
 	if err != nil {
 		return false, 0, err

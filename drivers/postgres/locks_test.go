@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,4 +138,66 @@ func superuser(t *testing.T, srv *pgtest.Server) *pgx.Conn {
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
 	return c
+}
+
+// TestLockNoHerd: an Unlock wakes the next waiter only; the others stay
+// asleep (no pass over the queue), and the lock goes in arrival order.
+func TestLockNoHerd(t *testing.T) {
+	srv := pgtest.Shared(t)
+	schema := freshSchema("herd")
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	holder := openAt(t, srv.ConnString(), schema, nil)
+	first, err := holder.Lock(ctx, "x", "holder", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	waiters := make([]*Store, n)
+	got := make(chan int, n)
+	for i := range waiters {
+		waiters[i] = openAt(t, srv.ConnString(), schema, nil)
+		wg.Go(func() {
+			l, err := waiters[i].Lock(ctx, "x", "w", true)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("waiter %d: %v", i, err)
+				}
+				got <- -1
+				return
+			}
+			got <- i
+			<-ctx.Done()
+			_ = l.Unlock(context.Background())
+		})
+		// Queue them one after the other: arrival order is the order.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ws, err := holder.Waiters(ctx, "x")
+			if err == nil && len(ws) == i+2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waiter %d did not queue: %v %v", i, ws, err)
+			}
+			time.Sleep(5 * time.Millisecond) // state only visible in the database
+		}
+	}
+	before := make([]int64, n)
+	for i, w := range waiters {
+		before[i] = w.passes.Load()
+	}
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if i := <-got; i != 0 {
+		t.Fatalf("waiter %d got the lock first, want waiter 0", i)
+	}
+	for i, w := range waiters[1:] {
+		if d := w.passes.Load() - before[i+1]; d != 0 {
+			t.Errorf("waiter %d ran %d passes when the holder unlocked; only waiter 0 should wake", i+1, d)
+		}
+	}
 }

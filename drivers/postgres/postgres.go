@@ -42,6 +42,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -74,6 +75,8 @@ type Store struct {
 
 	ticketMu   sync.Mutex
 	lastTicket int64 // the regression guard of lock fences
+
+	passes atomic.Int64 // lock queue passes run, for tests
 }
 
 func (s *Store) seenTicket() int64 {
