@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cosid-go/store/driver"
 )
@@ -13,44 +12,37 @@ import (
 const slotCols = `slot, owner, incarnation, last_owner, fence, ttl_ms, tolerance_ms, floor,
 	expires_min, ceiling_min, next_floor, mtime, expires_at, ceiling, version`
 
-// slotRow is one cosid_slot row: the fields of SPEC 6's slot node plus the
-// store time of its last write. expiresAt and ceiling are derived from the
-// others (driver/lease.go) and stored so that the database can search.
+// slotRow is one cosid_slot row: a driver.SlotRecord (its Written is the
+// mtime column), the slot number, the expiry and ceiling the record gives
+// (stored so that the database can search free slots) and a version for
+// compare-and-set.
 type slotRow struct {
-	slot        int
-	owner       string // empty when released
-	incarnation string
-	lastOwner   string
-	fence       int64
-	ttl         int64
-	tolerance   int64
-	floor       int64
-	expiresMin  int64
-	ceilingMin  int64
-	nextFloor   int64
-	mtime       int64
-	expiresAt   int64
-	ceiling     int64
-	version     int64
+	slot      int
+	rec       driver.SlotRecord
+	expiresAt int64
+	ceiling   int64
+	version   int64
 }
 
 func (r *slotRow) dest() []any {
-	return []any{&r.slot, &r.owner, &r.incarnation, &r.lastOwner, &r.fence, &r.ttl, &r.tolerance,
-		&r.floor, &r.expiresMin, &r.ceilingMin, &r.nextFloor, &r.mtime, &r.expiresAt, &r.ceiling, &r.version}
+	c := &r.rec
+	return []any{&r.slot, &c.Owner, &c.Incarnation, &c.LastOwner, &c.Fence, &c.TTL, &c.Tolerance,
+		&c.Floor, &c.ExpiresMin, &c.CeilingMin, &c.NextFloor, &c.Written, &r.expiresAt, &r.ceiling, &r.version}
 }
 
-// derive recomputes expiresAt and ceiling from the stored fields.
+// derive recomputes the stored expiry and ceiling from the record.
 func (r *slotRow) derive() {
-	r.expiresAt = driver.TermExpiresAt(r.expiresMin, r.mtime, r.ttl)
-	r.ceiling = driver.TermCeiling(r.ceilingMin, r.expiresAt, r.tolerance)
+	r.expiresAt = r.rec.ExpiresAt()
+	r.ceiling = r.rec.Ceiling()
 }
 
-// check reports a row whose derived times disagree with its fields (edited
-// by hand, or by a broken writer) as corrupt, never guessing which is right.
+// check reports a row whose stored expiry and ceiling disagree with its
+// record (edited by hand, or by a broken writer) as corrupt, never
+// guessing which is right.
 func (r *slotRow) check(ns string) error {
 	want := *r
 	want.derive()
-	if want.expiresAt != r.expiresAt || want.ceiling != r.ceiling || r.fence < 0 || r.ttl < 0 {
+	if want.expiresAt != r.expiresAt || want.ceiling != r.ceiling || r.rec.Fence < 0 || r.rec.TTL < 0 {
 		return fmt.Errorf("slot %s/%d: stored expires_at %d and ceiling %d do not follow from its fields (%d and %d): %w",
 			ns, r.slot, r.expiresAt, r.ceiling, want.expiresAt, want.ceiling, driver.ErrCorrupt)
 	}
@@ -58,38 +50,15 @@ func (r *slotRow) check(ns string) error {
 }
 
 func (r *slotRow) args(ns string) []any {
-	return []any{ns, r.slot, r.owner, r.incarnation, r.lastOwner, r.fence, r.ttl, r.tolerance,
-		r.floor, r.expiresMin, r.ceilingMin, r.nextFloor, r.mtime, r.expiresAt, r.ceiling, r.version}
-}
-
-// holds reports whether the row's current term is the one l describes.
-func (r *slotRow) holds(l driver.Lease) bool {
-	return r != nil && r.owner != "" && r.owner == l.Owner && r.incarnation == l.Incarnation && r.fence == l.Fence
+	c := r.rec
+	return []any{ns, r.slot, c.Owner, c.Incarnation, c.LastOwner, c.Fence, c.TTL, c.Tolerance,
+		c.Floor, c.ExpiresMin, c.CeilingMin, c.NextFloor, c.Written, r.expiresAt, r.ceiling, r.version}
 }
 
 func (r *slotRow) lease(ns string) driver.Lease {
-	return driver.Lease{
-		Namespace:   ns,
-		Slot:        r.slot,
-		Owner:       r.owner,
-		Incarnation: r.incarnation,
-		Fence:       r.fence,
-		TTL:         time.Duration(r.ttl) * time.Millisecond,
-		Tolerance:   time.Duration(r.tolerance) * time.Millisecond,
-		Floor:       r.floor,
-		ExpiresAt:   r.expiresAt,
-		Ceiling:     r.ceiling,
-		State:       r.version,
-	}
-}
-
-func (r *slotRow) info() driver.SlotInfo {
-	return driver.SlotInfo{
-		Slot: r.slot, Owner: r.owner, Incarnation: r.incarnation, LastOwner: r.lastOwner,
-		Fence: r.fence, TTL: time.Duration(r.ttl) * time.Millisecond,
-		Tolerance: time.Duration(r.tolerance) * time.Millisecond, Floor: r.floor,
-		ExpiresAt: r.expiresAt, Ceiling: r.ceiling, NextFloor: r.nextFloor,
-	}
+	l := r.rec.Lease(ns, r.slot)
+	l.State = r.version
+	return l
 }
 
 func init() {
@@ -143,5 +112,5 @@ func (s *Store) accept(ns string, floor int64, r *slotRow) error {
 	if err := r.check(ns); err != nil {
 		return err
 	}
-	return s.guardFence(ns, r.slot, floor, r.fence)
+	return s.guardFence(ns, r.slot, floor, r.rec.Fence)
 }

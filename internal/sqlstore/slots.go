@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,9 +11,6 @@ import (
 
 	"github.com/cosid-go/store/driver"
 )
-
-// ownerIndexLen is how many of an owner's last slots are remembered.
-const ownerIndexLen = 8
 
 func init() {
 	statements["ns.create"] = `INSERT INTO {p}cosid_namespace (name, slot_limit, tolerance_ms) VALUES ($1, $2, $3)
@@ -30,6 +26,7 @@ func init() {
 	statements["slot.free"] = `SELECT ` + slotCols + ` FROM {p}cosid_slot
 		WHERE namespace = $1 AND slot < $2
 		AND (owner = '' OR expires_at <= $3 OR (owner = $4 AND (incarnation = $5 OR $6)))
+		AND fence < 9223372036854775807
 		ORDER BY slot LIMIT 1{lock}`
 	// The lowest slot never used.
 	statements["slot.gap"] = `SELECT s FROM (
@@ -39,54 +36,6 @@ func init() {
 		AND NOT EXISTS (SELECT 1 FROM {p}cosid_slot b WHERE b.namespace = $1 AND b.slot = a.slot + 1)
 		) g ORDER BY s LIMIT 1`
 	statements["slot.list"] = `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 ORDER BY slot`
-}
-
-// verdict is what an acquire may do with one slot.
-type verdict int
-
-const (
-	busy     verdict = iota // live term of someone else
-	newTerm                 // free, or a live term the request may reclaim
-	liveTerm                // the requester's own live term: return it as it is
-)
-
-func judge(r *slotRow, req driver.AcquireRequest, now int64) verdict {
-	switch {
-	case r == nil || r.owner == "" || now >= r.expiresAt:
-		return newTerm
-	case r.owner != req.Owner:
-		return busy
-	case r.incarnation == req.Incarnation:
-		return liveTerm
-	case req.Reclaim:
-		return newTerm
-	}
-	return busy
-}
-
-// startTerm returns the row of a new term for req in slot n; old is the row
-// as it was (nil when never used).
-func startTerm(old *slotRow, n int, req driver.AcquireRequest, tolerance, now int64) *slotRow {
-	r := &slotRow{slot: n, fence: 1}
-	if old != nil {
-		r.fence = old.fence + 1
-		r.floor = old.nextFloor
-		r.lastOwner = old.lastOwner
-		if old.owner != "" {
-			// Not released: the old holder may have issued anything below
-			// its ceiling.
-			r.floor = max(r.floor, old.ceiling)
-			r.lastOwner = old.owner
-		}
-	}
-	r.owner = req.Owner
-	r.incarnation = req.Incarnation
-	r.ttl = req.TTL.Milliseconds()
-	r.tolerance = tolerance
-	r.ceilingMin = r.floor
-	r.nextFloor = r.floor
-	r.mtime = now
-	return r
 }
 
 // Acquire leases a slot in one transaction: the owner's last slots, the
@@ -109,7 +58,17 @@ type acquire struct {
 	req driver.AcquireRequest
 	ns  string
 	now int64
-	tol int64
+}
+
+// judge applies SPEC 4's rule to a row (nil: never used). A slot whose
+// fence cannot grow is busy; the search never offers it either.
+func (a *acquire) judge(r *slotRow) driver.SlotVerdict {
+	var rec driver.SlotRecord
+	if r != nil {
+		rec = r.rec
+	}
+	v, _ := rec.Judge(a.req, a.now)
+	return v
 }
 
 func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
@@ -117,14 +76,11 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 	if a.now, err = a.s.namespace(ctx, a.tx, a.req.Namespace); err != nil {
 		return driver.Lease{}, err
 	}
-	a.tol = a.req.Namespace.Tolerance.Milliseconds()
-	first, err := a.s.ownerIndex(ctx, a.tx, a.ns, a.req.Owner)
+	index, err := a.s.ownerIndex(ctx, a.tx, a.ns, a.req.Owner)
 	if err != nil {
 		return driver.Lease{}, err
 	}
-	if !slices.Contains(first, a.req.Preferred) {
-		first = append(first, a.req.Preferred)
-	}
+	first := driver.FirstSlots(index, a.req.Preferred, a.req.Namespace.Limit)
 	rows, err := a.lockRows(ctx, first)
 	if err != nil {
 		return driver.Lease{}, err
@@ -132,12 +88,12 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 	// A live term of this owner and incarnation is returned as it is, even
 	// when the owner's index lists a free slot before it.
 	for _, n := range first {
-		if r := rows[n]; judge(r, a.req, a.now) == liveTerm {
+		if r := rows[n]; a.judge(r) == driver.SlotOwn {
 			return r.lease(a.ns), nil
 		}
 	}
 	for _, n := range first {
-		if judge(rows[n], a.req, a.now) == newTerm {
+		if a.judge(rows[n]) == driver.SlotFree {
 			if l, ok, err := a.take(ctx, n, rows[n]); err != nil || ok {
 				return l, err
 			}
@@ -152,7 +108,7 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 				}
 				break
 			}
-			if r != nil && judge(r, a.req, a.now) == liveTerm {
+			if r != nil && a.judge(r) == driver.SlotOwn {
 				return r.lease(a.ns), nil
 			}
 			l, ok, err := a.take(ctx, n, r)
@@ -241,18 +197,19 @@ func (a *acquire) lowestFree(ctx context.Context, lock string) (n int, r *slotRo
 // take starts a new term in slot n (old is its row, nil if never used). It
 // reports false when the slot was created by another acquire meanwhile.
 func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, bool, error) {
-	r := startTerm(old, n, a.req, a.tol, a.now)
+	var prev driver.SlotRecord
 	var oldVersion int64
 	if old != nil {
-		oldVersion = old.version
+		prev, oldVersion = old.rec, old.version
 	} else {
 		// A slot never used since the last purge continues above it.
 		floor, err := a.s.fenceFloor(ctx, a.tx)
 		if err != nil {
 			return driver.Lease{}, false, err
 		}
-		r.fence = floor + 1
+		prev.Fence = floor
 	}
+	r := &slotRow{slot: n, rec: prev.NewTerm(a.req, a.now)}
 	ok, err := a.s.write(ctx, a.tx, a.ns, r, oldVersion, old == nil)
 	if err != nil || !ok {
 		return driver.Lease{}, false, err
@@ -260,7 +217,7 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 	if err := a.s.remember(ctx, a.tx, a.ns, a.req.Owner, n); err != nil {
 		return driver.Lease{}, false, err
 	}
-	if err := a.s.guardFence(a.ns, n, 0, r.fence); err != nil {
+	if err := a.s.guardFence(a.ns, n, 0, r.rec.Fence); err != nil {
 		return driver.Lease{}, false, err
 	}
 	return r.lease(a.ns), true, nil
@@ -307,17 +264,15 @@ func (s *Store) ownerIndex(ctx context.Context, q Querier, ns, owner string) ([]
 	return out, nil
 }
 
-// remember puts n first in owner's index, keeping ownerIndexLen slots.
+// remember puts n first in owner's index (driver.RememberSlot).
 func (s *Store) remember(ctx context.Context, q Querier, ns, owner string, n int) error {
 	idx, err := s.ownerIndex(ctx, q, ns, owner)
 	if err != nil {
 		return err
 	}
-	list := []string{strconv.Itoa(n)}
-	for _, m := range idx {
-		if m != n && len(list) < ownerIndexLen {
-			list = append(list, strconv.Itoa(m))
-		}
+	var list []string
+	for _, m := range driver.RememberSlot(idx, n) {
+		list = append(list, strconv.Itoa(m))
 	}
 	_, err = q.Exec(ctx, s.q["owner.write"], ns, owner, strings.Join(list, ","))
 	return err
@@ -332,9 +287,9 @@ func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error)
 			return l, err
 		}
 		old := r.version
-		r.expiresMin = r.expiresAt
-		r.ceilingMin = r.ceiling
-		r.mtime = now
+		if r.rec, err = r.rec.Renewed(l, now); err != nil {
+			return l, err
+		}
 		ok, err := s.write(ctx, s.db, l.Namespace, r, old, false)
 		if err != nil {
 			return l, err
@@ -354,11 +309,9 @@ func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
 			return err
 		}
 		old := r.version
-		r.nextFloor = driver.ReleasedFloor(used, r.floor, r.ceiling)
-		r.lastOwner = r.owner
-		r.owner = ""
-		r.incarnation = ""
-		r.mtime = now
+		if r.rec, err = r.rec.Released(l, used, now); err != nil {
+			return err
+		}
 		ok, err := s.write(ctx, s.db, l.Namespace, r, old, false)
 		if err != nil || ok {
 			return err
@@ -375,7 +328,7 @@ func (s *Store) current(ctx context.Context, l driver.Lease) (*slotRow, int64, e
 	if err != nil {
 		return nil, 0, err
 	}
-	if !r.holds(l) {
+	if r == nil || !r.rec.Holds(l) {
 		return nil, 0, fmt.Errorf("slot no longer holds fence %d of %s/%s: %w",
 			l.Fence, l.Owner, l.Incarnation, driver.ErrLeaseLost)
 	}
@@ -422,7 +375,7 @@ func (s *Store) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error)
 	}
 	out := make([]driver.SlotInfo, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, r.info())
+		out = append(out, r.rec.Info(r.slot))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Slot < out[j].Slot })
 	return out, nil
