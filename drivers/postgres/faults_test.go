@@ -145,7 +145,7 @@ func TestFaults(t *testing.T) {
 	failures.Range(func(k, _ any) bool { errs = append(errs, k.(string)); return len(errs) < 5 })
 	t.Logf("faults: %v; %d ranges, %d lease terms and %d lock holds (%d of them lost) collected; some failures seen: %q",
 		faults, total, nterms, ex.holds, ex.lost, errs)
-	if total < 200 || nterms < 10 || ex.holds < 10 {
+	if total < 200 || nterms < 10 || ex.holds < 5 {
 		t.Errorf("too little work done under faults to prove anything: %d ranges, %d terms, %d holds", total, nterms, ex.holds)
 	}
 }
@@ -203,23 +203,20 @@ func injectFaults(t *testing.T, srv *pgtest.Server, proxies []*pgtest.Proxy, fre
 }
 
 // exclusion checks that a lock is never granted while another store's
-// hold may still be in use: neither lost (Lost closed) nor given back. A
-// hold being unlocked when the next is granted was given back only if its
-// Unlock then succeeds; if Unlock fails, its Lost must have been closed
-// at that grant.
+// hold may still be in use: neither lost (Lost closed) nor being given
+// back (its holder has called Unlock, so it uses the lock no more, whatever
+// the Unlock's outcome).
 type exclusion struct {
 	t           *testing.T
 	mu          sync.Mutex
-	cur         *heldBy // the last hold granted, until its Unlock returned
+	cur         *heldBy // the last hold granted, until its holder calls Unlock
 	fence       int64
 	holds, lost int
 }
 
 type heldBy struct {
-	l         driver.Lock
-	store     int
-	releasing bool   // Unlock called
-	overtaken []bool // for each grant made while releasing: was Lost closed then?
+	l     driver.Lock
+	store int
 }
 
 func (ex *exclusion) work(ctx context.Context, i int, s *Store) {
@@ -231,30 +228,23 @@ func (ex *exclusion) work(ctx context.Context, i int, s *Store) {
 			continue
 		}
 		h := ex.granted(i, l)
-		// Hold it a while, so that faults find holders.
+		// Hold it longer than the lock timeout, so that a silenced network
+		// finds a holder that still uses its hold when another may take it.
 		select {
 		case <-l.Lost():
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(1500 * time.Millisecond):
 		}
-		ex.mu.Lock()
-		h.releasing = true
-		ex.mu.Unlock()
-		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = l.Unlock(uctx)
-		cancel()
 		ex.mu.Lock()
 		if closed(l.Lost()) {
 			ex.lost++
-		}
-		for _, lostThen := range h.overtaken {
-			if err != nil && !lostThen {
-				ex.t.Errorf("store %d's hold (fence %d) failed to unlock (%v), but another was granted while its Lost was open", i, l.Fence(), err)
-			}
 		}
 		if ex.cur == h {
 			ex.cur = nil
 		}
 		ex.mu.Unlock()
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = l.Unlock(uctx)
+		cancel()
 	}
 }
 
@@ -262,13 +252,9 @@ func (ex *exclusion) granted(i int, l driver.Lock) *heldBy {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	ex.holds++
-	if c := ex.cur; c != nil {
-		switch {
-		case c.releasing:
-			c.overtaken = append(c.overtaken, closed(c.l.Lost()))
-		case !closed(c.l.Lost()):
-			ex.t.Errorf("store %d was granted the lock (fence %d) while fence %d was held and its Lost still open", i, l.Fence(), c.l.Fence())
-		}
+	if c := ex.cur; c != nil && !closed(c.l.Lost()) {
+		ex.t.Errorf("store %d was granted the lock (fence %d) while store %d held fence %d and its Lost was still open",
+			i, l.Fence(), c.store, c.l.Fence())
 	}
 	if l.Fence() <= ex.fence {
 		ex.t.Errorf("store %d was granted fence %d, not above %d granted before", i, l.Fence(), ex.fence)

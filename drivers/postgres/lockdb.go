@@ -30,6 +30,13 @@ const (
 	// only while the row exists.
 	qSessionConfirm = `UPDATE {p}cosid_lock_session SET confirmed_at = {now}
 		WHERE id = $1 AND pid = pg_backend_pid()`
+	// Leaving and ending a session first lock the names they change (in
+	// the same implicit transaction, a batch), so that two leaving at once
+	// run one after the other and the second sees the first's delete: else
+	// each could wake the other, both leaving, and the real next head sleep.
+	qLockNameRow  = `SELECT 1 FROM {p}cosid_lock WHERE name = $1 FOR UPDATE`
+	qLockSessions = `SELECT 1 FROM {p}cosid_lock WHERE name IN
+		(SELECT name FROM {p}cosid_lock_waiter WHERE session = $1) ORDER BY name FOR UPDATE`
 	// Ending a session deletes its rows and wakes the new head of each name.
 	qSessionEnd = `WITH d AS (DELETE FROM {p}cosid_lock_waiter WHERE session = $1 RETURNING name),
 		n AS (SELECT DISTINCT name FROM d),

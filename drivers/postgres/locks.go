@@ -50,7 +50,7 @@ func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver
 	for {
 		granted, wait, err := s.pass(ctx, se, name, ticket)
 		if err != nil {
-			return nil, s.abandon(se, ticket, err)
+			return nil, s.abandon(se, name, ticket, err)
 		}
 		if granted {
 			return &hold{s: s, se: se, name: name, ticket: ticket}, nil
@@ -68,7 +68,7 @@ func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver
 		}
 		timer.Stop()
 		if err != nil {
-			return nil, s.abandon(se, ticket, err)
+			return nil, s.abandon(se, name, ticket, err)
 		}
 	}
 }
@@ -139,23 +139,39 @@ func (s *Store) pass(ctx context.Context, se *session, name string, ticket int64
 // abandon removes a waiter that gives up, on a context of its own (the
 // caller's may have ended), and returns why it gave up. A removal that
 // fails gives up the whole session, whose rows then expire.
-func (s *Store) abandon(se *session, ticket int64, why error) error {
+func (s *Store) abandon(se *session, name string, ticket int64, why error) error {
 	if se.isLost() {
 		return why
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), se.t)
 	defer cancel()
-	if _, err := s.leave(ctx, se, ticket); err != nil {
+	if _, err := s.leave(ctx, se, name, ticket); err != nil {
 		s.locks.fail(se)
 	}
 	return why
 }
 
-// leave deletes the ticket's row and wakes the next head; it reports
-// whether the row was there.
-func (s *Store) leave(ctx context.Context, se *session, ticket int64) (bool, error) {
-	rows, err := s.pool.Query(ctx, s.Q(qLeave), ticket, se.id, s.locks.channel)
+// leave deletes the ticket's row and wakes the next head, in one round
+// trip; it reports whether the row was there.
+func (s *Store) leave(ctx context.Context, se *session, name string, ticket int64) (bool, error) {
+	b := &pgx.Batch{}
+	b.Queue(s.Q(qLockNameRow), name)
+	b.Queue(s.Q(qLeave), ticket, se.id, s.locks.channel)
+	return countSecond(s.pool.SendBatch(ctx, b))
+}
+
+// countSecond reads a batch of two queries and counts the second's rows.
+func countSecond(br pgx.BatchResults) (bool, error) {
+	defer br.Close()
+	rows, err := br.Query()
 	if err != nil {
+		return false, err
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	if rows, err = br.Query(); err != nil {
 		return false, err
 	}
 	n := 0
@@ -163,7 +179,10 @@ func (s *Store) leave(ctx context.Context, se *session, ticket int64) (bool, err
 		n++
 	}
 	rows.Close()
-	return n == 1, rows.Err()
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	return n == 1, br.Close()
 }
 
 // Locks lists every lock name ever used, sorted.
@@ -236,7 +255,7 @@ func (h *hold) Unlock(ctx context.Context) error {
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.se.t)
 	defer cancel()
-	found, err := h.s.leave(uctx, h.se, h.ticket)
+	found, err := h.s.leave(uctx, h.se, h.name, h.ticket)
 	if err != nil {
 		h.s.locks.fail(h.se)
 		h.unlocked = true

@@ -169,12 +169,10 @@ func (se *session) halt() {
 // end stops the session and deletes its rows, waking the next holders.
 func (se *session) end(ctx context.Context) error {
 	se.halt()
-	rows, err := se.ls.s.pool.Query(ctx, se.ls.s.Q(qSessionEnd), se.id, se.ls.channel)
-	if err == nil {
-		rows.Close()
-		err = rows.Err()
-	}
-	if err != nil {
+	b := &pgx.Batch{}
+	b.Queue(se.ls.s.Q(qLockSessions), se.id)
+	b.Queue(se.ls.s.Q(qSessionEnd), se.id, se.ls.channel)
+	if _, err := countSecond(se.ls.s.pool.SendBatch(ctx, b)); err != nil {
 		return fmt.Errorf("ending lock session %d (its rows expire after %v): %w", se.id, se.t, err)
 	}
 	return nil

@@ -25,9 +25,19 @@ func freshSchema(prefix string) string {
 // harness opens stores on one schema of the shared server and drops the
 // schema when the check ends.
 type harness struct {
+	t      *testing.T
 	srv    *pgtest.Server
 	schema string
 	extra  map[string]string
+}
+
+// Restart stops the server (fast shutdown) and starts it again on the same
+// data (tck.Restarter). The TCK runs its restart check alone, so no other
+// check loses its connections to the shared server.
+func (h harness) Restart(context.Context) error {
+	h.srv.Stop()
+	h.srv.Restart(h.t)
+	return nil
 }
 
 func (h harness) options() map[string]string {
@@ -54,8 +64,8 @@ func (h harness) Close() error {
 func TestTCK(t *testing.T) {
 	srv := pgtest.Shared(t)
 	tck.Run(t, tck.Suite{
-		NewHarness: func(context.Context, *testing.T) (tck.Harness, error) {
-			return harness{srv: srv, schema: freshSchema("tck")}, nil
+		NewHarness: func(_ context.Context, t *testing.T) (tck.Harness, error) {
+			return harness{t: t, srv: srv, schema: freshSchema("tck")}, nil
 		},
 		Ranges: true, Slots: true, Locks: true,
 		Factory: Open,

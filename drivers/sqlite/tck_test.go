@@ -23,6 +23,10 @@ func (h harness) NewStore(context.Context) (driver.Store, error) {
 // Close has nothing to do: the test's temp directory goes with the file.
 func (harness) Close() error { return nil }
 
+// Restart has nothing to stop: every store on the file is closed, so the
+// next one opens it afresh, as after a machine restart (tck.Restarter).
+func (harness) Restart(context.Context) error { return nil }
+
 func TestTCK(t *testing.T) {
 	tck.Run(t, tck.Suite{
 		NewHarness: func(_ context.Context, t *testing.T) (tck.Harness, error) {
