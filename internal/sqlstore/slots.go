@@ -53,11 +53,12 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 
 // acquire is one Acquire's transaction.
 type acquire struct {
-	s   *Store
-	tx  Querier
-	req driver.AcquireRequest
-	ns  string
-	now int64
+	s     *Store
+	tx    Querier
+	req   driver.AcquireRequest
+	ns    string
+	now   int64
+	index []int // the owner's index, read at the start
 }
 
 // judge applies SPEC 4's rule to a row (nil: never used). A slot whose
@@ -76,11 +77,10 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 	if a.now, err = a.s.namespace(ctx, a.tx, a.req.Namespace); err != nil {
 		return driver.Lease{}, err
 	}
-	index, err := a.s.ownerIndex(ctx, a.tx, a.ns, a.req.Owner)
-	if err != nil {
+	if a.index, err = a.s.ownerIndex(ctx, a.tx, a.ns, a.req.Owner); err != nil {
 		return driver.Lease{}, err
 	}
-	first := driver.FirstSlots(index, a.req.Preferred, a.req.Namespace.Limit)
+	first := driver.FirstSlots(a.index, a.req.Preferred, a.req.Namespace.Limit)
 	rows, err := a.lockRows(ctx, first)
 	if err != nil {
 		return driver.Lease{}, err
@@ -214,7 +214,7 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 	if err != nil || !ok {
 		return driver.Lease{}, false, err
 	}
-	if err := a.s.remember(ctx, a.tx, a.ns, a.req.Owner, n); err != nil {
+	if err := a.s.remember(ctx, a.tx, a.ns, a.req.Owner, a.index, n); err != nil {
 		return driver.Lease{}, false, err
 	}
 	if err := a.s.guardFence(a.ns, n, 0, r.rec.Fence); err != nil {
@@ -264,17 +264,13 @@ func (s *Store) ownerIndex(ctx context.Context, q Querier, ns, owner string) ([]
 	return out, nil
 }
 
-// remember puts n first in owner's index (driver.RememberSlot).
-func (s *Store) remember(ctx context.Context, q Querier, ns, owner string, n int) error {
-	idx, err := s.ownerIndex(ctx, q, ns, owner)
-	if err != nil {
-		return err
-	}
+// remember writes owner's index idx with n put first (driver.RememberSlot).
+func (s *Store) remember(ctx context.Context, q Querier, ns, owner string, idx []int, n int) error {
 	var list []string
 	for _, m := range driver.RememberSlot(idx, n) {
 		list = append(list, strconv.Itoa(m))
 	}
-	_, err = q.Exec(ctx, s.q["owner.write"], ns, owner, strings.Join(list, ","))
+	_, err := q.Exec(ctx, s.q["owner.write"], ns, owner, strings.Join(list, ","))
 	return err
 }
 
