@@ -26,6 +26,28 @@
 //   - connectTimeout: the bound on opening a connection; default 10s.
 //   - lockTimeout: T of the lock liveness rule (see Locks); default 10s.
 //
+// # Tables
+//
+// In the schema: the tables of internal/sqlstore (cosid_meta, cosid_range,
+// cosid_namespace, cosid_slot, cosid_owner), and for locks the sequence
+// cosid_lock_ticket, cosid_lock (one row per name ever locked),
+// cosid_lock_session (one per store using locks: its backend pid and last
+// confirmation) and cosid_lock_waiter (ticket, name, owner, session).
+//
+// # Locks
+//
+// A Lock takes a ticket from the sequence (it is the fence) while holding
+// the name's row lock, so tickets of a name commit in order; the holder is
+// the lowest ticket whose session has not expired. Each store has one lock
+// session, a connection of its own that confirms its row every T/3 (T =
+// lockTimeout) and LISTENs: Unlock and a cancelled wait NOTIFY the ticket
+// of the new head only, so no herd wakes. A session expires when the
+// database's clock passes its last confirmation + T; only then may others
+// delete its rows. Its Lost closes earlier, at the local send time of that
+// confirmation + T - T/5, so it closes before anyone else can be granted,
+// whatever happened to the connection (SPEC 5). A holder whose process
+// dies frees its locks after at most T; Close frees them at once.
+//
 // # Replication
 //
 // Never-twice holds only if a commit the driver saw acknowledged survives a
