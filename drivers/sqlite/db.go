@@ -23,8 +23,62 @@ type querier interface {
 // sleeps, which would starve some writers under contention. Processes
 // still wait for each other through the busy timeout.
 type db struct {
-	q  querier
-	mu *sync.Mutex // nil inside a transaction, which holds it already
+	q     querier
+	mu    *sync.Mutex // nil inside a transaction, which holds it already
+	stmts *stmtCache  // nil inside a transaction
+}
+
+// stmtCache keeps each statement run outside a transaction prepared, as a
+// program would: preparing costs SQLite more than running a small one.
+type stmtCache struct {
+	db *sql.DB
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// prepared returns what runs one statement: its prepared form outside a
+// transaction.
+func (d db) prepared(ctx context.Context, query string) (querier, error) {
+	if d.stmts == nil {
+		return d.q, nil
+	}
+	c := d.stmts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.m[query]
+	if st == nil {
+		var err error
+		if st, err = c.db.PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
+		c.m[query] = st
+	}
+	return stmtQuerier{st}, nil
+}
+
+// close closes every prepared statement.
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.m {
+		st.Close()
+	}
+	clear(c.m)
+}
+
+// stmtQuerier runs a prepared statement; the query text is its own.
+type stmtQuerier struct{ st *sql.Stmt }
+
+func (s stmtQuerier) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+	return s.st.ExecContext(ctx, args...)
+}
+
+func (s stmtQuerier) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+	return s.st.QueryContext(ctx, args...)
+}
+
+func (s stmtQuerier) QueryRowContext(ctx context.Context, _ string, args ...any) *sql.Row {
+	return s.st.QueryRowContext(ctx, args...)
 }
 
 func (d db) lock() func() {
@@ -37,7 +91,11 @@ func (d db) lock() func() {
 
 func (d db) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	defer d.lock()()
-	res, err := d.q.ExecContext(ctx, query, args...)
+	q, err := d.prepared(ctx, query)
+	if err != nil {
+		return 0, err
+	}
+	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -46,12 +104,21 @@ func (d db) Exec(ctx context.Context, query string, args ...any) (int64, error) 
 
 func (d db) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
 	unlock := d.lock()
-	return row{d.q.QueryRowContext(ctx, query, args...), unlock}
+	q, err := d.prepared(ctx, query)
+	if err != nil {
+		return errRow{err, unlock}
+	}
+	return row{q.QueryRowContext(ctx, query, args...), unlock}
 }
 
 func (d db) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
 	unlock := d.lock()
-	r, err := d.q.QueryContext(ctx, query, args...)
+	q, err := d.prepared(ctx, query)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	r, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		unlock()
 		return nil, err
@@ -91,6 +158,17 @@ func (r row) Scan(dest ...any) error {
 		return sqlstore.ErrNoRows
 	}
 	return err
+}
+
+// errRow is a row whose statement could not be prepared.
+type errRow struct {
+	err    error
+	unlock func()
+}
+
+func (r errRow) Scan(...any) error {
+	r.unlock()
+	return r.err
 }
 
 type rows struct {

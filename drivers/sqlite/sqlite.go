@@ -52,7 +52,8 @@ func init() { store.Register("sqlite", Open) }
 // driver.RangeStore, driver.SlotStore, driver.SlotSeeder and driver.Purger.
 type Store struct {
 	*sqlstore.Store
-	db *sql.DB
+	db    *sql.DB
+	stmts *stmtCache
 }
 
 var (
@@ -110,12 +111,14 @@ func New(ctx context.Context, path string, busyTimeout time.Duration) (*Store, e
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
-	s, err := sqlstore.Open(ctx, db{q: sdb, mu: fileLock(path)}, dialect)
+	stmts := &stmtCache{db: sdb, m: map[string]*sql.Stmt{}}
+	s, err := sqlstore.Open(ctx, db{q: sdb, mu: fileLock(path), stmts: stmts}, dialect)
 	if err != nil {
+		stmts.close()
 		sdb.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
-	return &Store{Store: s, db: sdb}, nil
+	return &Store{Store: s, db: sdb, stmts: stmts}, nil
 }
 
 // precheck reads the file without changing it: it must be SQLite, and
@@ -139,4 +142,7 @@ func precheck(ctx context.Context, path string, busyTimeout time.Duration) error
 }
 
 // Close closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stmts.close()
+	return s.db.Close()
+}
