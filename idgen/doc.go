@@ -30,7 +30,8 @@
 // # Sessions
 //
 // A Session (in the spirit of etcd's concurrency.Session) holds one slot
-// lease: it renews about every ttl/3 and closes Done as soon as the lease is
+// lease: it renews about every ttl/3 (more often with a margin above a
+// third of the ttl) and closes Done as soon as the lease is
 // lost or could not be renewed before it would expire. Validity is measured
 // on the local monotonic clock from the moment the renewal that succeeded
 // was sent, less a margin, and the holder's wall clock must also stay below
@@ -49,7 +50,9 @@
 // A Snowflake may run ahead of its clock, up to MaxAhead and never to the
 // ceiling, when a unit's sequence is used up or the clock stepped back a
 // little; beyond that it waits, up to MaxWait, and then fails with
-// ErrClockBackwards. Its clock can be replaced for tests.
+// ErrClockBackwards. A lease whose floor is ahead of the clock (the
+// ceiling of the slot's previous term, after a reclaim) is waited for the
+// same way. Its clock can be replaced for tests.
 //
 // # Errors
 //

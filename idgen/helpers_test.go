@@ -34,12 +34,24 @@ func memoryBackend(t *testing.T) backend {
 	return func(*testing.T) driver.Store { return memory.New(name) }
 }
 
-// faulty wraps a driver store; its gates decide each Next and Renew.
+// faulty wraps a driver store; its gates decide each Next, Acquire and
+// Renew, and skew moves the expiry an Acquire returns back by that many
+// milliseconds, as a store whose clock is behind would.
 type faulty struct {
 	driver.Store
 	driver.RangeStore
 	driver.SlotStore
-	next, renew gate
+	next, acquire, renew gate
+	skew                 atomic.Int64
+}
+
+func (f *faulty) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	if err := f.acquire.pass(ctx); err != nil {
+		return driver.Lease{}, err
+	}
+	l, err := f.SlotStore.Acquire(ctx, req)
+	l.ExpiresAt -= f.skew.Load()
+	return l, err
 }
 
 func (f *faulty) Next(ctx context.Context, key string, step int64) (int64, error) {

@@ -61,7 +61,9 @@ type sessionConfig struct {
 
 // WithMargin sets how long before the locally measured expiry the session
 // stops trusting its lease (default ttl/10). It covers the local clock
-// running slower than the store's; it must be less than the ttl.
+// running slower than the store's; it must be less than the ttl. A large
+// margin makes the session renew more often: it renews every ttl/3, or
+// every half of ttl less margin if that is shorter.
 func WithMargin(d time.Duration) SessionOption {
 	return func(c *sessionConfig) { c.margin, c.marginSet = d, true }
 }
@@ -104,28 +106,66 @@ func NewSession(ctx context.Context, st *store.Store, ns store.Namespace, owner 
 		key:    key,
 		ttl:    ttl,
 		margin: margin,
-		every:  max(ttl/3, time.Millisecond),
+		every:  renewEvery(ttl, margin),
 		retry:  min(max(ttl/20, time.Millisecond), time.Second),
 		done:   make(chan struct{}),
 		stop:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
 	t := s.newTerm(lease, sent, nil)
-	if !time.Now().Before(t.validUntil) {
-		// The store's clock is so far behind ours that the lease looks over
-		// before it began; using it would only fail later and less clearly.
-		if err := slots.Release(ctx, lease); err == nil || errors.Is(err, store.ErrLeaseLost) {
+	if now := time.Now(); !now.Before(t.validUntil) {
+		// The lease was over before it arrived; using it would only fail
+		// later and less clearly. Nothing was issued under it, so its
+		// next term may start at its floor.
+		if err := releaseUnused(ctx, slots, lease); err == nil || errors.Is(err, store.ErrLeaseLost) {
 			forget(key)
 		} else {
-			retire(key) // the error to report is the clock's
+			retire(key) // the error to report is why the lease was over
 		}
-		return nil, fmt.Errorf("%w: lease of slot %d expires at %d ms, not after the local clock (%d ms) by more than the margin %v",
-			ErrLeaseLost, lease.Slot, lease.ExpiresAt, time.Now().UnixMilli(), margin)
+		return nil, s.overOnArrival(lease, sent, now)
 	}
 	s.last = t
 	s.live.Store(t)
 	go s.run(sent)
 	return s, nil
+}
+
+// renewEvery is the time between renewals: ttl/3, so that two renewals may
+// fail before the lease expires, but short enough that one renewal fits in
+// the validity ttl less margin with as much to spare as it took.
+func renewEvery(ttl, margin time.Duration) time.Duration {
+	return max(min(ttl/3, (ttl-margin)/2), time.Millisecond)
+}
+
+// overOnArrival explains a lease whose validity ended before the acquire
+// that produced it was answered at now: either the round trip took the
+// whole validity, or the store's expiry was already near by the local
+// clock (its clock is behind, or the term was older than the acquire).
+func (s *Session) overOnArrival(lease store.Lease, sent, now time.Time) error {
+	took := now.Sub(sent)
+	ahead := time.Duration(lease.ExpiresAt-sent.UnixMilli()) * time.Millisecond
+	if took >= s.ttl-s.margin {
+		return fmt.Errorf("%w: the acquire of slot %d took %v, but a lease is trusted only for its ttl %v less the margin %v from when the request was sent: no validity was left when the answer arrived (its expiry, %d ms, is %s the local clock)",
+			ErrLeaseLost, lease.Slot, took.Round(time.Millisecond), s.ttl, s.margin, lease.ExpiresAt, relative(lease.ExpiresAt-now.UnixMilli()))
+	}
+	return fmt.Errorf("%w: lease of slot %d expires at %d ms, %s the local clock when the acquire was sent, less than its ttl %v: the store's clock is behind this one, or the term is older than the acquire; less the margin %v, no validity was left when the answer arrived %v later",
+		ErrLeaseLost, lease.Slot, lease.ExpiresAt, relative(ahead.Milliseconds()), s.ttl, s.margin, took.Round(time.Millisecond))
+}
+
+// relative says how ms milliseconds place a time against another.
+func relative(ms int64) string {
+	if ms < 0 {
+		return fmt.Sprintf("%v before", time.Duration(-ms)*time.Millisecond)
+	}
+	return fmt.Sprintf("only %v after", time.Duration(ms)*time.Millisecond)
+}
+
+// releaseUnused ends a term under which nothing was issued: stating the
+// highest timestamp used as just below the floor lets the next term start
+// at the floor (at 1 for a floor of 0), rather than at the ceiling as a
+// release without a used timestamp would.
+func releaseUnused(ctx context.Context, slots *store.SlotLeaseStore, lease store.Lease) error {
+	return slots.ReleaseUsed(ctx, lease, max(lease.Floor-1, 0))
 }
 
 // acquire takes a term no live session of this process uses. A term an
@@ -292,7 +332,7 @@ func (s *Session) run(sent time.Time) {
 			s.lose(fmt.Errorf("not renewed within %v of sending the last renewal", s.ttl-s.margin))
 			return
 		}
-		r, ok := s.renew(ctx, t)
+		r, ok := s.renew(ctx, t, sent)
 		switch {
 		case !ok:
 			return
@@ -325,7 +365,7 @@ func (s *Session) sleepUntil(when time.Time) bool {
 // renew sends one renewal. It runs in its own goroutine so that Done closes
 // when the validity ends even if the store has not answered; ok is false if
 // the session ended or was closed meanwhile.
-func (s *Session) renew(ctx context.Context, t *term) (r renewal, ok bool) {
+func (s *Session) renew(ctx context.Context, t *term, sent time.Time) (r renewal, ok bool) {
 	rctx, cancel := context.WithDeadline(ctx, t.validUntil)
 	defer cancel()
 	ch := make(chan renewal, 1)
@@ -337,15 +377,17 @@ func (s *Session) renew(ctx context.Context, t *term) (r renewal, ok bool) {
 	defer expiry.Stop()
 	select {
 	case r := <-ch:
-		if !time.Now().Before(t.validUntil) {
+		if now := time.Now(); !now.Before(t.validUntil) {
 			// Too late: the lease was untrusted for a while, and a session
 			// never comes back.
-			s.lose(fmt.Errorf("renewal answered after the validity ended: %v", r.err))
+			s.lose(fmt.Errorf("the renewal took %v and was answered %v after the validity ended (ttl %v less margin %v from the previous renewal's send): %v",
+				now.Sub(sent).Round(time.Millisecond), now.Sub(t.validUntil).Round(time.Millisecond), s.ttl, s.margin, r.err))
 			return r, false
 		}
 		return r, true
 	case <-expiry.C:
-		s.lose(fmt.Errorf("renewal not answered within %v of sending the previous one", s.ttl-s.margin))
+		s.lose(fmt.Errorf("the renewal sent %v ago was not answered within %v of sending the previous one (ttl %v less margin %v)",
+			time.Since(sent).Round(time.Millisecond), s.ttl-s.margin, s.ttl, s.margin))
 	case <-s.stop:
 	}
 	cancel()

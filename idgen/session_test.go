@@ -2,6 +2,7 @@ package idgen_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +168,93 @@ func TestSessionOptions(t *testing.T) {
 	}
 	if _, err := idgen.NewSession(t.Context(), st, ns, "a/b", store.AcquireOptions{}); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Errorf("bad owner: %v", err)
+	}
+}
+
+// seedFloor ends a first term of a fresh slot at used 5000, so the next
+// term's floor is 5001: a floor of its own, well below its ceiling.
+func seedFloor(t *testing.T, st *store.Store, space store.Namespace) int64 {
+	t.Helper()
+	s, err := idgen.NewSession(t.Context(), st, space, "seed", store.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CloseUsed(t.Context(), 5000); err != nil {
+		t.Fatal(err)
+	}
+	return 5001
+}
+
+// TestSessionAcquireTookTheValidity: an acquire answered after the
+// validity its send allows fails, saying so (not blaming the clock), and
+// releases the unused term so that the next one starts at its floor.
+func TestSessionAcquireTookTheValidity(t *testing.T) {
+	st, f := open(t, memoryBackend(t))
+	space := store.Namespace{Name: "slow", Limit: 1, Tolerance: time.Second}
+	floor := seedFloor(t, st, space)
+	const ttl = 500 * time.Millisecond
+	release := f.acquire.hold(0)
+	defer release()
+	failed := make(chan error, 1)
+	go func() {
+		s, err := idgen.NewSession(t.Context(), st, space, "host-a", store.AcquireOptions{TTL: ttl})
+		if err == nil {
+			s.Close(t.Context())
+		}
+		failed <- err
+	}()
+	f.acquire.waitHeld(t)
+	// The slow round trip under test: the answer comes a ttl after the send.
+	waitUntil(time.Now().Add(ttl).UnixMilli())
+	release()
+	err := <-failed
+	if !errors.Is(err, idgen.ErrLeaseLost) {
+		t.Fatalf("NewSession with an acquire longer than the ttl: %v, want ErrLeaseLost", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "the acquire of slot 0 took") || strings.Contains(msg, "clock is behind") {
+		t.Errorf("error %q does not say the acquire took the whole validity", msg)
+	}
+	t.Log(err)
+	if s := slotInfo(t, st, space.Name, 0); s.Owner != "" || s.NextFloor != floor {
+		t.Errorf("after the failed NewSession: slot %+v, want released with next floor %d (its floor: nothing was issued)", s, floor)
+	}
+}
+
+// TestSessionStoreClockBehind: a lease whose expiry is already near by the
+// local clock fails at once, blaming the clock.
+func TestSessionStoreClockBehind(t *testing.T) {
+	st, f := open(t, memoryBackend(t))
+	space := store.Namespace{Name: "behind", Limit: 1, Tolerance: time.Second}
+	floor := seedFloor(t, st, space)
+	f.skew.Store(time.Minute.Milliseconds())
+	_, err := idgen.NewSession(t.Context(), st, space, "host-a", store.AcquireOptions{TTL: 30 * time.Second})
+	if !errors.Is(err, idgen.ErrLeaseLost) {
+		t.Fatalf("NewSession on a store a minute behind: %v, want ErrLeaseLost", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "the store's clock is behind") {
+		t.Errorf("error %q does not blame the store's clock", msg)
+	}
+	t.Log(err)
+	if s := slotInfo(t, st, space.Name, 0); s.Owner != "" || s.NextFloor != floor {
+		t.Errorf("after the failed NewSession: slot %+v, want released with next floor %d", s, floor)
+	}
+}
+
+// TestSessionLargeMargin: a margin above 2/3 of the ttl leaves less
+// validity than the ttl/3 between renewals; the session must renew in time.
+func TestSessionLargeMargin(t *testing.T) {
+	st, f := open(t, memoryBackend(t))
+	// 1.5s of validity after each renewal's send.
+	s := newSession(t, st, "host-a", store.AcquireOptions{TTL: 6 * time.Second}, idgen.WithMargin(4500*time.Millisecond))
+	eventually(t, "three renewals or the end of the session", func() bool {
+		select {
+		case <-s.Done():
+			return true
+		default:
+			return f.renew.count() >= 3
+		}
+	})
+	if err := s.Err(); err != nil {
+		t.Fatalf("session with ttl 6s and margin 4.5s ended after %d renewals: %v", f.renew.count(), err)
 	}
 }

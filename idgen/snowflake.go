@@ -37,8 +37,11 @@ type SnowflakeOptions struct {
 
 	// MaxWait bounds how long one NextID waits for the clock to catch up or
 	// for a renewal to raise the ceiling; past it NextID returns
-	// ErrClockBackwards or ErrCeiling. A wait known to be longer fails at
-	// once. Zero: DefaultMaxWait; negative: never wait.
+	// ErrClockBackwards or ErrCeiling. A wait for the clock to come back to
+	// the last timestamp issued that is known to be longer fails at once;
+	// a wait for the lease's floor (left by the slot's previous term, for
+	// instance the old ceiling after a reclaim) is waited for up to
+	// MaxWait. Zero: DefaultMaxWait; negative: never wait.
 	MaxWait time.Duration
 }
 
@@ -167,6 +170,7 @@ func (g *Snowflake) NextID(ctx context.Context) (int64, error) {
 // pause is what NextID must wait for before it can issue.
 type pause struct {
 	clock   time.Duration // until the clock is far enough on; 0: see renewal
+	floor   bool          // the clock wait is for the lease's floor
 	renewal <-chan struct{}
 	err     error // to return when the wait is over its bound
 }
@@ -204,10 +208,11 @@ func (g *Snowflake) next() (int64, *pause, error) {
 			return 0, nil, ErrClosed
 		}
 		ts, seq := max(c, b.lo), int64(0)
+		floor := b.lo > c // what a clock wait would wait for
 		if last != none {
 			lastTs, _, lastSeq := g.layout.Decode(last)
 			if lastTs >= ts {
-				ts, seq = lastTs, lastSeq+1
+				ts, seq, floor = lastTs, lastSeq+1, false
 				if seq > g.seqMax {
 					ts, seq = lastTs+1, 0
 				}
@@ -222,7 +227,7 @@ func (g *Snowflake) next() (int64, *pause, error) {
 				ErrCeiling, g.epoch+ts*g.unit, t.lease.Ceiling, nowMs)}, nil
 		case ts-c > g.maxAhead:
 			until := time.UnixMilli(g.epoch + (ts-g.maxAhead)*g.unit).Sub(now)
-			return 0, &pause{clock: max(until, time.Nanosecond), err: g.behind(last, b.lo, ts, c, nowMs)}, nil
+			return 0, &pause{clock: max(until, time.Nanosecond), floor: floor, err: g.behind(last, b.lo, ts, c, nowMs)}, nil
 		}
 		id := g.layout.encode(ts, g.worker, seq)
 		if g.last.CompareAndSwap(last, id) {
@@ -241,8 +246,8 @@ func (g *Snowflake) behind(last, lo, ts, c, nowMs int64) error {
 		}
 	}
 	if lo > c {
-		return fmt.Errorf("%w: the clock (%d ms) is %d ms below the lease's floor (%d ms) left by the slot's previous holder",
-			ErrClockBackwards, nowMs, g.epoch+lo*g.unit-nowMs, g.epoch+lo*g.unit)
+		return fmt.Errorf("%w: the clock (%d ms) is %d ms below the lease's floor (%d ms): the slot's previous term may have issued timestamps up to there; NextID waits for the floor at most MaxWait (%v)",
+			ErrClockBackwards, nowMs, g.epoch+lo*g.unit-nowMs, g.epoch+lo*g.unit, g.maxWait)
 	}
 	return fmt.Errorf("%w: the clock (%d ms) did not reach the next unit (%d ms)",
 		ErrClockBackwards, nowMs, g.epoch+ts*g.unit)
@@ -257,28 +262,31 @@ const (
 )
 
 // wait waits as p says, within deadline; it returns the error to give the
-// caller, or nil to try again.
+// caller, or nil to try again. A clock wait known to outlast the deadline
+// fails at once, except one for the floor: that wait always ends (the
+// clock only has to move on), so a caller that calls again at once would
+// only spin on errors.
 func (g *Snowflake) wait(ctx context.Context, p *pause, deadline time.Time) error {
 	left := time.Until(deadline)
-	if left <= 0 || (p.renewal == nil && p.clock > left) {
+	if left <= 0 || (p.renewal == nil && !p.floor && p.clock > left) {
 		return p.err
 	}
 	if p.clock > 0 && p.clock <= spinBelow {
 		runtime.Gosched()
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("idgen: NextID: %w", err)
+			return fmt.Errorf("idgen: NextID: %w while waiting: %v", err, p.err)
 		}
 		return nil
 	}
 	d := left
 	if p.renewal == nil {
-		d = min(p.clock-spinBelow, pollEvery)
+		d = min(p.clock-spinBelow, pollEvery, left)
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
-		return fmt.Errorf("idgen: NextID: %w", ctx.Err())
+		return fmt.Errorf("idgen: NextID: %w while waiting: %v", ctx.Err(), p.err)
 	case <-g.closedCh:
 	case <-g.sess.Done():
 	case <-p.renewal: // nil for clock waits: never ready
@@ -303,9 +311,9 @@ func (g *Snowflake) Close(ctx context.Context) error {
 	}
 	close(g.closedCh)
 	if last == none {
-		// Nothing issued: the next holder may start at this term's floor
-		// plus one, not at its ceiling.
-		return g.sess.CloseUsed(ctx, g.sess.Lease().Floor)
+		// Nothing issued: the next holder may start at this term's floor,
+		// not at its ceiling.
+		return g.sess.CloseUsed(ctx, max(g.sess.Lease().Floor-1, 0))
 	}
 	ts, _, _ := g.layout.Decode(last)
 	return g.sess.CloseUsed(ctx, g.epoch+(ts+1)*g.unit-1) // the last millisecond of the last unit

@@ -3,6 +3,7 @@ package idgen_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -415,11 +416,14 @@ func TestSnowflakeClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	floor := n.Session().Lease().Floor
+	if floor == 0 {
+		t.Fatalf("host-b got slot %d with floor 0; the test needs the slot host-a released", n.Worker())
+	}
 	if err := n.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if s := slotInfo(t, st, ns.Name, n.Worker()); s.NextFloor != floor+1 {
-		t.Fatalf("unused slot released with next floor %d, want %d", s.NextFloor, floor+1)
+	if s := slotInfo(t, st, ns.Name, n.Worker()); s.NextFloor != floor {
+		t.Fatalf("unused slot released with next floor %d, want its floor %d", s.NextFloor, floor)
 	}
 }
 
@@ -449,4 +453,65 @@ func TestSnowflakeOptions(t *testing.T) {
 	if _, err := idgen.NewSnowflake(t.Context(), st, ns, "host-a", idgen.SnowflakeOptions{}); !errors.Is(err, idgen.ErrInUse) {
 		t.Errorf("two generators of one owner on one store: %v, want ErrInUse", err)
 	}
+}
+
+// TestSnowflakeWaitsForFloor: a lease whose floor (left by the slot's
+// previous term) is far ahead of the clock makes NextID wait for it, up to
+// MaxWait and the caller's context, rather than fail at once.
+func TestSnowflakeWaitsForFloor(t *testing.T) {
+	st, _ := open(t, memoryBackend(t))
+	space := store.Namespace{Name: "floor", Limit: 2, Tolerance: 50 * time.Millisecond}
+	for _, owner := range []string{"old-0", "old-1"} { // each leaves its slot a floor of about now
+		g := newSnowflake(t, st, space, owner, idgen.SnowflakeOptions{})
+		issue(t, g, 10)
+		if err := g.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The clocks of the new generators are a minute behind those floors.
+	behind := time.Now().Add(-time.Minute).UnixMilli()
+
+	t.Run("UpToMaxWait", func(t *testing.T) {
+		const maxWait = 300 * time.Millisecond
+		g := newSnowflake(t, st, space, "short", idgen.SnowflakeOptions{Clock: newFakeClock(behind).Now, MaxAhead: -1, MaxWait: maxWait})
+		start := time.Now()
+		_, err := g.NextID(t.Context())
+		if !errors.Is(err, idgen.ErrClockBackwards) || !strings.Contains(err.Error(), "previous term") {
+			t.Fatalf("NextID a minute below the floor: %v; want ErrClockBackwards naming the slot's previous term", err)
+		}
+		if d := time.Since(start); d < maxWait {
+			t.Fatalf("NextID failed after %v, without waiting MaxWait %v for the floor", d, maxWait)
+		}
+		t.Log(err)
+	})
+
+	t.Run("UntilTheFloor", func(t *testing.T) {
+		clk := newFakeClock(behind)
+		g := newSnowflake(t, st, space, "long", idgen.SnowflakeOptions{Clock: clk.Now, MaxAhead: -1, MaxWait: time.Minute})
+		floor := g.Session().Lease().Floor
+
+		// The caller's context bounds the wait too, and its error says why.
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		if _, err := g.NextID(ctx); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "previous term") {
+			t.Fatalf("NextID with a context shorter than the wait: %v; want DeadlineExceeded naming the slot's previous term", err)
+		}
+
+		reads := clk.readsSoFar()
+		got := make(chan error, 1)
+		var id int64
+		go func() {
+			var err error
+			id, err = g.NextID(t.Context())
+			got <- err
+		}()
+		clk.waitReads(t, reads+2) // it read the clock and is waiting for it
+		clk.set(floor)
+		if err := <-got; err != nil {
+			t.Fatalf("NextID once the clock reached the floor: %v", err)
+		}
+		if from, _ := span(g, id); from != floor {
+			t.Fatalf("first ID at %d ms, want the floor %d", from, floor)
+		}
+	})
 }
