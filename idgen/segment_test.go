@@ -187,7 +187,9 @@ func TestSegmentAdaptivePrefetch(t *testing.T) {
 	st, f := open(t, memoryBackend(t))
 	release := f.next.hold(1)
 	defer release()
-	const idle = 50 * time.Millisecond
+	// Far longer than the first steps take, even under load: only the
+	// deliberate wait below makes a range idle.
+	const idle = time.Second
 	g := newSegment(t, st, "k", idgen.SegmentOptions{Step: 100, MinPrefetch: 10, MaxPrefetch: 400, IdleAfter: idle})
 	if d := g.Stats().Prefetch; d != 50 {
 		t.Fatalf("initial distance %d, want Step/2 = 50", d)

@@ -35,12 +35,14 @@ func TestSessionRenews(t *testing.T) { testSessionRenews(t, memoryBackend(t)) }
 
 func testSessionRenews(t *testing.T, b backend) {
 	st, f := open(t, b)
-	s := newSession(t, st, "host-a", store.AcquireOptions{TTL: 600 * time.Millisecond})
+	// Renewals every 667ms, each with 1.8s to be answered: ample under load.
+	const ttl = 2 * time.Second
+	s := newSession(t, st, "host-a", store.AcquireOptions{TTL: ttl})
 	first := s.Lease()
 	// Outlive the first term's expiry by renewing.
 	waitUntil(first.ExpiresAt + 100)
 	if f.renew.count() < 2 {
-		t.Errorf("%d renewals in 700ms with a ttl of 600ms, want at least 2", f.renew.count())
+		t.Errorf("%d renewals in %v with a ttl of %v, want at least 2", f.renew.count(), ttl+100*time.Millisecond, ttl)
 	}
 	l, err := s.Check(time.Now().UnixMilli())
 	if err != nil {
@@ -79,7 +81,9 @@ func TestSessionLostToReclaim(t *testing.T) {
 	b := memoryBackend(t)
 	stA, _ := open(t, b)
 	stB, _ := open(t, b)
-	a := newSession(t, stA, "host-a", store.AcquireOptions{TTL: 300 * time.Millisecond})
+	// Its acquire has 1.8s to be answered; the loss shows at the first
+	// renewal, 667ms later.
+	a := newSession(t, stA, "host-a", store.AcquireOptions{TTL: 2 * time.Second})
 	// A restarted host-a (another incarnation) takes the slot back.
 	bs := newSession(t, stB, "host-a", store.AcquireOptions{TTL: time.Minute, Reclaim: true})
 	if bs.Lease().Slot != a.Lease().Slot {
@@ -109,7 +113,9 @@ func testSessionEndsBeforeExpiry(t *testing.T, b backend) {
 	st, f := open(t, b)
 	release := f.renew.hold(0)
 	defer release()
-	s := newSession(t, st, "host-a", store.AcquireOptions{TTL: 600 * time.Millisecond}, idgen.WithMargin(200*time.Millisecond))
+	// The session ends 2s after the send, at least 2s before the expiry:
+	// room for a slow acquire and a slow wake-up of this test.
+	s := newSession(t, st, "host-a", store.AcquireOptions{TTL: 4 * time.Second}, idgen.WithMargin(2*time.Second))
 	lease := s.Lease()
 	f.renew.waitHeld(t)
 	ended(t, s)
