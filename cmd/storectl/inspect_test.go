@@ -122,7 +122,7 @@ func populate(t *testing.T, spec storeSpec) (live, released, expired store.Lease
 		cancel()
 		wg.Wait()
 	})
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ws, err := st.Locks().Waiters(ctx, "rebalance")
 		if err == nil && len(ws) == 2 {

@@ -66,10 +66,11 @@ func openClocked(t *testing.T, start int64, incarnations ...string) (*fakeClock,
 	return clk, out
 }
 
-// eventually polls cond until it holds or a second has passed.
+// eventually polls cond until it holds, for at most 10s: far more than
+// it takes even on a loaded machine.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
