@@ -165,7 +165,7 @@ func TestNewOptions(t *testing.T) {
 // error naming the servers.
 func TestOpenDeadServer(t *testing.T) {
 	addr := deadAddr(t)
-	const wait = 700 * time.Millisecond
+	const wait = 2 * time.Second
 	began := time.Now()
 	_, err := Open(map[string]string{
 		"connectString":           addr,
@@ -179,7 +179,8 @@ func TestOpenDeadServer(t *testing.T) {
 	if !strings.Contains(err.Error(), addr) {
 		t.Errorf("error %q does not name the server %s", err, addr)
 	}
-	if took < wait || took > wait+3*time.Second {
+	// Well below the default of 10s, with room for a loaded machine.
+	if took < wait || took > 8*time.Second {
 		t.Errorf("Open took %v, want about blockUntilConnectedWait (%v)", took, wait)
 	}
 	t.Log(err)
@@ -225,7 +226,7 @@ func TestOpenSilentServer(t *testing.T) {
 	if !strings.Contains(err.Error(), "handshake") || !strings.Contains(err.Error(), ln.Addr().String()) {
 		t.Errorf("error %q does not say that %s did not answer the handshake", err, ln.Addr())
 	}
-	if took > 4*time.Second {
+	if took > 20*time.Second { // far from 400s, with room for a loaded machine
 		t.Errorf("Open (and its Close) took %v", took)
 	}
 	t.Log(err)

@@ -403,8 +403,8 @@ func openRounds(t *testing.T, addr string, r *slotRounds) *Store {
 
 // slotLag is the emulated latency of the round-trip tests: long enough
 // that a batch of 256 reads leaves before the first answer returns, even on
-// a loaded machine.
-const slotLag = 100 * time.Millisecond
+// a loaded machine where the sending goroutine may wait for a core.
+const slotLag = 300 * time.Millisecond
 
 func wantTrips(t *testing.T, what string, trips int, requests map[string]int, wantTrips int, want map[string]int) {
 	t.Helper()
@@ -528,7 +528,7 @@ func testSlotThousandLive(t *testing.T, addr string) {
 	if l2.Slot != 1001 {
 		t.Errorf("second newcomer got slot %d, want 1001", l2.Slot)
 	}
-	if took > 5*time.Second {
+	if took > 30*time.Second { // a guard against a hang; the trips above are the proof
 		t.Errorf("acquire of slot 1001 took %v", took)
 	}
 }

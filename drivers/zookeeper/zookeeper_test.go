@@ -484,12 +484,30 @@ func testSessionExpiry(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	old := s.conn.SessionID()
+	// An ephemeral node of the store's session shows, to another client,
+	// when the server has expired that session.
+	marker := randomRoot()
+	if _, err := s.conn.Create(marker, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 	proxy.Cut()
 	// The fault itself: the server expires a session it has not heard of
-	// for its timeout.
-	select {
-	case <-time.After(2 * time.Second):
-	case <-ctx.Done():
+	// for its timeout. Polled: only the server knows when.
+	watcher := rawConn(t, addr)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ok, _, err := watcher.Exists(marker)
+		if err == nil && !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not expire the cut-off session within 60s (Exists(%s) = %v, %v)", marker, ok, err)
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
 	}
 	proxy.Restore()
 	long, cancel := context.WithTimeout(ctx, 30*time.Second)
