@@ -12,8 +12,9 @@ import (
 )
 
 // Session holds one slot lease and keeps it alive: it renews about every
-// ttl/3 and tells its holder, through Done, Err and Check, as soon as the
-// lease can no longer be trusted.
+// ttl/3 (more often with a margin above a third of the ttl) and tells its
+// holder, through Done, Err and Check, as soon as the lease can no longer
+// be trusted.
 //
 // Validity is measured on the local monotonic clock from the moment the
 // renewal that succeeded was sent (the store stamped the new expiry no
