@@ -30,6 +30,29 @@ func TestEnsembleFaults(t *testing.T) {
 	}
 }
 
+// syncRead makes s's server catch up with the leader on path, so that a
+// read that follows sees every write acknowledged before: a plain read may
+// be served by a follower that has not applied the latest writes yet.
+// Retried while the connection recovers from the faults (30s at most).
+func syncRead(t *testing.T, s *Store, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := s.conn.Sync(path)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sync of %s: %v", path, err)
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		}
+	}
+}
+
 type allocation struct {
 	start, end int64
 	store      int
@@ -148,6 +171,7 @@ func testEnsembleFaults(t *testing.T, version string, duration time.Duration) {
 		if overlaps > 10 {
 			t.Errorf("%q: %d overlaps in all", key, overlaps)
 		}
+		syncRead(t, checker, checker.rangePath(key))
 		next, _, err := checker.Current(t.Context(), key)
 		if err != nil {
 			t.Errorf("Current(%q): %v", key, err)

@@ -1216,6 +1216,7 @@ func testSlotEnsembleFaults(t *testing.T, version string, duration time.Duration
 	top := rec.check(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
+	syncRead(t, sts[0], sts[0].nsPath(ns.Name))
 	infos, err := sts[0].Slots(ctx, ns.Name)
 	if err != nil {
 		t.Fatalf("Slots after the faults: %v", err)
