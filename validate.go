@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cosid-go/store/driver"
 )
 
 // Limits shared by every driver.
@@ -61,22 +63,11 @@ func checkSegment(what, whole, seg string) error {
 		return invalidValue(whole, "%s %q is not valid UTF-8", what, whole)
 	}
 	for _, r := range seg {
-		if forbidden(r) {
+		if driver.ForbiddenInName(r) {
 			return invalidValue(whole, "%s %q must not contain the character %U", what, whole, r)
 		}
 	}
 	return nil
-}
-
-// forbidden reports the characters ZooKeeper refuses in a path, and NUL.
-// ZooKeeper checks paths as UTF-16, so a character above U+FFFF, written as
-// a surrogate pair, is refused too.
-func forbidden(r rune) bool {
-	return r == 0 || r > 0xFFFF ||
-		(r >= 0x01 && r <= 0x1F) ||
-		(r >= 0x7F && r <= 0x9F) ||
-		(r >= 0xD800 && r <= 0xF8FF) ||
-		(r >= 0xFFF0 && r <= 0xFFFF)
 }
 
 func checkStep(step int64) error {
@@ -126,7 +117,7 @@ func checkIncarnation(inc string) error {
 	}
 	for _, r := range inc {
 		// It is stored in name=value lines: no line breaks or other controls.
-		if r < 0x20 || r == 0x7F || forbidden(r) || !utf8.ValidRune(r) {
+		if r < 0x20 || r == 0x7F || driver.ForbiddenInName(r) || !utf8.ValidRune(r) {
 			return invalid("incarnation %q must not contain the character %U", inc, r)
 		}
 	}

@@ -1,9 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/cosid-go/store/driver"
@@ -147,7 +148,7 @@ func (s *Store) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
 	for name, ns := range s.st.spaces {
 		out = append(out, driver.Namespace{Name: name, Limit: ns.limit, Tolerance: ns.tolerance})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b driver.Namespace) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -165,7 +166,7 @@ func (s *Store) Slots(ctx context.Context, name string) ([]driver.SlotInfo, erro
 	for n, r := range ns.slots {
 		out = append(out, r.Info(n))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Slot < out[j].Slot })
+	slices.SortFunc(out, func(a, b driver.SlotInfo) int { return cmp.Compare(a.Slot, b.Slot) })
 	return out, nil
 }
 

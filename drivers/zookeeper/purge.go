@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,7 +58,7 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 					levels[len(levels)-1][start+i].version = r.stat.Version
 				}
 				names := r.children
-				sort.Strings(names)
+				slices.Sort(names)
 				for _, name := range names {
 					level = append(level, purgeNode{path: chunk[i] + "/" + name, version: -1})
 				}

@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
-	"sync"
+	"slices"
 
 	"github.com/go-zookeeper/zk"
 
@@ -46,7 +45,7 @@ func (s *Store) rangePath(key string) string { return s.root + "/range/" + key }
 
 // lockKey takes the store's turn on key.
 func (s *Store) lockKey(ctx context.Context, key string) (*rangeKey, func(), error) {
-	if err := checkSupplementary(key); err != nil {
+	if err := checkPathText("key", key); err != nil {
 		return nil, nil, err
 	}
 	s.keysMu.Lock()
@@ -297,19 +296,8 @@ func (s *Store) Keys(ctx context.Context) ([]string, error) {
 			}
 		}
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys, nil
-}
-
-// join appends a relative key to a path or key; "" is the base itself.
-func join(base, rel string) string {
-	switch {
-	case rel == "":
-		return base
-	case base == "":
-		return rel
-	}
-	return base + "/" + rel
 }
 
 // errTryAgain reports a write that lost a race or whose outcome is unknown:
@@ -384,29 +372,6 @@ func (s *Store) createRange(ctx context.Context, path string, data []byte, a *at
 	}
 }
 
-// createParents creates the missing ancestors of path below "/", with
-// empty data, top down.
-func (s *Store) createParents(ctx context.Context, path string, a *attempts) error {
-	for i := 1; i < len(path); i++ {
-		if path[i] != '/' {
-			continue
-		}
-		parent := path[:i]
-		for {
-			_, err := call(ctx, s, func() (string, error) { return s.conn.Create(parent, nil, 0, s.acl) })
-			if err == nil || errors.Is(err, zk.ErrNodeExists) {
-				break
-			}
-			// An unknown outcome is settled by trying again: the node
-			// then exists.
-			if err := a.retry(ctx, err); err != nil {
-				return fmt.Errorf("zookeeper: create %s: %w", parent, err)
-			}
-		}
-	}
-	return nil
-}
-
 // readRange reads and parses a range node, retrying transient failures.
 func (s *Store) readRange(ctx context.Context, path string, a *attempts) (rangeNode, error) {
 	type got struct {
@@ -450,25 +415,6 @@ func (s *Store) sync(ctx context.Context, path string, a *attempts) error {
 	}
 }
 
-// children lists a node's children; a missing node has none.
-func (s *Store) children(ctx context.Context, path string, a *attempts) ([]string, error) {
-	for {
-		names, err := call(ctx, s, func() ([]string, error) {
-			names, _, err := s.conn.Children(path)
-			return names, err
-		})
-		switch {
-		case err == nil:
-			return names, nil
-		case errors.Is(err, zk.ErrNoNode):
-			return nil, nil
-		}
-		if err := a.retry(ctx, err); err != nil {
-			return nil, fmt.Errorf("zookeeper: list %s: %w", path, err)
-		}
-	}
-}
-
 // adopt takes a freshly read node as the key's state, refusing a node that
 // is not the one the store used.
 func (k *rangeKey) adopt(path string, n rangeNode) error {
@@ -508,71 +454,4 @@ func (k *rangeKey) check(path string, stat *zk.Stat) error {
 func (k *rangeKey) wrote(stat *zk.Stat, next int64, sealed bool) {
 	k.seen, k.czxid = true, stat.Czxid
 	k.cached, k.version, k.next, k.sealed = true, stat.Version, next, sealed
-}
-
-// checkVersion refuses to compare-and-set on version -1, which ZooKeeper
-// takes as "any version" (a 3.8.0 server can wrap a node's version to -1,
-// ZOOKEEPER-4743).
-func checkVersion(path string, version int32) error {
-	if version == -1 {
-		return fmt.Errorf("zookeeper: %s is at version -1, which a compare-and-set would take as "+
-			"\"any version\" (ZOOKEEPER-4743); refusing to write it. Stop every store using it, "+
-			"then set its data once by hand to move it off -1", path)
-	}
-	return nil
-}
-
-// checkSupplementary refuses characters above U+FFFF. ZooKeeper checks
-// paths as UTF-16, where such a character is a surrogate pair, and refuses
-// surrogates (U+D800-U+DFFF); without this check the server's bare "invalid
-// arguments" would come back instead.
-func checkSupplementary(key string) error {
-	for _, r := range key {
-		if r > 0xFFFF {
-			return fmt.Errorf("zookeeper: key %q contains %U: ZooKeeper refuses characters above U+FFFF in paths: %w",
-				key, r, driver.ErrInvalidArgument)
-		}
-	}
-	return nil
-}
-
-// parallel runs fn(0..n-1) with a bounded number in flight (go-zookeeper
-// pipelines them on the one connection) and returns the first error.
-func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	const inFlight = 32
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		sem   = make(chan struct{}, inFlight)
-	)
-	for i := 0; i < n; i++ {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(ctx, i); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
-	}
-	return first
 }

@@ -229,7 +229,7 @@ type Store struct {
 	keysMu sync.Mutex
 	keys   map[string]*rangeKey
 
-	slotTurns slotTurnMap  // acquires take turns per namespace (slots.go)
+	slotTurns slotTurnMap  // acquires take turns per namespace (acquire.go)
 	slotZxid  atomic.Int64 // the highest mzxid of a slot node read or written (see seeSlotZxid)
 
 	lk lockState // lock nodes and the session as the Locker sees it (lockwatch.go)
@@ -490,22 +490,12 @@ func checkRoot(root string) string {
 			return fmt.Sprintf("has a %q segment", seg)
 		}
 		for _, r := range seg {
-			if forbiddenInPath(r) {
+			if driver.ForbiddenInName(r) {
 				return fmt.Sprintf("contains the character %U, which ZooKeeper refuses in paths", r)
 			}
 		}
 	}
 	return ""
-}
-
-// forbiddenInPath reports the characters ZooKeeper refuses in a path, and
-// NUL. ZooKeeper checks paths as UTF-16 and refuses surrogates, so every
-// character above U+FFFF is refused too.
-func forbiddenInPath(r rune) bool {
-	return r <= 0x1F || r > 0xFFFF ||
-		(r >= 0x7F && r <= 0x9F) ||
-		(r >= 0xD800 && r <= 0xF8FF) ||
-		(r >= 0xFFF0 && r <= 0xFFFF)
 }
 
 // quietLogger drops go-zookeeper's log lines.

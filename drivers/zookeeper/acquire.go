@@ -1,0 +1,281 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// Batch sizes of the search for the lowest free slot: small first, since a
+// free slot is usually near the start, then growing so that a namespace of
+// 1024 slots is read in 7 round trips.
+const (
+	firstSlotBatch = 32
+	maxSlotBatch   = 256
+)
+
+// slotTurnMap serializes a store's acquires (and seeds) per namespace: goroutines
+// of one process take turns rather than race each other for the same
+// lowest free slot and lose most compare-and-sets. The zero value is ready.
+type slotTurnMap struct {
+	mu  sync.Mutex
+	sem map[string]chan struct{}
+}
+
+func (s *Store) takeSlotTurn(ctx context.Context, ns string) (func(), error) {
+	t := &s.slotTurns
+	t.mu.Lock()
+	if t.sem == nil {
+		t.sem = map[string]chan struct{}{}
+	}
+	sem := t.sem[ns]
+	if sem == nil {
+		sem = make(chan struct{}, 1)
+		t.sem[ns] = sem
+	}
+	t.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closing:
+		return nil, driver.ErrClosed
+	}
+}
+
+// acquisition is one Acquire in progress.
+type acquisition struct {
+	s          *Store
+	req        driver.AcquireRequest
+	a          attempts
+	now        int64 // mtime of this acquire's .clock write
+	fenceFloor int64 // the namespace's: never-used slots start above it
+	index      ownerIndex
+	passed     map[int]error // slots passed over, and why
+}
+
+// Acquire leases a slot of req.Namespace in the round trips of SPEC 6:
+// (1) write .clock, read the namespace and the owner's index; (2) read the
+// owner's last slots and the preferred slot; (3) if none of them is free,
+// read the slots in batches of 32, 64, 128, 256, 256, ... until one is; (4)
+// one multi that compare-and-sets (or creates) the slot and writes the
+// owner's index. A slot lost to a concurrent acquire is read again and the
+// search goes on.
+func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	if err := checkPathText("namespace", req.Namespace.Name, "owner", req.Owner); err != nil {
+		return driver.Lease{}, err
+	}
+	done, err := s.takeSlotTurn(ctx, req.Namespace.Name)
+	if err != nil {
+		return driver.Lease{}, err
+	}
+	defer done()
+	q := &acquisition{s: s, req: req, a: attempts{s: s}, passed: map[int]error{}}
+	q.now, q.fenceFloor, q.index, err = s.clockIn(ctx, req.Namespace, req.Owner, &q.a)
+	if err != nil {
+		return driver.Lease{}, err
+	}
+
+	limit := req.Namespace.Limit
+	first := driver.FirstSlots(q.index.slots, req.Preferred, limit)
+	reads, err := s.readSlots(ctx, req.Namespace.Name, first, &q.a)
+	if err != nil {
+		return driver.Lease{}, err
+	}
+	// A live term of this owner and incarnation wins over the order: a
+	// retried acquire must get the term it already has.
+	for _, r := range reads {
+		if q.judge(r) == driver.SlotOwn {
+			return r.state().lease(req.Namespace.Name, r.n), nil
+		}
+	}
+	for _, r := range reads {
+		if l, ok, err := q.try(ctx, r); ok || err != nil {
+			return l, err
+		}
+	}
+
+	size := firstSlotBatch
+	for start := 0; start < limit; start += size {
+		if start > 0 {
+			size = min(2*size, maxSlotBatch)
+		}
+		var nums []int
+		for n := start; n < min(start+size, limit); n++ {
+			if !slices.Contains(first, n) {
+				nums = append(nums, n)
+			}
+		}
+		if len(nums) == 0 {
+			continue
+		}
+		reads, err := s.readSlots(ctx, req.Namespace.Name, nums, &q.a)
+		if err != nil {
+			return driver.Lease{}, err
+		}
+		for _, r := range reads {
+			if l, ok, err := q.try(ctx, r); ok || err != nil {
+				return l, err
+			}
+		}
+	}
+	return driver.Lease{}, q.exhausted()
+}
+
+// judge decides what the acquire may do with slot r (driver.SlotRecord's
+// Judge). A slot whose data does not parse, whose fence cannot grow, or
+// whose node is at version -1 is passed over, and named if the acquire
+// finds no free slot.
+func (q *acquisition) judge(r slotRead) driver.SlotVerdict {
+	if r.bad != nil {
+		q.passed[r.n] = r.bad
+		return driver.SlotBusy
+	}
+	v, err := r.record(q.fenceFloor).Judge(q.req, q.now)
+	switch {
+	case err != nil:
+		q.passed[r.n] = fmt.Errorf("zookeeper: %s: %w", r.path, err)
+	case v == driver.SlotFree && r.exists && r.stat.Version == -1:
+		q.passed[r.n] = checkVersion(r.path, -1)
+		return driver.SlotBusy
+	}
+	return v
+}
+
+// try takes slot r if it is free, or returns the requester's own live term.
+// A lost race or an unknown outcome reads the slot again and judges anew.
+func (q *acquisition) try(ctx context.Context, r slotRead) (driver.Lease, bool, error) {
+	for {
+		switch q.judge(r) {
+		case driver.SlotBusy:
+			return driver.Lease{}, false, nil
+		case driver.SlotOwn:
+			return r.state().lease(q.req.Namespace.Name, r.n), true, nil
+		}
+		st, again, err := q.take(ctx, r)
+		if err != nil || st != nil {
+			if err != nil {
+				return driver.Lease{}, false, err
+			}
+			return st.lease(q.req.Namespace.Name, r.n), true, nil
+		}
+		r = again
+	}
+}
+
+// take writes a new term on slot r and the owner's index in one multi. It
+// returns the new term's state, or the slot read again (after a lost race
+// or an unknown outcome), or an error.
+func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRead, error) {
+	s, ns := q.s, q.req.Namespace.Name
+	node := r.node.withRecord(r.record(q.fenceFloor).NewTerm(q.req, q.now))
+	data := formatSlot(node)
+	var ops []any
+	if r.exists {
+		ops = append(ops, &zk.SetDataRequest{Path: r.path, Data: data, Version: r.stat.Version})
+	} else {
+		// go-zookeeper's create answers only a path; a set-data of the same
+		// data in the same multi answers the Stat, with the mtime the
+		// lease's times come from.
+		ops = append(ops,
+			&zk.CreateRequest{Path: r.path, Data: data, Acl: s.acl},
+			&zk.SetDataRequest{Path: r.path, Data: data, Version: 0})
+	}
+	slotOps := len(ops)
+	idxPath := s.ownerPath(ns, q.req.Owner)
+	idxData := formatOwnerIndex(driver.RememberSlot(q.index.slots, r.n))
+	if q.index.exists {
+		if err := checkVersion(idxPath, q.index.version); err != nil {
+			return nil, r, err
+		}
+		ops = append(ops, &zk.SetDataRequest{Path: idxPath, Data: idxData, Version: q.index.version})
+	} else {
+		ops = append(ops, &zk.CreateRequest{Path: idxPath, Data: idxData, Acl: s.acl})
+	}
+	res, err := call(ctx, s, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
+	if err == nil {
+		if len(res) != len(ops) || res[slotOps-1].Stat == nil {
+			return nil, r, fmt.Errorf("zookeeper: %s: acquire answered %d results, want %d with a Stat", r.path, len(res), len(ops))
+		}
+		return newSlotState(r.path, node, res[slotOps-1].Stat), r, nil
+	}
+	if definite(err) {
+		// Nothing was applied. The first failed operation says why: those
+		// before it report no error, those after it a rollback.
+		failed := -1
+		for i, op := range res {
+			if op.Error != nil {
+				failed = i
+				break
+			}
+		}
+		switch {
+		case failed >= slotOps && errors.Is(err, zk.ErrNoNode) && !q.index.exists:
+			// The owner directory of the namespace is missing.
+			if err := s.createParents(ctx, idxPath, &q.a); err != nil {
+				return nil, r, err
+			}
+			return nil, r, nil
+		case failed >= slotOps:
+			// Another acquire of the same owner key wrote the index.
+			q.index, err = s.readOwnerIndex(ctx, idxPath, &q.a)
+			return nil, r, err
+		case failed == 0 && !r.exists && errors.Is(err, zk.ErrNoNode):
+			return nil, r, fmt.Errorf("zookeeper: %s was deleted during an acquire: %w", s.nsPath(ns), driver.ErrNotFound)
+		case failed >= 0 && (errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode)):
+			// Lost the slot to a concurrent write: read it again.
+			again, err := s.readSlot(ctx, ns, r.n, &q.a)
+			return nil, again, err
+		}
+		return nil, r, fmt.Errorf("zookeeper: acquire %s: %w", r.path, err)
+	}
+	// The multi may or may not have been applied. Only the slot's data can
+	// tell: if it holds the term written here (owner, incarnation and
+	// fence), the term is this acquire's.
+	if err := q.a.retry(ctx, err); err != nil {
+		return nil, r, fmt.Errorf("zookeeper: acquire %s: outcome unknown: %w", r.path, err)
+	}
+	again, err := s.readSlot(ctx, ns, r.n, &q.a)
+	if err != nil {
+		return nil, r, err
+	}
+	if again.exists && again.bad == nil && again.record(0).Holds(driver.Lease{Owner: node.owner, Incarnation: node.incarnation, Fence: node.fence}) {
+		return again.state(), again, nil
+	}
+	return nil, again, nil
+}
+
+// exhausted is the error of an acquire that found no free slot. Slots it
+// passed over because they are unusable are named: an operator must repair
+// them, and until then they are never overwritten.
+func (q *acquisition) exhausted() error {
+	ns := q.s.nsPath(q.req.Namespace.Name)
+	if len(q.passed) == 0 {
+		return fmt.Errorf("zookeeper: all %d slots of %s are held: %w", q.req.Namespace.Limit, ns, driver.ErrExhausted)
+	}
+	nums := make([]int, 0, len(q.passed))
+	for n := range q.passed {
+		nums = append(nums, n)
+	}
+	slices.Sort(nums)
+	var why []string
+	anyCorrupt := false
+	for _, n := range nums {
+		why = append(why, q.passed[n].Error())
+		anyCorrupt = anyCorrupt || errors.Is(q.passed[n], driver.ErrCorrupt)
+	}
+	msg := fmt.Sprintf("zookeeper: no free slot among the %d of %s; passed over %d unusable: %s",
+		q.req.Namespace.Limit, ns, len(nums), strings.Join(why, "; "))
+	if anyCorrupt {
+		return fmt.Errorf("%s: %w (%w)", msg, driver.ErrExhausted, driver.ErrCorrupt)
+	}
+	return fmt.Errorf("%s: %w", msg, driver.ErrExhausted)
+}

@@ -1,0 +1,159 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// leaseState returns the state l carries if it describes l's term on path.
+func leaseState(l driver.Lease, path string) *slotState {
+	st, ok := l.State.(*slotState)
+	if !ok || st == nil || st.path != path || !st.node.record(st.mtime).Holds(l) {
+		return nil
+	}
+	return st
+}
+
+// leaseLost is the error of a lease whose term the slot no longer holds.
+func leaseLost(path string, l driver.Lease, r slotRead) error {
+	now := "no node"
+	if r.exists {
+		now = fmt.Sprintf("fence %d", r.node.fence)
+		if r.node.owner != "" {
+			now += fmt.Sprintf(" of %s/%s", r.node.owner, r.node.incarnation)
+		} else {
+			now += ", released"
+		}
+	}
+	return fmt.Errorf("zookeeper: %s no longer holds fence %d of %s/%s (it holds %s): %w",
+		path, l.Fence, l.Owner, l.Incarnation, now, driver.ErrLeaseLost)
+}
+
+// currentTerm reads l's slot and returns its state if the slot still holds l's
+// term on the node of creation zxid czxid (any node when czxid is 0).
+func (s *Store) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a *attempts) (*slotState, slotRead, error) {
+	r, err := s.readSlot(ctx, l.Namespace, l.Slot, a)
+	switch {
+	case err != nil:
+		return nil, r, err
+	case r.bad != nil:
+		return nil, r, r.bad
+	case r.exists && czxid != 0 && r.stat.Czxid != czxid:
+		return nil, r, fmt.Errorf("zookeeper: %s was deleted and recreated (czxid %#x, was %#x): %w (%w)",
+			r.path, r.stat.Czxid, czxid, driver.ErrLeaseLost, driver.ErrRecreated)
+	case !r.record(0).Holds(l):
+		return nil, r, leaseLost(r.path, l, r)
+	case r.stat.Version == -1:
+		return nil, r, checkVersion(r.path, -1)
+	}
+	return r.state(), r, nil
+}
+
+// rewriteTerm compare-and-sets l's slot from st (the state last seen) to the
+// node change makes of it, reading again after a conflict or an unknown
+// outcome, as long as the slot holds l's term. settled, if set, may accept
+// a node read after an unknown outcome as the write having happened; only
+// a node written after the write was sent can be its result (its mzxid is
+// above every one seen before), so that a term some earlier call released
+// (a second Release, an older copy of the lease) is never taken for ours.
+func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st *slotState) (slotNode, error),
+	settled func(r slotRead) bool) (*slotState, error) {
+	path := s.slotPath(l.Namespace, l.Slot)
+	a := attempts{s: s}
+	st := leaseState(l, path)
+	var czxid int64
+	if st != nil {
+		czxid = st.czxid
+	}
+	unknown := false
+	var sentAbove int64 // with unknown: the zxid seen before the first write whose outcome is unknown
+	for {
+		if st == nil {
+			var r slotRead
+			var err error
+			st, r, err = s.currentTerm(ctx, l, czxid, &a)
+			if err != nil {
+				if unknown && settled != nil && errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrRecreated) &&
+					r.stat.Mzxid > sentAbove && settled(r) {
+					return nil, nil
+				}
+				return nil, err
+			}
+			czxid = st.czxid
+		}
+		if err := checkVersion(path, st.version); err != nil {
+			return nil, err
+		}
+		node, err := change(st)
+		if err != nil {
+			return nil, fmt.Errorf("zookeeper: %s: %w", path, err)
+		}
+		data, version := formatSlot(node), st.version
+		seen := s.slotZxid.Load()
+		stat, err := call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(path, data, version) })
+		switch {
+		case err == nil:
+			s.seeSlotZxid(stat.Mzxid)
+			if stat.Czxid != st.czxid {
+				// Recreated to the very version seen: the write landed on
+				// another node, and cannot be taken back.
+				return nil, fmt.Errorf("zookeeper: %s was deleted and recreated (czxid %#x, was %#x): %w (%w)",
+					path, stat.Czxid, st.czxid, driver.ErrLeaseLost, driver.ErrRecreated)
+			}
+			return newSlotState(path, node, stat), nil
+		case errors.Is(err, zk.ErrBadVersion):
+			st = nil // written meanwhile: is the term still ours?
+		case errors.Is(err, zk.ErrNoNode):
+			return nil, fmt.Errorf("zookeeper: %s was deleted: %w (%w)", path, driver.ErrLeaseLost, driver.ErrRecreated)
+		default:
+			if err := a.retry(ctx, err); err != nil {
+				return nil, fmt.Errorf("zookeeper: write %s: outcome unknown: %w", path, err)
+			}
+			if !unknown {
+				sentAbove = seen
+			}
+			st, unknown = nil, true
+		}
+	}
+}
+
+// Renew extends l's term, even after its expiry if nobody took the slot:
+// one compare-and-set on the version the lease carries. The current
+// expiry and ceiling (and the lease's own, should the node ever hold less)
+// become the term's lower bounds, so neither goes back.
+func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+	if err := checkPathText("namespace", l.Namespace, "owner", l.Owner); err != nil {
+		return l, err
+	}
+	st, err := s.rewriteTerm(ctx, l, func(st *slotState) (slotNode, error) {
+		r, err := st.node.record(st.mtime).Renewed(l, 0) // the write's mtime is the new Written
+		return st.node.withRecord(r), err
+	}, nil)
+	if err != nil {
+		return l, err
+	}
+	return st.lease(l.Namespace, l.Slot), nil
+}
+
+// Release ends l's term; used < 0 means unknown. The term's floors, bounds
+// and fence stay in the node for the next term.
+func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
+	if err := checkPathText("namespace", l.Namespace, "owner", l.Owner); err != nil {
+		return err
+	}
+	_, err := s.rewriteTerm(ctx, l, func(st *slotState) (slotNode, error) {
+		r, err := st.node.record(st.mtime).Released(l, used, 0)
+		return st.node.withRecord(r), err
+	}, func(r slotRead) bool {
+		// After an unknown outcome, the term released with this owner and
+		// fence: only the term's holder (this incarnation) or a seed,
+		// which sets a next floor at least as high, release it so.
+		return r.exists && r.node.owner == "" && r.node.lastOwner == l.Owner && r.node.fence == l.Fence
+	})
+	return err
+}
