@@ -175,10 +175,31 @@ func (q *acquisition) try(ctx context.Context, r slotRead) (driver.Lease, bool, 
 // returns the new term's state, or the slot read again (after a lost race
 // or an unknown outcome), or an error.
 func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRead, error) {
-	s, ns := q.s, q.req.Namespace.Name
+	s := q.s
 	node := r.node.withRecord(r.record(q.fenceFloor).NewTerm(q.req, q.now))
+	ops, slotOps, err := q.termOps(r, node)
+	if err != nil {
+		return nil, r, err
+	}
+	res, err := call(ctx, s, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
+	switch {
+	case err == nil:
+		if len(res) != len(ops) || res[slotOps-1].Stat == nil {
+			return nil, r, fmt.Errorf("zookeeper: %s: acquire answered %d results, want %d with a Stat", r.path, len(res), len(ops))
+		}
+		return newSlotState(r.path, node, res[slotOps-1].Stat), r, nil
+	case definite(err):
+		again, err := q.refused(ctx, r, res, slotOps, err)
+		return nil, again, err
+	}
+	return q.settle(ctx, r, node, err)
+}
+
+// termOps returns the operations of take's multi: the slot's compare-and-set
+// (or create) first, slotOps of them, then the owner index's write.
+func (q *acquisition) termOps(r slotRead, node slotNode) (ops []any, slotOps int, err error) {
+	s := q.s
 	data := formatSlot(node)
-	var ops []any
 	if r.exists {
 		ops = append(ops, &zk.SetDataRequest{Path: r.path, Data: data, Version: r.stat.Version})
 	} else {
@@ -189,61 +210,51 @@ func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRea
 			&zk.CreateRequest{Path: r.path, Data: data, Acl: s.acl},
 			&zk.SetDataRequest{Path: r.path, Data: data, Version: 0})
 	}
-	slotOps := len(ops)
-	idxPath := s.ownerPath(ns, q.req.Owner)
+	slotOps = len(ops)
+	idxPath := s.ownerPath(q.req.Namespace.Name, q.req.Owner)
 	idxData := formatOwnerIndex(driver.RememberSlot(q.index.slots, r.n))
-	if q.index.exists {
-		if err := checkVersion(idxPath, q.index.version); err != nil {
-			return nil, r, err
-		}
-		ops = append(ops, &zk.SetDataRequest{Path: idxPath, Data: idxData, Version: q.index.version})
-	} else {
-		ops = append(ops, &zk.CreateRequest{Path: idxPath, Data: idxData, Acl: s.acl})
+	if !q.index.exists {
+		return append(ops, &zk.CreateRequest{Path: idxPath, Data: idxData, Acl: s.acl}), slotOps, nil
 	}
-	res, err := call(ctx, s, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
-	if err == nil {
-		if len(res) != len(ops) || res[slotOps-1].Stat == nil {
-			return nil, r, fmt.Errorf("zookeeper: %s: acquire answered %d results, want %d with a Stat", r.path, len(res), len(ops))
-		}
-		return newSlotState(r.path, node, res[slotOps-1].Stat), r, nil
+	if err := checkVersion(idxPath, q.index.version); err != nil {
+		return nil, 0, err
 	}
-	if definite(err) {
-		// Nothing was applied. The first failed operation says why: those
-		// before it report no error, those after it a rollback.
-		failed := -1
-		for i, op := range res {
-			if op.Error != nil {
-				failed = i
-				break
-			}
-		}
-		switch {
-		case failed >= slotOps && errors.Is(err, zk.ErrNoNode) && !q.index.exists:
-			// The owner directory of the namespace is missing.
-			if err := s.createParents(ctx, idxPath, &q.a); err != nil {
-				return nil, r, err
-			}
-			return nil, r, nil
-		case failed >= slotOps:
-			// Another acquire of the same owner key wrote the index.
-			q.index, err = s.readOwnerIndex(ctx, idxPath, &q.a)
-			return nil, r, err
-		case failed == 0 && !r.exists && errors.Is(err, zk.ErrNoNode):
-			return nil, r, fmt.Errorf("zookeeper: %s was deleted during an acquire: %w", s.nsPath(ns), driver.ErrNotFound)
-		case failed >= 0 && (errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode)):
-			// Lost the slot to a concurrent write: read it again.
-			again, err := s.readSlot(ctx, ns, r.n, &q.a)
-			return nil, again, err
-		}
-		return nil, r, fmt.Errorf("zookeeper: acquire %s: %w", r.path, err)
+	return append(ops, &zk.SetDataRequest{Path: idxPath, Data: idxData, Version: q.index.version}), slotOps, nil
+}
+
+// refused handles a multi that was refused, so nothing of it was applied.
+// The first failed operation says why (those before it report no error,
+// those after it a rollback). It returns slot r, read again if the slot
+// changed, for take's caller to judge anew.
+func (q *acquisition) refused(ctx context.Context, r slotRead, res []zk.MultiResponse, slotOps int, err error) (slotRead, error) {
+	s, ns := q.s, q.req.Namespace.Name
+	idxPath := s.ownerPath(ns, q.req.Owner)
+	failed := slices.IndexFunc(res, func(op zk.MultiResponse) bool { return op.Error != nil })
+	switch {
+	case failed >= slotOps && errors.Is(err, zk.ErrNoNode) && !q.index.exists:
+		// The owner directory of the namespace is missing.
+		return r, s.createParents(ctx, idxPath, &q.a)
+	case failed >= slotOps:
+		// Another acquire of the same owner key wrote the index.
+		q.index, err = s.readOwnerIndex(ctx, idxPath, &q.a)
+		return r, err
+	case failed == 0 && !r.exists && errors.Is(err, zk.ErrNoNode):
+		return r, fmt.Errorf("zookeeper: %s was deleted during an acquire: %w", s.nsPath(ns), driver.ErrNotFound)
+	case failed >= 0 && (errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode)):
+		// Lost the slot to a concurrent write: read it again.
+		return s.readSlot(ctx, ns, r.n, &q.a)
 	}
-	// The multi may or may not have been applied. Only the slot's data can
-	// tell: if it holds the term written here (owner, incarnation and
-	// fence), the term is this acquire's.
+	return r, fmt.Errorf("zookeeper: acquire %s: %w", r.path, err)
+}
+
+// settle decides a multi whose outcome is unknown: it may or may not have
+// been applied. Only the slot's data can tell: if it holds the term written
+// here (owner, incarnation and fence), the term is this acquire's.
+func (q *acquisition) settle(ctx context.Context, r slotRead, node slotNode, err error) (*slotState, slotRead, error) {
 	if err := q.a.retry(ctx, err); err != nil {
 		return nil, r, fmt.Errorf("zookeeper: acquire %s: outcome unknown: %w", r.path, err)
 	}
-	again, err := s.readSlot(ctx, ns, r.n, &q.a)
+	again, err := q.s.readSlot(ctx, q.req.Namespace.Name, r.n, &q.a)
 	if err != nil {
 		return nil, r, err
 	}
