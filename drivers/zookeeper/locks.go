@@ -1,12 +1,12 @@
 package zookeeper
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,10 +67,10 @@ func parseLockNode(name string) (guid string, seq int32, ok bool) {
 	return guid, int32(n), true
 }
 
-// seqBefore orders sequence numbers with wrap-around (serial number)
+// seqCompare orders sequence numbers with wrap-around (serial number)
 // arithmetic: a comes before b if b is less than 2^31 steps after a. Live
 // nodes of one lock are never that far apart.
-func seqBefore(a, b int32) bool { return a-b < 0 }
+func seqCompare(a, b int32) int { return cmp.Compare(a-b, 0) }
 
 func newLockGUID() (string, error) {
 	var b [lockGUIDLen / 2]byte
@@ -88,7 +88,7 @@ func newLockGUID() (string, error) {
 // before it returns (or, if the server is out of reach for longer than
 // abandonWait, in the background).
 func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	if err := checkSupplementary(name); err != nil {
+	if err := checkPathText("lock name", name); err != nil {
 		return nil, err
 	}
 	if !s.lk.sniffing && s.lk.requested == 0 {
@@ -125,159 +125,6 @@ func (s *Store) lockOnce(ctx context.Context, name, owner string, wait bool) (dr
 	return &zkLock{s: s, n: n, fence: fence}, nil
 }
 
-// createLockNode creates n's node, creating the parents if missing. After
-// an answer that leaves the outcome unknown it looks for the node by its
-// GUID and uses it if found, or creates again. It returns errRequeue if the
-// node may belong to another session than n.sid.
-func (s *Store) createLockNode(ctx context.Context, n *lockNode) error {
-	a := attempts{s: s}
-	prefix := n.parent + "/" + lockNodePrefix + n.guid + lockNodeInfix
-	// The node will belong to the session current now: a create sent in
-	// one session cannot land in an earlier one, and one that lands in a
-	// later one is caught by comparing again when it answers.
-	sid, err := s.waitLockSession(ctx)
-	if err != nil {
-		return err
-	}
-	s.lk.setSession(n, sid)
-	for {
-		if s.conn.SessionID() != n.sid {
-			return fmt.Errorf("the session changed before the create: %w", errRequeue)
-		}
-		err := s.sendCreate(ctx, n, prefix)
-		switch {
-		case err == nil:
-			if !s.lk.isConfirmed(n) {
-				return fmt.Errorf("the session changed around the create: %w", errRequeue)
-			}
-			return nil
-		case errors.Is(err, zk.ErrNoNode):
-			if err := s.createLockParent(ctx, n.parent, &a); err != nil {
-				return err
-			}
-			continue
-		case definite(err):
-			return fmt.Errorf("zookeeper: create %s: %w", prefix, err)
-		case ctx.Err() != nil || errors.Is(err, driver.ErrClosed):
-			// The create may still be in flight; the removal waits for it.
-			return err
-		}
-		// Connection lost: the create may or may not have been applied.
-		if err := a.retry(ctx, err); err != nil {
-			return fmt.Errorf("zookeeper: create %s: %w", prefix, err)
-		}
-		found, err := s.findLockNode(ctx, n, &a)
-		if err != nil {
-			return err
-		}
-		if found {
-			return nil
-		}
-	}
-}
-
-// sendCreate sends n's create and waits for its answer, ctx or Close.
-// Unlike call, it marks the create in flight only once it is sure to be
-// sent, and go-zookeeper's answer is recorded in n whenever it comes, so a
-// removal can wait for a create this call stopped waiting for.
-func (s *Store) sendCreate(ctx context.Context, n *lockNode, prefix string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if !s.enter() {
-		return driver.ErrClosed
-	}
-	done := s.lk.startCreate(n)
-	answer := make(chan error, 1)
-	go func() {
-		defer s.calls.Done()
-		sent := monoNow()
-		path, err := s.conn.Create(prefix, []byte(n.owner), zk.FlagEphemeral|zk.FlagSequence, s.acl)
-		s.lk.createAnswered(s, n, done, sent, path, err)
-		answer <- err
-	}()
-	select {
-	case err := <-answer:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.closing:
-		return driver.ErrClosed
-	}
-}
-
-// createLockParent creates a lock name's node as a container (ZooKeeper
-// 3.5+), so the server deletes it once its last waiter is gone: programs
-// that lock per entity do not grow the tree without bound. Sequence
-// numbers then start again in a new parent; fences, being czxids, still
-// only grow. Its ancestors are persistent.
-func (s *Store) createLockParent(ctx context.Context, parent string, a *attempts) error {
-	if err := s.createParents(ctx, parent, a); err != nil {
-		return err
-	}
-	for {
-		_, err := call(ctx, s, func() (string, error) { return s.conn.CreateContainer(parent, nil, zk.FlagContainer, s.acl) })
-		if err == nil || errors.Is(err, zk.ErrNodeExists) {
-			return nil
-		}
-		if definite(err) {
-			return fmt.Errorf("zookeeper: create %s: %w", parent, err)
-		}
-		if err := a.retry(ctx, err); err != nil {
-			return fmt.Errorf("zookeeper: create %s: %w", parent, err)
-		}
-	}
-}
-
-// findLockNode looks for n's node by its GUID after a create whose outcome
-// is unknown, and adopts it only if the session is still n's (sessions
-// never come back, so the same session before and after means the node is
-// of that session). It marks n as possibly having a twin: a create lost in
-// flight that the server applies later.
-func (s *Store) findLockNode(ctx context.Context, n *lockNode, a *attempts) (bool, error) {
-	kids, err := s.lockChildren(ctx, n.parent, a)
-	if err != nil {
-		return false, err
-	}
-	best, bestSeq := "", int32(0)
-	for _, k := range kids {
-		if g, seq, ok := parseLockNode(k); ok && g == n.guid && (best == "" || seqBefore(seq, bestSeq)) {
-			best, bestSeq = k, seq
-		}
-	}
-	s.lk.mu.Lock()
-	defer s.lk.mu.Unlock()
-	n.twins = true
-	if best == "" {
-		return false, nil
-	}
-	n.path = n.parent + "/" + best
-	if s.conn.SessionID() != n.sid {
-		return false, fmt.Errorf("the session changed before the node was found: %w", errRequeue)
-	}
-	n.confirmed = true
-	return true, nil
-}
-
-// lockChildren lists a lock's nodes; a missing parent gives ErrNotFound.
-func (s *Store) lockChildren(ctx context.Context, parent string, a *attempts) ([]string, error) {
-	for {
-		kids, err := call(ctx, s, func() ([]string, error) {
-			kids, _, err := s.conn.Children(parent)
-			return kids, err
-		})
-		switch {
-		case err == nil:
-			return kids, nil
-		case errors.Is(err, zk.ErrNoNode):
-			return nil, fmt.Errorf("zookeeper: no lock node %s: %w", parent, driver.ErrNotFound)
-		}
-		if err := a.retry(ctx, err); err != nil {
-			return nil, fmt.Errorf("zookeeper: list %s: %w", parent, err)
-		}
-	}
-}
-
 // awaitTurn waits until n is the first node and returns its czxid, the
 // fence. Each pass lists the children once, and n must still be among them;
 // the first pass also reads n's own Stat, pipelined with the listing (one
@@ -309,34 +156,14 @@ func (s *Store) awaitTurn(ctx context.Context, n *lockNode, wait bool) (int64, e
 			}
 			fence = stat.Czxid
 		}
-		found, ahead := false, 0
-		pred, predSeq := "", int32(0)
-		var twins []string
-		for _, k := range kids {
-			if k == own {
-				found = true
-				continue
-			}
-			g, seq, ok := parseLockNode(k)
-			switch {
-			case !ok:
-				continue // not a lock node: not in the queue
-			case g == n.guid:
-				twins = append(twins, k)
-			case seqBefore(seq, mySeq):
-				ahead++
-				if pred == "" || seqBefore(predSeq, seq) {
-					pred, predSeq = k, seq
-				}
-			}
-		}
-		if !found {
+		q := queuePlace(kids, own, n.guid, mySeq)
+		if !q.found {
 			return 0, fmt.Errorf("the node vanished: %w", errRequeue)
 		}
-		if len(twins) > 0 {
-			s.removeTwins(ctx, n, twins)
+		if len(q.twins) > 0 {
+			s.removeTwins(ctx, n, q.twins)
 		}
-		if pred == "" {
+		if q.pred == "" {
 			if err := s.ensureLive(ctx, n); err != nil {
 				return 0, err
 			}
@@ -346,9 +173,9 @@ func (s *Store) awaitTurn(ctx context.Context, n *lockNode, wait bool) (int64, e
 			return fence, nil
 		}
 		if !wait {
-			return 0, fmt.Errorf("zookeeper: lock %q has %d holder and waiter node(s) ahead: %w", n.name, ahead, driver.ErrLocked)
+			return 0, fmt.Errorf("zookeeper: lock %q has %d holder and waiter node(s) ahead: %w", n.name, q.ahead, driver.ErrLocked)
 		}
-		watch, err := s.watchLockNode(ctx, n.parent+"/"+pred, &a)
+		watch, err := s.watchLockNode(ctx, n.parent+"/"+q.pred, &a)
 		if err != nil {
 			return 0, err
 		}
@@ -365,6 +192,39 @@ func (s *Store) awaitTurn(ctx context.Context, n *lockNode, wait bool) (int64, e
 			return 0, driver.ErrClosed
 		}
 	}
+}
+
+// queue is a lock node's place among the children of one listing.
+type queue struct {
+	found bool     // the node itself is listed
+	ahead int      // lock nodes before it
+	pred  string   // the one right before it; "" when it is first
+	twins []string // other nodes with its GUID, from a create sent twice
+}
+
+// queuePlace finds the place of own (guid, seq mySeq) among kids, ordered
+// by sequence number; children that are not lock nodes are not in the queue.
+func queuePlace(kids []string, own, guid string, mySeq int32) queue {
+	var q queue
+	predSeq := int32(0)
+	for _, k := range kids {
+		if k == own {
+			q.found = true
+			continue
+		}
+		g, seq, ok := parseLockNode(k)
+		switch {
+		case !ok:
+		case g == guid:
+			q.twins = append(q.twins, k)
+		case seqCompare(seq, mySeq) < 0:
+			q.ahead++
+			if q.pred == "" || seqCompare(predSeq, seq) < 0 {
+				q.pred, predSeq = k, seq
+			}
+		}
+	}
+	return q
 }
 
 // lockUsable reports why n can no longer become a hold, or nil.
@@ -438,203 +298,6 @@ func (s *Store) lockPass(ctx context.Context, n *lockNode, withStat bool, a *att
 			return nil, nil, fmt.Errorf("zookeeper: list %s: %w", n.parent, err)
 		}
 	}
-}
-
-// removeTwins deletes other nodes with n's GUID: creates applied although
-// their answer was lost. They are n's own, so deleting them harms nobody;
-// one that cannot be deleted now stays marked for n's removal to sweep.
-func (s *Store) removeTwins(ctx context.Context, n *lockNode, twins []string) {
-	s.lk.mu.Lock()
-	n.twins = true
-	s.lk.mu.Unlock()
-	for _, t := range twins {
-		path := n.parent + "/" + t
-		if _, err := call(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(path, -1) }); err != nil {
-			return // the sweep at removal retries
-		}
-	}
-}
-
-// abandonLockNode removes n's node (or the node it may have, if the create
-// is in flight or its outcome unknown) on a context of its own, never the
-// caller's, which may have ended. It waits up to wait for the removal,
-// which goes on in the background after that.
-func (s *Store) abandonLockNode(n *lockNode, wait time.Duration) {
-	if !s.lk.markAbandoned(n) {
-		return
-	}
-	done := s.lk.spawn(func() {
-		ctx, cancel := s.lk.cleanupContext()
-		defer cancel()
-		s.removeLockNode(ctx, n)
-	})
-	if wait <= 0 {
-		return
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}
-
-// removeLockNode deletes n's node, retrying until it succeeds, the node is
-// known to have died with its session, the store's connection closes, or
-// ctx ends. Deleting by path is safe whatever happened meanwhile: the path
-// holds n's GUID and a sequence number the parent never gives again, so it
-// can only name n's own node.
-func (s *Store) removeLockNode(ctx context.Context, n *lockNode) {
-	path, inflight, _ := s.lk.nodeState(n)
-	if path == "" && inflight == nil {
-		s.lk.unregister(n)
-		return // no create was sent
-	}
-	if inflight != nil {
-		select {
-		case <-inflight:
-		case <-ctx.Done():
-			s.leaveToAnswer(n)
-			return
-		}
-	}
-	defer s.lk.unregister(n)
-	for k := 0; ; k++ {
-		path, _, dead := s.lk.nodeState(n)
-		if dead {
-			return
-		}
-		err := s.deleteLockNode(ctx, n, path)
-		if err == nil || (definite(err) && !errors.Is(err, zk.ErrNoNode)) ||
-			errors.Is(err, zk.ErrClosing) || errors.Is(err, driver.ErrClosed) {
-			// Done, or nothing more can be done: the server refuses (an ACL
-			// changed by hand), or the connection closed with the store and
-			// its session with it.
-			return
-		}
-		t := time.NewTimer(s.retry.sleep(k))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-	}
-}
-
-// deleteLockNode deletes path, then, if its path is unknown or it may have
-// twins, every node with n's GUID.
-func (s *Store) deleteLockNode(ctx context.Context, n *lockNode, path string) error {
-	s.lk.mu.Lock()
-	sweep := n.twins || path == ""
-	s.lk.mu.Unlock()
-	del := func(p string) error {
-		_, err := lockCall(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(p, -1) })
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		return err
-	}
-	if path != "" {
-		if err := del(path); err != nil {
-			return err
-		}
-	}
-	if !sweep {
-		return nil
-	}
-	kids, err := lockCall(ctx, s, func() ([]string, error) {
-		kids, _, err := s.conn.Children(n.parent)
-		return kids, err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, k := range kids {
-		if g, _, ok := parseLockNode(k); ok && g == n.guid {
-			if err := del(n.parent + "/" + k); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// Locks lists every lock name that has a parent node, sorted.
-func (s *Store) Locks(ctx context.Context) ([]string, error) {
-	a := attempts{s: s}
-	names, err := s.children(ctx, s.root+"/lock", &a)
-	if err != nil {
-		return nil, err
-	}
-	out := append(make([]string, 0, len(names)), names...)
-	sort.Strings(out)
-	return out, nil
-}
-
-// Waiters lists the holder and waiters of name in lock order, with each
-// node's owner key (its data) and fence (its czxid). Nodes that are not lock
-// nodes are left out, and so are nodes that leave while being read.
-func (s *Store) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
-	if err := checkSupplementary(name); err != nil {
-		return nil, err
-	}
-	parent := s.lockParent(name)
-	a := attempts{s: s}
-	kids, err := s.lockChildren(ctx, parent, &a)
-	if err != nil {
-		return nil, err
-	}
-	type entry struct {
-		name    string
-		seq     int32
-		present bool
-		w       driver.Waiter
-	}
-	entries := make([]entry, 0, len(kids))
-	for _, k := range kids {
-		if _, seq, ok := parseLockNode(k); ok {
-			entries = append(entries, entry{name: k, seq: seq})
-		}
-	}
-	err = parallel(ctx, len(entries), func(ctx context.Context, i int) error {
-		e := &entries[i]
-		a := attempts{s: s}
-		for {
-			type got struct {
-				data []byte
-				stat *zk.Stat
-			}
-			g, err := call(ctx, s, func() (got, error) {
-				data, stat, err := s.conn.Get(parent + "/" + e.name)
-				return got{data, stat}, err
-			})
-			switch {
-			case err == nil:
-				e.present, e.w = true, driver.Waiter{Owner: string(g.data), Fence: g.stat.Czxid}
-				return nil
-			case errors.Is(err, zk.ErrNoNode):
-				return nil
-			}
-			if err := a.retry(ctx, err); err != nil {
-				return fmt.Errorf("zookeeper: read %s/%s: %w", parent, e.name, err)
-			}
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(entries, func(i, j int) bool { return seqBefore(entries[i].seq, entries[j].seq) })
-	out := make([]driver.Waiter, 0, len(entries))
-	for _, e := range entries {
-		if e.present {
-			out = append(out, e.w)
-		}
-	}
-	return out, nil
 }
 
 // zkLock is a held lock.

@@ -65,8 +65,8 @@ func TestLockNodeNames(t *testing.T) {
 		{-1, 0, true},
 		{math.MaxInt32 - 2, math.MinInt32 + 2, true},
 	} {
-		if got := seqBefore(c.a, c.b); got != c.want {
-			t.Errorf("seqBefore(%d, %d) = %v, want %v", c.a, c.b, got, c.want)
+		if got := seqCompare(c.a, c.b) < 0; got != c.want {
+			t.Errorf("seqCompare(%d, %d) < 0 is %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
 }

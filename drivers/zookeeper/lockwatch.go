@@ -2,10 +2,8 @@ package zookeeper
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +22,8 @@ import (
 // longer prove the session alive (lockwatch_confirm.go). For that last rule
 // the store needs the negotiated session timeout, which go-zookeeper does
 // not expose. A store that made its connection (Open) reads it off the
-// wire: the handshake answer carries the timeout and the session ID. A store
+// wire (sniff.go): the handshake answer carries the timeout and the session
+// ID. A store
 // on a caller's connection (New) is told it by the caller (option
 // sessionTimeout); it gets no event callback, so it polls conn.State and
 // conn.SessionID while it has lock nodes.
@@ -102,43 +101,6 @@ const (
 	held                       // owned by its lock; a loss starts its removal
 	abandoned                  // a removal runs
 )
-
-// sniff returns a wrapper for the store's network connections that reads
-// the handshake answer, around the given one (a test hook, or nil).
-func (lk *lockState) sniff(requested time.Duration, inner func(net.Conn) net.Conn) func(net.Conn) net.Conn {
-	lk.sniffing, lk.requested = true, requested
-	return func(c net.Conn) net.Conn {
-		if inner != nil {
-			c = inner(c)
-		}
-		return &sniffConn{Conn: c, lk: lk}
-	}
-}
-
-// sniffConn reads the start of a connection's first frame, the answer to the
-// session handshake: length, protocol version, timeout (ms), session ID.
-type sniffConn struct {
-	net.Conn
-	lk   *lockState
-	head [20]byte
-	got  int // only go-zookeeper's reading goroutine reads
-}
-
-func (c *sniffConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if n > 0 {
-		if c.got < len(c.head) {
-			c.got += copy(c.head[c.got:], p[:n])
-			// Session ID 0 is the server saying the session expired; its
-			// timeout field means nothing then.
-			if sid := int64(binary.BigEndian.Uint64(c.head[12:20])); c.got == len(c.head) && sid != 0 {
-				c.lk.negotiated.Store(int64(int32(binary.BigEndian.Uint32(c.head[8:12]))))
-				c.lk.sessionID.Store(sid)
-			}
-		}
-	}
-	return n, err
-}
 
 // sessionTimeout is the best known session timeout: negotiated, else
 // asked for, else the default.

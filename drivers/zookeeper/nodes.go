@@ -137,6 +137,3 @@ func checkPathText(what ...string) error {
 	}
 	return nil
 }
-
-// checkSupplementary is checkPathText for a lock name.
-func checkSupplementary(name string) error { return checkPathText("lock name", name) }

@@ -1,0 +1,168 @@
+// Package zookeeper is the ZooKeeper driver of package store: ranges, slot
+// leases and locks on ZooKeeper 3.8 and 3.9, through
+// github.com/go-zookeeper/zk.
+//
+// # Opening
+//
+//	import _ "github.com/cosid-go/store/drivers/zookeeper"
+//
+//	st, err := store.Open("zookeeper", map[string]string{"connectString": "zk1:2181,zk2:2181"})
+//
+// Open makes its own connection and closes it with the store. To use a
+// connection the application already has, call New and wrap the result with
+// store.OpenDriver; closing that store leaves the connection open.
+//
+// # Options
+//
+//   - connectString (localhost:2181): comma-separated host:port list; a host
+//     without a port gets 2181. A chroot suffix ("/app") is refused: use root.
+//   - sessionTimeout (60s): the session timeout asked for; the server may cap it.
+//   - connectionTimeout (15s): the limit for dialing one server, and again
+//     for its answer to the session handshake (go-zookeeper alone would wait
+//     up to 6.7 times the session timeout for a server that accepts the
+//     connection but does not answer).
+//   - blockUntilConnectedWait (10s): Open waits this long for a session, then
+//     fails with an error naming the servers; 0 means Open does not wait.
+//   - retry.baseSleepTime, retry.maxRetries, retry.maxSleep (100ms, 5, 500ms):
+//     after a connection loss an operation sleeps base*2^n, at most maxSleep,
+//     and retries at most maxRetries times, always within its context.
+//   - root (/cosid): the absolute path under which every node lives.
+//   - auth (none): comma-separated scheme:credentials entries added to the
+//     session ("digest:user:password"). Open waits for the server to accept
+//     each (blockUntilConnectedWait must be positive) and fails naming the
+//     scheme of one it rejects; go-zookeeper sends them again after every
+//     reconnect. Credentials never appear in errors or String output.
+//   - acl (creator with auth, else open): the ACL of every node the store
+//     creates: open (world:anyone, all permissions), creator (all
+//     permissions to the session's authenticated ids), or comma-separated
+//     scheme:id:perms entries with perms among the letters crwda. Existing
+//     nodes keep their ACLs: the store never changes one. New takes acl.
+//   - tls (on when a tls.* option is set), tls.caFile (system roots),
+//     tls.certFile and tls.keyFile (none), tls.serverName (each server's
+//     host): TLS through crypto/tls, to the servers' secureClientPort; the
+//     files are PEM and read by Open.
+//   - sessionTimeout, for New: the session timeout the caller's connection
+//     negotiated (or less); Lock needs it.
+//
+// Durations take Go syntax (500ms, 3s) or a bare number of milliseconds. An
+// unknown option is an error that lists the known ones. New accepts only
+// root, acl, the retry options and sessionTimeout (which then describes the
+// caller's connection): the other connection options describe a connection
+// New does not make, so passing one is an error rather than silently
+// ignored.
+//
+// # Nodes
+//
+// A range key is the node {root}/range/{key}; its data is the next value in
+// decimal, with ":sealed" appended once sealed ("1200", "1200:sealed"). A key
+// containing '/' gets parent nodes with empty data, which are not keys (until
+// used as keys themselves, starting at 0). Keys lists the nodes holding a
+// value and fails with ErrCorrupt on data that does not parse, so that a
+// migration never silently misses a key. Nodes, and the missing ancestors of
+// root, are created with the acl option's ACL.
+//
+// ZooKeeper checks paths as UTF-16 and refuses surrogates, so a key with a
+// character above U+FFFF is refused with ErrInvalidArgument.
+//
+// Range nodes must never be deleted while any store uses their key: a store
+// refuses a key whose node it used and that vanished or was recreated
+// (ErrRecreated), but a write it already made cannot be taken back.
+//
+// # Guarantees
+//
+// A store remembers, per key, the node version and creation zxid it last
+// wrote, and advances a key with one compare-and-set on that version: one
+// round trip per Next while it is the only writer. Goroutines of one store
+// take turns on a key rather than race each other. A write whose outcome is
+// unknown (the connection was lost, or the context ended, while it was in
+// flight) is never counted as this store's: its range is skipped, never
+// handed out. A node at version -1 (a 3.8.0 server can wrap a version to
+// it, ZOOKEEPER-4743) is refused rather than written, since ZooKeeper reads
+// an expected version of -1 as "any version".
+//
+// go-zookeeper's calls take no context. Each call runs on a goroutine of
+// its own, so an operation returns as soon as its context ends; the call
+// finishes in the background, and Close waits for it.
+//
+// # Slot leases
+//
+// A namespace is the node {root}/slot/{ns}, holding its settings as
+// name=value lines ("limit=1024", "tolerance=1000", and after a purge
+// "fence_floor=N"), with a child .clock
+// that every acquire writes: the mtime of that write is the acquire's now.
+// Slot n is the node {root}/slot/{ns}/{n}, holding the lines owner,
+// incarnation, last_owner, fence, ttl, tolerance, floor, expires_min,
+// ceiling_min and next_floor (durations and times in milliseconds); a free
+// slot has an empty owner. Lines of other names are kept as they are when
+// the store rewrites a node; blank lines and the order of the lines do not
+// matter, so a slot can be restored by hand. {root}/owner/{ns}/{owner}
+// lists the slots the owner key held last, most recent first, comma
+// separated, at most 8; it is written in the same multi as each acquire,
+// and it is only a hint: deleting it is always safe.
+//
+// Lease times come from the server's mtime, never from this process's
+// clock: expiresAt = max(expires_min, mtime+ttl) and ceiling =
+// max(ceiling_min, expiresAt+tolerance), mtime being the slot's last write.
+// A slot node is a driver.SlotRecord whose Written is the node's mtime; the
+// slot rules are that type's methods.
+//
+// When the owner's last slot or the preferred slot is free, an acquire
+// takes 3 round trips: the .clock write with reads of the namespace and the
+// owner index; reads of the owner's last slots and the preferred slot; one
+// multi that compare-and-sets (or creates) the slot and writes the index.
+// Otherwise it searches the lowest free slot in batches of 32, 64, 128,
+// then 256 slots, one round trip per batch (the reads of a batch are
+// pipelined on the connection): a namespace of 1024 slots takes 7. Renew
+// and Release are one compare-and-set on the version the lease carries;
+// after a conflict they read the slot, and the term is still the lease's
+// only if owner, incarnation and fence match, on a node of the same czxid.
+// An acquire whose answer was lost is settled the same way. Goroutines of
+// one store take turns to acquire in a namespace.
+//
+// Slot data that does not parse is never overwritten: the calls that need
+// it fail with ErrCorrupt naming the path, and an acquire passes over the
+// slot (naming it if it then finds no free slot). Run-time code never
+// deletes a slot node; a slot node deleted or recreated under a lease ends
+// the lease (ErrLeaseLost, with ErrRecreated).
+//
+// Purge (driver.Purger) deletes every node below root, children first,
+// each on the version it saw, and stops if one changes meanwhile. First it
+// writes the highest slot fence it found into root's data, the line
+// slot_fence_floor=N; a namespace created later copies it into its node
+// (fence_floor=N), and its slots' first terms get fences above it, so no
+// slot fence repeats across a purge (lock fences are czxids, which never
+// do).
+//
+// # Locks
+//
+// A lock name is the container node {root}/lock/{name}: the server deletes
+// it once it has no waiters (fences, being czxids, still only grow), and
+// Locks lists the names that have a node. Each Lock call adds an ephemeral
+// sequential node _c_{guid}-lock-{seq} under it, holding the owner key. The
+// node with the lowest sequence number holds the lock (sequence numbers are
+// compared with wrap-around, as ZooKeeper's 32-bit counter wraps); each
+// waiter watches only the node just before its own, so a release wakes one
+// waiter, and waiters of one store share one watch per node. The fence is
+// the holder node's czxid. A Lock call that fails, or whose context ends,
+// removes its node before it returns, on a context of its own; after a
+// create whose answer was lost it finds its node by the GUID, and a create
+// answered after its removal gave up is deleted then. Unlock deletes only
+// its own node. Lock waits are bounded by the caller's context only; a
+// waiter whose node died with its session queues again.
+//
+// Lost closes when the session expires or is replaced, when the store
+// closes, or when requests through the leader no longer prove the session
+// alive (SPEC 5): while the store holds a lock, one loop sends a sync every
+// 0.3 T (T the negotiated session timeout), and a hold is trusted until the
+// send time of a confirmed request + T - T/20, for a request that a later
+// confirmed one, sent at least 0.3 T after it, proves the leader counted;
+// a lone confirmation counts for 5T/12 - T/20. Nothing heard from the
+// connected server counts: a follower cut off from the leader keeps
+// answering pings while the leader expires the session. A store made by
+// Open reads T off its connection; a store made by New is told it (option
+// sessionTimeout) and refuses to lock without it, and checks the caller's
+// connection every 50ms for session changes while it has lock nodes. Its
+// Close removes its lock nodes, since the caller's session outlives it. The
+// node of a hold lost while its session may live on is removed in the
+// background once the connection is back.
+package zookeeper

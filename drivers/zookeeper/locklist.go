@@ -1,0 +1,86 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// Locks lists every lock name that has a parent node, sorted.
+func (s *Store) Locks(ctx context.Context) ([]string, error) {
+	a := attempts{s: s}
+	names, err := s.children(ctx, s.root+"/lock", &a)
+	if err != nil {
+		return nil, err
+	}
+	out := append(make([]string, 0, len(names)), names...)
+	slices.Sort(out)
+	return out, nil
+}
+
+// Waiters lists the holder and waiters of name in lock order, with each
+// node's owner key (its data) and fence (its czxid). Nodes that are not lock
+// nodes are left out, and so are nodes that leave while being read.
+func (s *Store) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+	if err := checkPathText("lock name", name); err != nil {
+		return nil, err
+	}
+	parent := s.lockParent(name)
+	a := attempts{s: s}
+	kids, err := s.lockChildren(ctx, parent, &a)
+	if err != nil {
+		return nil, err
+	}
+	type entry struct {
+		name    string
+		seq     int32
+		present bool
+		w       driver.Waiter
+	}
+	entries := make([]entry, 0, len(kids))
+	for _, k := range kids {
+		if _, seq, ok := parseLockNode(k); ok {
+			entries = append(entries, entry{name: k, seq: seq})
+		}
+	}
+	err = parallel(ctx, len(entries), func(ctx context.Context, i int) error {
+		e := &entries[i]
+		a := attempts{s: s}
+		for {
+			type got struct {
+				data []byte
+				stat *zk.Stat
+			}
+			g, err := call(ctx, s, func() (got, error) {
+				data, stat, err := s.conn.Get(parent + "/" + e.name)
+				return got{data, stat}, err
+			})
+			switch {
+			case err == nil:
+				e.present, e.w = true, driver.Waiter{Owner: string(g.data), Fence: g.stat.Czxid}
+				return nil
+			case errors.Is(err, zk.ErrNoNode):
+				return nil
+			}
+			if err := a.retry(ctx, err); err != nil {
+				return fmt.Errorf("zookeeper: read %s/%s: %w", parent, e.name, err)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return seqCompare(a.seq, b.seq) })
+	out := make([]driver.Waiter, 0, len(entries))
+	for _, e := range entries {
+		if e.present {
+			out = append(out, e.w)
+		}
+	}
+	return out, nil
+}
