@@ -25,7 +25,9 @@ import (
 // arrives. The fence is the node's czxid: it grows with every create in
 // the ensemble and, unlike the 32-bit sequence number, never wraps. The
 // parent is a container node, which the server deletes once unused; fences
-// still only grow. Session tracking and Lost are in lockwatch.go.
+// still only grow. Creating, finding and removing a node is in
+// locknode.go, the listings in locklist.go, session tracking and Lost in
+// lockwatch.go.
 
 const (
 	lockNodePrefix = "_c_"
