@@ -2,7 +2,6 @@ package zookeeper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -23,14 +22,10 @@ import (
 // the store needs the negotiated session timeout, which go-zookeeper does
 // not expose. A store that made its connection (Open) reads it off the
 // wire (sniff.go): the handshake answer carries the timeout and the session
-// ID. A store
-// on a caller's connection (New) is told it by the caller (option
-// sessionTimeout); it gets no event callback, so it polls conn.State and
-// conn.SessionID while it has lock nodes.
-
-// sessionPollInterval is how often a store on a caller's connection looks at
-// the connection's state while it has lock nodes.
-const sessionPollInterval = 50 * time.Millisecond
+// ID. A store on a caller's connection (New) is told it by the caller
+// (option sessionTimeout); it gets no event callback, so it polls
+// conn.State and conn.SessionID while it has lock nodes
+// (lockwatch_session.go).
 
 // monoBase anchors the monotonic times stored as integers below.
 var monoBase = time.Now()
@@ -351,147 +346,6 @@ func (lk *lockState) markAbandoned(n *lockNode) bool {
 	n.phase = abandoned
 	return true
 }
-
-// sessionEvent follows go-zookeeper's session events (stores made by Open).
-// It runs on go-zookeeper's event goroutine and must not block.
-func (s *Store) sessionEvent(state zk.State) {
-	switch state {
-	case zk.StateHasSession:
-		s.observeSession(true, s.lk.sessionID.Load(), false)
-	case zk.StateExpired:
-		s.observeSession(false, 0, true)
-	default:
-		s.observeSession(false, 0, false)
-	}
-}
-
-// pollSession follows a caller's connection while the store has lock nodes.
-func (s *Store) pollSession() {
-	lk := &s.lk
-	defer lk.wg.Done()
-	ticker := time.NewTicker(sessionPollInterval)
-	defer ticker.Stop()
-	bg := lk.background()
-	for {
-		state, sid := s.conn.State(), s.conn.SessionID()
-		s.observeSession(state == zk.StateHasSession, sid, state == zk.StateExpired)
-		lk.mu.Lock()
-		if len(lk.nodes) == 0 || lk.closing {
-			lk.polling = false
-			lk.mu.Unlock()
-			return
-		}
-		lk.mu.Unlock()
-		select {
-		case <-ticker.C:
-		case <-bg.Done():
-			lk.mu.Lock()
-			lk.polling = false
-			lk.mu.Unlock()
-			return
-		}
-	}
-}
-
-// observeSession applies one observation: a session sid (has), or none
-// (expired when the server said the session is gone).
-func (s *Store) observeSession(has bool, sid int64, expired bool) {
-	lk := &s.lk
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.closing {
-		return
-	}
-	if has {
-		// Nodes of any other session died with it.
-		for n := range lk.nodes {
-			if n.sid != 0 && n.sid != sid {
-				lk.lose(n, fmt.Errorf("zookeeper: session changed from %#x to %#x: %w", n.sid, sid, zk.ErrSessionExpired), true)
-				s.forgetDeadHoldLocked(n)
-			}
-		}
-		// Wake the calls waiting for a session, even without a transition
-		// seen: a poller can miss a gap shorter than its interval.
-		if lk.sessionUp != nil {
-			close(lk.sessionUp)
-			lk.sessionUp = nil
-		}
-		return
-	}
-	if expired {
-		for n := range lk.nodes {
-			if n.sid != 0 {
-				lk.lose(n, fmt.Errorf("zookeeper: session %#x expired: %w", n.sid, zk.ErrSessionExpired), true)
-				s.forgetDeadHoldLocked(n)
-			}
-		}
-	}
-}
-
-// forgetDeadHoldLocked drops a hold that died with its session: nothing is
-// left to remove, and only its lock still refers to it. One that may have
-// twins is not known dead: a removal sweeps them, then drops it.
-func (s *Store) forgetDeadHoldLocked(n *lockNode) {
-	if n.phase != held {
-		return
-	}
-	if n.dead() {
-		delete(s.lk.nodes, n)
-		return
-	}
-	s.removeLostLocked(n)
-}
-
-// removeLostLocked starts the removal of a lost hold. Called with lk.mu held.
-func (s *Store) removeLostLocked(n *lockNode) {
-	lk := &s.lk
-	if n.dead() || n.phase == abandoned || lk.stopped {
-		return
-	}
-	n.phase = abandoned
-	lk.wg.Add(1)
-	go func() {
-		defer lk.wg.Done()
-		ctx, cancel := lk.cleanupContext()
-		defer cancel()
-		s.removeLockNode(ctx, n)
-	}()
-}
-
-// closeLocks is Close's first step for locks: every hold is lost, and on a
-// caller's connection (whose session outlives the store) every node is
-// removed, within a bound. A connection the store owns ends its session
-// when it closes, and the server removes the nodes.
-func (s *Store) closeLocks() {
-	lk := &s.lk
-	lk.mu.Lock()
-	lk.closing = true
-	lk.stopConfirmingLocked()
-	var nodes []*lockNode
-	for n := range lk.nodes {
-		lk.lose(n, errors.New("zookeeper: store closed"), s.owned)
-		nodes = append(nodes, n)
-	}
-	lk.mu.Unlock()
-	if !s.owned && len(nodes) > 0 {
-		ctx, cancel := context.WithTimeout(lk.background(), min(2*lk.sessionTimeout(), 10*time.Second))
-		var wg sync.WaitGroup
-		for _, n := range nodes {
-			wg.Go(func() { s.removeLockNode(ctx, n) })
-		}
-		wg.Wait()
-		cancel()
-	}
-	lk.mu.Lock()
-	lk.stopped = true
-	lk.mu.Unlock()
-	lk.background()
-	lk.bgCancel()
-}
-
-// waitLocks is Close's last step for locks: it waits for the goroutines
-// of lock cleanup, whose calls end once the connection closes.
-func (s *Store) waitLocks() { s.lk.wg.Wait() }
 
 // lockCall is call for removals: it is counted for Close separately, and
 // it does not stop when Close begins, only when ctx ends.
