@@ -50,7 +50,7 @@ func benchSegment(b *testing.B, step int64) *idgen.Segment {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { g.Close() })
+	b.Cleanup(func() { g.Close(context.Background()) })
 	return g
 }
 
@@ -64,7 +64,7 @@ func BenchmarkSegmentNext(b *testing.B) {
 			g := benchSegment(b, step)
 			ctx := context.Background()
 			for b.Loop() {
-				if _, err := g.Next(ctx); err != nil {
+				if _, err := g.NextID(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -81,7 +81,7 @@ func BenchmarkSegmentNextParallel(b *testing.B) {
 			ctx := context.Background()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := g.Next(ctx); err != nil {
+					if _, err := g.NextID(ctx); err != nil {
 						b.Error(err)
 						return
 					}

@@ -7,7 +7,7 @@
 //
 //   - Segment: IDs from ranges reserved on a RangeStore key (segment IDs).
 //     The next range is fetched in the background before the current one
-//     runs out, so Next waits for the store only when demand outruns the
+//     runs out, so NextID waits for the store only when demand outruns the
 //     prefetch. Unique across every process using the key; gaps after a
 //     restart, never duplicates.
 //   - Snowflake: timestamp, worker ID and sequence in 63 bits (see Layout),
@@ -17,11 +17,12 @@
 //     was paused past its ttl while another process took its slot cannot
 //     collide with it: it refuses to issue when it wakes.
 //
-// Three lines each:
+// Both are a Generator (NextID and Close), so a program switches between
+// them in the line that opens one. Three lines each:
 //
 //	seg, err := idgen.NewSegment(ctx, st, "orders", idgen.SegmentOptions{})
-//	defer seg.Close()
-//	id, err := seg.Next(ctx)
+//	defer seg.Close(ctx)
+//	id, err := seg.NextID(ctx)
 //
 //	sf, err := idgen.NewSnowflake(ctx, st, store.Namespace{Name: "workers", Limit: 1024, Tolerance: time.Second}, "host-a", idgen.SnowflakeOptions{})
 //	defer sf.Close(ctx)

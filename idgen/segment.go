@@ -42,7 +42,7 @@ const DefaultIdleAfter = time.Second
 // increase within one generator; values reserved but not handed out before
 // Close or a crash are skipped (gaps, never duplicates).
 //
-// Next takes a value from the current range with one atomic add. The
+// NextID takes a value from the current range with one atomic add. The
 // following range is fetched in the background before the current one runs
 // out, so callers wait for the store only when demand outruns the prefetch;
 // the distance adapts to that (see SegmentOptions).
@@ -91,7 +91,7 @@ func newSegment(r store.Range) *segment {
 	return s
 }
 
-// closedSegment is current after Close: it has no values, so every Next
+// closedSegment is current after Close: it has no values, so every NextID
 // goes to the slow path and finds the generator closed.
 var closedSegment = newSegment(store.Range{})
 
@@ -99,7 +99,7 @@ var closedSegment = newSegment(store.Range{})
 type SegmentStats struct {
 	Fetches     int64 // store calls that reserved values (one may reserve several steps)
 	FetchErrors int64 // store calls that failed
-	Waits       int64 // Next calls that found nothing left and waited for a fetch
+	Waits       int64 // NextID calls that found nothing left and waited for a fetch
 	Available   int64 // values fetched and not yet handed out
 	Prefetch    int64 // the current prefetch distance
 }
@@ -156,10 +156,10 @@ func NewSegment(ctx context.Context, st *store.Store, key string, opts SegmentOp
 	return g, nil
 }
 
-// Next returns a new ID. It waits for the store only when every fetched
+// NextID returns a new ID. It waits for the store only when every fetched
 // value is used up; if the store then fails, it returns an error wrapping
 // ErrUnavailable and the store's error, and a later call tries again.
-func (g *Segment) Next(ctx context.Context) (int64, error) {
+func (g *Segment) NextID(ctx context.Context) (int64, error) {
 	for {
 		s := g.cur.Load()
 		v := s.next.Add(1) - 1
@@ -345,10 +345,12 @@ func (g *Segment) Stats() SegmentStats {
 	return st
 }
 
-// Close stops the generator: later calls of Next return ErrClosed, and a
-// fetch in flight is abandoned. Values not handed out are skipped for good.
-// Closing twice returns nil.
-func (g *Segment) Close() error {
+// Close stops the generator: later calls of NextID return ErrClosed, and a
+// fetch in flight is cancelled. Values not handed out are skipped for good.
+// It waits for the fetch to end, or for ctx to end, whichever is first (the
+// fetch then ends on its own, as soon as the store answers the
+// cancellation). Closing twice returns nil.
+func (g *Segment) Close(ctx context.Context) error {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -361,6 +363,15 @@ func (g *Segment) Close() error {
 	g.wake = make(chan struct{})
 	g.mu.Unlock()
 	g.cancel()
-	g.wg.Wait()
-	return nil
+	done := make(chan struct{})
+	go func() {
+		g.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("idgen: segment %q: closed, but its fetch in flight did not end: %w", g.key, ctx.Err())
+	}
 }

@@ -18,20 +18,20 @@ func newSegment(t *testing.T, st *store.Store, key string, opts idgen.SegmentOpt
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.Close() })
+	t.Cleanup(func() { g.Close(context.Background()) })
 	return g
 }
 
-// take calls Next n times, failing the test on an error.
+// take calls NextID n times, failing the test on an error.
 func take(t *testing.T, g *idgen.Segment, n int) []int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	out := make([]int64, 0, n)
 	for range n {
-		v, err := g.Next(ctx)
+		v, err := g.NextID(ctx)
 		if err != nil {
-			t.Fatalf("Next after %d IDs: %v", len(out), err)
+			t.Fatalf("NextID after %d IDs: %v", len(out), err)
 		}
 		out = append(out, v)
 	}
@@ -72,9 +72,9 @@ func testSegmentNoDuplicates(t *testing.T, b backend) {
 				wg.Go(func() {
 					ids := make([]int64, 0, each)
 					for range each {
-						v, err := g.Next(t.Context())
+						v, err := g.NextID(t.Context())
 						if err != nil {
-							t.Errorf("Next: %v", err)
+							t.Errorf("NextID: %v", err)
 							return
 						}
 						ids = append(ids, v)
@@ -109,19 +109,19 @@ func TestSegmentPrefetchServesWhileStoreBlocked(t *testing.T) {
 	// The store answers nothing now, yet every fetched value is served.
 	want(t, take(t, g, 14), 6)
 
-	// With the fetched values used up, Next waits for the held fetch.
+	// With the fetched values used up, NextID waits for the held fetch.
 	got := make(chan int64, 1)
 	go func() {
-		v, err := g.Next(t.Context())
+		v, err := g.NextID(t.Context())
 		if err != nil {
-			t.Errorf("Next: %v", err)
+			t.Errorf("NextID: %v", err)
 		}
 		got <- v
 	}()
 	eventually(t, "a caller waiting for the store", func() bool { return g.Stats().Waits == 1 })
 	select {
 	case v := <-got:
-		t.Fatalf("Next returned %d while the store held the fetch", v)
+		t.Fatalf("NextID returned %d while the store held the fetch", v)
 	default:
 	}
 	release()
@@ -143,9 +143,9 @@ func testSegmentStoreFailure(t *testing.T, b backend) {
 
 	ids := take(t, g, 10) // everything fetched is still served
 	for range 2 {
-		_, err := g.Next(t.Context())
+		_, err := g.NextID(t.Context())
 		if !errors.Is(err, idgen.ErrUnavailable) || !errors.Is(err, down) {
-			t.Fatalf("Next with nothing fetched and the store down: %v, want ErrUnavailable wrapping the store's error", err)
+			t.Fatalf("NextID with nothing fetched and the store down: %v, want ErrUnavailable wrapping the store's error", err)
 		}
 	}
 	if s := g.Stats(); s.FetchErrors < 2 {
@@ -174,9 +174,9 @@ func TestSegmentSealedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(t, take(t, g, 10), 0)
-	_, err := g.Next(t.Context())
+	_, err := g.NextID(t.Context())
 	if !errors.Is(err, idgen.ErrUnavailable) || !errors.Is(err, store.ErrSealed) {
-		t.Fatalf("Next on a sealed key: %v, want ErrUnavailable and store.ErrSealed", err)
+		t.Fatalf("NextID on a sealed key: %v, want ErrUnavailable and store.ErrSealed", err)
 	}
 	if _, err := idgen.NewSegment(t.Context(), st, "k", idgen.SegmentOptions{}); !errors.Is(err, store.ErrSealed) {
 		t.Fatalf("NewSegment on a sealed key: %v, want store.ErrSealed", err)
@@ -199,9 +199,9 @@ func TestSegmentAdaptivePrefetch(t *testing.T) {
 	// A caller finds nothing left: the distance doubles.
 	done := make(chan int64, 1)
 	go func() {
-		v, err := g.Next(t.Context())
+		v, err := g.NextID(t.Context())
 		if err != nil {
-			t.Errorf("Next: %v", err)
+			t.Errorf("NextID: %v", err)
 		}
 		done <- v
 	}()
@@ -232,21 +232,21 @@ func TestSegmentClose(t *testing.T) {
 	take(t, g, 4) // the prefetch is held in the store
 	waiting := make(chan error, 1)
 	go func() {
-		_, err := g.Next(t.Context())
+		_, err := g.NextID(t.Context())
 		waiting <- err
 	}()
 	eventually(t, "a waiting caller", func() bool { return g.Stats().Waits == 1 })
 	// Close ends the held fetch and the wait, and leaves no goroutine behind.
-	if err := g.Close(); err != nil {
+	if err := g.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-waiting; !errors.Is(err, idgen.ErrClosed) {
-		t.Fatalf("waiting Next after Close: %v, want ErrClosed", err)
+		t.Fatalf("waiting NextID after Close: %v, want ErrClosed", err)
 	}
-	if _, err := g.Next(t.Context()); !errors.Is(err, idgen.ErrClosed) {
-		t.Fatalf("Next after Close: %v, want ErrClosed", err)
+	if _, err := g.NextID(t.Context()); !errors.Is(err, idgen.ErrClosed) {
+		t.Fatalf("NextID after Close: %v, want ErrClosed", err)
 	}
-	if err := g.Close(); err != nil {
+	if err := g.Close(t.Context()); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
 }
@@ -259,8 +259,8 @@ func TestSegmentWaitHonoursContext(t *testing.T) {
 	take(t, g, 2)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := g.Next(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Next with a cancelled context and nothing fetched: %v", err)
+	if _, err := g.NextID(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("NextID with a cancelled context and nothing fetched: %v", err)
 	}
 }
 

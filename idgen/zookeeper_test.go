@@ -89,7 +89,7 @@ func zkRootBackend(opts map[string]string, extra ...string) backend {
 func testSegmentOutage(t *testing.T, version string) {
 	srv := zktest.StartServer(t, version)
 	opts := zkOptions(t, srv.Addr())
-	// A short store timeout bounds how long a Next waits on a dead server.
+	// A short store timeout bounds how long a NextID waits on a dead server.
 	const timeout = 2 * time.Second
 	st, _ := open(t, zkRootBackend(opts, "connectionTimeout", "1s"), store.WithTimeout(timeout))
 	// Another process on the key, patient enough to outlast the restart:
@@ -108,7 +108,7 @@ func testSegmentOutage(t *testing.T, version string) {
 	var err error
 	for {
 		var v int64
-		if v, err = g.Next(ctx); err != nil {
+		if v, err = g.NextID(ctx); err != nil {
 			break
 		}
 		ids = append(ids, v)
@@ -120,17 +120,17 @@ func testSegmentOutage(t *testing.T, version string) {
 	unavailable := func(err error) {
 		t.Helper()
 		if !errors.Is(err, idgen.ErrUnavailable) || ctx.Err() != nil {
-			t.Fatalf("Next with nothing fetched and the server down: %v, want ErrUnavailable", err)
+			t.Fatalf("NextID with nothing fetched and the server down: %v, want ErrUnavailable", err)
 		}
 	}
 	unavailable(err)
 	t.Logf("with the server down, after the %d fetched IDs: %v", len(ids), err)
 	// While down it stays a clear failure, within the store timeout.
 	begin := time.Now()
-	_, err = g.Next(ctx)
+	_, err = g.NextID(ctx)
 	unavailable(err)
 	if d := time.Since(begin); d > timeout+5*time.Second {
-		t.Errorf("Next took %v to fail, with a store timeout of %v", d, timeout)
+		t.Errorf("NextID took %v to fail, with a store timeout of %v", d, timeout)
 	}
 
 	srv.Start()
@@ -140,16 +140,16 @@ func testSegmentOutage(t *testing.T, version string) {
 		t.Fatalf("another store after the restart: %v", err)
 	}
 	// The generator recovers on its own: while its connection comes back a
-	// Next may still fail, but only with ErrUnavailable, each failure
+	// NextID may still fail, but only with ErrUnavailable, each failure
 	// bounded by the store timeout.
 	for {
-		v, err := g.Next(ctx)
+		v, err := g.NextID(ctx)
 		if err == nil {
 			ids = append(ids, v)
 			break
 		}
 		if !errors.Is(err, idgen.ErrUnavailable) || ctx.Err() != nil {
-			t.Fatalf("Next after the restart: %v", err)
+			t.Fatalf("NextID after the restart: %v", err)
 		}
 	}
 	ids = append(ids, take(t, g, 40)...)

@@ -103,10 +103,10 @@ func generate(ctx context.Context, st *store.Store, key string, step int64, n in
 	if err != nil {
 		return err
 	}
-	defer seg.Close()
+	defer seg.Close(ctx)
 	var out []string
 	for i := 0; i < n; i++ {
-		id, err := seg.Next(ctx)
+		id, err := seg.NextID(ctx)
 		if err != nil {
 			return err
 		}
