@@ -31,6 +31,17 @@ func TestErrorTexts(t *testing.T) {
 			_, err := idgen.NewSnowflake(ctx, st, ns, "host/a", idgen.SnowflakeOptions{})
 			return err
 		}, `idgen: session: store: Acquire "workers": owner "host/a" must not contain '/' (it is a single name, not a path)`},
+		{func() error {
+			g, err := idgen.NewSegment(ctx, st, "orders", idgen.SegmentOptions{})
+			if err != nil {
+				return err
+			}
+			if err := g.Close(ctx); err != nil {
+				return err
+			}
+			_, err = g.NextID(ctx)
+			return err
+		}, `idgen: closed: segment "orders"`},
 	} {
 		if err := tc.call(); err == nil || err.Error() != tc.want {
 			t.Errorf("got  %v\nwant %s", err, tc.want)

@@ -283,7 +283,7 @@ func (g *Segment) advance(ctx context.Context, old *segment) error {
 		switch {
 		case g.closed:
 			g.mu.Unlock()
-			return fmt.Errorf("idgen: segment %q: %w", g.key, ErrClosed)
+			return fmt.Errorf("%w: segment %q", ErrClosed, g.key)
 		case g.cur.Load() != old:
 			g.mu.Unlock() // another caller moved on already
 			return nil
