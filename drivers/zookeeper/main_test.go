@@ -15,7 +15,12 @@ import (
 	"github.com/cosid-go/store/internal/zktest"
 )
 
-func TestMain(m *testing.M) { zktest.Main(m) }
+func TestMain(m *testing.M) {
+	if pausedHolderChild() {
+		return
+	}
+	zktest.Main(m)
+}
 
 // randomRoot returns a root no other test uses, so tests sharing a server
 // never see each other's nodes.
