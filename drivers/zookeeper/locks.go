@@ -312,8 +312,15 @@ type zkLock struct {
 	unlocked bool
 }
 
-func (l *zkLock) Fence() int64          { return l.fence }
-func (l *zkLock) Lost() <-chan struct{} { return l.n.lost }
+func (l *zkLock) Fence() int64 { return l.fence }
+
+// Lost also looks at the deadline itself: in a process paused past it,
+// the timer that closes Lost runs at some point after the resume, in no
+// set order with the caller, who must not find the lock still held.
+func (l *zkLock) Lost() <-chan struct{} {
+	l.s.loseIfPastDeadline(l.n)
+	return l.n.lost
+}
 
 // Unlock deletes the lock's own node, by its path (see removeLockNode), so
 // a retried or repeated Unlock can never remove a later holder's node. A

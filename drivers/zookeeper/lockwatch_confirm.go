@@ -114,6 +114,18 @@ func (s *Store) armDeadlineLocked() {
 	})
 }
 
+// loseIfPastDeadline does the deadline timer's work now if the deadline
+// has passed and n is still held (see zkLock.Lost).
+func (s *Store) loseIfPastDeadline(n *lockNode) {
+	lk := &s.lk
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if n.phase == held && n.lostErr == nil && !lk.closing &&
+		n.sid == lk.confirmSID && monoNow() >= lk.deadline {
+		s.unconfirmedLocked()
+	}
+}
+
 // unconfirmedLocked loses every hold: the session may have expired at the
 // leader by now. Each node is removed in the background, in case the
 // session lives on.
