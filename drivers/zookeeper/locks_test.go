@@ -27,7 +27,6 @@ const (
 	opcodeDelete    = 2
 	opcodeExists    = 3
 	opcodeChildren2 = 12 // Children sends getChildren2
-	opcodeSync      = 9
 )
 
 func TestLockNodeNames(t *testing.T) {
@@ -366,15 +365,15 @@ func testLockNoHerd(t *testing.T, addr string) {
 				t.Errorf("waiter %d sent %d requests of opcode %d, want %d", i, got, op, c)
 			}
 		}
-		// Syncs are the liveness rule's confirmations while a store holds
-		// a lock (lockwatch_confirm.go), sent by its loop, not by the
+		// Multis are the liveness rule's confirming writes while a store
+		// holds a lock (lockwatch_confirm.go), sent by its loop, not by the
 		// queue: a waiter granted a while after its create confirms its
 		// session so.
-		if got := w.requests(-1) - w.requests(opcodeSync); got != 6 {
-			t.Errorf("waiter %d sent %d requests besides syncs, want 6 (create, list, stat, watch, list, delete)", i, got)
+		if got := w.requests(-1) - w.requests(opMulti); got != 6 {
+			t.Errorf("waiter %d sent %d requests besides confirmations, want 6 (create, list, stat, watch, list, delete)", i, got)
 		}
-		if got := w.requests(opcodeSync); got > 2 {
-			t.Errorf("waiter %d sent %d syncs while holding the lock briefly, want at most 2", i, got)
+		if got := w.requests(opMulti); got > 2 {
+			t.Errorf("waiter %d sent %d confirmations while holding the lock briefly, want at most 2", i, got)
 		}
 		total += w.requests(-1)
 		children += w.requests(opcodeChildren2)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/go-zookeeper/zk"
 )
 
 // The liveness rule of SPEC 5: a hold is trusted only as long as requests
@@ -29,8 +30,9 @@ import (
 //     reported before b went up: the session lives until b+5T/12.
 //
 // Lost closes at the best of these instants less a margin, on the monotonic
-// clock. While the store holds a lock, one loop sends a sync every
-// pairSpacing (< T/3), serving every hold; without holds it does not run.
+// clock. While the store holds a lock, one loop sends a confirming write
+// (confirmRequest) every pairSpacing (< T/3), serving every hold; without
+// holds it does not run.
 
 // confirmMarginDivisor: the margin is T/20, for timer latency and the
 // leader's clock rounding.
@@ -162,7 +164,7 @@ func (lk *lockState) holdsLocked() bool {
 	return false
 }
 
-// confirmLoop sends syncs while the store holds a lock.
+// confirmLoop sends confirming writes while the store holds a lock.
 func (s *Store) confirmLoop() {
 	lk := &s.lk
 	defer lk.wg.Done()
@@ -179,8 +181,8 @@ func (s *Store) confirmLoop() {
 			last = lk.recent[len(lk.recent)-1]
 		}
 		// Every pairSpacing; sooner while the deadline is less than T/4
-		// away (after a lone confirmation), so each sync has T/4 to come
-		// back before the holds are lost.
+		// away (after a lone confirmation), so each confirmation has T/4
+		// to come back before the holds are lost.
 		t := lk.sessionTimeout()
 		wait := min(last+pairSpacing(t), lk.deadline-t/4) - monoNow()
 		lk.mu.Unlock()
@@ -197,13 +199,13 @@ func (s *Store) confirmLoop() {
 	}
 }
 
-// confirmOnce sends one sync through the leader and records it if it is
+// confirmOnce sends one confirming write through the leader and records it if it is
 // answered in the session it was sent in. A failure waits a little (the
 // deadline timer, not this loop, decides when holds are lost).
 func (s *Store) confirmOnce(stop <-chan struct{}) {
 	sid := s.conn.SessionID()
 	sent := monoNow()
-	_, err := s.conn.Sync("/")
+	err := s.confirmRequest()
 	if err == nil && sid != 0 && s.conn.SessionID() == sid {
 		s.confirmed(sid, sent)
 		return
@@ -216,6 +218,21 @@ func (s *Store) confirmOnce(stop <-chan struct{}) {
 	}
 }
 
+// confirmRequest sends the request that proves the session alive: a write
+// the leader commits only with a quorum, a multi that checks the root exists
+// and changes nothing. A sync will not do: a leader cut off from its
+// followers answers its own clients' syncs alone until it notices the lost
+// quorum, up to a tick after the others may have elected a new leader and
+// expired the session.
+func (s *Store) confirmRequest() error {
+	root := s.root
+	if root == "" {
+		root = "/"
+	}
+	_, err := s.conn.Multi(&zk.CheckVersionRequest{Path: root, Version: -1})
+	return err
+}
+
 // stopConfirmingLocked stops the deadline timer (Close).
 func (lk *lockState) stopConfirmingLocked() {
 	lk.deadlineGen++
@@ -226,7 +243,7 @@ func (lk *lockState) stopConfirmingLocked() {
 }
 
 // ensureLive makes sure n's session is proven alive before n becomes a
-// hold: a waiter granted long after its create sends one sync first. An
+// hold: a waiter granted long after its create sends one confirming write first. An
 // uncontended Lock is granted on its create's confirmation, with no extra
 // round trip.
 func (s *Store) ensureLive(ctx context.Context, n *lockNode) error {
@@ -237,7 +254,7 @@ func (s *Store) ensureLive(ctx context.Context, n *lockNode) error {
 		return nil
 	}
 	sent := monoNow()
-	_, err := call(ctx, s, func() (string, error) { return s.conn.Sync("/") })
+	_, err := call(ctx, s, func() (struct{}, error) { return struct{}{}, s.confirmRequest() })
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, driver.ErrClosed) {
 			return err
