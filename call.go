@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // op is one call of the portable API: its name and subject for the error,
 // and the outcome of checking its arguments.
@@ -9,13 +13,41 @@ type op struct {
 	key   string // the key, namespace, slot or lock it applies to
 	check error  // the first invalid argument, or nil
 	wait  bool   // bounded by the caller's ctx only, not the store timeout (Lock)
+	lease bool   // Renew or Release: ErrLeaseLost is reported as LeaseLost
+	fence int64  // the lease's fence, for that report
 }
 
 // call runs an operation the way every method of the portable API does:
 // refuse bad arguments, refuse a closed store, find the driver's capability
 // D, bound ctx with the store timeout, call f, and wrap its error once. f's
 // result is returned even with an error (Purge reports what it deleted).
+// Observers see every call, whatever its driver.
 func call[D, T any](ctx context.Context, s *Store, o op, f func(context.Context, D) (T, error)) (T, error) {
+	if len(s.onOp) == 0 {
+		v, err := run(ctx, s, o, f)
+		if err != nil {
+			s.failed(o, err)
+		}
+		return v, err
+	}
+	start := time.Now()
+	v, err := run(ctx, s, o, f)
+	s.opDone(o, time.Since(start), err)
+	if err != nil {
+		s.failed(o, err)
+	}
+	return v, err
+}
+
+// failed reports a lease found lost by Renew or Release.
+func (s *Store) failed(o op, err error) {
+	if s.observed() && o.lease && errors.Is(err, ErrLeaseLost) {
+		s.Report(Event{Kind: LeaseLost, Key: o.key, Fence: o.fence, Err: err})
+	}
+}
+
+// run is call without the observers.
+func run[D, T any](ctx context.Context, s *Store, o op, f func(context.Context, D) (T, error)) (T, error) {
 	var zero T
 	if o.check != nil {
 		return zero, &Error{Op: o.name, Key: o.key, Err: o.check}

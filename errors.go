@@ -22,6 +22,7 @@ var (
 	ErrClosed          = driver.ErrClosed          // the store was closed
 	ErrLocked          = driver.ErrLocked          // TryLock found the lock held; a seeded slot is live
 	ErrNotFound        = driver.ErrNotFound        // a namespace or lock that does not exist
+	ErrUnavailable     = driver.ErrUnavailable     // no server answered in time; also a context error
 )
 
 // Error is the error every store operation returns: the operation, what it

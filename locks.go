@@ -44,7 +44,35 @@ func (l *Locker) lock(ctx context.Context, name string, wait bool) (*Lock, error
 		if err != nil {
 			return nil, err
 		}
-		return &Lock{s: l.s, name: name, l: dl}, nil
+		k := &Lock{s: l.s, name: name, l: dl, done: make(chan struct{})}
+		if l.s.observed() {
+			l.s.Report(Event{Kind: LockAcquired, Key: name, Fence: dl.Fence()})
+			l.s.watches.Add(1)
+			go k.watch()
+		}
+		return k, nil
+	})
+}
+
+// watch reports a hold lost before Unlock. Close waits for it; the driver
+// closes Lost when the store closes.
+func (k *Lock) watch() {
+	defer k.s.watches.Done()
+	select {
+	case <-k.done:
+	case <-k.l.Lost():
+		err := ErrLeaseLost
+		if k.s.isClosed() {
+			err = ErrClosed
+		}
+		k.ended(LockLost, err)
+	}
+}
+
+// ended reports the end of the hold, once: Unlock and the watcher race.
+func (k *Lock) ended(kind EventKind, err error) {
+	k.endOnce.Do(func() {
+		k.s.Report(Event{Kind: kind, Key: k.name, Fence: k.l.Fence(), Err: err})
 	})
 }
 
@@ -74,6 +102,8 @@ type Lock struct {
 
 	mu       sync.Mutex
 	unlocked bool
+	done     chan struct{} // closed when Unlock is done with the hold
+	endOnce  sync.Once
 }
 
 // Name returns the lock's name.
@@ -101,6 +131,14 @@ func (k *Lock) Unlock(ctx context.Context) error {
 	})
 	if err == nil || errors.Is(err, ErrLeaseLost) {
 		k.unlocked = true // the loss is reported once
+		close(k.done)
+		if k.s.observed() {
+			if err != nil {
+				k.ended(LockLost, err)
+			} else {
+				k.ended(LockReleased, nil)
+			}
+		}
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -43,8 +44,16 @@ func Drivers() []string {
 
 // Open opens a store with the registered driver driverName. options are the
 // driver's own (unknown keys are rejected); opts set the portable settings
-// (timeout, owner, incarnation).
+// (timeout, owner, incarnation, logger, observers). It is OpenContext without
+// a bound of its own: a driver that connects waits as its options say.
 func Open(driverName string, options map[string]string, opts ...Option) (*Store, error) {
+	return OpenContext(context.Background(), driverName, options, opts...)
+}
+
+// OpenContext is Open bounded by ctx: a driver that connects
+// (driver.Connector) gives up when ctx ends, with an error that wraps
+// ctx.Err() and, when no server answered, ErrUnavailable.
+func OpenContext(ctx context.Context, driverName string, options map[string]string, opts ...Option) (*Store, error) {
 	driversMu.RLock()
 	factory, ok := drivers[driverName]
 	driversMu.RUnlock()
@@ -60,7 +69,13 @@ func Open(driverName string, options map[string]string, opts ...Option) (*Store,
 	if err != nil {
 		return nil, &Error{Op: "Open", Key: driverName, Err: err}
 	}
-	s.drv = d
+	s.attach(d)
+	if c, ok := d.(driver.Connector); ok {
+		if err := c.Connect(ctx); err != nil {
+			d.Close()
+			return nil, wrap(ctx, "Open", driverName, err)
+		}
+	}
 	return s, nil
 }
 
@@ -75,6 +90,29 @@ func OpenDriver(d driver.Store, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.drv = d
+	s.attach(d)
 	return s, nil
+}
+
+// attach makes d the store's driver and, if d reports events, routes them
+// to the store's logger and observers.
+func (s *Store) attach(d driver.Store) {
+	s.drv = d
+	if n, ok := d.(driver.Notifier); ok && s.observed() {
+		n.Notify(func(e driver.Event) { s.Report(eventOf(e)) })
+	}
+}
+
+func eventOf(e driver.Event) Event {
+	return Event{
+		Kind:      EventKind(e.Kind),
+		Key:       e.Key,
+		Server:    e.Server,
+		SessionID: e.SessionID,
+		Timeout:   e.Timeout,
+		Attempt:   e.Attempt,
+		Value:     e.Value,
+		Count:     e.Count,
+		Err:       e.Err,
+	}
 }

@@ -65,7 +65,7 @@ func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string
 // ErrLeaseLost. A renew after ExpiresAt that finds the term untouched
 // continues it. On an error it returns lease unchanged.
 func (l *SlotLeaseStore) Renew(ctx context.Context, lease Lease) (Lease, error) {
-	o := op{name: "Renew", key: leaseKey(lease), check: checkLease(lease)}
+	o := op{name: "Renew", key: leaseKey(lease), check: checkLease(lease), lease: true, fence: lease.Fence}
 	renewed, err := call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) (Lease, error) {
 		dl, err := d.Renew(ctx, lease.toDriver())
 		return leaseOf(dl), err
@@ -94,6 +94,7 @@ func (l *SlotLeaseStore) ReleaseUsed(ctx context.Context, lease Lease, used int6
 }
 
 func (l *SlotLeaseStore) release(ctx context.Context, o op, lease Lease, used int64) error {
+	o.lease, o.fence = true, lease.Fence
 	return callErr(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) error {
 		return d.Release(ctx, lease.toDriver(), used)
 	})

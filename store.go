@@ -30,6 +30,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -46,6 +47,11 @@ type Store struct {
 	timeout     time.Duration
 	owner       string
 	incarnation string
+
+	logger  *slog.Logger    // nil: silent
+	onOp    []func(OpEvent) // Observer.Op of every WithObserver
+	onEvent []func(Event)   // Observer.Event of every WithObserver
+	watches sync.WaitGroup  // lock watchers (locks.go), ended by Close
 
 	mu     sync.RWMutex
 	closed bool
@@ -142,10 +148,20 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	if err := s.drv.Close(); err != nil {
+	err := s.drv.Close()
+	s.watches.Wait() // the driver closed every lock's Lost
+	if err != nil {
 		return &Error{Op: "Close", Err: err}
 	}
 	return nil
+}
+
+// Ping makes one round trip to the backend, within the store timeout.
+// Drivers without the capability give ErrUnsupported.
+func (s *Store) Ping(ctx context.Context) error {
+	return callErr(ctx, s, op{name: "Ping"}, func(ctx context.Context, d driver.Pinger) error {
+		return d.Ping(ctx)
+	})
 }
 
 func (s *Store) isClosed() bool {

@@ -62,7 +62,7 @@ func New(name string) *Store {
 
 // Store is an open memory store. It implements driver.Store,
 // driver.RangeStore, driver.SlotStore and driver.Locker, and the optional
-// driver.SlotSeeder and driver.Purger.
+// driver.SlotSeeder, driver.Purger and driver.Pinger.
 type Store struct {
 	st   *state
 	done chan struct{} // closed by Close: ends this store's lock waits
@@ -78,7 +78,17 @@ var (
 	_ driver.Locker     = (*Store)(nil)
 	_ driver.SlotSeeder = (*Store)(nil)
 	_ driver.Purger     = (*Store)(nil)
+	_ driver.Pinger     = (*Store)(nil)
 )
+
+// Ping takes the state's mutex once: the round trip of a memory store.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	s.st.mu.Unlock()
+	return nil
+}
 
 // state is what stores of one name share: the stand-in for a server.
 type state struct {

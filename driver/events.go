@@ -1,0 +1,69 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrUnavailable is wrapped, next to the context error, by an operation
+// that ended because no server answered in time. Its message should say what
+// the driver saw (when a server last answered, which servers it tried).
+var ErrUnavailable = errors.New("unavailable")
+
+// Connector is an optional interface of a Store whose factory only parses
+// its options and defers the connection. The portable layer calls Notify (if
+// the store is a Notifier), then Connect once, before any other method, with
+// the context of store.OpenContext. Connect must return when ctx ends, with
+// an error that wraps ctx.Err() (and ErrUnavailable when no server
+// answered). If Connect fails, the portable layer calls Close.
+type Connector interface {
+	Connect(ctx context.Context) error
+}
+
+// Pinger is an optional interface: Ping makes one round trip to the backend.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Notifier is an optional interface of a driver with something to report
+// besides the results of calls: connection state changes, retries, writes
+// with an unknown outcome. The portable layer calls Notify once, before
+// Connect and before any other method; f is safe for concurrent use, must
+// not be called after Close returns, and does not block for long.
+type Notifier interface {
+	Notify(f func(Event))
+}
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// The events a driver reports.
+const (
+	// Connected: a session was established (or re-established) with Server.
+	Connected EventKind = "connected"
+	// Disconnected: the connection to the backend was lost; the session may
+	// still be alive.
+	Disconnected EventKind = "disconnected"
+	// Expired: the backend ended the session; what hung on it is gone.
+	Expired EventKind = "expired"
+	// Retry: an operation is tried again after Err (a connection loss).
+	Retry EventKind = "retry"
+	// UnknownOutcome: a write whose outcome is unknown was given up; the
+	// values it may have taken (Value: the first, Count: how many) are
+	// skipped, never handed out.
+	UnknownOutcome EventKind = "unknown_outcome"
+)
+
+// Event is one thing a driver reports. Fields that do not apply are zero.
+type Event struct {
+	Kind      EventKind
+	Key       string        // the key, namespace or lock concerned
+	Server    string        // Connected: the server's address
+	SessionID int64         // Connected: the session
+	Timeout   time.Duration // Connected: the negotiated session timeout
+	Attempt   int           // Retry: 1 for the first retry
+	Value     int64         // UnknownOutcome: the first value skipped
+	Count     int64         // UnknownOutcome: how many values
+	Err       error         // the failure behind the event, if any
+}

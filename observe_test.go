@@ -1,0 +1,334 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/drivers/memory"
+)
+
+// recorder is an Observer that keeps what it is told.
+type recorder struct {
+	mu     sync.Mutex
+	ops    []store.OpEvent
+	events []store.Event
+}
+
+func (r *recorder) observer() store.Observer {
+	return store.Observer{
+		Op: func(e store.OpEvent) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.ops = append(r.ops, e)
+		},
+		Event: func(e store.Event) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.events = append(r.events, e)
+		},
+	}
+}
+
+// opLines are the ops seen so far as "Op key outcome".
+func (r *recorder) opLines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.ops {
+		out = append(out, e.Op+" "+e.Key+" "+e.Outcome)
+	}
+	return out
+}
+
+// kinds are the events seen so far as "kind key".
+func (r *recorder) kinds() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, string(e.Kind)+" "+e.Key)
+	}
+	return out
+}
+
+// logBuffer is a text logger at Debug level writing to a buffer.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func TestObserverSeesEveryCallWithItsOutcome(t *testing.T) {
+	var r recorder
+	st, err := store.OpenDriver(memory.New(""), store.WithObserver(r.observer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	st.Ranges().Next(ctx, "a", 10)
+	st.Ranges().Next(ctx, "/bad", 10)
+	st.Ranges().Seal(ctx, "a")
+	st.Ranges().Next(ctx, "a", 10)
+	st.Slots().Slots(ctx, "none")
+	st.Ping(ctx)
+	want := []string{"Next a ok", "Next /bad invalid_argument", "Seal a ok", "Next a sealed", "Slots none not_found", "Ping  ok"}
+	if diff := cmp.Diff(want, r.opLines()); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+	for _, e := range r.ops {
+		if e.Duration <= 0 || (e.Outcome == "ok") != (e.Err == nil) {
+			t.Errorf("op %+v: want a duration, and an error exactly when the outcome is not ok", e)
+		}
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	unavailable := fmt.Errorf("no server answered: %w", errors.Join(store.ErrUnavailable, context.DeadlineExceeded))
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{nil, "ok"},
+		{unavailable, "unavailable"},
+		{context.DeadlineExceeded, "deadline_exceeded"},
+		{fmt.Errorf("x: %w", context.Canceled), "canceled"},
+		{&store.Error{Op: "Next", Err: store.ErrSealed}, "sealed"},
+		{store.ErrLeaseLost, "lease_lost"},
+		{errors.New("boom"), "other"},
+	} {
+		if got := store.Outcome(c.err); got != c.want {
+			t.Errorf("Outcome(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+func TestLocksReportedAndLostLocksLogged(t *testing.T) {
+	var r recorder
+	var logs logBuffer
+	st, err := store.OpenDriver(memory.New(""), store.WithObserver(r.observer()), store.WithLogger(logs.logger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a, err := st.Locks().Lock(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Locks().Lock(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close() // b is lost with the store; Close waits for the report
+	want := []string{"lock_acquired a", "lock_released a", "lock_acquired b", "lock_lost b"}
+	if diff := cmp.Diff(want, r.kinds()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if got := logs.String(); !strings.Contains(got, `msg="store: lock released by Close" key=b`) ||
+		strings.Contains(got, "key=a") {
+		t.Errorf("log: want only b's end by Close, got:\n%s", got)
+	}
+}
+
+func TestLeaseLostReportedAndLogged(t *testing.T) {
+	var r recorder
+	var logs logBuffer
+	d := memory.New("")
+	a, err := store.OpenDriver(d, store.WithObserver(r.observer()), store.WithLogger(logs.logger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := store.OpenDriver(d) // the same owner restarted: it reclaims the slot
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns := store.Namespace{Name: "w", Limit: 1}
+	lease, err := a.Slots().Acquire(ctx, ns, "host", store.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Slots().Acquire(ctx, ns, "host", store.AcquireOptions{Reclaim: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Slots().Renew(ctx, lease); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("Renew = %v, want ErrLeaseLost", err)
+	}
+	if diff := cmp.Diff([]string{"lease_lost w/0"}, r.kinds()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if got := logs.String(); !strings.Contains(got, `level=ERROR msg="store: lease lost" key=w/0 fence=1`) {
+		t.Errorf("log lacks the lost lease:\n%s", got)
+	}
+}
+
+// TestSilentByDefault: without WithLogger a store writes nothing, not even
+// to slog's default logger, through connection events, lost locks and
+// lost leases.
+func TestSilentByDefault(t *testing.T) {
+	var logs logBuffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(logs.logger())
+	d := &notifying{}
+	st, err := store.OpenDriver(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.notify != nil {
+		t.Error("an unobserved store asked its driver for events")
+	}
+	st.Close()
+	m, err := store.OpenDriver(memory.New(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Locks().Lock(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if got := logs.String(); got != "" {
+		t.Errorf("a store without a logger logged:\n%s", got)
+	}
+}
+
+// notifying is a driver that connects and reports its connection.
+type notifying struct {
+	rangeOnly
+	notify  func(driver.Event)
+	closed  bool
+	connect func(ctx context.Context) error
+}
+
+func (n *notifying) Notify(f func(driver.Event)) { n.notify = f }
+func (n *notifying) Close() error                { n.closed = true; return nil }
+func (n *notifying) Connect(ctx context.Context) error {
+	if n.connect != nil {
+		return n.connect(ctx)
+	}
+	n.notify(driver.Event{Kind: driver.Connected, Server: "s1:2181", SessionID: 0x1f, Timeout: 4 * time.Second})
+	return nil
+}
+
+var lastNotifying *notifying
+
+func init() {
+	store.Register("storetest-notify", func(opts map[string]string) (driver.Store, error) {
+		lastNotifying = &notifying{}
+		if opts["dead"] != "" {
+			lastNotifying.connect = func(ctx context.Context) error {
+				<-ctx.Done()
+				return fmt.Errorf("nobody answered: %w", errors.Join(driver.ErrUnavailable, ctx.Err()))
+			}
+		}
+		return lastNotifying, nil
+	})
+}
+
+func TestOpenContextConnectsAndRoutesDriverEvents(t *testing.T) {
+	var r recorder
+	var logs logBuffer
+	st, err := store.OpenContext(context.Background(), "storetest-notify", nil,
+		store.WithObserver(r.observer()), store.WithLogger(logs.logger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if diff := cmp.Diff([]string{"connected "}, r.kinds()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	want := `level=INFO msg="store: connected" server=s1:2181 session=0x1f session_timeout=4s`
+	if got := logs.String(); !strings.Contains(got, want) {
+		t.Errorf("log lacks %q:\n%s", want, got)
+	}
+}
+
+func TestOpenContextEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := store.OpenContext(ctx, "storetest-notify", map[string]string{"dead": "1"})
+	if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("OpenContext = %v, want ErrUnavailable and DeadlineExceeded", err)
+	}
+	if !lastNotifying.closed {
+		t.Error("the driver of a failed open was not closed")
+	}
+}
+
+func TestPingUnsupported(t *testing.T) {
+	st, err := store.OpenDriver(&rangeOnly{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Ping(context.Background()); !errors.Is(err, store.ErrUnsupported) {
+		t.Errorf("Ping = %v, want ErrUnsupported", err)
+	}
+}
+
+// TestCorePackagesDoNotImportOpenTelemetry: only the adapter (otelstore)
+// and the example compile OpenTelemetry.
+func TestCorePackagesDoNotImportOpenTelemetry(t *testing.T) {
+	pkgs := []string{".", "./driver", "./drivers/...", "./idgen", "./config", "./tck", "./cmd/..."}
+	out, err := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "opentelemetry") {
+		t.Errorf("a core package depends on OpenTelemetry:\n%s", out)
+	}
+}
+
+func benchmarkNext(b *testing.B, opts ...store.Option) {
+	st, err := store.OpenDriver(memory.New(""), opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := st.Ranges().Next(ctx, "k", 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNextHook measures what an observer costs memory's Next: compare
+// observed against none in the same run.
+func BenchmarkNextHook(b *testing.B) {
+	b.Run("none", func(b *testing.B) { benchmarkNext(b) })
+	b.Run("observed", func(b *testing.B) {
+		var n int
+		benchmarkNext(b, store.WithObserver(store.Observer{Op: func(store.OpEvent) { n++ }}))
+	})
+}
