@@ -25,6 +25,7 @@ func call[T any](ctx context.Context, s *Store, fn func() (T, error)) (T, error)
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
+	start := monoNow()
 	if !s.enter() {
 		return zero, driver.ErrClosed
 	}
@@ -42,7 +43,7 @@ func call[T any](ctx context.Context, s *Store, fn func() (T, error)) (T, error)
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
-		return zero, ctx.Err()
+		return zero, s.unavailable(ctx.Err(), start) // says so when no server answered
 	case <-s.closing:
 		return zero, driver.ErrClosed
 	}
@@ -90,16 +91,19 @@ func (a *attempts) retry(ctx context.Context, err error) error {
 	}
 	p := a.s.retry
 	if a.n >= p.maxRetries {
-		return fmt.Errorf("zookeeper: gave up after %d retries: %w", a.n, err)
+		// Only connection failures are retried: no server answered.
+		return fmt.Errorf("zookeeper: gave up after %d retries: %w (%w)", a.n, err, driver.ErrUnavailable)
 	}
 	timer := time.NewTimer(p.sleep(a.n))
 	defer timer.Stop()
 	a.n++
+	a.s.report(driver.Event{Kind: driver.Retry, Attempt: a.n, Err: err})
+	start := monoNow()
 	select {
 	case <-timer.C:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%w (while retrying after: %v)", ctx.Err(), err)
+		return fmt.Errorf("%w (while retrying after: %v)", a.s.unavailable(ctx.Err(), start), err)
 	case <-a.s.closing:
 		return driver.ErrClosed
 	}

@@ -29,6 +29,8 @@ type dialer struct {
 	conns   map[*trackedConn]struct{}
 	closed  bool
 	lastErr error // the last dial or handshake failure, for Open's error
+
+	heard atomic.Int64 // monoNow() when a server was last read from (events.go)
 }
 
 func newDialer(timeout time.Duration, tlsConfig *tls.Config, wrap func(net.Conn) net.Conn) *dialer {
@@ -120,6 +122,9 @@ type trackedConn struct {
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.d.heard.Store(int64(monoNow()))
+	}
 	if !c.answered {
 		c.count(p[:n])
 		if err != nil && !c.answered && !c.expired.Load() {

@@ -134,6 +134,7 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 			// The write may have happened. It is not counted as ours: its
 			// range is skipped, and the next try starts from a fresh read.
 			k.cached = false
+			s.report(driver.Event{Kind: driver.UnknownOutcome, Key: key, Value: start, Count: step, Err: err})
 			if err := a.retry(ctx, err); err != nil {
 				return 0, fmt.Errorf("zookeeper: write %s: %w", path, err)
 			}

@@ -2,7 +2,6 @@ package zookeeper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -15,7 +14,7 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-func init() { store.Register("zookeeper", Open) }
+func init() { store.Register("zookeeper", factory) }
 
 // Store is an open ZooKeeper store. It implements driver.Store,
 // driver.RangeStore, driver.SlotStore, driver.Locker, and the optional
@@ -28,8 +27,12 @@ type Store struct {
 
 	// Set only when the store made conn (Open) and so must close it.
 	owned  bool
+	cfg    config
 	events <-chan zk.Event // closed by go-zookeeper once its goroutines are done
 	dialer *dialer
+
+	notify atomic.Pointer[func(driver.Event)] // the portable layer's (events.go)
+	sess   sessionLog                         // connection states as reported (events.go)
 
 	state      atomic.Int32  // last session state reported by the event callback
 	hasSession chan struct{} // closed at the first session
@@ -53,8 +56,9 @@ type Store struct {
 var _ driver.RangeStore = (*Store)(nil)
 
 // Open opens a store on a connection it makes from options and closes with
-// the store. It is the driver's factory (see the package documentation for
-// the options). It waits up to blockUntilConnectedWait for a session.
+// the store. It waits up to blockUntilConnectedWait for a session (see the
+// package documentation for the options). store.Open and store.OpenContext
+// use prepare and Connect instead, so that a context bounds the wait.
 func Open(options map[string]string) (driver.Store, error) {
 	return open(options, nil)
 }
@@ -62,15 +66,44 @@ func Open(options map[string]string) (driver.Store, error) {
 // open is Open with a hook that wraps each network connection, for tests
 // that watch the traffic.
 func open(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, error) {
+	s, err := prepare(options, wrap)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Connect(context.Background()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// factory is the driver's registered factory: the portable layer connects
+// through Connect, with the context of store.OpenContext.
+func factory(options map[string]string) (driver.Store, error) { return prepare(options, nil) }
+
+// prepare parses options into a store that Connect connects.
+func prepare(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, error) {
 	cfg, err := parseOptions(options, true)
 	if err != nil {
 		return nil, err
 	}
 	s := newStore(cfg)
 	s.owned = true
+	s.cfg = cfg
 	wrap = s.lk.sniff(cfg.sessionTimeout, wrap) // the Locker reads the negotiated session timeout off the wire
 	s.dialer = newDialer(cfg.connectionTimeout, cfg.sec.tls, wrap)
 	s.hasSession = make(chan struct{})
+	return s, nil
+}
+
+// Connect makes the store's connection and waits for a session, up to
+// blockUntilConnectedWait and while ctx lasts (driver.Connector). On a
+// failure it closes the store and names the servers, the state reached and
+// the last failure seen. A store made by New is connected already.
+func (s *Store) Connect(ctx context.Context) error {
+	if !s.owned || s.conn != nil {
+		return nil
+	}
+	cfg := s.cfg
 	conn, events, err := zk.Connect(cfg.servers, cfg.sessionTimeout,
 		zk.WithDialer(s.dialer.dial),
 		zk.WithEventCallback(s.onEvent),
@@ -79,33 +112,31 @@ func open(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, erro
 		// logger; the store reports failures through its own errors instead.
 		zk.WithLogger(quietLogger{}))
 	if err != nil {
-		s.dialer.close()
-		return nil, fmt.Errorf("zookeeper: connect to %s: %w", strings.Join(cfg.servers, ","), err)
+		s.Close()
+		return fmt.Errorf("zookeeper: connect to %s: %w", strings.Join(cfg.servers, ","), err)
 	}
 	s.conn, s.events = conn, events
 	if cfg.blockUntilConnectedWait == 0 {
-		return s, nil
+		return nil
 	}
-	wait, cancel := context.WithTimeout(context.Background(), cfg.blockUntilConnectedWait)
+	wait, cancel := context.WithTimeout(ctx, cfg.blockUntilConnectedWait)
 	defer cancel()
 	select {
 	case <-s.hasSession:
 		if err := s.addAuth(wait, cfg.sec.auth); err != nil {
 			s.Close()
-			return nil, err
+			return err
 		}
-		return s, nil
+		return nil
 	case <-wait.Done():
 	}
-	state := zk.State(s.state.Load())
-	last := s.dialer.lastError()
-	s.Close()
-	msg := fmt.Sprintf("zookeeper: no session with any of %s within %v (blockUntilConnectedWait); state %v",
-		strings.Join(cfg.servers, ","), cfg.blockUntilConnectedWait, state)
-	if last != nil {
-		msg += "; last failure: " + last.Error()
+	cause := ctx.Err()
+	if cause == nil {
+		cause = errWaitedEnough
 	}
-	return nil, errors.New(msg)
+	err = s.noSession(cause)
+	s.Close()
+	return err
 }
 
 // New returns a store on conn, a connection the caller made and still owns:
@@ -147,6 +178,7 @@ func (s *Store) onEvent(ev zk.Event) {
 		return
 	}
 	s.state.Store(int32(ev.State))
+	s.reportState(ev)        // the portable layer's events (events.go)
 	s.sessionEvent(ev.State) // the Locker's Lost signal (lockwatch.go)
 	if ev.State == zk.StateHasSession {
 		s.sessionOne.Do(func() { close(s.hasSession) })
@@ -166,7 +198,10 @@ func (s *Store) Close() error {
 		close(s.closing)
 		s.callsMu.Unlock()
 		s.closeLocks() // every hold is lost; on a caller's connection, lock nodes are removed
-		if s.owned {
+		if s.owned && s.conn == nil {
+			s.dialer.close() // Connect failed or never ran
+		}
+		if s.owned && s.conn != nil {
 			s.conn.Close()
 			// A handshake in progress does not watch for Close; closing
 			// its socket ends it.

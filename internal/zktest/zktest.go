@@ -54,6 +54,8 @@ func Versions() []string {
 	return out
 }
 
+var mainModule = regexp.MustCompile(`(?m)^module github\.com/cosid-go/store\s*$`)
+
 var versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
 
 // classpathVar names the variable holding a version's classpath: "3.9" is
@@ -95,20 +97,21 @@ func classpath(version string) (string, error) {
 	return cp, nil
 }
 
-// envFile is .zk/env at the module root, found by walking up from the
-// working directory (go test runs each package in its own directory).
+// envFile is .zk/env at the root of the main module, found by walking up
+// from the working directory (go test runs each package in its own
+// directory) past nested modules (otelstore, examples).
 func envFile() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("zktest: %v", err)
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && mainModule.Match(b) {
 			return filepath.Join(dir, ".zk", "env"), nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("zktest: no go.mod above the working directory")
+			return "", errors.New("zktest: no go.mod of github.com/cosid-go/store above the working directory")
 		}
 		dir = parent
 	}

@@ -1,0 +1,157 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// This file is what the store tells an operator: connection state changes
+// and retries as driver events (the portable layer logs them and hands
+// them to observers), and, when an operation runs out of time with no
+// server answering, an error that says so (driver.ErrUnavailable).
+
+var (
+	_ driver.Notifier  = (*Store)(nil)
+	_ driver.Connector = (*Store)(nil)
+	_ driver.Pinger    = (*Store)(nil)
+)
+
+// Notify sets the function the store reports events to (driver.Notifier).
+func (s *Store) Notify(f func(driver.Event)) { s.notify.Store(&f) }
+
+func (s *Store) report(e driver.Event) {
+	if f := s.notify.Load(); f != nil {
+		(*f)(e)
+	}
+}
+
+// sessionLog remembers the last state reported, so that go-zookeeper's
+// repeated events (a disconnect per failed reconnect) are reported once.
+type sessionLog struct {
+	mu   sync.Mutex
+	last driver.EventKind
+}
+
+// reportState reports a session event of go-zookeeper's callback as a
+// driver event, if it changes what was last reported.
+func (s *Store) reportState(ev zk.Event) {
+	var kind driver.EventKind
+	switch ev.State {
+	case zk.StateHasSession:
+		kind = driver.Connected
+	case zk.StateDisconnected:
+		kind = driver.Disconnected
+	case zk.StateExpired:
+		kind = driver.Expired
+	default:
+		return
+	}
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock() // keeps the reports in the order of the events
+	if kind == s.sess.last && kind != driver.Connected {
+		return
+	}
+	s.sess.last = kind
+	e := driver.Event{Kind: kind}
+	if kind == driver.Connected {
+		// The callback may run before zk.Connect returns the connection:
+		// the session ID and timeout come from the sniffed handshake.
+		e.Server = ev.Server
+		e.SessionID = s.lk.sessionID.Load()
+		e.Timeout = time.Duration(s.lk.negotiated.Load()) * time.Millisecond
+	}
+	s.report(e)
+}
+
+// Ping reads the root's stat: one round trip (driver.Pinger).
+func (s *Store) Ping(ctx context.Context) error {
+	_, err := call(ctx, s, func() (bool, error) {
+		ok, _, err := s.conn.Exists(s.root)
+		return ok, err
+	})
+	if err != nil {
+		return fmt.Errorf("zookeeper: ping: %w", err)
+	}
+	return nil
+}
+
+// errWaitedEnough is Connect's cause when blockUntilConnectedWait ran out.
+var errWaitedEnough = errors.New("blockUntilConnectedWait elapsed")
+
+// noSession is Connect's error when no session came before cause.
+func (s *Store) noSession(cause error) error {
+	msg := fmt.Sprintf("zookeeper: no session with any of %s within %v; state %v",
+		strings.Join(s.cfg.servers, ","), s.waited(cause), zk.State(s.state.Load()))
+	if last := s.dialer.lastError(); last != nil {
+		msg += "; last failure: " + last.Error()
+	}
+	if cause == errWaitedEnough {
+		return &unavailableError{msg: msg}
+	}
+	return &unavailableError{msg: msg, ctx: cause}
+}
+
+func (s *Store) waited(cause error) string {
+	if cause == errWaitedEnough {
+		return fmt.Sprintf("%v (blockUntilConnectedWait)", s.cfg.blockUntilConnectedWait)
+	}
+	return "the context (" + cause.Error() + ")"
+}
+
+// unavailable returns err, a context error of an operation that began at
+// start (monoNow), as an unavailableError when no server answered since
+// start or the connection has no session; otherwise err itself.
+func (s *Store) unavailable(err error, start time.Duration) error {
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrUnavailable) {
+		return err
+	}
+	if !s.owned {
+		// A caller's connection: its state is all the store can see.
+		if st := s.conn.State(); st != zk.StateHasSession {
+			return &unavailableError{msg: fmt.Sprintf("the connection has no session (state %v)", st), ctx: err}
+		}
+		return err
+	}
+	heard := time.Duration(s.dialer.heard.Load())
+	if zk.State(s.state.Load()) == zk.StateHasSession && heard >= start {
+		return err // a server answered: the operation was merely slow
+	}
+	since := "the store opened"
+	if heard > 0 {
+		since = time.Now().Add(heard - monoNow()).Format("15:04:05.000")
+	}
+	msg := fmt.Sprintf("no ZooKeeper server answered since %s; tried %s", since, strings.Join(s.cfg.servers, ", "))
+	if last := s.dialer.lastError(); last != nil {
+		msg += " (last failure: " + last.Error() + ")"
+	}
+	return &unavailableError{msg: msg, ctx: err}
+}
+
+// unavailableError is driver.ErrUnavailable and, if ctx is set, that
+// context error too.
+type unavailableError struct {
+	msg string
+	ctx error
+}
+
+func (e *unavailableError) Error() string {
+	if e.ctx == nil {
+		return e.msg
+	}
+	return e.msg + ": " + e.ctx.Error()
+}
+
+func (e *unavailableError) Unwrap() []error {
+	if e.ctx == nil {
+		return []error{driver.ErrUnavailable}
+	}
+	return []error{driver.ErrUnavailable, e.ctx}
+}

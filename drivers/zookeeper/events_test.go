@@ -1,0 +1,133 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/zktest"
+)
+
+// TestOpenContextEndsWithItsContext: against an address nobody listens on,
+// OpenContext returns when its 1s context ends, long before the 60s
+// blockUntilConnectedWait, and says it found no server.
+func TestOpenContextEndsWithItsContext(t *testing.T) {
+	addr := deadAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	st, err := store.OpenContext(ctx, "zookeeper", map[string]string{
+		"connectString": addr, "blockUntilConnectedWait": "60s", "connectionTimeout": "30s"})
+	took := time.Since(start)
+	if err == nil {
+		st.Close()
+		t.Fatal("OpenContext of a dead address succeeded")
+	}
+	// Generous headroom for a loaded machine; without the context the wait
+	// would be 60s.
+	if took > 15*time.Second {
+		t.Errorf("OpenContext took %v with a 1s context", took)
+	}
+	if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("OpenContext = %v, want ErrUnavailable and DeadlineExceeded", err)
+	}
+	if !strings.Contains(err.Error(), addr) {
+		t.Errorf("error %q does not name the server", err)
+	}
+}
+
+// events collects a driver's events.
+type events struct {
+	mu  sync.Mutex
+	all []driver.Event
+}
+
+func (e *events) add(ev driver.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.all = append(e.all, ev)
+}
+
+func (e *events) of(kind driver.EventKind) []driver.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []driver.Event
+	for _, ev := range e.all {
+		if ev.Kind == kind {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// openNotified opens a store the way the portable layer does: events
+// first, then Connect.
+func openNotified(t *testing.T, addr string, w *wire) (*Store, *events) {
+	t.Helper()
+	var wrap = w.wrap
+	s, err := prepare(testOptions(addr, nil), wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events
+	s.Notify(ev.add)
+	if err := s.Connect(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, &ev
+}
+
+func TestEvents(t *testing.T) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) {
+			addr := zktest.StartServer(t, version).Addr()
+			t.Run("ConnectedAndPing", func(t *testing.T) { testConnectedAndPing(t, addr) })
+			t.Run("LostAnswerReported", func(t *testing.T) { testLostAnswerReported(t, addr) })
+		})
+	}
+}
+
+func testConnectedAndPing(t *testing.T, addr string) {
+	s, ev := openNotified(t, addr, &wire{})
+	c := ev.of(driver.Connected)
+	if len(c) != 1 || c[0].Server != addr || c[0].SessionID == 0 || c[0].Timeout <= 0 {
+		t.Errorf("connected events %+v, want one naming %s, its session and timeout", c, addr)
+	}
+	if err := s.Ping(t.Context()); err != nil {
+		t.Errorf("Ping: %v", err)
+	}
+}
+
+// testLostAnswerReported: a compare-and-set whose answer is lost is
+// reported as a retry and as the range it may have taken.
+func testLostAnswerReported(t *testing.T, addr string) {
+	var w wire
+	s, ev := openNotified(t, addr, &w)
+	ctx := t.Context()
+	if _, err := s.Next(ctx, "lost", 10); err != nil {
+		t.Fatal(err)
+	}
+	var armed atomic.Bool
+	armed.Store(true)
+	w.setBefore(func(op int32) bool { return op == opSetData && armed.CompareAndSwap(true, false) })
+	if _, err := s.Next(ctx, "lost", 10); err != nil {
+		t.Fatalf("Next across a lost answer: %v", err)
+	}
+	u := ev.of(driver.UnknownOutcome)
+	if len(u) != 1 || u[0].Key != "lost" || u[0].Value != 10 || u[0].Count != 10 || u[0].Err == nil {
+		t.Errorf("unknown-outcome events %+v, want one of key lost, values [10, 20), with the error", u)
+	}
+	if r := ev.of(driver.Retry); len(r) == 0 || r[0].Attempt != 1 {
+		t.Errorf("retry events %+v, want the first retry", r)
+	}
+	if d := ev.of(driver.Disconnected); len(d) == 0 {
+		t.Error("the dropped connection was not reported")
+	}
+}
