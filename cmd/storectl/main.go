@@ -48,8 +48,10 @@ Choosing the store (every command but migrate):
   --config FILE [--store NAME]    a named store of a config file: YAML, or JSON when FILE
                                   ends in .json, in the shape package config loads;
                                   --store may be left out when FILE has one store
-  --timeout DURATION              bound of each store operation (default 3s, or the
-                                  store's timeout in FILE)
+  --timeout DURATION              bound of opening the store and of each store
+                                  operation (default 3s, or the store's timeout in
+                                  FILE; without either, opening waits as the
+                                  driver's options say)
 
 Store specs (migrate --from and --to):
   NAME                            a store of --config FILE

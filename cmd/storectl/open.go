@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -97,13 +98,13 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.Var(f.options, "option", "driver option `KEY=VALUE` (repeatable)")
 	fs.StringVar(&f.config, "config", "", "config `FILE` of named stores")
 	fs.StringVar(&f.store, "store", "", "store `NAME` in the config file")
-	fs.Var(&f.timeout, "timeout", "bound of each store operation")
+	fs.Var(&f.timeout, "timeout", "bound of opening and of each store operation")
 }
 
 const storeFlagsUsage = `Store flags:
   --driver NAME [-o KEY=VALUE]...  a registered driver and its options
   --config FILE [--store NAME]     a named store of a config file
-  --timeout DURATION               bound of each store operation (default 3s)
+  --timeout DURATION               bound of the opening and of each store operation (default 3s)
 `
 
 // open opens the store the flags select and describes it for messages.
@@ -153,16 +154,26 @@ func storeNames(cfg *config.Config) []string {
 }
 
 // openStore opens sc. A refused option or unknown driver is bad usage; any
-// other failure (an unreachable server) is a failure.
+// other failure (an unreachable server) is a failure. The timeout (the
+// flag's, else the config's) bounds the opening too; without one the
+// driver's own options do.
 func openStore(sc config.StoreConfig, timeout durationFlag, desc string) (*store.Store, string, error) {
 	var opts []store.Option
+	ctx := context.Background()
+	bound := time.Duration(0)
 	switch {
 	case timeout.set:
-		opts = append(opts, store.WithTimeout(timeout.d))
+		bound = timeout.d
 	case sc.Timeout > 0:
-		opts = append(opts, store.WithTimeout(sc.Timeout))
+		bound = sc.Timeout
 	}
-	st, err := store.Open(sc.Type, sc.Options, opts...)
+	if bound > 0 {
+		opts = append(opts, store.WithTimeout(bound))
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
+	}
+	st, err := store.OpenContext(ctx, sc.Type, sc.Options, opts...)
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot open %s: %w", desc, err)
 	}

@@ -277,3 +277,23 @@ func TestZooKeeperUnreachable(t *testing.T) {
 		t.Fatalf("a migration to an unreachable target sealed the source: %v, %v", sealed, err)
 	}
 }
+
+// --timeout bounds the opening: with a 1s timeout, an unreachable server
+// is reported after about 1s, not after blockUntilConnectedWait (60s).
+func TestZooKeeperTimeoutBoundsOpening(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	zk := storeSpec{driver: "zookeeper", options: map[string]string{
+		"connectString": addr, "blockUntilConnectedWait": "60s", "connectionTimeout": "30s"}}
+	start := time.Now()
+	r := ctl(with(args("inspect", "--timeout", "1s"), zk.flags())...)
+	r.want(t, exitFailed, "storectl inspect: cannot open zookeeper", "no session with any of "+addr,
+		"context deadline exceeded")
+	if d := time.Since(start); d > 15*time.Second { // generous: a loaded machine
+		t.Errorf("storectl inspect --timeout 1s took %v against an unreachable server", d)
+	}
+}
