@@ -1,0 +1,9 @@
+package otelstore_test
+
+import (
+	"testing"
+
+	"github.com/cosid-go/store/internal/zktest"
+)
+
+func TestMain(m *testing.M) { zktest.Main(m) }

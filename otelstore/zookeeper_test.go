@@ -1,0 +1,146 @@
+package otelstore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/cosid-go/store"
+	_ "github.com/cosid-go/store/drivers/zookeeper"
+	"github.com/cosid-go/store/internal/zktest"
+)
+
+// TestZooKeeperOutage kills ZooKeeper under a running store and checks what
+// an operator sees: the log (connected, disconnected, then reconnected or
+// expired and connected), an ErrUnavailable error that says what happened,
+// and the metrics read back from the SDK's reader.
+func TestZooKeeperOutage(t *testing.T) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) { testOutage(t, version) })
+	}
+}
+
+func testOutage(t *testing.T, version string) {
+	srv := zktest.StartServer(t, version)
+	addr := srv.Addr()
+	r := newReader(t)
+	m := newMetrics(t, r)
+	var logs syncBuffer
+	conn := make(chan store.EventKind, 100)
+	watch := store.Observer{Event: func(e store.Event) {
+		switch e.Kind {
+		case store.Connected, store.Disconnected, store.Expired:
+			conn <- e.Kind
+		}
+	}}
+	ctx := context.Background()
+	open, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := store.OpenContext(open, "zookeeper", map[string]string{
+		"connectString": addr, "root": randomRoot(), "sessionTimeout": "4s", "connectionTimeout": "2s"},
+		store.WithTimeout(2*time.Second),
+		store.WithObserver(m.Observer()), store.WithObserver(watch),
+		store.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	waitFor(t, conn, store.Connected)
+	if _, err := st.Ranges().Next(ctx, "k", 10); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Kill()
+	_, err = st.Ranges().Next(ctx, "k", 10)
+	if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next with the server killed = %v, want ErrUnavailable and DeadlineExceeded", err)
+	}
+	if !regexp.MustCompile(`no ZooKeeper server answered since \d\d:\d\d:\d\d\.\d{3}; tried ` + regexp.QuoteMeta(addr)).MatchString(err.Error()) {
+		t.Errorf("error %q does not say since when no server answered and which were tried", err)
+	}
+	t.Logf("Next with the server killed: %v", err)
+	waitFor(t, conn, store.Disconnected)
+	rm := r.collect()
+	want(t, rm, 0, "cosid.store.connected")
+	want(t, rm, 1, "cosid.store.operations", op("Next", "unavailable")...)
+	want(t, rm, 1, "cosid.store.connection.changes", attribute.String("state", "disconnected"))
+
+	srv.Start()
+	waitFor(t, conn, store.Connected)
+	if _, err := st.Ranges().Next(ctx, "k", 10); err != nil {
+		t.Fatalf("Next after the restart: %v", err)
+	}
+	rm = r.collect()
+	want(t, rm, 1, "cosid.store.connected")
+	want(t, rm, 2, "cosid.store.operations", op("Next", "ok")...)
+	want(t, rm, 2, "cosid.store.connection.changes", attribute.String("state", "connected"))
+
+	// Retries may come between the connection lines; the order of these
+	// is the proof.
+	var seq []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		for _, msg := range []string{"connected", "disconnected", "session expired"} {
+			if strings.Contains(line, `msg="store: `+msg+`"`) {
+				seq = append(seq, msg)
+			}
+		}
+	}
+	got := strings.Join(seq, ", ")
+	t.Logf("log:\n%s", logs.String())
+	if got != "connected, disconnected, connected" && got != "connected, disconnected, session expired, connected" {
+		t.Errorf("logged connection sequence %q, want connected, disconnected, [session expired,] connected; log:\n%s", got, logs.String())
+	}
+	if !strings.Contains(logs.String(), "level=WARN msg=\"store: disconnected\"") ||
+		!strings.Contains(logs.String(), "server="+addr) {
+		t.Errorf("log lacks the level of a disconnect or the server's address:\n%s", logs.String())
+	}
+}
+
+// waitFor waits for the connection event kind, skipping others.
+func waitFor(t *testing.T, ch <-chan store.EventKind, kind store.EventKind) {
+	t.Helper()
+	timeout := time.After(60 * time.Second) // a restarted JVM on a loaded machine
+	for {
+		select {
+		case k := <-ch:
+			if k == kind {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %s event within 60s", kind)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func randomRoot() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "/t" + hex.EncodeToString(b[:])
+}
