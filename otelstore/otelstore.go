@@ -65,6 +65,7 @@ type Metrics struct {
 	connected     metric.Int64ObservableGauge
 	leaseLeft     metric.Float64ObservableGauge
 	registration  metric.Registration
+	opSets        sync.Map // opKey -> metric.MeasurementOption
 	mu            sync.Mutex
 	connState     int64 // -1 until the driver reports a state
 	leaseDeadline map[string]time.Time
@@ -153,10 +154,26 @@ func (m *Metrics) with(kv ...attribute.KeyValue) metric.MeasurementOption {
 
 func (m *Metrics) op(e store.OpEvent) {
 	ctx := context.Background()
-	o := m.with(attribute.String("operation", e.Op), attribute.String("outcome", e.Outcome))
+	o := m.opAttrs(e.Op, e.Outcome)
 	m.ops.Add(ctx, 1, o)
 	m.duration.Record(ctx, e.Duration.Seconds(), o)
 }
+
+// opAttrs returns the attributes of an operation and outcome. Both come
+// from short fixed lists, so the cache stays small, and a call of the store
+// does not build an attribute set each time.
+func (m *Metrics) opAttrs(op, outcome string) metric.MeasurementOption {
+	k := opKey{op, outcome}
+	if o, ok := m.opSets.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(append([]attribute.KeyValue{
+		attribute.String("operation", op), attribute.String("outcome", outcome)}, m.attrs...)...))
+	m.opSets.Store(k, o)
+	return o
+}
+
+type opKey struct{ op, outcome string }
 
 func (m *Metrics) event(e store.Event) {
 	ctx := context.Background()

@@ -1,0 +1,40 @@
+package otelstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/otelstore"
+)
+
+// BenchmarkNext measures what the OpenTelemetry metrics cost memory's Next
+// (a counter and a histogram per call): compare otel against none in the
+// same run.
+func BenchmarkNext(b *testing.B) {
+	run := func(b *testing.B, opts ...store.Option) {
+		st, err := store.OpenDriver(memory.New(""), opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := st.Ranges().Next(ctx, "k", 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("none", func(b *testing.B) { run(b) })
+	b.Run("otel", func(b *testing.B) {
+		r := newReader(b)
+		m, err := otelstore.New(r.mp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer m.Close()
+		run(b, store.WithObserver(m.Observer()))
+	})
+}
