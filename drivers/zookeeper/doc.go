@@ -51,6 +51,21 @@
 // New does not make, so passing one is an error rather than silently
 // ignored.
 //
+// # Operations
+//
+// store.OpenContext bounds the wait for the first session by its context
+// as well as by blockUntilConnectedWait. The store reports its session
+// states (connected, with the server, session ID and negotiated timeout;
+// disconnected; expired), each retry after a connection loss, and each
+// write given up with an unknown outcome (the range skipped), to the
+// store's logger and observers (driver.Notifier); a lost lock says why
+// (driver.LostCause). An operation whose context ends while no server
+// answers (none was heard since the call began, or there is no session)
+// fails with driver.ErrUnavailable next to the context error, saying since
+// when no server answered and which were tried; so does one that used up
+// its retries on connection failures. Ping (driver.Pinger) reads the
+// root's stat.
+//
 // # Nodes
 //
 // A range key is the node {root}/range/{key}; its data is the next value in
