@@ -22,7 +22,19 @@
 //
 // Every operation takes a context, and a store-wide timeout (default 3s)
 // bounds each operation as a whole, retries included. Errors wrap the
-// sentinel values (ErrSealed, ErrExhausted, ...) for errors.Is.
+// sentinel values (ErrSealed, ErrExhausted, ...) for errors.Is; an operation
+// that ran out of time with no server answering wraps ErrUnavailable as well
+// as context.DeadlineExceeded.
+//
+// # Operating a store
+//
+// OpenContext bounds the opening by a context; Ping makes one round trip.
+// WithLogger logs connection state changes, retries, writes with an unknown
+// outcome and lost leases and locks (never each successful call); a store
+// without it is silent. WithObserver is a hook without dependencies: it sees
+// every call (operation, key, duration, outcome) and every event of the
+// store, its driver and the generators of package idgen. Package otelstore,
+// a module of its own, turns it into OpenTelemetry metrics.
 package store
 
 import (
