@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/cosid-go/store/driver"
@@ -64,6 +65,10 @@ func (k *Lock) watch() {
 		err := ErrLeaseLost
 		if k.s.isClosed() {
 			err = ErrClosed
+		} else if c, ok := k.l.(driver.LostCause); ok && c.LostErr() != nil {
+			if err = c.LostErr(); !errors.Is(err, ErrLeaseLost) {
+				err = fmt.Errorf("%w: %w", ErrLeaseLost, err)
+			}
 		}
 		k.ended(LockLost, err)
 	}

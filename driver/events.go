@@ -35,6 +35,13 @@ type Notifier interface {
 	Notify(f func(Event))
 }
 
+// LostCause is an optional interface of a Lock: once Lost is closed,
+// LostErr says why (the session expired, the connection was down too long,
+// the store closed). The portable layer logs and reports it.
+type LostCause interface {
+	LostErr() error
+}
+
 // EventKind says what an Event reports.
 type EventKind string
 

@@ -22,7 +22,12 @@ var (
 	_ driver.Notifier  = (*Store)(nil)
 	_ driver.Connector = (*Store)(nil)
 	_ driver.Pinger    = (*Store)(nil)
+	_ driver.LostCause = (*zkLock)(nil)
 )
+
+// LostErr says why the hold was lost, once Lost is closed
+// (driver.LostCause).
+func (l *zkLock) LostErr() error { return l.s.lk.lostErr(l.n) }
 
 // Notify sets the function the store reports events to (driver.Notifier).
 func (s *Store) Notify(f func(driver.Event)) { s.notify.Store(&f) }

@@ -1,8 +1,10 @@
 package zookeeper
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,6 +92,7 @@ func TestEvents(t *testing.T) {
 			addr := zktest.StartServer(t, version).Addr()
 			t.Run("ConnectedAndPing", func(t *testing.T) { testConnectedAndPing(t, addr) })
 			t.Run("LostAnswerReported", func(t *testing.T) { testLostAnswerReported(t, addr) })
+			t.Run("LockLostLoggedWithCause", func(t *testing.T) { testLockLostLogged(t, addr) })
 		})
 	}
 }
@@ -129,5 +132,64 @@ func testLostAnswerReported(t *testing.T, addr string) {
 	}
 	if d := ev.of(driver.Disconnected); len(d) == 0 {
 		t.Error("the dropped connection was not reported")
+	}
+}
+
+// syncBuffer is a log destination safe for the store's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// testLockLostLogged: a lock held across a cut longer than the session
+// timeout is lost, and the log says so at Error with the driver's reason.
+func testLockLostLogged(t *testing.T, addr string) {
+	proxy := zktest.NewProxy(t, addr)
+	var logs syncBuffer
+	lost := make(chan store.Event, 1)
+	st, err := store.OpenContext(t.Context(), "zookeeper", testOptions(proxy.Addr(), nil),
+		store.WithTimeout(10*time.Second),
+		store.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		store.WithObserver(store.Observer{Event: func(e store.Event) {
+			if e.Kind == store.LockLost {
+				lost <- e
+			}
+		}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := st.Locks().Lock(t.Context(), "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Cut()
+	var e store.Event
+	select {
+	case e = <-lost:
+	case <-time.After(60 * time.Second): // a 4s session timeout, on a loaded machine
+		t.Fatal("the lock was not reported lost within 60s of the cut")
+	}
+	if !errors.Is(e.Err, store.ErrLeaseLost) || !strings.Contains(e.Err.Error(), "no session for longer than the session timeout") {
+		t.Errorf("lost lock reported with %v, want ErrLeaseLost and the driver's reason", e.Err)
+	}
+	if e.Key != "held" || e.Fence != l.Fence() {
+		t.Errorf("lost lock reported as %q fence %d, want held fence %d", e.Key, e.Fence, l.Fence())
+	}
+	want := `level=ERROR msg="store: lock lost" key=held fence=`
+	if got := logs.String(); !strings.Contains(got, want) || !strings.Contains(got, "no session for longer") {
+		t.Errorf("log lacks %q with the reason:\n%s", want, got)
 	}
 }
