@@ -50,6 +50,7 @@ const DefaultIdleAfter = time.Second
 // A Segment is safe for concurrent use.
 type Segment struct {
 	cur    atomic.Pointer[segment] // the range values are taken from
+	st     *store.Store            // reports prefetch growth
 	ranges *store.RangeStore
 	key    string
 	step   int64
@@ -137,6 +138,7 @@ func NewSegment(ctx context.Context, st *store.Store, key string, opts SegmentOp
 		return nil, fmt.Errorf("idgen: NewSegment: %w", err) // the store's error names the key
 	}
 	g := &Segment{
+		st:     st,
 		ranges: ranges,
 		key:    key,
 		step:   opts.Step,
@@ -308,12 +310,17 @@ func (g *Segment) advance(ctx context.Context, old *segment) error {
 			waited = true
 			g.stats.Waits++
 		}
+		grown := int64(0)
 		if g.starvedOn != old {
 			g.starvedOn = old
+			before := g.dist
 			if g.dist > g.maxD/2 {
 				g.dist = g.maxD // doubling would pass it (or overflow)
 			} else {
 				g.dist *= 2
+			}
+			if g.dist > before {
+				grown = g.dist
 			}
 		}
 		if !g.fetching {
@@ -321,6 +328,9 @@ func (g *Segment) advance(ctx context.Context, old *segment) error {
 		}
 		attempt, wake := g.attempts, g.wake
 		g.mu.Unlock()
+		if grown > 0 {
+			g.st.Report(store.Event{Kind: store.PrefetchGrown, Key: g.key, Count: grown})
+		}
 		select {
 		case <-wake:
 		case <-ctx.Done():

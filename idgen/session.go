@@ -26,6 +26,7 @@ import (
 //
 // Close stops the renewals and releases the lease. Stop issuing first.
 type Session struct {
+	st     *store.Store // reports the lease's life (report.go)
 	slots  *store.SlotLeaseStore
 	key    termKey
 	ttl    time.Duration
@@ -33,7 +34,8 @@ type Session struct {
 	every  time.Duration // between renewals
 	retry  time.Duration // after a renewal failed for a reason that may pass
 
-	live atomic.Pointer[term] // nil once the session ended: what Check reads
+	live     atomic.Pointer[term] // nil once the session ended: what Check reads
+	renewals atomic.Int64         // renewals that succeeded
 
 	mu     sync.Mutex
 	last   *term // the latest term, kept after the end for Lease
@@ -103,6 +105,7 @@ func NewSession(ctx context.Context, st *store.Store, ns store.Namespace, owner 
 		}
 	}
 	s := &Session{
+		st:     st,
 		slots:  slots,
 		key:    key,
 		ttl:    ttl,
@@ -127,6 +130,7 @@ func NewSession(ctx context.Context, st *store.Store, ns store.Namespace, owner 
 	}
 	s.last = t
 	s.live.Store(t)
+	s.report(store.LeaseAcquired, t, nil)
 	go s.run(sent)
 	return s, nil
 }
@@ -266,12 +270,20 @@ func (s *Session) check(now time.Time, wallMs int64) (*term, error) {
 	return t, nil
 }
 
-// lose ends the session because of cause, unless it already ended.
+// lose ends the session because of cause, unless it already ended, and
+// reports it.
 func (s *Session) lose(cause error) {
+	if s.end1(cause) && !errors.Is(cause, store.ErrLeaseLost) { // else the store reported it
+		s.report(store.LeaseLost, s.last, s.Err())
+	}
+}
+
+// end1 is lose without the report; it reports whether it ended the session.
+func (s *Session) end1(cause error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
-		return
+		return false
 	}
 	s.err = fmt.Errorf("%w: %w", ErrLeaseLost, cause)
 	s.gone = errors.Is(cause, store.ErrLeaseLost)
@@ -280,6 +292,7 @@ func (s *Session) lose(cause error) {
 	// Done closes, so whoever sees Done can start that later session.
 	retire(s.key)
 	s.end()
+	return true
 }
 
 // end unpublishes the term and closes Done; s.mu is held.
@@ -300,6 +313,8 @@ func (s *Session) renewed(lease store.Lease, sent time.Time) bool {
 		s.live.Store(t)
 		close(old.changed)
 		s.mu.Unlock()
+		s.renewals.Add(1)
+		s.report(store.LeaseRenewed, t, nil)
 		return true
 	}
 	s.mu.Unlock()
@@ -462,6 +477,9 @@ func (s *Session) release(ctx context.Context, used int64) error {
 		return fmt.Errorf("idgen: session: %w", err)
 	}
 	forget(s.key)
+	if !gone {
+		s.report(store.LeaseReleased, s.last, nil)
+	}
 	return nil
 }
 

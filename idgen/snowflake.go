@@ -75,6 +75,8 @@ type Snowflake struct {
 	last     atomic.Int64
 	bounds   atomic.Pointer[bounds]
 	closedCh chan struct{}
+
+	waits [waitKinds]atomic.Int64 // NextID calls that waited, by what for
 }
 
 const (
@@ -153,15 +155,26 @@ func (g *Snowflake) Worker() int { return g.worker }
 // it waits for a renewal, then fails with ErrCeiling.
 func (g *Snowflake) NextID(ctx context.Context) (int64, error) {
 	var deadline time.Time // of the waits of this call, on the monotonic clock
+	var floor time.Time    // when this call began to wait for the floor
 	for {
 		id, w, err := g.next()
 		if w == nil {
+			if !floor.IsZero() {
+				g.reportWait(time.Since(floor))
+			}
 			return id, err
 		}
 		if deadline.IsZero() {
 			deadline = time.Now().Add(g.maxWait)
+			g.waits[w.kind].Add(1)
+			if w.kind == floorWait {
+				floor = time.Now()
+			}
 		}
 		if err := g.wait(ctx, w, deadline); err != nil {
+			if !floor.IsZero() {
+				g.reportWait(time.Since(floor))
+			}
 			return 0, err
 		}
 	}
@@ -169,11 +182,21 @@ func (g *Snowflake) NextID(ctx context.Context) (int64, error) {
 
 // pause is what NextID must wait for before it can issue.
 type pause struct {
+	kind    waitKind
 	clock   time.Duration // until the clock is far enough on; 0: see renewal
-	floor   bool          // the clock wait is for the lease's floor
 	renewal <-chan struct{}
 	err     error // to return when the wait is over its bound
 }
+
+// waitKind says what a NextID call waits for.
+type waitKind int
+
+const (
+	clockWait   waitKind = iota // the clock to pass the last timestamp issued
+	floorWait                   // the clock to reach the lease's floor
+	ceilingWait                 // a renewal, at the lease's ceiling
+	waitKinds
+)
 
 // next issues an ID, or says what to wait for.
 func (g *Snowflake) next() (int64, *pause, error) {
@@ -223,11 +246,15 @@ func (g *Snowflake) next() (int64, *pause, error) {
 			return 0, nil, fmt.Errorf("%w: timestamp %d needs more than %d bits (the layout ends at %s)",
 				ErrTimestampOverflow, ts, g.layout.TimestampBits, g.layout.Time(g.tsLimit).UTC().Format(time.RFC3339))
 		case ts >= b.hi:
-			return 0, &pause{renewal: t.changed, err: fmt.Errorf("%w: timestamp %d ms would reach the ceiling %d ms (clock at %d ms)",
+			return 0, &pause{kind: ceilingWait, renewal: t.changed, err: fmt.Errorf("%w: timestamp %d ms would reach the ceiling %d ms (clock at %d ms)",
 				ErrCeiling, g.epoch+ts*g.unit, t.lease.Ceiling, nowMs)}, nil
 		case ts-c > g.maxAhead:
 			until := time.UnixMilli(g.epoch + (ts-g.maxAhead)*g.unit).Sub(now)
-			return 0, &pause{clock: max(until, time.Nanosecond), floor: floor, err: g.behind(last, b.lo, ts, c, nowMs)}, nil
+			kind := clockWait
+			if floor {
+				kind = floorWait
+			}
+			return 0, &pause{kind: kind, clock: max(until, time.Nanosecond), err: g.behind(last, b.lo, ts, c, nowMs)}, nil
 		}
 		id := g.layout.encode(ts, g.worker, seq)
 		if g.last.CompareAndSwap(last, id) {
@@ -235,6 +262,36 @@ func (g *Snowflake) next() (int64, *pause, error) {
 		}
 		// Another caller issued meanwhile: go on from its ID.
 	}
+}
+
+// SnowflakeStats counts a Snowflake's waits and its lease's renewals, for
+// metrics and tests.
+type SnowflakeStats struct {
+	ClockWaits   int64 // NextID calls that waited for the clock to pass the last timestamp issued
+	FloorWaits   int64 // NextID calls that waited for the clock to reach the lease's floor
+	CeilingWaits int64 // NextID calls that waited for a renewal at the lease's ceiling
+	Renewals     int64 // lease renewals that succeeded
+	Worker       int   // the worker ID: the lease's slot
+	Fence        int64 // the lease's fence
+	// LeaseLeft is how long the session still trusts the lease without a
+	// further renewal; 0 once the session ended.
+	LeaseLeft time.Duration
+}
+
+// Stats returns the generator's counters.
+func (g *Snowflake) Stats() SnowflakeStats {
+	st := SnowflakeStats{
+		ClockWaits:   g.waits[clockWait].Load(),
+		FloorWaits:   g.waits[floorWait].Load(),
+		CeilingWaits: g.waits[ceilingWait].Load(),
+		Renewals:     g.sess.renewals.Load(),
+		Worker:       g.worker,
+		Fence:        g.sess.Lease().Fence,
+	}
+	if t := g.sess.live.Load(); t != nil {
+		st.LeaseLeft = max(time.Until(t.validUntil), 0)
+	}
+	return st
 }
 
 // behind explains a clock wait that ran over its bound.
@@ -268,7 +325,7 @@ const (
 // only spin on errors.
 func (g *Snowflake) wait(ctx context.Context, p *pause, deadline time.Time) error {
 	left := time.Until(deadline)
-	if left <= 0 || (p.renewal == nil && !p.floor && p.clock > left) {
+	if left <= 0 || (p.renewal == nil && p.kind != floorWait && p.clock > left) {
 		return p.err
 	}
 	if p.clock > 0 && p.clock <= spinBelow {
