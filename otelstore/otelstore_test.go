@@ -13,6 +13,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/idgen"
 	"github.com/cosid-go/store/otelstore"
 )
 
@@ -198,5 +199,33 @@ func TestCoreModuleDoesNotImportOpenTelemetry(t *testing.T) {
 	}
 	if strings.Contains(string(out), "opentelemetry") {
 		t.Errorf("the core module depends on OpenTelemetry:\n%s", out)
+	}
+}
+
+// TestSnowflakeLeaseRemaining: a generator's session reports its lease, and
+// the gauge shows the time it has left.
+func TestSnowflakeLeaseRemaining(t *testing.T) {
+	r := newReader(t)
+	m := newMetrics(t, r)
+	st, err := store.OpenDriver(memory.New(""), store.WithObserver(m.Observer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	ns := store.Namespace{Name: "w", Limit: 4}
+	g, err := idgen.NewSnowflake(ctx, st, ns, "host", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, ok := value(r.collect(), "cosid.idgen.lease.remaining", attribute.String("slot", "w/0"))
+	if !ok || left <= 30 || left > 60 {
+		t.Errorf("lease remaining = %v (%v), want most of a minute", left, ok)
+	}
+	if err := g.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := value(r.collect(), "cosid.idgen.lease.remaining", attribute.String("slot", "w/0")); ok {
+		t.Error("a released lease still has a time remaining")
 	}
 }
