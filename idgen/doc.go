@@ -55,6 +55,14 @@
 // ceiling of the slot's previous term, after a reclaim) is waited for the
 // same way. Its clock can be replaced for tests.
 //
+// # Observing
+//
+// Generators report through their store (store.WithLogger,
+// store.WithObserver): a Session its lease acquired, renewed, lost (with the
+// reason) and released; a Snowflake its waits for a lease's floor; a Segment
+// each growth of its prefetch distance. Segment.Stats and Snowflake.Stats
+// return their counters.
+//
 // # Errors
 //
 // Errors wrap the sentinels of this package (ErrLeaseLost, ErrClockBackwards,
