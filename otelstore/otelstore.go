@@ -21,7 +21,8 @@
 //   - cosid.store.skipped_values: values skipped after writes with an unknown
 //     outcome (gaps).
 //   - cosid.store.locks.held: locks held through the store.
-//   - cosid.store.locks.lost, cosid.store.leases.lost: holds lost.
+//   - cosid.store.locks.lost, cosid.store.leases.lost: holds lost (not
+//     those ended by closing the store).
 //   - cosid.idgen.lease.remaining (s): for each slot a generator holds
 //     ("ns/3"), the time until it must stop issuing.
 //   - cosid.idgen.floor_wait (s): time generators waited for their clock to
@@ -35,6 +36,7 @@ package otelstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -196,7 +198,9 @@ func (m *Metrics) event(e store.Event) {
 		m.locksHeld.Add(ctx, -1, m.with())
 	case store.LockLost:
 		m.locksHeld.Add(ctx, -1, m.with())
-		m.locksLost.Add(ctx, 1, m.with())
+		if !errors.Is(e.Err, store.ErrClosed) { // a hold ended by Close is not lost
+			m.locksLost.Add(ctx, 1, m.with())
+		}
 	case store.LeaseAcquired, store.LeaseRenewed:
 		m.mu.Lock()
 		m.leaseDeadline[e.Key] = e.Deadline
