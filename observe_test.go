@@ -332,3 +332,41 @@ func BenchmarkNextHook(b *testing.B) {
 		benchmarkNext(b, store.WithObserver(store.Observer{Op: func(store.OpEvent) { n++ }}))
 	})
 }
+
+// TestNoLogPerSuccessfulCall: successful calls log nothing, even at Debug.
+func TestNoLogPerSuccessfulCall(t *testing.T) {
+	var logs logBuffer
+	st, err := store.OpenDriver(memory.New(""), store.WithLogger(logs.logger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	if _, err := st.Ranges().Next(ctx, "k", 10); err != nil {
+		t.Fatal(err)
+	}
+	ns := store.Namespace{Name: "w", Limit: 2}
+	lease, err := st.Slots().Acquire(ctx, ns, "host", store.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease, err = st.Slots().Renew(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Slots().Release(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Locks().Lock(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.String(); got != "" {
+		t.Errorf("successful calls logged:\n%s", got)
+	}
+}
