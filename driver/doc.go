@@ -94,6 +94,17 @@
 // Optional: SlotSeeder (migrations) and Purger (everything deleted; fences
 // kept above the purged ones).
 //
+// # Operating
+//
+// The portable layer reports every call to the store's observers, for
+// every driver. A driver with more to tell implements the optional
+// interfaces of events.go: Connector (connect in Connect(ctx), bounded by
+// store.OpenContext, rather than in the factory), Notifier (connection
+// states, retries, writes with an unknown outcome), Pinger (one round trip)
+// and, on a Lock, LostCause (why it was lost). An operation that ran out of
+// time with no server answering returns an error wrapping ErrUnavailable
+// next to the context error, saying what the driver saw.
+//
 // # Sharing storage among a harness's stores
 //
 // The TCK opens several stores on one storage at once, as separate

@@ -20,6 +20,10 @@ var (
 	ErrClosed          = errors.New("store closed")
 	ErrLocked          = errors.New("held by another") // a lock, or a slot with a live term
 	ErrNotFound        = errors.New("not found")
+	// ErrUnavailable is wrapped, next to the context error, by an operation
+	// that ended because no server answered in time; the message says what
+	// the driver saw (when a server last answered, which it tried).
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // Factory opens a store from a map of options. It must reject an unknown

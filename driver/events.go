@@ -2,14 +2,8 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"time"
 )
-
-// ErrUnavailable is wrapped, next to the context error, by an operation
-// that ended because no server answered in time. Its message should say what
-// the driver saw (when a server last answered, which servers it tried).
-var ErrUnavailable = errors.New("unavailable")
 
 // Connector is an optional interface of a Store whose factory only parses
 // its options and defers the connection. The portable layer calls Notify (if
