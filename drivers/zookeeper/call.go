@@ -77,8 +77,9 @@ func (p retryPolicy) sleep(n int) time.Duration {
 
 // attempts counts the retries of one operation.
 type attempts struct {
-	s *Store
-	n int
+	s       *Store
+	n       int
+	unknown error // set by a create whose outcome is unknown, for Next's report
 }
 
 // retry decides what follows the failure err of a ZooKeeper call: it returns

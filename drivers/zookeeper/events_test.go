@@ -133,6 +133,17 @@ func testLostAnswerReported(t *testing.T, addr string) {
 	if d := ev.of(driver.Disconnected); len(d) == 0 {
 		t.Error("the dropped connection was not reported")
 	}
+
+	// The first range of a key: the create's answer is lost.
+	armed.Store(true)
+	w.setBefore(func(op int32) bool { return op == opMulti && armed.CompareAndSwap(true, false) })
+	if _, err := s.Next(ctx, "lostfirst", 10); err != nil {
+		t.Fatalf("Next across a lost create answer: %v", err)
+	}
+	u = ev.of(driver.UnknownOutcome)
+	if len(u) != 2 || u[1].Key != "lostfirst" || u[1].Value != 0 || u[1].Count != 10 {
+		t.Errorf("unknown-outcome events %+v, want a second one of key lostfirst, values [0, 10)", u)
+	}
 }
 
 // syncBuffer is a log destination safe for the store's goroutines.

@@ -89,6 +89,10 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 				// The first range of a new key is [0, step): the node is
 				// created holding step.
 				stat, err := s.createRange(ctx, path, formatRange(step, false), &a)
+				if a.unknown != nil {
+					s.report(driver.Event{Kind: driver.UnknownOutcome, Key: key, Value: 0, Count: step, Err: a.unknown})
+					a.unknown = nil
+				}
 				if err != nil {
 					return 0, err
 				}
@@ -365,6 +369,7 @@ func (s *Store) createRange(ctx context.Context, path string, data []byte, a *at
 				return nil, err
 			}
 		default:
+			a.unknown = err
 			if err := a.retry(ctx, err); err != nil {
 				return nil, fmt.Errorf("zookeeper: create %s: %w", path, err)
 			}
