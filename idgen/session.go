@@ -273,13 +273,13 @@ func (s *Session) check(now time.Time, wallMs int64) (*term, error) {
 // lose ends the session because of cause, unless it already ended, and
 // reports it.
 func (s *Session) lose(cause error) {
-	if s.end1(cause) && !errors.Is(cause, store.ErrLeaseLost) { // else the store reported it
+	if s.markLost(cause) && !errors.Is(cause, store.ErrLeaseLost) { // else the store reported it
 		s.report(store.LeaseLost, s.last, s.Err())
 	}
 }
 
-// end1 is lose without the report; it reports whether it ended the session.
-func (s *Session) end1(cause error) bool {
+// markLost is lose without the report; it reports whether it ended the session.
+func (s *Session) markLost(cause error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
