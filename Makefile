@@ -3,7 +3,8 @@
 #            driver's against a real PostgreSQL server, which the tests start.
 # make check: formatting, go vet and staticcheck (pinned).
 # otelstore and examples/prometheus are modules of their own (OpenTelemetry
-# needs a newer go line than the store's); both targets cover them.
+# needs a newer go line than the store's); both targets cover them, and
+# check says when one needs `go mod tidy` after the store's requirements change.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?=
 NESTED := otelstore examples/prometheus
@@ -26,7 +27,6 @@ check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go run $(STATICCHECK) ./...
-	# A nested module needs `go mod tidy` when the store's requirements change.
 	for m in $(NESTED); do (cd $$m && go mod tidy -diff && go vet ./... && go run $(STATICCHECK) ./...) || exit 1; done
 
 example:
