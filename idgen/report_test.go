@@ -139,8 +139,8 @@ func TestSegmentReportsPrefetchGrowth(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := g.Next(t.Context()); err != nil {
-			t.Errorf("Next: %v", err)
+		if _, err := g.NextID(t.Context()); err != nil {
+			t.Errorf("NextID: %v", err)
 		}
 	}()
 	got := ev.await(t, store.PrefetchGrown)
