@@ -185,6 +185,7 @@ type slotRounds struct {
 	requests    map[int32]int
 	trips       int
 	outstanding int
+	conns       int // connections opened: more than one means a connection was lost
 
 	// cut, if set, is asked before each request frame is written: before
 	// closes the connection instead of writing it, after closes it once
@@ -193,14 +194,14 @@ type slotRounds struct {
 }
 
 type slotCount struct {
-	trips    int
-	requests map[int32]int
+	trips, conns int
+	requests     map[int32]int
 }
 
 func (r *slotRounds) snapshot() slotCount {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := slotCount{trips: r.trips, requests: map[int32]int{}}
+	c := slotCount{trips: r.trips, conns: r.conns, requests: map[int32]int{}}
 	for op, n := range r.requests {
 		c.requests[op] = n
 	}
@@ -227,6 +228,10 @@ func (r *slotRounds) since(c slotCount) (trips int, requests map[string]int) {
 }
 
 func (r *slotRounds) wrap(c net.Conn) net.Conn {
+	r.mu.Lock()
+	r.conns++
+	r.outstanding = 0 // requests of a lost connection are never answered
+	r.mu.Unlock()
 	lc := &slotLagConn{Conn: c, r: r, chunks: make(chan slotChunk, 64), done: make(chan struct{})}
 	go lc.pump()
 	return lc
@@ -495,6 +500,11 @@ func testSlotFullNamespace(t *testing.T, addr string) {
 	_, err := s.Acquire(t.Context(), slotRequest(ns, "late", "run-1"))
 	trips, reqs := r.since(c)
 	wantIs(t, err, driver.ErrExhausted, "Acquire in a full namespace")
+	// A retry after a lost connection would add trips (and requests): say
+	// so rather than report a miscount.
+	if lost := r.snapshot().conns - c.conns; lost > 0 {
+		t.Errorf("the connection was lost %d times during the acquire: its trips are not the driver's plan", lost)
+	}
 	// 2 round trips before the batches: (1) .clock, namespace, index; (2)
 	// the preferred slot 0, which the batches then skip.
 	wantTrips(t, "acquire in a full namespace of 1024", trips, reqs, 2+7,
