@@ -45,6 +45,7 @@ func TestSlots(t *testing.T) {
 				{"UnsentAcquire", testSlotUnsentAcquire},
 				{"AbandonedAcquire", testSlotAbandonedAcquire},
 				{"LostReleaseAnswer", testSlotLostReleaseAnswer},
+				{"AbandonedRelease", testSlotAbandonedRelease},
 				{"RecreatedSlot", testSlotRecreated},
 				{"VersionMinusOne", testSlotVersionMinusOne},
 				{"StatelessLease", testSlotStatelessLease},
@@ -854,6 +855,53 @@ func testSlotLostReleaseAnswer(t *testing.T, addr string) {
 	wantIs(t, s.Release(t.Context(), l, -1), driver.ErrLeaseLost, "a third Release, its answer lost")
 	if armed.Load() {
 		t.Fatal("the third Release sent no setData")
+	}
+}
+
+// testSlotAbandonedRelease: a Release given up on before its outcome was
+// known (its answer lost, then its context ended) may have landed without
+// the store seeing it. A second Release whose own answer is lost then reads
+// the released node, written after anything the store saw: it must not take
+// that node for its own write, and is ErrLeaseLost.
+func testSlotAbandonedRelease(t *testing.T, addr string) {
+	r := &slotRounds{}
+	s := openRounds(t, addr, r)
+	conn := rawConn(t, addr)
+	ns := driver.Namespace{Name: "abandoned-release", Limit: 2}
+	l := mustAcquire(t, s, slotRequest(ns, "me", "run"))
+	ctx, cancel := context.WithCancel(t.Context())
+	var armed atomic.Bool
+	armed.Store(true)
+	r.setCut(func(op int32) (bool, bool) {
+		if op == opSetData && armed.CompareAndSwap(true, false) {
+			cancel() // the caller gives up once the write is on the wire
+			return false, true
+		}
+		return false, false
+	})
+	if err := s.Release(ctx, l, l.Floor+1); err == nil {
+		t.Fatal("a Release whose context ended with its answer lost returned nil")
+	}
+	path := s.slotPath(ns.Name, l.Slot)
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the abandoned write is observable only on the server
+		if n, _ := getSlotNode(t, conn, path); n.owner == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned release was not applied within 10s")
+		}
+		select {
+		case <-time.After(10 * time.Millisecond): // polling the server
+		case <-t.Context().Done():
+			return
+		}
+	}
+	armed.Store(true)
+	r.setCut(func(op int32) (bool, bool) { return false, op == opSetData && armed.CompareAndSwap(true, false) })
+	wantIs(t, s.Release(t.Context(), l, -1), driver.ErrLeaseLost, "a second Release, its answer lost")
+	if armed.Load() {
+		t.Fatal("the second Release sent no setData")
 	}
 }
 

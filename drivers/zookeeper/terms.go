@@ -61,6 +61,8 @@ func (s *Store) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a 
 // a node written after the write was sent can be its result (its mzxid is
 // above every one seen before), so that a term some earlier call released
 // (a second Release, an older copy of the lease) is never taken for ours.
+// A write some earlier call gave up on may have landed unseen, above that
+// bound: until a write on the slot succeeds, nothing is settled so.
 func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st *slotState) (slotNode, error),
 	settled func(r slotRead) bool) (*slotState, error) {
 	path := s.slotPath(l.Namespace, l.Slot)
@@ -70,17 +72,20 @@ func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st 
 	if st != nil {
 		czxid = st.czxid
 	}
-	unknown := false
-	var sentAbove int64 // with unknown: the zxid seen before the first write whose outcome is unknown
+	unknown, abandoned := false, false // abandoned: an earlier call's write may yet land
+	var sentAbove int64                // with unknown: the zxid seen before the first write whose outcome is unknown
 	for {
 		if st == nil {
 			var r slotRead
 			var err error
 			st, r, err = s.currentTerm(ctx, l, czxid, &a)
 			if err != nil {
-				if unknown && settled != nil && errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrRecreated) &&
+				if unknown && !abandoned && settled != nil && errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrRecreated) &&
 					r.stat.Mzxid > sentAbove && settled(r) {
 					return nil, nil
+				}
+				if unknown && !errors.Is(err, driver.ErrLeaseLost) {
+					s.abandonSlotWrite(path, settled) // our write may still land
 				}
 				return nil, err
 			}
@@ -95,10 +100,12 @@ func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st 
 		}
 		data, version := formatSlot(node), st.version
 		seen := s.slotZxid.Load()
+		_, gaveUp := s.slotAbandoned.Load(path)
 		stat, err := call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(path, data, version) })
 		switch {
 		case err == nil:
 			s.seeSlotZxid(stat.Mzxid)
+			s.slotAbandoned.Delete(path) // written over: an abandoned write can no longer land
 			if stat.Czxid != st.czxid {
 				// Recreated to the very version seen: the write landed on
 				// another node, and cannot be taken back.
@@ -112,13 +119,23 @@ func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st 
 			return nil, fmt.Errorf("zookeeper: %s was deleted: %w (%w)", path, driver.ErrLeaseLost, driver.ErrRecreated)
 		default:
 			if err := a.retry(ctx, err); err != nil {
+				s.abandonSlotWrite(path, settled)
 				return nil, fmt.Errorf("zookeeper: write %s: outcome unknown: %w", path, err)
 			}
 			if !unknown {
-				sentAbove = seen
+				sentAbove, abandoned = seen, gaveUp
 			}
 			st, unknown = nil, true
 		}
+	}
+}
+
+// abandonSlotWrite remembers a write on path given up with its outcome
+// unknown, if it could be taken for a later call's (it has a settled rule:
+// a Release's; a Renew's leaves the term held, never settles anything).
+func (s *Store) abandonSlotWrite(path string, settled func(r slotRead) bool) {
+	if settled != nil {
+		s.slotAbandoned.Store(path, true)
 	}
 }
 

@@ -47,8 +47,9 @@ type Store struct {
 	keysMu sync.Mutex
 	keys   map[string]*rangeKey
 
-	slotTurns slotTurnMap  // acquires take turns per namespace (acquire.go)
-	slotZxid  atomic.Int64 // the highest mzxid of a slot node read or written (see seeSlotZxid)
+	slotTurns     slotTurnMap  // acquires take turns per namespace (acquire.go)
+	slotZxid      atomic.Int64 // the highest mzxid of a slot node read or written (see seeSlotZxid)
+	slotAbandoned sync.Map     // slot paths with a Release's write given up before its outcome was known (rewriteTerm)
 
 	lk lockState // lock nodes and the session as the Locker sees it (lockwatch.go)
 }
