@@ -897,6 +897,11 @@ func testSlotAbandonedRelease(t *testing.T, addr string) {
 			return
 		}
 	}
+	// A call through the store (one that reads no slot node) waits for its
+	// connection to be back, so that the second Release's write is sent.
+	if _, err := s.Namespaces(t.Context()); err != nil {
+		t.Fatalf("Namespaces after the cut: %v", err)
+	}
 	armed.Store(true)
 	r.setCut(func(op int32) (bool, bool) { return false, op == opSetData && armed.CompareAndSwap(true, false) })
 	wantIs(t, s.Release(t.Context(), l, -1), driver.ErrLeaseLost, "a second Release, its answer lost")
