@@ -167,8 +167,10 @@
 //
 // Lost closes when the session expires or is replaced, when the store
 // closes, or when requests through the leader no longer prove the session
-// alive (SPEC 5): while the store holds a lock, one loop sends a sync every
-// 0.3 T (T the negotiated session timeout), and a hold is trusted until the
+// alive (SPEC 5): while the store holds a lock, one loop sends a write the
+// leader commits only with a quorum (a multi checking the root; a sync will
+// not do, an isolated leader answers those alone) every 0.3 T (T the
+// negotiated session timeout), and a hold is trusted until the
 // send time of a confirmed request + T - T/20, for a request that a later
 // confirmed one, sent at least 0.3 T after it, proves the leader counted;
 // a lone confirmation counts for 5T/12 - T/20. Nothing heard from the
