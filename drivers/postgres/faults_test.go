@@ -34,11 +34,11 @@ func TestFaults(t *testing.T) {
 	const n = 8
 	stores := make([]*Store, n)
 	proxies := make([]*pgtest.Proxy, n)
-	freezers := make([]*pgtest.FreezeProxy, n)
+	freezers := make([]*pgtest.Proxy, n)
 	for i := range n {
 		// store -> freeze proxy -> cut proxy -> server
 		proxies[i] = pgtest.NewProxy(t, srv.Addr())
-		freezers[i] = pgtest.NewFreezeProxy(t, proxies[i].Addr())
+		freezers[i] = pgtest.NewProxy(t, proxies[i].Addr())
 		stores[i] = openAt(t, pgtest.ConnStringAt(freezers[i].Addr()), schema,
 			map[string]string{"connectTimeout": "2s", "lockTimeout": "1s"})
 	}
@@ -154,7 +154,7 @@ func TestFaults(t *testing.T) {
 // server, cuts one store's connections, silences one store's network for
 // longer than the lock timeout, or terminates every client backend; it
 // returns what it did.
-func injectFaults(t *testing.T, srv *pgtest.Server, proxies []*pgtest.Proxy, freezers []*pgtest.FreezeProxy,
+func injectFaults(t *testing.T, srv *pgtest.Server, proxies []*pgtest.Proxy, freezers []*pgtest.Proxy,
 	holder func() int, d time.Duration) []string {
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	var did []string

@@ -59,7 +59,7 @@ func TestLockLostBeforeTakeover(t *testing.T) {
 		own   bool // needs a server of its own
 	}{
 		{"silent network", func(t *testing.T, srv *pgtest.Server, _ func() *Store) (string, func()) {
-			p := pgtest.NewFreezeProxy(t, srv.Addr())
+			p := pgtest.NewProxy(t, srv.Addr())
 			return pgtest.ConnStringAt(p.Addr()), p.Freeze
 		}, false},
 		{"backend terminated", func(t *testing.T, srv *pgtest.Server, a func() *Store) (string, func()) {

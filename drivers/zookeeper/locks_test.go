@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"runtime"
 	"slices"
 	"sort"
@@ -750,8 +749,8 @@ func testLockSessionExpiry(t *testing.T, addr string) {
 // timer started at the disconnect event would be late.
 func testLockSilentServer(t *testing.T, addr string) {
 	const name = "silent"
-	proxy := newFreezeProxy(t, addr)
-	opts := testOptions(proxy.addr(), map[string]string{"sessionTimeout": "2s"})
+	proxy := zktest.NewProxy(t, addr)
+	opts := testOptions(proxy.Addr(), map[string]string{"sessionTimeout": "2s"})
 	s := openTest(t, opts, nil)
 	conn := rawConn(t, addr)
 	ctx := t.Context()
@@ -769,7 +768,7 @@ func testLockSilentServer(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	silent := time.Now()
-	proxy.freeze()
+	proxy.Freeze()
 	var lostAfter, noticedAfter time.Duration
 	lockEventually(t, 4*timeout, "Lost closed and the silence noticed", func() bool {
 		if lostAfter == 0 {
@@ -799,110 +798,7 @@ func testLockSilentServer(t *testing.T, addr string) {
 		t.Errorf("the server removed the holder's node %v after the silence began, before Lost closed (%v)", deletedAfter, lostAfter)
 	}
 	wantIs(t, l.Unlock(ctx), driver.ErrLeaseLost, "Unlock after the session expired")
-	proxy.thaw()
-}
-
-// freezeProxy forwards connections to a server and, while frozen, holds
-// every byte in both directions with the sockets left open: a server that
-// went silent, as after a network partition.
-type freezeProxy struct {
-	ln     net.Listener
-	target string
-
-	mu     sync.Mutex
-	thawed chan struct{} // closed while not frozen
-	conns  []net.Conn
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func newFreezeProxy(t *testing.T, target string) *freezeProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &freezeProxy{ln: ln, target: target, thawed: make(chan struct{})}
-	close(p.thawed)
-	p.wg.Go(p.accept)
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *freezeProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *freezeProxy) freeze() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.thawed = make(chan struct{})
-}
-
-func (p *freezeProxy) thaw() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.thawed:
-	default:
-		close(p.thawed)
-	}
-}
-
-func (p *freezeProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			c.Close()
-			server.Close()
-			return
-		}
-		p.conns = append(p.conns, c, server)
-		p.wg.Go(func() { p.pipe(server, c) })
-		p.wg.Go(func() { p.pipe(c, server) })
-		p.mu.Unlock()
-	}
-}
-
-// pipe copies src to dst, holding what it read while the proxy is frozen.
-func (p *freezeProxy) pipe(dst, src net.Conn) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		p.mu.Lock()
-		thawed := p.thawed
-		p.mu.Unlock()
-		<-thawed
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *freezeProxy) close() {
-	p.ln.Close()
-	p.thaw()
-	p.mu.Lock()
-	p.closed = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
+	proxy.Thaw()
 }
 
 // testLockShortDisconnect: a disconnect much shorter than the session

@@ -3,7 +3,7 @@
 // its own socket directory, fsync off. Run as root, the server runs as the
 // `postgres` user, because it refuses to run as root. A test can kill a
 // server (the postmaster and every backend at once, as a crash would) and start it again on
-// the same data, and cut client connections with a proxy.
+// the same data, and cut or freeze client connections with a proxy.
 //
 // It is a test helper: import it from _test.go files only. A package whose
 // tests start servers calls Main from its TestMain, so that the shared
@@ -28,7 +28,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/netproxy"
 )
 
 const (
@@ -91,12 +91,12 @@ func freePort() (int, error) {
 	return 0, errors.New("pgtest: find a free port: the kernel keeps returning ports already in use")
 }
 
-// Proxy is a loopback TCP proxy that cuts client connections on purpose; it
-// is zktest's, which knows nothing of ZooKeeper.
-type Proxy = zktest.Proxy
+// Proxy is a loopback TCP proxy that cuts or freezes client connections on
+// purpose.
+type Proxy = netproxy.Proxy
 
 // NewProxy forwards a free 127.0.0.1 port to target until the test ends.
-func NewProxy(t testing.TB, target string) *Proxy { return zktest.NewProxy(t, target) }
+func NewProxy(t testing.TB, target string) *Proxy { return netproxy.New(t, target) }
 
 // shared is the server of Shared, one per test binary.
 var shared struct {

@@ -1,0 +1,196 @@
+// Package netproxy is a loopback TCP proxy for tests: put in front of one
+// server, it can cut a client's connections, or freeze them (a network gone
+// silent, as in a partition), without touching the server.
+//
+// It is a test helper: import it from _test.go files and test helpers only.
+package netproxy
+
+import (
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Proxy is a loopback TCP proxy in front of one server.
+type Proxy struct {
+	target string
+	ln     net.Listener
+
+	mu       sync.Mutex
+	thawed   *sync.Cond // signalled by Thaw and close
+	frozen   bool
+	cut      bool
+	closed   bool
+	accepted int
+	open     map[net.Conn]struct{} // both ends of every forwarded connection
+	wg       sync.WaitGroup
+}
+
+// New listens on a free 127.0.0.1 port and forwards each connection to
+// target. It is closed, with all its connections and goroutines, when the
+// test ends.
+func New(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("netproxy: listen: %v", err)
+	}
+	p := &Proxy{target: target, ln: ln, open: map[net.Conn]struct{}{}}
+	p.thawed = sync.NewCond(&p.mu)
+	p.wg.Add(1)
+	go p.acceptLoop()
+	t.Cleanup(p.close)
+	return p
+}
+
+// Addr returns the address clients connect to, "127.0.0.1:port".
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Cut closes every open connection and, until Restore, closes each new one
+// as soon as it is accepted, so the client sees a dead server.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	p.thawed.Broadcast()
+	for c := range p.open {
+		c.Close()
+	}
+}
+
+// Restore makes the proxy forward new connections again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+// Freeze holds every byte in both directions, of open and new connections,
+// with the sockets left open: to each side the other has gone silent. A close
+// is held too (a server that saw it would end the session or release what
+// the client held), and a connection accepted while frozen is connected to
+// the target only at Thaw.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = true
+}
+
+// Thaw forwards again, the held bytes and closes first.
+func (p *Proxy) Thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = false
+	p.thawed.Broadcast()
+}
+
+// Conns returns how many connections the proxy has accepted to forward so
+// far; those closed at once while cut are not counted.
+func (p *Proxy) Conns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
+}
+
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		p.mu.Lock()
+		if p.cut || p.closed {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.accepted++
+		p.open[c] = struct{}{}
+		p.wg.Add(1)
+		p.mu.Unlock()
+		go p.forward(c)
+	}
+}
+
+// forward pipes client to the target until either side closes or the proxy
+// cuts, then closes both.
+func (p *Proxy) forward(client net.Conn) {
+	defer p.wg.Done()
+	defer p.drop(client)
+	// A connection accepted while frozen reaches the server only at Thaw,
+	// as if its first packets were held: the server cannot time it out.
+	p.mu.Lock()
+	for p.frozen && !p.closed && !p.cut {
+		p.thawed.Wait()
+	}
+	p.mu.Unlock()
+	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil {
+		return
+	}
+	defer p.drop(server)
+	p.mu.Lock()
+	if p.cut || p.closed {
+		// Cut while dialing: Cut did not see this end yet.
+		p.mu.Unlock()
+		return
+	}
+	p.open[server] = struct{}{}
+	p.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() {
+		p.copy(server, client)
+		// Closing both ends unblocks the other copy.
+		client.Close()
+		server.Close()
+		close(done)
+	}()
+	p.copy(client, server)
+	client.Close()
+	server.Close()
+	<-done
+}
+
+// copy forwards src to dst, holding what it read, and the end of src, while
+// the proxy is frozen.
+func (p *Proxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		p.mu.Lock()
+		for p.frozen && !p.closed && !p.cut {
+			p.thawed.Wait()
+		}
+		p.mu.Unlock()
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *Proxy) drop(c net.Conn) {
+	c.Close()
+	p.mu.Lock()
+	delete(p.open, c)
+	p.mu.Unlock()
+}
+
+func (p *Proxy) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.thawed.Broadcast()
+	for c := range p.open {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.ln.Close()
+	p.wg.Wait()
+}
