@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,12 +157,24 @@ func (w *wire) setBefore(f func(op int32) bool) {
 type wireConn struct {
 	net.Conn
 	w *wire
+	// deaf is set before a dropped frame is written: an answer that arrives
+	// before the close is discarded, so the answer is lost however the
+	// goroutines are scheduled.
+	deaf atomic.Bool
 
 	// Frame parsing state; only go-zookeeper's writing goroutine writes.
 	frames  int    // frames whose header was seen
 	head    []byte // the current frame's first bytes, up to length+xid+opcode
 	skip    int    // bytes of the current frame still to pass over
 	inFrame bool
+}
+
+func (c *wireConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.deaf.Load() {
+		return 0, net.ErrClosed
+	}
+	return n, err
 }
 
 func (c *wireConn) Write(p []byte) (int, error) {
@@ -201,6 +214,7 @@ func (c *wireConn) Write(p []byte) (int, error) {
 		c.w.mu.Unlock()
 		if before != nil && before(op) {
 			drop = true
+			c.deaf.Store(true)
 		}
 		if fail != nil && fail(op) {
 			c.Conn.Close()
