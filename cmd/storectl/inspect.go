@@ -42,12 +42,8 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	var sf storeFlags
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
 	}
 	st, desc, err := sf.open()
 	if err != nil {

@@ -47,6 +47,18 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseFlags parses the arguments of a command that takes flags only.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	return nil
+}
+
 // optionFlags collects repeated -o KEY=VALUE flags.
 type optionFlags map[string]string
 
