@@ -158,7 +158,16 @@
 // compared with wrap-around, as ZooKeeper's 32-bit counter wraps); each
 // waiter watches only the node just before its own, so a release wakes one
 // waiter, and waiters of one store share one watch per node. The fence is
-// the holder node's czxid. A Lock call that fails, or whose context ends,
+// the holder node's czxid. The create is a multi with a setData of the
+// name's node that writes its (empty) data again: the setData's mzxid is
+// the new node's czxid, so the fence needs no request of its own (the
+// name's node's data version counts creates; nothing reads it). A store
+// whose ACL lets it create there but not write falls back to a plain
+// create and a read of the node's czxid. A store made by Open sends its
+// first listing right behind the create, as soon as its connection has
+// written it, so an uncontended Lock is one round trip and Lock plus
+// Unlock two (go-zookeeper's zk.Lock takes three). A Lock call that fails,
+// or whose context ends,
 // removes its node before it returns, on a context of its own; after a
 // create whose answer was lost it finds its node by the GUID, and a create
 // answered after its removal gave up is deleted then. Unlock deletes only

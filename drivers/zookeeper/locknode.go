@@ -14,8 +14,9 @@ import (
 // createLockNode creates n's node, creating the parents if missing. After
 // an answer that leaves the outcome unknown it looks for the node by its
 // GUID and uses it if found, or creates again. It returns errRequeue if the
-// node may belong to another session than n.sid.
-func (s *Store) createLockNode(ctx context.Context, n *lockNode) error {
+// node may belong to another session than n.sid. It also returns where
+// the answer of a listing sent behind the create comes, or nil.
+func (s *Store) createLockNode(ctx context.Context, n *lockNode) (<-chan listing, error) {
 	a := attempts{s: s}
 	prefix := n.parent + "/" + lockNodePrefix + n.guid + lockNodeInfix
 	// The node will belong to the session current now: a create sent in
@@ -23,41 +24,41 @@ func (s *Store) createLockNode(ctx context.Context, n *lockNode) error {
 	// later one is caught by comparing again when it answers.
 	sid, err := s.waitLockSession(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.lk.setSession(n, sid)
 	for {
 		if s.conn.SessionID() != n.sid {
-			return fmt.Errorf("the session changed before the create: %w", errRequeue)
+			return nil, fmt.Errorf("the session changed before the create: %w", errRequeue)
 		}
-		err := s.sendCreate(ctx, n, prefix)
+		early, err := s.sendCreate(ctx, n, prefix)
 		switch {
 		case err == nil:
 			if !s.lk.isConfirmed(n) {
-				return fmt.Errorf("the session changed around the create: %w", errRequeue)
+				return nil, fmt.Errorf("the session changed around the create: %w", errRequeue)
 			}
-			return nil
+			return early, nil
 		case errors.Is(err, zk.ErrNoNode):
 			if err := s.createLockParent(ctx, n.parent, &a); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		case definite(err):
-			return fmt.Errorf("zookeeper: create %s: %w", prefix, err)
+			return nil, fmt.Errorf("zookeeper: create %s: %w", prefix, err)
 		case ctx.Err() != nil || errors.Is(err, driver.ErrClosed):
 			// The create may still be in flight; the removal waits for it.
-			return err
+			return nil, err
 		}
 		// Connection lost: the create may or may not have been applied.
 		if err := a.retry(ctx, err); err != nil {
-			return fmt.Errorf("zookeeper: create %s: %w", prefix, err)
+			return nil, fmt.Errorf("zookeeper: create %s: %w", prefix, err)
 		}
 		found, err := s.findLockNode(ctx, n, &a)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if found {
-			return nil
+			return nil, nil
 		}
 	}
 }
@@ -65,30 +66,47 @@ func (s *Store) createLockNode(ctx context.Context, n *lockNode) error {
 // sendCreate sends n's create and waits for its answer, ctx or Close.
 // Unlike call, it marks the create in flight only once it is sure to be
 // sent, and go-zookeeper's answer is recorded in n whenever it comes, so a
-// removal can wait for a create this call stopped waiting for.
-func (s *Store) sendCreate(ctx context.Context, n *lockNode, prefix string) error {
+// removal can wait for a create this call stopped waiting for. On a store
+// with its own connection it also sends the first listing right behind the
+// create (lockcreate.go) and returns where its answer will come; nil
+// otherwise.
+func (s *Store) sendCreate(ctx context.Context, n *lockNode, prefix string) (<-chan listing, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if !s.enter() {
-		return driver.ErrClosed
+		return nil, driver.ErrClosed
+	}
+	var (
+		early    chan listing
+		written  chan struct{}
+		answered = make(chan struct{})
+	)
+	if s.lk.sniffing && !s.lk.plainCreate.Load() && s.enter() {
+		early = make(chan listing, 1)
+		written = s.lk.creates.add(n.guid)
+		go s.listBehindCreate(n, written, answered, early)
 	}
 	done := s.lk.startCreate(n)
 	answer := make(chan error, 1)
 	go func() {
 		defer s.calls.Done()
 		sent := monoNow()
-		path, err := s.conn.Create(prefix, []byte(n.owner), zk.FlagEphemeral|zk.FlagSequence, s.acl)
-		s.lk.createAnswered(s, n, done, sent, path, err)
+		path, czxid, err := s.createNode(n, prefix)
+		if written != nil {
+			s.lk.creates.remove(n.guid, written)
+		}
+		close(answered)
+		s.lk.createAnswered(s, n, done, sent, path, czxid, err)
 		answer <- err
 	}()
 	select {
 	case err := <-answer:
-		return err
+		return early, err
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	case <-s.closing:
-		return driver.ErrClosed
+		return nil, driver.ErrClosed
 	}
 }
 

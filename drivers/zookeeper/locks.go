@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,8 +27,8 @@ import (
 // the ensemble and, unlike the 32-bit sequence number, never wraps. The
 // parent is a container node, which the server deletes once unused; fences
 // still only grow. Creating, finding and removing a node is in
-// locknode.go, the listings in locklist.go, session tracking and Lost in
-// lockwatch.go.
+// locknode.go (the one-round-trip create in lockcreate.go), the listings
+// in locklist.go, session tracking and Lost in lockwatch.go.
 
 const (
 	lockNodePrefix = "_c_"
@@ -115,11 +116,12 @@ func (s *Store) lockOnce(ctx context.Context, name, owner string, wait bool) (dr
 	if err != nil {
 		return nil, err
 	}
-	if err := s.createLockNode(ctx, n); err != nil {
+	early, err := s.createLockNode(ctx, n)
+	if err != nil {
 		s.abandonLockNode(n, abandonWait)
 		return nil, err
 	}
-	fence, err := s.awaitTurn(ctx, n, wait)
+	fence, err := s.awaitTurn(ctx, n, wait, early)
 	if err != nil {
 		s.abandonLockNode(n, abandonWait)
 		return nil, err
@@ -128,35 +130,46 @@ func (s *Store) lockOnce(ctx context.Context, name, owner string, wait bool) (dr
 }
 
 // awaitTurn waits until n is the first node and returns its czxid, the
-// fence. Each pass lists the children once, and n must still be among them;
-// the first pass also reads n's own Stat, pipelined with the listing (one
-// round trip). A waiter watches only its predecessor, so one release wakes
-// one waiter (no herd), and a predecessor already gone means looking again
-// at once rather than waiting for an event that will not come.
-func (s *Store) awaitTurn(ctx context.Context, n *lockNode, wait bool) (int64, error) {
-	own := n.path[len(n.parent)+1:]
+// fence. Each pass lists the children once, and n must still be among them.
+// The first pass uses the listing sent behind the create (early) if it
+// shows n; when the create's answer did not carry the czxid, the first pass
+// reads n's own Stat, pipelined with the listing (one round trip). A waiter
+// watches only its predecessor, so one release wakes one waiter (no herd),
+// and a predecessor already gone means looking again at once rather than
+// waiting for an event that will not come.
+func (s *Store) awaitTurn(ctx context.Context, n *lockNode, wait bool, early <-chan listing) (int64, error) {
+	s.lk.mu.Lock()
+	own, fence := n.path[len(n.parent)+1:], n.czxid
+	s.lk.mu.Unlock()
 	_, mySeq, ok := parseLockNode(own)
 	if !ok {
 		return 0, fmt.Errorf("zookeeper: the server named the lock node %q, not as asked", n.path)
 	}
-	var fence int64
 	for {
 		if err := s.lockUsable(n); err != nil {
 			return 0, err
 		}
 		a := attempts{s: s}
-		kids, stat, err := s.lockPass(ctx, n, fence == 0, &a)
+		kids, err := s.earlyListing(ctx, early, own)
+		early = nil
 		if err != nil {
 			return 0, err
 		}
+		if kids == nil || fence == 0 {
+			var stat *zk.Stat
+			kids, stat, err = s.lockPass(ctx, n, fence == 0, &a)
+			if err != nil {
+				return 0, err
+			}
+			if fence == 0 {
+				if stat == nil {
+					return 0, fmt.Errorf("the node vanished: %w", errRequeue)
+				}
+				fence = stat.Czxid
+			}
+		}
 		if err := s.lockUsable(n); err != nil {
 			return 0, err
-		}
-		if fence == 0 {
-			if stat == nil {
-				return 0, fmt.Errorf("the node vanished: %w", errRequeue)
-			}
-			fence = stat.Czxid
 		}
 		q := queuePlace(kids, own, n.guid, mySeq)
 		if !q.found {
@@ -193,6 +206,26 @@ func (s *Store) awaitTurn(ctx context.Context, n *lockNode, wait bool) (int64, e
 		case <-s.closing:
 			return 0, driver.ErrClosed
 		}
+	}
+}
+
+// earlyListing waits for the listing sent behind the create and returns
+// it if it shows own (so it was read after the create); nil if there is
+// none or it does not.
+func (s *Store) earlyListing(ctx context.Context, early <-chan listing, own string) ([]string, error) {
+	if early == nil {
+		return nil, nil
+	}
+	select {
+	case l, ok := <-early:
+		if ok && l.err == nil && slices.Contains(l.kids, own) {
+			return l.kids, nil
+		}
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closing:
+		return nil, driver.ErrClosed
 	}
 }
 

@@ -26,11 +26,11 @@ import (
 //     and above is faster), which a machine whose load drifts between the
 //     two separate runs above cannot skew.
 //
-// Both take 3 round trips per uncontended op. zk.Lock sends create, list,
-// delete; the store sends create, then its list and its node's Stat (for
-// the fence) pipelined, then delete. The store also tracks its nodes for
-// Lost and cleanup, and runs each call on a goroutine so that it honours
-// its context.
+// zk.Lock takes 3 round trips per uncontended op: create, list, delete.
+// The store takes 2: its create (a multi whose answer carries the fence)
+// with the listing sent right behind it, then delete (lockcreate.go). It
+// also tracks its nodes for Lost and cleanup, and runs each call on a
+// goroutine so that it honours its context.
 //
 //	go test -run '^$' -bench Locks -benchtime 3s ./drivers/zookeeper/
 func BenchmarkLocks(b *testing.B) {

@@ -74,7 +74,7 @@ func testLockLateCreate(t *testing.T, version string) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the read was not sent")
 	}
-	creates := w.requests(opCreate)
+	creates := w.requests(opLockCreate)
 	oldSID := s.conn.SessionID()
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
@@ -103,7 +103,7 @@ func testLockLateCreate(t *testing.T, version string) {
 	for _, p := range proxies {
 		p.Thaw()
 	}
-	lockEventually(t, 30*time.Second, "the queued create sent in the new session", func() bool { return w.requests(opCreate) > creates })
+	lockEventually(t, 30*time.Second, "the queued create sent in the new session", func() bool { return w.requests(opLockCreate) > creates })
 	select {
 	case ev := <-changed:
 		t.Logf("the late create landed (%v) in session %#x", ev.Type, s.conn.SessionID())

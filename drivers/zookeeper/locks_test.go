@@ -26,6 +26,11 @@ const (
 	opcodeDelete    = 2
 	opcodeExists    = 3
 	opcodeChildren2 = 12 // Children sends getChildren2
+
+	// A lock node's create is a multi with a setData of its parent
+	// (lockcreate.go); so are the liveness rule's confirmations, which a
+	// store sends only while it holds a lock.
+	opLockCreate = opMulti
 )
 
 func TestLockNodeNames(t *testing.T) {
@@ -80,6 +85,7 @@ func TestLocks(t *testing.T) {
 				run  func(t *testing.T, addr string)
 			}{
 				{"RequestsUncontended", testLockRequestsUncontended},
+				{"ParentNotWritable", testLockParentNotWritable},
 				{"FenceFirstNotAlone", testLockFenceFirstNotAlone},
 				{"NoHerd", testLockNoHerd},
 				{"Exclusion", testLockExclusion},
@@ -176,28 +182,34 @@ func awaitLock(t *testing.T, ch <-chan lockResult, d time.Duration, what string)
 	panic("unreachable")
 }
 
-// testLockRequestsUncontended: an uncontended Lock and Unlock send four
-// requests in three round trips, as many round trips as go-zookeeper's
-// zk.Lock: create; list and the node's own Stat (pipelined); delete. The
-// fence is the node's czxid.
+// testLockRequestsUncontended: an uncontended Lock and Unlock send three
+// requests in two round trips, one round trip fewer than go-zookeeper's
+// zk.Lock (create; list; delete): the create, a multi whose setData gives
+// the fence (the node's czxid), with the listing sent right behind it;
+// then the delete (lockcreate.go). Every answer is held back 300ms, so a
+// listing sent only after the create's answer would be a trip of its own.
 func testLockRequestsUncontended(t *testing.T, addr string) {
 	const name = "requests"
-	var w wire
-	s := openTest(t, testOptions(addr, nil), &w)
+	r := &slotRounds{lag: slotLag}
+	// A long session timeout: no confirmation is due while a lock is held.
+	s, err := open(testOptions(addr, map[string]string{"sessionTimeout": "30s"}), r.wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
 	conn := rawConn(t, addr)
 	ctx := t.Context()
 	parent := s.lockParent(name)
+	keepLockParent(t, conn, parent, zk.WorldACL(zk.PermAll))
 	for i := range 3 {
-		before := w.requests(-1)
-		creates, lists, deletes := w.requests(opCreate), w.requests(opcodeChildren2), w.requests(opcodeDelete)
-		stats := w.requests(opcodeExists)
+		before := r.snapshot()
 		l, err := s.Lock(ctx, name, "o", true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes := lockNodes(t, conn, parent)
+		nodes := slices.DeleteFunc(lockNodes(t, conn, parent), func(k string) bool { return k == "keep" })
 		if len(nodes) != 1 {
-			t.Fatalf("nodes: %q, want one", nodes)
+			t.Fatalf("lock nodes: %q, want one", nodes)
 		}
 		_, stat, err := conn.Get(parent + "/" + nodes[0])
 		if err != nil {
@@ -209,14 +221,78 @@ func testLockRequestsUncontended(t *testing.T, addr string) {
 		if err := l.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
+		trips, requests := r.since(before)
+		wantTrips(t, fmt.Sprintf("lock %d", i), trips, requests, 2,
+			map[string]int{"all": 3, "multi": 1, "op12": 1, "op2": 1})
+	}
+}
+
+// keepLockParent creates a lock's parent (a plain node with acl) and a
+// child that is not a lock node, so that the server never deletes the
+// parent as an unused container while a test counts requests.
+func keepLockParent(t *testing.T, conn *zk.Conn, parent string, acl []zk.ACL) {
+	t.Helper()
+	dir := parent[:strings.LastIndex(parent, "/")]
+	for _, p := range []string{dir[:strings.LastIndex(dir, "/")], dir} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Create(parent, nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(parent+"/keep", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testLockParentNotWritable: a lock whose parent's ACL does not let the
+// store write it (only create, read, delete) still works: the create's
+// multi is refused as a whole, and the store falls back to a plain create
+// and reads the fence, the node's czxid, with its first listing, in the
+// plain recipe's round trips.
+func testLockParentNotWritable(t *testing.T, addr string) {
+	const name = "notwritable"
+	r := &slotRounds{lag: slotLag}
+	s, err := open(testOptions(addr, map[string]string{"sessionTimeout": "30s"}), r.wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	conn := rawConn(t, addr)
+	ctx := t.Context()
+	parent := s.lockParent(name)
+	keepLockParent(t, conn, parent, zk.WorldACL(zk.PermCreate|zk.PermRead|zk.PermDelete))
+	for i := range 2 {
+		before := r.snapshot()
+		l, err := s.Lock(ctx, name, "o", true)
+		if err != nil {
+			t.Fatalf("lock %d: %v", i, err)
+		}
+		nodes := slices.DeleteFunc(lockNodes(t, conn, parent), func(k string) bool { return k == "keep" })
+		if len(nodes) != 1 {
+			t.Fatalf("lock nodes: %q, want one", nodes)
+		}
+		_, stat, err := conn.Get(parent + "/" + nodes[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Fence() != stat.Czxid {
+			t.Errorf("lock %d: fence %d, want the node's czxid %d", i, l.Fence(), stat.Czxid)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		trips, requests := r.since(before)
 		if i == 0 {
-			continue // the first also creates the parents
+			// The refused multi (and the listing behind it), then create;
+			// list and stat; delete.
+			wantTrips(t, "first lock", trips, requests, 4,
+				map[string]int{"all": 6, "multi": 1, "create": 1, "op12": 2, "op3": 1, "op2": 1})
+			continue
 		}
-		got := []int{w.requests(-1) - before, w.requests(opCreate) - creates,
-			w.requests(opcodeChildren2) - lists, w.requests(opcodeExists) - stats, w.requests(opcodeDelete) - deletes}
-		if !slices.Equal(got, []int{4, 1, 1, 1, 1}) {
-			t.Errorf("lock %d: requests (all, create, list, stat, delete) = %v, want [4 1 1 1 1]", i, got)
-		}
+		wantTrips(t, "later lock", trips, requests, 3,
+			map[string]int{"all": 4, "create": 1, "op12": 1, "op3": 1, "op2": 1})
 	}
 }
 
@@ -231,10 +307,10 @@ func testLockFenceFirstNotAlone(t *testing.T, addr string) {
 	b := openTest(t, opts, nil)
 	conn := rawConn(t, addr)
 	ctx := t.Context()
-	if l, err := a.Lock(ctx, name, "a", true); err != nil { // creates the parents
-		t.Fatal(err)
-	} else if err := l.Unlock(ctx); err != nil {
-		t.Fatal(err)
+	// A parent that stays while the test holds a's requests.
+	keepLockParent(t, conn, a.lockParent(name), zk.WorldACL(zk.PermAll))
+	nodes := func() int {
+		return len(slices.DeleteFunc(lockNodes(t, conn, a.lockParent(name)), func(k string) bool { return k == "keep" }))
 	}
 	stats := w.requests(opcodeExists)
 	held, release := make(chan struct{}), make(chan struct{})
@@ -253,15 +329,18 @@ func testLockFenceFirstNotAlone(t *testing.T, addr string) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a sent no listing")
 	}
+	// The listing leaves right behind the create (lockcreate.go): b's
+	// create is sent once the server has a's node, so that b queues behind.
+	lockEventually(t, 10*time.Second, "a's node created", func() bool { return nodes() == 1 })
 	chB := lockAsync(t, ctx, b, name, "b")
-	lockEventually(t, 10*time.Second, "b queued", func() bool { return len(lockNodes(t, conn, a.lockParent(name))) == 2 })
+	lockEventually(t, 10*time.Second, "b queued", func() bool { return nodes() == 2 })
 	close(release)
 	ra := awaitLock(t, chA, 10*time.Second, "Lock by a")
 	if ra.err != nil {
 		t.Fatal(ra.err)
 	}
-	if c := w.requests(opcodeExists) - stats; c != 1 {
-		t.Errorf("a read its node's Stat %d times, want 1", c)
+	if c := w.requests(opcodeExists) - stats; c != 0 {
+		t.Errorf("a read its node's Stat %d times, want 0 (the fence comes with the create's answer)", c)
 	}
 	ws, err := b.Waiters(ctx, name)
 	if err != nil || len(ws) != 2 || ws[0].Fence != ra.l.Fence() {
@@ -356,7 +435,7 @@ func testLockNoHerd(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	want := map[int32]int{opCreate: 1, opcodeChildren2: 2, opcodeExists: 1, opGetData: 1, opcodeDelete: 1}
+	want := map[int32]int{opcodeChildren2: 2, opcodeExists: 0, opGetData: 1, opcodeDelete: 1}
 	total, children := 0, 0
 	for i, w := range wires {
 		for op, c := range want {
@@ -364,15 +443,15 @@ func testLockNoHerd(t *testing.T, addr string) {
 				t.Errorf("waiter %d sent %d requests of opcode %d, want %d", i, got, op, c)
 			}
 		}
-		// Multis are the liveness rule's confirming writes while a store
-		// holds a lock (lockwatch_confirm.go), sent by its loop, not by the
-		// queue: a waiter granted a while after its create confirms its
-		// session so.
-		if got := w.requests(-1) - w.requests(opMulti); got != 6 {
-			t.Errorf("waiter %d sent %d requests besides confirmations, want 6 (create, list, stat, watch, list, delete)", i, got)
+		// Besides its create, a store's multis are the liveness rule's
+		// confirming writes while it holds a lock (lockwatch_confirm.go),
+		// sent by its loop, not by the queue: a waiter granted a while
+		// after its create confirms its session so.
+		if got := w.requests(-1) - w.requests(opMulti); got != 4 {
+			t.Errorf("waiter %d sent %d requests besides multis, want 4 (list, watch, list, delete)", i, got)
 		}
-		if got := w.requests(opMulti); got > 2 {
-			t.Errorf("waiter %d sent %d confirmations while holding the lock briefly, want at most 2", i, got)
+		if got := w.requests(opMulti) - 1; got < 0 || got > 2 {
+			t.Errorf("waiter %d sent %d multis besides its create while holding the lock briefly, want at most 2", i, got)
 		}
 		total += w.requests(-1)
 		children += w.requests(opcodeChildren2)
@@ -529,10 +608,10 @@ func testLockCutDuringCreate(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	sid := s.conn.SessionID()
-	creates := w.requests(opCreate)
+	creates := w.requests(opLockCreate)
 	var armed atomic.Bool
 	armed.Store(true)
-	w.setBefore(func(op int32) bool { return op == opCreate && armed.CompareAndSwap(true, false) })
+	w.setBefore(func(op int32) bool { return op == opLockCreate && armed.CompareAndSwap(true, false) })
 	long, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	l, err = s.Lock(long, name, "o", true)
@@ -559,7 +638,7 @@ func testLockCutDuringCreate(t *testing.T, addr string) {
 	// One create: the lost one was applied and found by GUID. Two: it was
 	// not applied, or it was found only after a second create (a twin,
 	// removed).
-	t.Logf("creates sent: %d", w.requests(opCreate)-creates)
+	t.Logf("creates sent: %d", w.requests(opLockCreate)-creates)
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -587,7 +666,7 @@ func testLockCutThenGiveUp(t *testing.T, addr string) {
 	before := lockNodes(t, conn, parent)
 	var armed atomic.Bool
 	armed.Store(true)
-	w.setBefore(func(op int32) bool { return op == opCreate && armed.CompareAndSwap(true, false) })
+	w.setBefore(func(op int32) bool { return op == opLockCreate && armed.CompareAndSwap(true, false) })
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	_, err = s.Lock(short, name, "o", true)
@@ -621,7 +700,7 @@ func testLockCancelDuringCreate(t *testing.T, addr string) {
 	var armed atomic.Bool
 	armed.Store(true)
 	w.setBefore(func(op int32) bool {
-		if op == opCreate && armed.CompareAndSwap(true, false) {
+		if op == opLockCreate && armed.CompareAndSwap(true, false) {
 			close(held)
 			<-release
 		}

@@ -42,6 +42,9 @@ type lockState struct {
 	// Written by the wire wrapper (sniffing stores only).
 	negotiated atomic.Int64 // ms, from the last handshake answer
 	sessionID  atomic.Int64 // from the last handshake answer
+	creates    createWatch  // creates waiting to be written (lockcreate.go)
+
+	plainCreate atomic.Bool // the ACL refused the create's setData once (lockcreate.go)
 
 	mu      sync.Mutex
 	nodes   map[*lockNode]struct{}
@@ -75,6 +78,7 @@ type lockNode struct {
 
 	// Guarded by lockState.mu.
 	path      string        // "" until the create answered or the node was found
+	czxid     int64         // the node's, from the create's answer; 0 if unknown
 	inflight  chan struct{} // closed when go-zookeeper answers the create
 	orphan    bool          // the removal gave up waiting for the create's answer
 	confirmed bool          // the node is known to be of session sid
@@ -227,12 +231,12 @@ func (lk *lockState) startCreate(n *lockNode) chan struct{} {
 //
 // A create is a write, so the leader answered it: it confirms the session
 // as of sent (see lockwatch_confirm.go).
-func (lk *lockState) createAnswered(s *Store, n *lockNode, done chan struct{}, sent time.Duration, path string, err error) {
+func (lk *lockState) createAnswered(s *Store, n *lockNode, done chan struct{}, sent time.Duration, path string, czxid int64, err error) {
 	sid := s.conn.SessionID()
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	if err == nil {
-		n.path = path
+		n.path, n.czxid = path, czxid
 		n.confirmed = sid == n.sid
 		if n.confirmed {
 			s.confirmedLocked(sid, sent)

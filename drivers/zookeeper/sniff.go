@@ -46,3 +46,13 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// Write tells the Lock calls waiting for their create to be written
+// (lockcreate.go). go-zookeeper writes one request per call.
+func (c *sniffConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err == nil {
+		c.lk.creates.wrote(p)
+	}
+	return n, err
+}
