@@ -14,6 +14,7 @@ func generalChecks() []check {
 	return []check{
 		{"Declared", needNothing, checkDeclared},
 		{"AtLeastOne", needNothing, checkAtLeastOne},
+		{"Ping", needNothing, checkPing},
 	}
 }
 
@@ -304,4 +305,19 @@ func checkAtLeastOne(e *env) {
 	if !is[driver.RangeStore](d) && !is[driver.SlotStore](d) && !is[driver.Locker](d) {
 		e.t.Errorf("%T implements none of driver.RangeStore, driver.SlotStore and driver.Locker", d)
 	}
+}
+
+// checkPing: a driver that is a driver.Pinger answers Ping on an open store,
+// and Ping with a context already ended fails with the context's error
+// (ErrUnsupported for a driver that is not one).
+func checkPing(e *env) {
+	st := e.open()
+	if !is[driver.Pinger](st.Driver()) {
+		e.wantIs(st.Ping(e.ctx), store.ErrUnsupported, "Ping of a driver that is not a driver.Pinger")
+		return
+	}
+	e.fatalIf(st.Ping(e.ctx), "Ping of an open store")
+	ended, cancel := context.WithCancel(e.ctx)
+	cancel()
+	e.wantIs(st.Ping(ended), context.Canceled, "Ping with a cancelled context")
 }

@@ -44,7 +44,8 @@
 // `go test -run 'TestTCK/Slots/Reclaim$'` runs one of them:
 //
 //   - Capabilities: the declared capabilities are implemented; others give
-//     ErrUnsupported; a store has at least one.
+//     ErrUnsupported; a store has at least one; Ping answers (or gives
+//     ErrUnsupported for a driver that is not a driver.Pinger).
 //   - Ranges: first range, never twice under concurrency from several stores,
 //     Current, Seal, Init, overflow, keys with '/', argument validation,
 //     Current creating nothing, sealed keys listed.

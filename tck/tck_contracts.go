@@ -9,7 +9,7 @@
 // and "ZK Slots/X" are TestLocks/<version>/X and TestSlots/<version>/X;
 // "driver X" is package driver's test X (the shared slot rules).
 //
-// package driver (118 sentences)
+// package driver (125 sentences)
 //
 //	D1   a capability it lacks: the user's call fails with ErrUnsupported        Capabilities/Declared
 //	D2   drivers return sentinels; the portable layer adds operation and key     Errors/Wrapped
@@ -137,6 +137,14 @@
 //	D116 Purge deletes everything the store keeps: a new store finds nothing     Purge/Everything
 //	D117 ... and returns what it deleted, one readable entry per thing           Purge/Everything
 //	D118 after a purge, lock and slot fences stay above every earlier one        Purge/Everything, History/PurgeKeepsSlotFences; ZK TestPurgeFences
+//	D119 Connector: Notify, then Connect once, before any other method           binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
+//	D120 Connect returns when ctx ends, wrapping ctx.Err() (and ErrUnavailable)  needs a silent server: package store TestOpenContextEndsWithItsContext;
+//	                                                                             ZK TestOpenContextEndsWithItsContext
+//	D121 a failed Connect is followed by Close                                   binds the portable layer: package store TestOpenContextEndsWithItsContext
+//	D122 Pinger: Ping makes one round trip to the backend                        Capabilities/Ping; ZK Events/ConnectedAndPing
+//	D123 Notifier: Notify once, before Connect and any other method              binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
+//	D124 f is never called after Close returns, and does not block for long      needs faults to cause events: ZK TestEvents (every subtest closes its store)
+//	D125 LostCause: once Lost is closed, LostErr says why                        needs a fault: ZK Events/LockLostLoggedWithCause
 //
 // SPEC 2, shape (17 sentences)
 //

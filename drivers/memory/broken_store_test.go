@@ -51,6 +51,8 @@ func init() {
 			wrap: func(s *Store) driver.Store { return lostAfterGrant{s} }},
 		{name: "bare-store", catch: "Capabilities/AtLeastOne", probe: probeBare,
 			wrap: func(s *Store) driver.Store { return bareStore{s} }},
+		{name: "ping-ignores-context", catch: "Capabilities/Ping", probe: probePingIgnoresContext,
+			wrap: func(s *Store) driver.Store { return pingIgnoresContext{s} }},
 		// The memory driver has no option with a format; these two give it
 		// one (tck.count, a count) so that the malformed-value check runs on
 		// a sound factory and on a lax one.
@@ -394,6 +396,19 @@ func probeUnknownBesideName(_ context.Context, _ func(*Store) driver.Store, fact
 type bareStore struct{ s *Store }
 
 func (b bareStore) Close() error { return b.s.Close() }
+
+// pingIgnoresContext answers Ping whatever its context.
+type pingIgnoresContext struct{ *Store }
+
+func (pingIgnoresContext) Ping(context.Context) error { return nil }
+
+func probePingIgnoresContext(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+	d, _ := probeStore(wrap)
+	defer d.Close()
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	return fmt.Sprintf("Ping with a cancelled context: %v", d.(driver.Pinger).Ping(ended)), nil
+}
 
 // typedFactory opens a memory store and reads one more option, tck.count,
 // a count; a lax factory accepts any value of it.

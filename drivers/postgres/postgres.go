@@ -86,8 +86,8 @@ type Config struct {
 }
 
 // Store is an open PostgreSQL store. It implements driver.Store,
-// driver.RangeStore, driver.SlotStore, driver.Locker, driver.SlotSeeder and
-// driver.Purger.
+// driver.RangeStore, driver.SlotStore, driver.Locker, driver.SlotSeeder,
+// driver.Purger and driver.Pinger.
 type Store struct {
 	*sqlstore.Store
 	pool    *pgxpool.Pool
@@ -118,6 +118,7 @@ var (
 	_ driver.SlotStore  = (*Store)(nil)
 	_ driver.SlotSeeder = (*Store)(nil)
 	_ driver.Purger     = (*Store)(nil)
+	_ driver.Pinger     = (*Store)(nil)
 )
 
 // Open opens a store from options (see the package documentation). It is

@@ -49,7 +49,8 @@ import (
 func init() { store.Register("sqlite", Open) }
 
 // Store is an open SQLite store. It implements driver.Store,
-// driver.RangeStore, driver.SlotStore, driver.SlotSeeder and driver.Purger.
+// driver.RangeStore, driver.SlotStore, driver.SlotSeeder, driver.Purger and
+// driver.Pinger.
 type Store struct {
 	*sqlstore.Store
 	db    *sql.DB
@@ -61,6 +62,7 @@ var (
 	_ driver.SlotStore  = (*Store)(nil)
 	_ driver.SlotSeeder = (*Store)(nil)
 	_ driver.Purger     = (*Store)(nil)
+	_ driver.Pinger     = (*Store)(nil)
 )
 
 // Open opens a store from options (see the package documentation). It is

@@ -367,3 +367,13 @@ func (s *Store) forget() {
 	clear(s.exists)
 	clear(s.seenFn)
 }
+
+// Ping runs one statement that reads nothing (driver.Pinger): a round trip
+// to the server, or a connection of the pool checked out and back.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.db.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("%s: ping: %w", s.d.Name, err)
+	}
+	return nil
+}
