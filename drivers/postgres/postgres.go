@@ -46,7 +46,10 @@
 // delete its rows. Its Lost closes earlier, at the local send time of that
 // confirmation + T - T/5, so it closes before anyone else can be granted,
 // whatever happened to the connection (SPEC 5). A holder whose process
-// dies frees its locks after at most T; Close frees them at once.
+// dies frees its locks after at most T; Close frees them at once. A store
+// that opened its pool waits at most 2 s in Close for the server to hear
+// it; on a silent network it then closes its sockets, and its locks are
+// freed after T, as after a crash.
 //
 // # Replication
 //
@@ -92,6 +95,7 @@ type Store struct {
 	*sqlstore.Store
 	pool    *pgxpool.Pool
 	ownPool bool
+	sockets *sockets // of the pool and lock session, when the store opened the pool
 	cfg     Config
 	locks   *lockSession
 
@@ -156,6 +160,8 @@ func Open(options map[string]string) (driver.Store, error) {
 	}
 	cfg.MaxConns = int32(poolSize)
 	cfg.ConnConfig.ConnectTimeout = connectTimeout
+	socks := &sockets{}
+	cfg.ConnConfig.DialFunc = socks.wrap(cfg.ConnConfig.DialFunc)
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout+5*time.Second)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -167,7 +173,7 @@ func Open(options map[string]string) (driver.Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	s.ownPool = true
+	s.ownPool, s.sockets = true, socks
 	return s, nil
 }
 
@@ -255,11 +261,30 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	return st, nil
 }
 
+// closeGrace is how long Close of a store that opened its pool waits for
+// the server to hear its goodbyes (the lock session's end, which frees its
+// locks at once, and each connection's); past it, Close closes the sockets,
+// and the session's locks are freed as after a crash, within lockTimeout.
+const closeGrace = 2 * time.Second
+
 // Close ends the lock session and, if the store opened the pool, the pool.
 func (s *Store) Close() error {
-	err := s.locks.close()
-	if s.ownPool {
-		s.pool.Close()
+	if !s.ownPool {
+		return s.locks.close()
 	}
-	return err
+	done := make(chan error, 1)
+	go func() {
+		err := s.locks.close()
+		s.pool.Close()
+		done <- err
+	}()
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+	}
+	s.sockets.closeAll()
+	return <-done
 }
