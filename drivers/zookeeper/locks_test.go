@@ -189,60 +189,11 @@ func awaitLock(t *testing.T, ch <-chan lockResult, d time.Duration, what string)
 // then the delete (lockcreate.go). Every answer is held back 300ms, so a
 // listing sent only after the create's answer would be a trip of its own.
 func testLockRequestsUncontended(t *testing.T, addr string) {
-	const name = "requests"
-	r := &slotRounds{lag: slotLag}
-	// A long session timeout: no confirmation is due while a lock is held.
-	s, err := open(testOptions(addr, map[string]string{"sessionTimeout": "30s"}), r.wrap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	conn := rawConn(t, addr)
-	ctx := t.Context()
-	parent := s.lockParent(name)
-	keepLockParent(t, conn, parent, zk.WorldACL(zk.PermAll))
+	lockUnlock := countedLock(t, addr, "requests", zk.WorldACL(zk.PermAll))
 	for i := range 3 {
-		before := r.snapshot()
-		l, err := s.Lock(ctx, name, "o", true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes := slices.DeleteFunc(lockNodes(t, conn, parent), func(k string) bool { return k == "keep" })
-		if len(nodes) != 1 {
-			t.Fatalf("lock nodes: %q, want one", nodes)
-		}
-		_, stat, err := conn.Get(parent + "/" + nodes[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Fence() != stat.Czxid {
-			t.Errorf("lock %d: fence %d, want the node's czxid %d", i, l.Fence(), stat.Czxid)
-		}
-		if err := l.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		trips, requests := r.since(before)
+		trips, requests := lockUnlock(i)
 		wantTrips(t, fmt.Sprintf("lock %d", i), trips, requests, 2,
 			map[string]int{"all": 3, "multi": 1, "op12": 1, "op2": 1})
-	}
-}
-
-// keepLockParent creates a lock's parent (a plain node with acl) and a
-// child that is not a lock node, so that the server never deletes the
-// parent as an unused container while a test counts requests.
-func keepLockParent(t *testing.T, conn *zk.Conn, parent string, acl []zk.ACL) {
-	t.Helper()
-	dir := parent[:strings.LastIndex(parent, "/")]
-	for _, p := range []string{dir[:strings.LastIndex(dir, "/")], dir} {
-		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
-	if _, err := conn.Create(parent, nil, 0, acl); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Create(parent+"/keep", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -252,18 +203,36 @@ func keepLockParent(t *testing.T, conn *zk.Conn, parent string, acl []zk.ACL) {
 // and reads the fence, the node's czxid, with its first listing, in the
 // plain recipe's round trips.
 func testLockParentNotWritable(t *testing.T, addr string) {
-	const name = "notwritable"
+	lockUnlock := countedLock(t, addr, "notwritable", zk.WorldACL(zk.PermCreate|zk.PermRead|zk.PermDelete))
+	// The refused multi (and the listing behind it), then create; list and
+	// stat; delete.
+	trips, requests := lockUnlock(0)
+	wantTrips(t, "first lock", trips, requests, 4,
+		map[string]int{"all": 6, "multi": 1, "create": 1, "op12": 2, "op3": 1, "op2": 1})
+	trips, requests = lockUnlock(1)
+	wantTrips(t, "later lock", trips, requests, 3,
+		map[string]int{"all": 4, "create": 1, "op12": 1, "op3": 1, "op2": 1})
+}
+
+// countedLock opens a store whose round trips are counted (every answer
+// held back 300ms) and makes name's parent with acl, kept by a child that
+// is not a lock node, so the server never deletes it as an unused
+// container while requests are counted. The function it returns locks
+// name, checks that the fence is the lock node's czxid, unlocks, and
+// returns the round trips and requests of lock and unlock.
+func countedLock(t *testing.T, addr, name string, acl []zk.ACL) func(i int) (int, map[string]int) {
 	r := &slotRounds{lag: slotLag}
+	// A long session timeout: no confirmation is due while a lock is held.
 	s, err := open(testOptions(addr, map[string]string{"sessionTimeout": "30s"}), r.wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	conn := rawConn(t, addr)
-	ctx := t.Context()
 	parent := s.lockParent(name)
-	keepLockParent(t, conn, parent, zk.WorldACL(zk.PermCreate|zk.PermRead|zk.PermDelete))
-	for i := range 2 {
+	keepLockParent(t, conn, parent, acl)
+	return func(i int) (int, map[string]int) {
+		ctx := t.Context()
 		before := r.snapshot()
 		l, err := s.Lock(ctx, name, "o", true)
 		if err != nil {
@@ -283,16 +252,26 @@ func testLockParentNotWritable(t *testing.T, addr string) {
 		if err := l.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		trips, requests := r.since(before)
-		if i == 0 {
-			// The refused multi (and the listing behind it), then create;
-			// list and stat; delete.
-			wantTrips(t, "first lock", trips, requests, 4,
-				map[string]int{"all": 6, "multi": 1, "create": 1, "op12": 2, "op3": 1, "op2": 1})
-			continue
+		return r.since(before)
+	}
+}
+
+// keepLockParent creates a lock's parent (a plain node with acl) and a
+// child that is not a lock node, so that the server never deletes the
+// parent as an unused container while a test holds or counts requests.
+func keepLockParent(t *testing.T, conn *zk.Conn, parent string, acl []zk.ACL) {
+	t.Helper()
+	dir := parent[:strings.LastIndex(parent, "/")]
+	for _, p := range []string{dir[:strings.LastIndex(dir, "/")], dir} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
 		}
-		wantTrips(t, "later lock", trips, requests, 3,
-			map[string]int{"all": 4, "create": 1, "op12": 1, "op3": 1, "op2": 1})
+	}
+	if _, err := conn.Create(parent, nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(parent+"/keep", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
 	}
 }
 
