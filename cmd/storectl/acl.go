@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -46,14 +47,8 @@ type aclEntryJSON struct {
 }
 
 func runACL(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet("acl")
-	var sf storeFlags
-	sf.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	st, desc, err := sf.open()
+	var asJSON bool
+	st, desc, err := openWithFlags("acl", args, func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print JSON") })
 	if err != nil {
 		return err
 	}
@@ -69,7 +64,7 @@ func runACL(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", desc, err)
 	}
-	if *asJSON {
+	if asJSON {
 		out := make([]aclJSON, 0, len(nodes))
 		for _, n := range nodes {
 			j := aclJSON{Path: n.Path, ACL: []aclEntryJSON{}}

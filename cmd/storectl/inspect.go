@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -38,14 +39,8 @@ clock, is before its expiry. A capability the driver lacks is shown as
 }
 
 func runInspect(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet("inspect")
-	var sf storeFlags
-	sf.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	st, desc, err := sf.open()
+	var asJSON bool
+	st, desc, err := openWithFlags("inspect", args, func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print JSON") })
 	if err != nil {
 		return err
 	}
@@ -54,7 +49,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)

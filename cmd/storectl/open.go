@@ -47,16 +47,22 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// parseFlags parses the arguments of a command that takes flags only.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// openWithFlags parses the flags of a command that takes no arguments
+// besides flags: the store flags and the command's own (own adds them),
+// then opens the store. It returns the store and its description.
+func openWithFlags(name string, args []string, own func(fs *flag.FlagSet)) (*store.Store, string, error) {
+	fs := newFlagSet(name)
+	var sf storeFlags
+	sf.register(fs)
+	own(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
+		return nil, "", usagef("unexpected argument %q", pos[0])
 	}
-	return nil
+	return sf.open()
 }
 
 // optionFlags collects repeated -o KEY=VALUE flags.

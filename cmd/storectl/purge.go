@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 
@@ -26,14 +27,8 @@ delete.
 }
 
 func runPurge(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet("purge")
-	var sf storeFlags
-	sf.register(fs)
-	yes := fs.Bool("yes", false, "really delete")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	st, desc, err := sf.open()
+	var yes bool
+	st, desc, err := openWithFlags("purge", args, func(fs *flag.FlagSet) { fs.BoolVar(&yes, "yes", false, "really delete") })
 	if err != nil {
 		return err
 	}
@@ -47,7 +42,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		return refusedf("%s is in use; stop every instance first (nothing deleted):\n  %s",
 			desc, strings.Join(busy, "\n  "))
 	}
-	if !*yes {
+	if !yes {
 		return refusedf("purge deletes everything in %s: %s; run again with --yes once every instance is stopped",
 			desc, r.contents())
 	}
