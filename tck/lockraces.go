@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 )
@@ -138,38 +136,9 @@ func checkFIFOArrival(e *env) {
 	arrival := []string{"w-c", "w-a", "w-d", "w-b"}
 	holder := e.open(store.WithOwner("holder"))
 	h := e.lock(holder, name)
-	order := make(chan string, len(arrival))
-	want := []string{"holder"}
-	ctx := e.timeout(e.lockWait)
-	for _, owner := range arrival {
-		st := e.open(store.WithOwner(owner))
-		e.goroutine(func() {
-			l, err := st.Locks().Lock(ctx, name)
-			if err != nil {
-				e.errorf("%s: Lock: %v", owner, err)
-				return
-			}
-			order <- owner
-			if err := l.Unlock(ctx); err != nil {
-				e.errorf("%s: Unlock: %v", owner, err)
-			}
-		})
-		want = append(want, owner)
-		e.awaitWaiters(holder, name, want...)
-	}
+	granted := e.queueInOrder(holder, name, arrival)
 	e.unlock(h)
-	var got []string
-	for range arrival {
-		select {
-		case o := <-order:
-			got = append(got, o)
-		case <-time.After(e.prompt):
-			e.t.Fatalf("waiters got the lock in order %q, then nobody within %v", got, e.prompt)
-		}
-	}
-	if diff := cmp.Diff(arrival, got); diff != "" {
-		e.t.Errorf("order in which waiters got the lock: -arrival +actual:\n%s", diff)
-	}
+	e.wantGrantOrder(granted, arrival)
 }
 
 // checkUnlockAfterLost: at the driver, Unlock of a hold lost when its store

@@ -168,14 +168,29 @@ func checkExclusion(e *env) {
 
 // checkFIFO: waiters enqueued one at a time get the lock in that order.
 func checkFIFO(e *env) {
-	const name, n = "fifo", 4
+	const name = "fifo"
 	holder := e.open(store.WithOwner("holder"))
 	h := e.lock(holder, name)
-	order := make(chan int, n)
+	arrival := []string{"waiter-0", "waiter-1", "waiter-2", "waiter-3"}
+	granted := e.queueInOrder(holder, name, arrival)
+	ws, err := holder.Locks().Waiters(e.ctx, name)
+	e.fatalIf(err, "Waiters")
+	if len(ws) == 0 || ws[0].Fence != h.Fence() {
+		e.t.Errorf("Waiters = %+v: want the holder first, with the lock's fence %d", ws, h.Fence())
+	}
+	e.unlock(h)
+	e.wantGrantOrder(granted, arrival)
+}
+
+// queueInOrder has a store per owner wait for name behind holder's hold,
+// one at a time (each is seen queued before the next arrives); each
+// unlocks once granted, and the returned channel gives the owners in the
+// order they were granted.
+func (e *env) queueInOrder(holder *store.Store, name string, owners []string) <-chan string {
+	granted := make(chan string, len(owners))
 	want := []string{"holder"}
 	ctx := e.timeout(e.lockWait)
-	for i := range n {
-		owner := fmt.Sprintf("waiter-%d", i)
+	for _, owner := range owners {
 		st := e.open(store.WithOwner(owner))
 		e.goroutine(func() {
 			l, err := st.Locks().Lock(ctx, name)
@@ -183,7 +198,7 @@ func checkFIFO(e *env) {
 				e.errorf("%s: Lock: %v", owner, err)
 				return
 			}
-			order <- i
+			granted <- owner
 			if err := l.Unlock(ctx); err != nil {
 				e.errorf("%s: Unlock: %v", owner, err)
 			}
@@ -191,22 +206,23 @@ func checkFIFO(e *env) {
 		want = append(want, owner)
 		e.awaitWaiters(holder, name, want...)
 	}
-	ws, err := holder.Locks().Waiters(e.ctx, name)
-	e.fatalIf(err, "Waiters")
-	if len(ws) == 0 || ws[0].Fence != h.Fence() {
-		e.t.Errorf("Waiters = %+v: want the holder first, with the lock's fence %d", ws, h.Fence())
-	}
-	e.unlock(h)
-	var got []int
-	for range n {
+	return granted
+}
+
+// wantGrantOrder checks that the waiters of queueInOrder are granted the
+// lock in arrival order, each within e.prompt of the one before.
+func (e *env) wantGrantOrder(granted <-chan string, arrival []string) {
+	e.t.Helper()
+	var got []string
+	for range arrival {
 		select {
-		case i := <-order:
-			got = append(got, i)
+		case o := <-granted:
+			got = append(got, o)
 		case <-time.After(e.prompt):
-			e.t.Fatalf("waiters got the lock in order %v, then nobody within %v", got, e.prompt)
+			e.t.Fatalf("waiters got the lock in order %q, then nobody within %v", got, e.prompt)
 		}
 	}
-	if diff := cmp.Diff([]int{0, 1, 2, 3}, got); diff != "" {
+	if diff := cmp.Diff(arrival, got); diff != "" {
 		e.t.Errorf("order in which waiters got the lock: -arrival +actual:\n%s", diff)
 	}
 }
