@@ -205,9 +205,13 @@ func testLockRequestsUncontended(t *testing.T, addr string) {
 func testLockParentNotWritable(t *testing.T, addr string) {
 	lockUnlock := countedLock(t, addr, "notwritable", zk.WorldACL(zk.PermCreate|zk.PermRead|zk.PermDelete))
 	// The refused multi (and the listing behind it), then create; list and
-	// stat; delete.
+	// stat; delete. The create may leave before the listing's answer is
+	// back, sharing its round trip.
 	trips, requests := lockUnlock(0)
-	wantTrips(t, "first lock", trips, requests, 4,
+	if trips < 3 || trips > 4 {
+		t.Errorf("first lock took %d round trips, want 3 or 4 (requests %v)", trips, requests)
+	}
+	wantRequests(t, "first lock", requests,
 		map[string]int{"all": 6, "multi": 1, "create": 1, "op12": 2, "op3": 1, "op2": 1})
 	trips, requests = lockUnlock(1)
 	wantTrips(t, "later lock", trips, requests, 3,

@@ -417,6 +417,12 @@ func wantTrips(t *testing.T, what string, trips int, requests map[string]int, wa
 	if trips != wantTrips {
 		t.Errorf("%s took %d round trips, want %d (requests %v)", what, trips, wantTrips, requests)
 	}
+	wantRequests(t, what, requests, want)
+}
+
+// wantRequests checks the requests of each name against want.
+func wantRequests(t *testing.T, what string, requests map[string]int, want map[string]int) {
+	t.Helper()
 	for name, n := range want {
 		if requests[name] != n {
 			t.Errorf("%s sent %d %s requests, want %d (all: %v)", what, requests[name], name, n, requests)
