@@ -77,34 +77,26 @@ func TestLockNodeNames(t *testing.T) {
 // TestLocks runs the lock checks that need a server, once per supported
 // ZooKeeper version, each with a root of its own.
 func TestLocks(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			addr := zktest.StartServer(t, version).Addr()
-			for _, c := range []struct {
-				name string
-				run  func(t *testing.T, addr string)
-			}{
-				{"RequestsUncontended", testLockRequestsUncontended},
-				{"ParentNotWritable", testLockParentNotWritable},
-				{"FenceFirstNotAlone", testLockFenceFirstNotAlone},
-				{"NoHerd", testLockNoHerd},
-				{"Exclusion", testLockExclusion},
-				{"PredecessorGoneBeforeWatch", testLockPredecessorGone},
-				{"CutDuringCreate", testLockCutDuringCreate},
-				{"CutDuringCreateThenGiveUp", testLockCutThenGiveUp},
-				{"CancelDuringCreate", testLockCancelDuringCreate},
-				{"SessionExpiry", testLockSessionExpiry},
-				{"SilentServer", testLockSilentServer},
-				{"ShortDisconnect", testLockShortDisconnect},
-				{"SessionEvents", testLockSessionEvents},
-				{"CallerConnection", testLockCallerConnection},
-				{"CallerConnectionCut", testLockCallerConnectionCut},
-				{"NoGoroutineLeft", testLockNoGoroutineLeft},
-			} {
-				t.Run(c.name, func(t *testing.T) { c.run(t, addr) })
-			}
-		})
-	}
+	onEachVersion(t, func(_ *zktest.Server) []serverCheck {
+		return []serverCheck{
+			{"RequestsUncontended", testLockRequestsUncontended},
+			{"ParentNotWritable", testLockParentNotWritable},
+			{"FenceFirstNotAlone", testLockFenceFirstNotAlone},
+			{"NoHerd", testLockNoHerd},
+			{"Exclusion", testLockExclusion},
+			{"PredecessorGoneBeforeWatch", testLockPredecessorGone},
+			{"CutDuringCreate", testLockCutDuringCreate},
+			{"CutDuringCreateThenGiveUp", testLockCutThenGiveUp},
+			{"CancelDuringCreate", testLockCancelDuringCreate},
+			{"SessionExpiry", testLockSessionExpiry},
+			{"SilentServer", testLockSilentServer},
+			{"ShortDisconnect", testLockShortDisconnect},
+			{"SessionEvents", testLockSessionEvents},
+			{"CallerConnection", testLockCallerConnection},
+			{"CallerConnectionCut", testLockCallerConnectionCut},
+			{"NoGoroutineLeft", testLockNoGoroutineLeft},
+		}
+	})
 }
 
 // lockEventually polls cond until it holds, and stops the test if it does

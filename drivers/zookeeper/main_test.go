@@ -226,3 +226,22 @@ func (c *wireConn) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// serverCheck is a check that needs a server, given its address.
+type serverCheck struct {
+	name string
+	run  func(t *testing.T, addr string)
+}
+
+// onEachVersion starts one server of each supported ZooKeeper version and
+// runs on it, each as a subtest, the checks that checks returns for it.
+func onEachVersion(t *testing.T, checks func(srv *zktest.Server) []serverCheck) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) {
+			srv := zktest.StartServer(t, version)
+			for _, c := range checks(srv) {
+				t.Run(c.name, func(t *testing.T) { c.run(t, srv.Addr()) })
+			}
+		})
+	}
+}

@@ -23,25 +23,16 @@ import (
 // TestDigest runs the auth and acl checks on one plaintext server of each
 // supported version.
 func TestDigest(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			srv := zktest.StartServer(t, version)
-			addr := srv.Addr()
-			for _, c := range []struct {
-				name string
-				run  func(t *testing.T, addr string)
-			}{
-				{"TCK", func(t *testing.T, addr string) { testDigestTCK(t, srv) }},
-				{"OthersGetNoAuth", testOthersGetNoAuth},
-				{"AuthAfterReconnect", testAuthAfterReconnect},
-				{"RejectedAuth", testRejectedAuth},
-				{"ExistingACLsKept", testExistingACLsKept},
-				{"ExplicitACL", testExplicitACL},
-			} {
-				t.Run(c.name, func(t *testing.T) { c.run(t, addr) })
-			}
-		})
-	}
+	onEachVersion(t, func(srv *zktest.Server) []serverCheck {
+		return []serverCheck{
+			{"TCK", func(t *testing.T, addr string) { testDigestTCK(t, srv) }},
+			{"OthersGetNoAuth", testOthersGetNoAuth},
+			{"AuthAfterReconnect", testAuthAfterReconnect},
+			{"RejectedAuth", testRejectedAuth},
+			{"ExistingACLsKept", testExistingACLsKept},
+			{"ExplicitACL", testExplicitACL},
+		}
+	})
 }
 
 // newSecret returns a fresh password containing secretWord.

@@ -24,38 +24,30 @@ import (
 // TestSlots runs the slot checks that need a server, once per supported
 // ZooKeeper version, each on one server with a root of its own.
 func TestSlots(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			addr := zktest.StartServer(t, version).Addr()
-			for _, c := range []struct {
-				name string
-				run  func(t *testing.T, addr string)
-			}{
-				{"NodeLayout", testSlotNodeLayout},
-				{"RoundTrips", testSlotRoundTrips},
-				{"FullNamespace", testSlotFullNamespace},
-				{"ThousandLive", testSlotThousandLive},
-				{"OwnerIndex", testSlotOwnerIndex},
-				{"CorruptSlot", testSlotCorrupt},
-				{"CorruptNamespace", testSlotCorruptNamespace},
-				{"ConfigMismatch", testSlotConfigMismatch},
-				{"UnknownNamesKept", testSlotUnknownNamesKept},
-				{"HandWrittenSlot", testSlotHandWritten},
-				{"LostAcquireAnswer", testSlotLostAcquireAnswer},
-				{"UnsentAcquire", testSlotUnsentAcquire},
-				{"AbandonedAcquire", testSlotAbandonedAcquire},
-				{"LostReleaseAnswer", testSlotLostReleaseAnswer},
-				{"AbandonedRelease", testSlotAbandonedRelease},
-				{"RecreatedSlot", testSlotRecreated},
-				{"VersionMinusOne", testSlotVersionMinusOne},
-				{"StatelessLease", testSlotStatelessLease},
-				{"Listings", testSlotListings},
-				{"Purge", testSlotPurge},
-			} {
-				t.Run(c.name, func(t *testing.T) { c.run(t, addr) })
-			}
-		})
-	}
+	onEachVersion(t, func(_ *zktest.Server) []serverCheck {
+		return []serverCheck{
+			{"NodeLayout", testSlotNodeLayout},
+			{"RoundTrips", testSlotRoundTrips},
+			{"FullNamespace", testSlotFullNamespace},
+			{"ThousandLive", testSlotThousandLive},
+			{"OwnerIndex", testSlotOwnerIndex},
+			{"CorruptSlot", testSlotCorrupt},
+			{"CorruptNamespace", testSlotCorruptNamespace},
+			{"ConfigMismatch", testSlotConfigMismatch},
+			{"UnknownNamesKept", testSlotUnknownNamesKept},
+			{"HandWrittenSlot", testSlotHandWritten},
+			{"LostAcquireAnswer", testSlotLostAcquireAnswer},
+			{"UnsentAcquire", testSlotUnsentAcquire},
+			{"AbandonedAcquire", testSlotAbandonedAcquire},
+			{"LostReleaseAnswer", testSlotLostReleaseAnswer},
+			{"AbandonedRelease", testSlotAbandonedRelease},
+			{"RecreatedSlot", testSlotRecreated},
+			{"VersionMinusOne", testSlotVersionMinusOne},
+			{"StatelessLease", testSlotStatelessLease},
+			{"Listings", testSlotListings},
+			{"Purge", testSlotPurge},
+		}
+	})
 }
 
 // slotRequest is an acquire request with a long ttl, for tests that never

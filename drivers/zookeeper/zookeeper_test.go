@@ -22,35 +22,26 @@ import (
 // TestServer runs the checks that need a server, once per supported
 // ZooKeeper version, each on one server with a root of its own.
 func TestServer(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			srv := zktest.StartServer(t, version)
-			addr := srv.Addr()
-			for _, c := range []struct {
-				name string
-				run  func(t *testing.T, addr string)
-			}{
-				{"TCK", func(t *testing.T, addr string) { testTCK(t, srv) }},
-				{"OneRequestPerNext", testOneRequestPerNext},
-				{"DeletedNode", testDeletedNode},
-				{"RecreatedNode", testRecreatedNode},
-				{"CorruptData", testCorruptData},
-				{"VersionMinusOne", testVersionMinusOne},
-				{"HandWrittenNodes", testHandWrittenNodes},
-				{"ParentsAreNotKeys", testParentsAreNotKeys},
-				{"LongAndDeepKeys", testLongAndDeepKeys},
-				{"SupplementaryCharacters", testSupplementaryCharacters},
-				{"LostAnswerIsAGap", testLostAnswerIsAGap},
-				{"ContextEndsInFlight", testContextEndsInFlight},
-				{"RetryThenRecover", testRetryThenRecover},
-				{"SessionExpiry", testSessionExpiry},
-				{"CallerConnection", testCallerConnection},
-				{"NoGoroutineLeft", testNoGoroutineLeft},
-			} {
-				t.Run(c.name, func(t *testing.T) { c.run(t, addr) })
-			}
-		})
-	}
+	onEachVersion(t, func(srv *zktest.Server) []serverCheck {
+		return []serverCheck{
+			{"TCK", func(t *testing.T, addr string) { testTCK(t, srv) }},
+			{"OneRequestPerNext", testOneRequestPerNext},
+			{"DeletedNode", testDeletedNode},
+			{"RecreatedNode", testRecreatedNode},
+			{"CorruptData", testCorruptData},
+			{"VersionMinusOne", testVersionMinusOne},
+			{"HandWrittenNodes", testHandWrittenNodes},
+			{"ParentsAreNotKeys", testParentsAreNotKeys},
+			{"LongAndDeepKeys", testLongAndDeepKeys},
+			{"SupplementaryCharacters", testSupplementaryCharacters},
+			{"LostAnswerIsAGap", testLostAnswerIsAGap},
+			{"ContextEndsInFlight", testContextEndsInFlight},
+			{"RetryThenRecover", testRetryThenRecover},
+			{"SessionExpiry", testSessionExpiry},
+			{"CallerConnection", testCallerConnection},
+			{"NoGoroutineLeft", testNoGoroutineLeft},
+		}
+	})
 }
 
 // harness gives each TCK check a root of its own on the shared server.
