@@ -1,0 +1,274 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/zktest"
+)
+
+// TestLockCreate attacks the one-round-trip create (lockcreate.go): the
+// fence taken from the multi's setData across a parent deleted and made
+// again, a create retried after NoNode, stores that may and may not write
+// the parent taking turns, and the listing sent behind the create held
+// back while the Lock call ends or the store closes.
+func TestLockCreate(t *testing.T) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) {
+			addr := zktest.StartServer(t, version).Addr()
+			for _, c := range []struct {
+				name string
+				run  func(t *testing.T, addr string)
+			}{
+				{"ContainerRecreatedFence", testLockContainerRecreatedFence},
+				{"NoNodeRetryFence", testLockNoNodeRetryFence},
+				{"WritersAndFallbackTakeTurns", testLockWritersAndFallback},
+				{"EarlyListingHeld", testLockEarlyListingHeld},
+			} {
+				t.Run(c.name, func(t *testing.T) { c.run(t, addr) })
+			}
+		})
+	}
+}
+
+// nodeCzxid returns the czxid of the only lock node under parent.
+func nodeCzxid(t *testing.T, conn *zk.Conn, parent string) int64 {
+	t.Helper()
+	nodes := slices.DeleteFunc(lockNodes(t, conn, parent), func(k string) bool { return k == "keep" })
+	if len(nodes) != 1 {
+		t.Fatalf("lock nodes: %q, want one", nodes)
+	}
+	_, stat, err := conn.Get(parent + "/" + nodes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stat.Czxid
+}
+
+// deleteParent deletes an unused lock name's node by hand, as the server
+// does with an unused container.
+func deleteParent(t *testing.T, conn *zk.Conn, parent string) {
+	t.Helper()
+	if err := conn.Delete(parent, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Fatal(err)
+	}
+}
+
+// testLockContainerRecreatedFence: once the server deleted an unused lock
+// name's node, the next holder's fence, from its create's answer, is its
+// node's czxid and above every earlier holder's, though sequence numbers
+// start again.
+func testLockContainerRecreatedFence(t *testing.T, addr string) {
+	const name = "recreated"
+	s := openTest(t, testOptions(addr, nil), nil)
+	conn := rawConn(t, addr)
+	ctx := t.Context()
+	parent := s.lockParent(name)
+	var last int64
+	for round := range 2 {
+		l, err := s.Lock(ctx, name, "o", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if czxid := nodeCzxid(t, conn, parent); l.Fence() != czxid || l.Fence() <= last {
+			t.Errorf("round %d: fence %d, want the node's czxid %d, above the earlier %d", round, l.Fence(), czxid, last)
+		}
+		last = l.Fence()
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lockEventually(t, 30*time.Second, "the unused lock name's node deleted by the server", func() bool {
+			ok, _, err := conn.Exists(parent)
+			return err == nil && !ok
+		})
+	}
+}
+
+// testLockNoNodeRetryFence: the lock name's node is deleted while the
+// create is on its way; the multi fails with NoNode as a whole, the store
+// makes the parent and creates again, and the fence is the czxid of the
+// node of that second create.
+func testLockNoNodeRetryFence(t *testing.T, addr string) {
+	const name = "nonode"
+	var w wire
+	s := openTest(t, testOptions(addr, nil), &w)
+	conn := rawConn(t, addr)
+	ctx := t.Context()
+	parent := s.lockParent(name)
+	l, err := s.Lock(ctx, name, "o", true) // creates the parents
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l.Fence()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	multis := w.requests(opLockCreate)
+	held, release := make(chan struct{}), make(chan struct{})
+	var armed atomic.Bool
+	armed.Store(true)
+	w.setBefore(func(op int32) bool {
+		if op == opLockCreate && armed.CompareAndSwap(true, false) {
+			close(held)
+			<-release
+		}
+		return false
+	})
+	ch := lockAsync(t, ctx, s, name, "o")
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no create was sent")
+	}
+	deleteParent(t, conn, parent)
+	close(release)
+	r := awaitLock(t, ch, 20*time.Second, "Lock whose parent was deleted under its create")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := w.requests(opLockCreate) - multis; got != 2 {
+		t.Errorf("%d creates sent, want 2 (refused with NoNode, then after the parent was made)", got)
+	}
+	if czxid := nodeCzxid(t, conn, parent); r.l.Fence() != czxid || r.l.Fence() <= first {
+		t.Errorf("fence %d, want the node's czxid %d, above the earlier %d", r.l.Fence(), czxid, first)
+	}
+	if err := r.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testLockWritersAndFallback: two stores queue on one lock whose name's
+// node only one of them may write (digest ACL): that one takes its fences
+// from the multi, the other falls back to plain creates and reads them.
+// Taking turns, every holder's fence is its node's czxid and above the
+// last.
+func testLockWritersAndFallback(t *testing.T, addr string) {
+	const name = "mixed"
+	secret := newSecret()
+	writer := openTest(t, testOptions(addr, map[string]string{"auth": "digest:alice:" + secret, "acl": "open"}), nil)
+	opts := testOptions(addr, nil)
+	opts["root"] = writer.root
+	other := openTest(t, opts, nil)
+	conn := rawClient(t, addr, "digest:alice:"+secret)
+	ctx := t.Context()
+	parent := writer.lockParent(name)
+	acl := append(zk.DigestACL(zk.PermAll, "alice", secret), zk.WorldACL(zk.PermCreate|zk.PermRead|zk.PermDelete)...)
+	keepLockParent(t, conn, parent, acl)
+	stores := []*Store{writer, other}
+	held, err := writer.Lock(ctx, name, "s0", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := held.Fence()
+	for turn := 1; turn <= 6; turn++ {
+		next := stores[turn%2]
+		ch := lockAsync(t, ctx, next, name, "next")
+		lockEventually(t, 10*time.Second, "the next store queued", func() bool { return queueLength(ctx, writer, name) == 2 })
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := awaitLock(t, ch, 10*time.Second, "Lock of the next store")
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if czxid := nodeCzxid(t, conn, parent); r.l.Fence() != czxid || r.l.Fence() <= last {
+			t.Errorf("turn %d: fence %d, want the node's czxid %d, above the last %d", turn, r.l.Fence(), czxid, last)
+		}
+		held, last = r.l, r.l.Fence()
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if writer.lk.plainCreate.Load() || !other.lk.plainCreate.Load() {
+		t.Errorf("plain creates: writer %v, other %v; want false, true",
+			writer.lk.plainCreate.Load(), other.lk.plainCreate.Load())
+	}
+}
+
+// testLockEarlyListingHeld: the listing sent behind the create is held on
+// its way. A Lock call whose context ends returns at once and removes its
+// node; one whose store closes returns ErrClosed at once; and Close leaves
+// no goroutine behind.
+func testLockEarlyListingHeld(t *testing.T, addr string) {
+	const name = "heldlisting"
+	conn := rawConn(t, addr)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var w wire
+	s, err := open(testOptions(addr, map[string]string{"sessionTimeout": "10s"}), w.wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	parent := s.lockParent(name)
+	l, err := s.Lock(ctx, name, "o", true) // creates the parents
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hold := func() (held, release chan struct{}) {
+		held, release = make(chan struct{}), make(chan struct{})
+		var armed atomic.Bool
+		armed.Store(true)
+		w.setBefore(func(op int32) bool {
+			if op == opcodeChildren2 && armed.CompareAndSwap(true, false) {
+				close(held)
+				<-release
+			}
+			return false
+		})
+		return held, release
+	}
+	waitHeld := func(held chan struct{}) {
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no listing was sent")
+		}
+	}
+
+	// The context ends while the listing is held.
+	held, release := hold()
+	cctx, cancel := context.WithCancel(ctx)
+	ch := lockAsync(t, cctx, s, name, "o")
+	waitHeld(held)
+	lockEventually(t, 10*time.Second, "the create applied", func() bool { return len(lockNodes(t, conn, parent)) == 1 })
+	cancel()
+	r := awaitLock(t, ch, 5*time.Second, "Lock cancelled while its first listing is held")
+	wantIs(t, r.err, context.Canceled, "Lock cancelled while its first listing is held")
+	close(release)
+	lockEventually(t, 20*time.Second, "the cancelled Lock's node removed", func() bool {
+		return len(lockNodes(t, conn, parent)) == 0 && lockedCount(s) == 0
+	})
+
+	// The store closes while the listing is held.
+	held, release = hold()
+	ch = lockAsync(t, ctx, s, name, "o")
+	waitHeld(held)
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		s.Close()
+	}()
+	r = awaitLock(t, ch, 5*time.Second, "Lock whose store closes while its first listing is held")
+	wantIs(t, r.err, driver.ErrClosed, "Lock whose store closes while its first listing is held")
+	close(release)
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if n := s.lk.creates.pending.Load(); n != 0 {
+		t.Errorf("%d create watches left after Close", n)
+	}
+}
