@@ -140,6 +140,12 @@ func (s *Store) createLockParent(ctx context.Context, parent string, a *attempts
 // flight that the server applies later.
 func (s *Store) findLockNode(ctx context.Context, n *lockNode, a *attempts) (bool, error) {
 	kids, err := s.lockChildren(ctx, n.parent, a)
+	if errors.Is(err, driver.ErrNotFound) {
+		// No parent (an unused container the server deleted), so no node:
+		// the create failed with NoNode; the caller makes the parent and
+		// creates again.
+		kids, err = nil, nil
+	}
 	if err != nil {
 		return false, err
 	}

@@ -28,6 +28,7 @@ func TestLockCreate(t *testing.T) {
 				name string
 				run  func(t *testing.T, addr string)
 			}{
+				{"ParentGoneAnswerLost", testLockParentGoneAnswerLost},
 				{"ContainerRecreatedFence", testLockContainerRecreatedFence},
 				{"NoNodeRetryFence", testLockNoNodeRetryFence},
 				{"WritersAndFallbackTakeTurns", testLockWritersAndFallback},
@@ -58,6 +59,47 @@ func nodeCzxid(t *testing.T, conn *zk.Conn, parent string) int64 {
 func deleteParent(t *testing.T, conn *zk.Conn, parent string) {
 	t.Helper()
 	if err := conn.Delete(parent, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Fatal(err)
+	}
+}
+
+// testLockParentGoneAnswerLost: the lock name's node is gone (an unused
+// container the server deleted) and the answer to the first create, which
+// the server refused with NoNode, is lost. Looking for the node by its
+// GUID then finds no parent: the node was not created, so the Lock must
+// make the parent and create again, not fail with "not found".
+func testLockParentGoneAnswerLost(t *testing.T, addr string) {
+	const name = "gone"
+	var w wire
+	s := openTest(t, testOptions(addr, nil), &w)
+	conn := rawConn(t, addr)
+	ctx := t.Context()
+	parent := s.lockParent(name)
+	l, err := s.Lock(ctx, name, "o", true) // creates the parents
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l.Fence()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deleteParent(t, conn, parent)
+	var armed atomic.Bool
+	armed.Store(true)
+	w.setBefore(func(op int32) bool { return op == opLockCreate && armed.CompareAndSwap(true, false) })
+	long, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l, err = s.Lock(long, name, "o", true)
+	if armed.Load() {
+		t.Fatal("no create was sent")
+	}
+	if err != nil {
+		t.Fatalf("Lock whose create found no parent and lost its answer: %v", err)
+	}
+	if czxid := nodeCzxid(t, conn, parent); l.Fence() != czxid || l.Fence() <= first {
+		t.Errorf("fence %d, want the node's czxid %d, above the earlier %d", l.Fence(), czxid, first)
+	}
+	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
