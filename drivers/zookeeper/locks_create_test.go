@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,6 +34,8 @@ func TestLockCreate(t *testing.T) {
 				{"NoNodeRetryFence", testLockNoNodeRetryFence},
 				{"WritersAndFallbackTakeTurns", testLockWritersAndFallback},
 				{"EarlyListingHeld", testLockEarlyListingHeld},
+				{"EarlyListingAcrossExpiry", testLockEarlyListingAcrossExpiry},
+				{"CreateNeverWritten", testLockCreateNeverWritten},
 			} {
 				t.Run(c.name, func(t *testing.T) { c.run(t, addr) })
 			}
@@ -304,6 +307,162 @@ func testLockEarlyListingHeld(t *testing.T, addr string) {
 	}()
 	r = awaitLock(t, ch, 5*time.Second, "Lock whose store closes while its first listing is held")
 	wantIs(t, r.err, driver.ErrClosed, "Lock whose store closes while its first listing is held")
+	close(release)
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if n := s.lk.creates.pending.Load(); n != 0 {
+		t.Errorf("%d create watches left after Close", n)
+	}
+}
+
+// testLockEarlyListingAcrossExpiry: b's create is written and answered,
+// but the listing behind it is held in go-zookeeper (behind a read held on
+// the wire, or on the wire itself) until b's session has expired and a
+// waiter, a, has been granted the lock. The listing then goes out in b's
+// next session, or fails with the old connection: either way b must not
+// be granted while a holds, and b's later hold has a fence above a's,
+// equal to its node's czxid.
+func testLockEarlyListingAcrossExpiry(t *testing.T, addr string) {
+	const name = "expiry"
+	var w wire
+	b := openTest(t, testOptions(addr, map[string]string{"sessionTimeout": "2s"}), &w)
+	opts := testOptions(addr, map[string]string{"sessionTimeout": "10s"})
+	opts["root"] = b.root
+	a := openTest(t, opts, nil)
+	conn := rawConn(t, addr)
+	ctx := t.Context()
+	parent := b.lockParent(name)
+	l, err := b.Lock(ctx, name, "b", true) // creates the parents
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	oldSID := b.conn.SessionID()
+
+	var (
+		mu      sync.Mutex
+		stage   int     // 0: waiting for b's create; 1: hold the next read; 2: held; 3: released
+		heldOp  int32   // the request held
+		after   []int32 // requests written once released
+		held    = make(chan struct{})
+		release = make(chan struct{})
+	)
+	w.setBefore(func(op int32) bool {
+		mu.Lock()
+		switch {
+		case stage == 0 && op == opLockCreate:
+			stage = 1
+			mu.Unlock()
+			// A read queued while the create is being written: the
+			// listing is queued behind it, unless it comes first.
+			go func() { _, _, _ = b.conn.Get(parent) }()
+			return false
+		case stage == 1 && (op == opGetData || op == opcodeChildren2):
+			stage, heldOp = 2, op
+			mu.Unlock()
+			close(held)
+			<-release
+			return false
+		case stage == 3 && len(after) < 4:
+			after = append(after, op)
+		}
+		mu.Unlock()
+		return false
+	})
+	chB := lockAsync(t, ctx, b, name, "b")
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no read was held behind b's create")
+	}
+	lockEventually(t, 10*time.Second, "b's node created", func() bool { return len(lockNodes(t, conn, parent)) == 1 })
+	chA := lockAsync(t, ctx, a, name, "a")
+	ra := awaitLock(t, chA, 20*time.Second, "a's Lock once b's session expired")
+	if ra.err != nil {
+		t.Fatal(ra.err)
+	}
+	mu.Lock()
+	stage = 3
+	mu.Unlock()
+	close(release)
+
+	// b requeues in a new session, behind a.
+	lockEventually(t, 20*time.Second, "b queued again behind a", func() bool { return len(lockNodes(t, conn, parent)) == 2 })
+	select {
+	case rb := <-chB:
+		t.Fatalf("b's Lock returned (%v, %v) while a holds", rb.l, rb.err)
+	default:
+	}
+	if isClosed(ra.l.Lost()) {
+		t.Fatal("a's hold was lost; the test proves nothing")
+	}
+	if err := ra.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rb := awaitLock(t, chB, 20*time.Second, "b's Lock once a unlocked")
+	if rb.err != nil {
+		t.Fatal(rb.err)
+	}
+	if b.conn.SessionID() == oldSID {
+		t.Errorf("b's session did not change (%#x)", oldSID)
+	}
+	if czxid := nodeCzxid(t, conn, parent); rb.l.Fence() != czxid || rb.l.Fence() <= ra.l.Fence() {
+		t.Errorf("b's fence %d, want its node's czxid %d, above a's %d", rb.l.Fence(), czxid, ra.l.Fence())
+	}
+	mu.Lock()
+	t.Logf("held request: opcode %d; requests b wrote once released: %v", heldOp, after)
+	mu.Unlock()
+	if err := rb.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testLockCreateNeverWritten: the create is held before the wire while
+// the store closes, so it is never written: the Lock call returns
+// ErrClosed at once, Close returns once the create is let go, and neither
+// a watch for the create's frame nor a goroutine is left.
+func testLockCreateNeverWritten(t *testing.T, addr string) {
+	const name = "neverwritten"
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var w wire
+	s, err := open(testOptions(addr, nil), w.wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	held, release := make(chan struct{}), make(chan struct{})
+	var armed atomic.Bool
+	armed.Store(true)
+	w.setFail(func(op int32) bool {
+		if op == opLockCreate && armed.CompareAndSwap(true, false) {
+			close(held)
+			<-release
+			return true // closes the connection before the frame is written
+		}
+		return false
+	})
+	ch := lockAsync(t, ctx, s, name, "o")
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no create was sent")
+	}
+	if n := s.lk.creates.pending.Load(); n != 1 {
+		t.Errorf("%d create watches while the create is on its way, want 1", n)
+	}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		s.Close()
+	}()
+	r := awaitLock(t, ch, 5*time.Second, "Lock whose store closes before its create is written")
+	wantIs(t, r.err, driver.ErrClosed, "Lock whose store closes before its create is written")
 	close(release)
 	select {
 	case <-closed:
