@@ -45,7 +45,7 @@ var errRequeue = errors.New("zookeeper: the lock node was lost with its session"
 
 // abandonWait is how long a Lock call that gives up waits for its node's
 // removal before it leaves the removal to the background (which goes on
-// until it succeeds, the session is gone or its own bound passes).
+// until it succeeds, the session is gone or the store closes).
 const abandonWait = time.Second
 
 func (s *Store) lockParent(name string) string { return s.root + "/lock/" + name }

@@ -118,11 +118,14 @@ func (lk *lockState) background() context.Context {
 	return lk.bg
 }
 
-// cleanupContext bounds a removal: past twice the session timeout the node
-// has died with its session unless the connection came back, and then the
-// removal had its chance.
+// cleanupContext is a removal's: it ends only when Close is done with lock
+// cleanup. A removal must not give up on a timer: a session outlives any
+// outage during which the ensemble has no leader (a new leader gives every
+// session a new timeout), so a node given up on could stay, and block its
+// lock, for as long as the store lives. A removal ends once its node is
+// deleted or known dead with its session.
 func (lk *lockState) cleanupContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(lk.background(), 2*lk.sessionTimeout())
+	return context.WithCancel(lk.background())
 }
 
 // spawn runs f in a goroutine Close waits for, unless Close is done with
