@@ -168,9 +168,11 @@
 // written it, so an uncontended Lock is one round trip and Lock plus
 // Unlock two (go-zookeeper's zk.Lock takes three). A Lock call that fails,
 // or whose context ends,
-// removes its node before it returns, on a context of its own; after a
-// create whose answer was lost it finds its node by the GUID, and a create
-// answered after its removal gave up is deleted then. Unlock deletes only
+// removes its node before it returns (or, after a second, in the
+// background), on a context of its own that no timer ends: a session
+// outlives an outage of any length while the ensemble has no leader. After
+// a create whose answer was lost it finds its node by the GUID, and a
+// create answered late, even in a later session, is deleted then. Unlock deletes only
 // its own node. Lock waits are bounded by the caller's context only; a
 // waiter whose node died with its session queues again.
 //
