@@ -22,25 +22,17 @@ import (
 // the parent taking turns, and the listing sent behind the create held
 // back while the Lock call ends or the store closes.
 func TestLockCreate(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			addr := zktest.StartServer(t, version).Addr()
-			for _, c := range []struct {
-				name string
-				run  func(t *testing.T, addr string)
-			}{
-				{"ParentGoneAnswerLost", testLockParentGoneAnswerLost},
-				{"ContainerRecreatedFence", testLockContainerRecreatedFence},
-				{"NoNodeRetryFence", testLockNoNodeRetryFence},
-				{"WritersAndFallbackTakeTurns", testLockWritersAndFallback},
-				{"EarlyListingHeld", testLockEarlyListingHeld},
-				{"EarlyListingAcrossExpiry", testLockEarlyListingAcrossExpiry},
-				{"CreateNeverWritten", testLockCreateNeverWritten},
-			} {
-				t.Run(c.name, func(t *testing.T) { c.run(t, addr) })
-			}
-		})
-	}
+	onEachVersion(t, func(*zktest.Server) []serverCheck {
+		return []serverCheck{
+			{"ParentGoneAnswerLost", testLockParentGoneAnswerLost},
+			{"ContainerRecreatedFence", testLockContainerRecreatedFence},
+			{"NoNodeRetryFence", testLockNoNodeRetryFence},
+			{"WritersAndFallbackTakeTurns", testLockWritersAndFallback},
+			{"EarlyListingHeld", testLockEarlyListingHeld},
+			{"EarlyListingAcrossExpiry", testLockEarlyListingAcrossExpiry},
+			{"CreateNeverWritten", testLockCreateNeverWritten},
+		}
+	})
 }
 
 // nodeCzxid returns the czxid of the only lock node under parent.
