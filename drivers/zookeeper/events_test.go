@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,9 +116,7 @@ func testLostAnswerReported(t *testing.T, addr string) {
 	if _, err := s.Next(ctx, "lost", 10); err != nil {
 		t.Fatal(err)
 	}
-	var armed atomic.Bool
-	armed.Store(true)
-	w.setBefore(func(op int32) bool { return op == opSetData && armed.CompareAndSwap(true, false) })
+	w.dropFirstAnswer(opSetData)
 	if _, err := s.Next(ctx, "lost", 10); err != nil {
 		t.Fatalf("Next across a lost answer: %v", err)
 	}
@@ -135,8 +132,7 @@ func testLostAnswerReported(t *testing.T, addr string) {
 	}
 
 	// The first range of a key: the create's answer is lost.
-	armed.Store(true)
-	w.setBefore(func(op int32) bool { return op == opMulti && armed.CompareAndSwap(true, false) })
+	w.dropFirstAnswer(opMulti)
 	if _, err := s.Next(ctx, "lostfirst", 10); err != nil {
 		t.Fatalf("Next across a lost create answer: %v", err)
 	}

@@ -79,13 +79,11 @@ func testLockParentGoneAnswerLost(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	deleteParent(t, conn, parent)
-	var armed atomic.Bool
-	armed.Store(true)
-	w.setBefore(func(op int32) bool { return op == opLockCreate && armed.CompareAndSwap(true, false) })
+	sent := w.dropFirstAnswer(opLockCreate)
 	long, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	l, err = s.Lock(long, name, "o", true)
-	if armed.Load() {
+	if !sent() {
 		t.Fatal("no create was sent")
 	}
 	if err != nil {
@@ -149,16 +147,7 @@ func testLockNoNodeRetryFence(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	multis := w.requests(opLockCreate)
-	held, release := make(chan struct{}), make(chan struct{})
-	var armed atomic.Bool
-	armed.Store(true)
-	w.setBefore(func(op int32) bool {
-		if op == opLockCreate && armed.CompareAndSwap(true, false) {
-			close(held)
-			<-release
-		}
-		return false
-	})
+	held, release := w.holdFirst(opLockCreate)
 	ch := lockAsync(t, ctx, s, name, "o")
 	select {
 	case <-held:
@@ -253,20 +242,7 @@ func testLockEarlyListingHeld(t *testing.T, addr string) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hold := func() (held, release chan struct{}) {
-		held, release = make(chan struct{}), make(chan struct{})
-		var armed atomic.Bool
-		armed.Store(true)
-		w.setBefore(func(op int32) bool {
-			if op == opcodeChildren2 && armed.CompareAndSwap(true, false) {
-				close(held)
-				<-release
-			}
-			return false
-		})
-		return held, release
-	}
-	waitHeld := func(held chan struct{}) {
+	waitHeld := func(held <-chan struct{}) {
 		select {
 		case <-held:
 		case <-time.After(10 * time.Second):
@@ -275,7 +251,7 @@ func testLockEarlyListingHeld(t *testing.T, addr string) {
 	}
 
 	// The context ends while the listing is held.
-	held, release := hold()
+	held, release := w.holdFirst(opcodeChildren2)
 	cctx, cancel := context.WithCancel(ctx)
 	ch := lockAsync(t, cctx, s, name, "o")
 	waitHeld(held)
@@ -289,7 +265,7 @@ func testLockEarlyListingHeld(t *testing.T, addr string) {
 	})
 
 	// The store closes while the listing is held.
-	held, release = hold()
+	held, release = w.holdFirst(opcodeChildren2)
 	ch = lockAsync(t, ctx, s, name, "o")
 	waitHeld(held)
 	closed := make(chan struct{})

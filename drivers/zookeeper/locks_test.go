@@ -288,16 +288,7 @@ func testLockFenceFirstNotAlone(t *testing.T, addr string) {
 		return len(slices.DeleteFunc(lockNodes(t, conn, a.lockParent(name)), func(k string) bool { return k == "keep" }))
 	}
 	stats := w.requests(opcodeExists)
-	held, release := make(chan struct{}), make(chan struct{})
-	var armed atomic.Bool
-	armed.Store(true)
-	w.setBefore(func(op int32) bool {
-		if op == opcodeChildren2 && armed.CompareAndSwap(true, false) {
-			close(held)
-			<-release
-		}
-		return false
-	})
+	held, release := w.holdFirst(opcodeChildren2)
 	chA := lockAsync(t, ctx, a, name, "a")
 	select {
 	case <-held:
@@ -530,16 +521,7 @@ func testLockPredecessorGone(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, release := make(chan struct{}), make(chan struct{})
-	var armed atomic.Bool
-	armed.Store(true)
-	w.setBefore(func(op int32) bool {
-		if op == opGetData && armed.CompareAndSwap(true, false) {
-			close(held)
-			<-release
-		}
-		return false
-	})
+	held, release := w.holdFirst(opGetData)
 	ch := lockAsync(t, ctx, b, name, "b")
 	select {
 	case <-held:
@@ -584,16 +566,14 @@ func testLockCutDuringCreate(t *testing.T, addr string) {
 	}
 	sid := s.conn.SessionID()
 	creates := w.requests(opLockCreate)
-	var armed atomic.Bool
-	armed.Store(true)
-	w.setBefore(func(op int32) bool { return op == opLockCreate && armed.CompareAndSwap(true, false) })
+	sent := w.dropFirstAnswer(opLockCreate)
 	long, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	l, err = s.Lock(long, name, "o", true)
 	if err != nil {
 		t.Fatalf("Lock across a lost create answer: %v", err)
 	}
-	if armed.Load() {
+	if !sent() {
 		t.Fatal("no create was sent")
 	}
 	if s.conn.SessionID() != sid {
@@ -639,9 +619,7 @@ func testLockCutThenGiveUp(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	before := lockNodes(t, conn, parent)
-	var armed atomic.Bool
-	armed.Store(true)
-	w.setBefore(func(op int32) bool { return op == opLockCreate && armed.CompareAndSwap(true, false) })
+	w.dropFirstAnswer(opLockCreate)
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	_, err = s.Lock(short, name, "o", true)
@@ -671,16 +649,7 @@ func testLockCancelDuringCreate(t *testing.T, addr string) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	held, release := make(chan struct{}), make(chan struct{})
-	var armed atomic.Bool
-	armed.Store(true)
-	w.setBefore(func(op int32) bool {
-		if op == opLockCreate && armed.CompareAndSwap(true, false) {
-			close(held)
-			<-release
-		}
-		return false
-	})
+	held, release := w.holdFirst(opLockCreate)
 	cctx, cancel := context.WithCancel(ctx)
 	ch := lockAsync(t, cctx, s, name, "o")
 	select {

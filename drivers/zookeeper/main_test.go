@@ -154,6 +154,31 @@ func (w *wire) setBefore(f func(op int32) bool) {
 	w.mu.Unlock()
 }
 
+// dropFirstAnswer loses the answer of the next request of op; sent reports
+// whether that request has been written.
+func (w *wire) dropFirstAnswer(op int32) (sent func() bool) {
+	var armed atomic.Bool
+	armed.Store(true)
+	w.setBefore(func(o int32) bool { return o == op && armed.CompareAndSwap(true, false) })
+	return func() bool { return !armed.Load() }
+}
+
+// holdFirst holds the next request of op in flight, before it is written,
+// until release is closed; held closes once it is held.
+func (w *wire) holdFirst(op int32) (held <-chan struct{}, release chan struct{}) {
+	h, r := make(chan struct{}), make(chan struct{})
+	var armed atomic.Bool
+	armed.Store(true)
+	w.setBefore(func(o int32) bool {
+		if o == op && armed.CompareAndSwap(true, false) {
+			close(h)
+			<-r
+		}
+		return false
+	})
+	return h, r
+}
+
 type wireConn struct {
 	net.Conn
 	w *wire

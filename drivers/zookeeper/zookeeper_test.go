@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -371,14 +370,12 @@ func testLostAnswerIsAGap(t *testing.T, addr string) {
 	if _, err := s.Next(ctx, "lost", 10); err != nil {
 		t.Fatal(err)
 	}
-	var armed atomic.Bool
-	armed.Store(true)
-	w.setBefore(func(op int32) bool { return op == opSetData && armed.CompareAndSwap(true, false) })
+	sent := w.dropFirstAnswer(opSetData)
 	start, err := s.Next(ctx, "lost", 10)
 	if err != nil {
 		t.Fatalf("Next across a lost answer: %v", err)
 	}
-	if armed.Load() {
+	if !sent() {
 		t.Fatal("no setData was sent")
 	}
 	data, stat, err := conn.Get(s.rangePath("lost"))
@@ -407,16 +404,7 @@ func testContextEndsInFlight(t *testing.T, addr string) {
 	if _, err := s.Next(ctx, "inflight", 10); err != nil {
 		t.Fatal(err)
 	}
-	held, release := make(chan struct{}), make(chan struct{})
-	var armed atomic.Bool
-	armed.Store(true)
-	w.setBefore(func(op int32) bool {
-		if op == opSetData && armed.CompareAndSwap(true, false) {
-			close(held)
-			<-release
-		}
-		return false
-	})
+	held, release := w.holdFirst(opSetData)
 	short, cancel := context.WithCancel(ctx)
 	go func() {
 		<-held
