@@ -239,10 +239,15 @@ func (s *Store) removeLockNode(ctx context.Context, n *lockNode) {
 		return // no create was sent
 	}
 	if inflight != nil {
+		// go-zookeeper keeps unsent requests across a reconnect, even into
+		// a new session, so the create may land long after: wait for its
+		// answer, or its node would block the lock for as long as the
+		// store lives. Only Close ends the wait (its connection closing
+		// answers every request).
 		select {
 		case <-inflight:
 		case <-ctx.Done():
-			s.leaveToAnswer(n)
+			s.lk.unregister(n)
 			return
 		}
 	}

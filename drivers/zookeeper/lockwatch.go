@@ -80,7 +80,6 @@ type lockNode struct {
 	path      string        // "" until the create answered or the node was found
 	czxid     int64         // the node's, from the create's answer; 0 if unknown
 	inflight  chan struct{} // closed when go-zookeeper answers the create
-	orphan    bool          // the removal gave up waiting for the create's answer
 	confirmed bool          // the node is known to be of session sid
 	twins     bool          // other nodes with the GUID may exist (lost answers)
 	phase     nodePhase
@@ -244,51 +243,8 @@ func (lk *lockState) createAnswered(s *Store, n *lockNode, done chan struct{}, s
 		if n.confirmed {
 			s.confirmedLocked(sid, sent)
 		}
-		if n.orphan {
-			// go-zookeeper keeps unsent requests across a reconnect, even
-			// into a new session: the create may land long after the
-			// removal gave up on it. Its node would then block the lock
-			// until the store closed.
-			s.removeOrphanLocked(n)
-		}
 	}
 	close(done)
-}
-
-// leaveToAnswer is called by a removal that stops waiting for n's create:
-// the store forgets n, and the answer, whenever it comes, deletes the node
-// (at once if it came meanwhile).
-func (s *Store) leaveToAnswer(n *lockNode) {
-	lk := &s.lk
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	delete(lk.nodes, n)
-	select {
-	case <-n.inflight:
-		if n.path != "" {
-			s.removeOrphanLocked(n)
-		}
-	default:
-		n.orphan = true
-	}
-}
-
-// removeOrphanLocked deletes the node of a create answered after its removal
-// gave up, on a removal of its own. Called with lk.mu held.
-func (s *Store) removeOrphanLocked(n *lockNode) {
-	lk := &s.lk
-	if lk.stopped {
-		return // the store's Close dealt with its nodes
-	}
-	n.orphan = false
-	lk.nodes[n] = struct{}{}
-	lk.wg.Add(1)
-	go func() {
-		defer lk.wg.Done()
-		ctx, cancel := lk.cleanupContext()
-		defer cancel()
-		s.removeLockNode(ctx, n)
-	}()
 }
 
 func (lk *lockState) isConfirmed(n *lockNode) bool {
