@@ -70,19 +70,12 @@ func testLockParentGoneAnswerLost(t *testing.T, addr string) {
 	conn := rawConn(t, addr)
 	ctx := t.Context()
 	parent := s.lockParent(name)
-	l, err := s.Lock(ctx, name, "o", true) // creates the parents
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := l.Fence()
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	first := lockOnce(t, s, name, "o") // creates the parents
 	deleteParent(t, conn, parent)
 	sent := w.dropFirstAnswer(opLockCreate)
 	long, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	l, err = s.Lock(long, name, "o", true)
+	l, err := s.Lock(long, name, "o", true)
 	if !sent() {
 		t.Fatal("no create was sent")
 	}
@@ -138,14 +131,7 @@ func testLockNoNodeRetryFence(t *testing.T, addr string) {
 	conn := rawConn(t, addr)
 	ctx := t.Context()
 	parent := s.lockParent(name)
-	l, err := s.Lock(ctx, name, "o", true) // creates the parents
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := l.Fence()
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	first := lockOnce(t, s, name, "o") // creates the parents
 	multis := w.requests(opLockCreate)
 	held, release := w.holdFirst(opLockCreate)
 	ch := lockAsync(t, ctx, s, name, "o")
@@ -235,13 +221,7 @@ func testLockEarlyListingHeld(t *testing.T, addr string) {
 	defer s.Close()
 	ctx := t.Context()
 	parent := s.lockParent(name)
-	l, err := s.Lock(ctx, name, "o", true) // creates the parents
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lockOnce(t, s, name, "o") // creates the parents
 	waitHeld := func(held <-chan struct{}) {
 		select {
 		case <-held:
@@ -303,13 +283,7 @@ func testLockEarlyListingAcrossExpiry(t *testing.T, addr string) {
 	conn := rawConn(t, addr)
 	ctx := t.Context()
 	parent := b.lockParent(name)
-	l, err := b.Lock(ctx, name, "b", true) // creates the parents
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lockOnce(t, b, name, "b") // creates the parents
 	oldSID := b.conn.SessionID()
 
 	var (

@@ -99,6 +99,21 @@ func TestLocks(t *testing.T) {
 	})
 }
 
+// lockOnce locks name on s and unlocks it (which makes the lock's
+// parents), and returns the fence it had.
+func lockOnce(t *testing.T, s *Store, name, owner string) int64 {
+	t.Helper()
+	ctx := t.Context()
+	l, err := s.Lock(ctx, name, owner, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return l.Fence()
+}
+
 // lockEventually polls cond until it holds, and stops the test if it does
 // not within d.
 func lockEventually(t *testing.T, d time.Duration, what string, cond func() bool) {
@@ -557,19 +572,13 @@ func testLockCutDuringCreate(t *testing.T, addr string) {
 	conn := rawConn(t, addr)
 	ctx := t.Context()
 	parent := s.lockParent(name)
-	l, err := s.Lock(ctx, name, "o", true) // creates the parents
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lockOnce(t, s, name, "o") // creates the parents
 	sid := s.conn.SessionID()
 	creates := w.requests(opLockCreate)
 	sent := w.dropFirstAnswer(opLockCreate)
 	long, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	l, err = s.Lock(long, name, "o", true)
+	l, err := s.Lock(long, name, "o", true)
 	if err != nil {
 		t.Fatalf("Lock across a lost create answer: %v", err)
 	}
@@ -642,13 +651,7 @@ func testLockCancelDuringCreate(t *testing.T, addr string) {
 	s := openTest(t, testOptions(addr, nil), &w)
 	conn := rawConn(t, addr)
 	ctx := t.Context()
-	l, err := s.Lock(ctx, name, "o", true) // creates the parents
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lockOnce(t, s, name, "o") // creates the parents
 	held, release := w.holdFirst(opLockCreate)
 	cctx, cancel := context.WithCancel(ctx)
 	ch := lockAsync(t, cctx, s, name, "o")
