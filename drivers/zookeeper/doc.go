@@ -167,14 +167,14 @@
 // first listing right behind the create, as soon as its connection has
 // written it, so an uncontended Lock is one round trip and Lock plus
 // Unlock two (go-zookeeper's zk.Lock takes three). A Lock call that fails,
-// or whose context ends,
-// removes its node before it returns (or, after a second, in the
-// background), on a context of its own that no timer ends: a session
-// outlives an outage of any length while the ensemble has no leader. After
-// a create whose answer was lost it finds its node by the GUID, and a
-// create answered late, even in a later session, is deleted then. Unlock deletes only
-// its own node. Lock waits are bounded by the caller's context only; a
-// waiter whose node died with its session queues again.
+// or whose context ends, removes its node before it returns (or, after a
+// second, in the background), on a context of its own that no timer ends:
+// a session outlives an outage of any length while the ensemble has no
+// leader. After a create whose answer was lost it finds its node by the
+// GUID, and a create answered late, even in a later session, is deleted
+// then. Unlock deletes only its own node. Lock waits are bounded by the
+// caller's context only; a waiter whose node died with its session queues
+// again.
 //
 // Lost closes when the session expires or is replaced, when the store
 // closes, or when requests through the leader no longer prove the session
