@@ -185,8 +185,18 @@ func TestLockNoHerd(t *testing.T) {
 			time.Sleep(5 * time.Millisecond) // state only visible in the database
 		}
 	}
+	// Queued is not yet asleep: a waiter's first pass over the queue comes
+	// after its row is visible. Count from once each has begun it (a pass
+	// counts at its start; after it the waiter sleeps).
 	before := make([]int64, n)
 	for i, w := range waiters {
+		deadline := time.Now().Add(10 * time.Second)
+		for w.passes.Load() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiter %d made no pass over the queue", i)
+			}
+			time.Sleep(5 * time.Millisecond) // the Lock call's own progress, not an event it reports
+		}
 		before[i] = w.passes.Load()
 	}
 	if err := first.Unlock(ctx); err != nil {
