@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/cosid-go/store/driver"
 )
 
 // Observer receives what a store does, for metrics and tracing; it depends
@@ -83,19 +85,20 @@ var outcomes = []struct {
 // EventKind says what an Event reports.
 type EventKind string
 
-// The events of a store and of the generators built on it.
+// The events of a store and of the generators built on it. The first five
+// are the driver's (driver.EventKind), passed on as they are (eventOf).
 const (
 	// Connected: a session with Server (SessionID, negotiated Timeout).
-	Connected EventKind = "connected"
+	Connected = EventKind(driver.Connected)
 	// Disconnected: the connection was lost; the session may live on.
-	Disconnected EventKind = "disconnected"
+	Disconnected = EventKind(driver.Disconnected)
 	// Expired: the server ended the session; locks held on it are lost.
-	Expired EventKind = "expired"
+	Expired = EventKind(driver.Expired)
 	// Retry: an operation on Key is tried again (Attempt) after Err.
-	Retry EventKind = "retry"
+	Retry = EventKind(driver.Retry)
 	// UnknownOutcome: a write on Key whose outcome is unknown was given up;
 	// Count values from Value on are skipped, never handed out (a gap).
-	UnknownOutcome EventKind = "unknown_outcome"
+	UnknownOutcome = EventKind(driver.UnknownOutcome)
 
 	// LockAcquired, LockReleased, LockLost: lock Key (with its Fence) was
 	// taken, unlocked, or lost (Err says why).

@@ -59,36 +59,34 @@ func value(rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyVal
 			}
 			switch d := m.Data.(type) {
 			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					if match(p.Attributes) {
-						return float64(p.Value), true
-					}
-				}
+				v, ok = point(d.DataPoints, match)
 			case metricdata.Sum[float64]:
-				for _, p := range d.DataPoints {
-					if match(p.Attributes) {
-						return p.Value, true
-					}
-				}
+				v, ok = point(d.DataPoints, match)
 			case metricdata.Gauge[int64]:
-				for _, p := range d.DataPoints {
-					if match(p.Attributes) {
-						return float64(p.Value), true
-					}
-				}
+				v, ok = point(d.DataPoints, match)
 			case metricdata.Gauge[float64]:
-				for _, p := range d.DataPoints {
-					if match(p.Attributes) {
-						return p.Value, true
-					}
-				}
+				v, ok = point(d.DataPoints, match)
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {
 					if match(p.Attributes) {
-						return float64(p.Count), true
+						v, ok = float64(p.Count), true
+						break
 					}
 				}
 			}
+			if ok {
+				return v, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// point returns the value of the first of points whose attributes match.
+func point[N int64 | float64](points []metricdata.DataPoint[N], match func(attribute.Set) bool) (float64, bool) {
+	for _, p := range points {
+		if match(p.Attributes) {
+			return float64(p.Value), true
 		}
 	}
 	return 0, false

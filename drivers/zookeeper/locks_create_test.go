@@ -248,13 +248,21 @@ func testLockEarlyListingHeld(t *testing.T, addr string) {
 	held, release = w.holdFirst(opcodeChildren2)
 	ch = lockAsync(t, ctx, s, name, "o")
 	waitHeld(held)
+	closeWhileHeld(t, s, ch, release, "Lock whose store closes while its first listing is held")
+}
+
+// closeWhileHeld closes s while a request of the Lock call that answers on
+// ch is held: the call returns ErrClosed at once; once the request is
+// released Close returns, and no create watch is left.
+func closeWhileHeld(t *testing.T, s *Store, ch <-chan lockResult, release chan struct{}, what string) {
+	t.Helper()
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
 		s.Close()
 	}()
-	r = awaitLock(t, ch, 5*time.Second, "Lock whose store closes while its first listing is held")
-	wantIs(t, r.err, driver.ErrClosed, "Lock whose store closes while its first listing is held")
+	r := awaitLock(t, ch, 5*time.Second, what)
+	wantIs(t, r.err, driver.ErrClosed, what)
 	close(release)
 	select {
 	case <-closed:
@@ -398,20 +406,5 @@ func testLockCreateNeverWritten(t *testing.T, addr string) {
 	if n := s.lk.creates.pending.Load(); n != 1 {
 		t.Errorf("%d create watches while the create is on its way, want 1", n)
 	}
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		s.Close()
-	}()
-	r := awaitLock(t, ch, 5*time.Second, "Lock whose store closes before its create is written")
-	wantIs(t, r.err, driver.ErrClosed, "Lock whose store closes before its create is written")
-	close(release)
-	select {
-	case <-closed:
-	case <-time.After(20 * time.Second):
-		t.Fatal("Close did not return")
-	}
-	if n := s.lk.creates.pending.Load(); n != 0 {
-		t.Errorf("%d create watches left after Close", n)
-	}
+	closeWhileHeld(t, s, ch, release, "Lock whose store closes before its create is written")
 }

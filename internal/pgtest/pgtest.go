@@ -21,13 +21,13 @@ package pgtest
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
 
+	"github.com/cosid-go/store/internal/freeport"
 	"github.com/cosid-go/store/internal/netproxy"
 )
 
@@ -63,32 +63,13 @@ func versionLess(a, b string) bool {
 	return va < vb
 }
 
-// Ports handed out in this process, so that two servers started at once
-// never get the same one (a port is free until a server binds it).
-var ports struct {
-	sync.Mutex
-	used map[int]bool
-}
-
+// freePort is freeport.Get, its error naming the helper.
 func freePort() (int, error) {
-	ports.Lock()
-	defer ports.Unlock()
-	if ports.used == nil {
-		ports.used = map[int]bool{}
+	port, err := freeport.Get()
+	if err != nil {
+		return 0, fmt.Errorf("pgtest: %w", err)
 	}
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("pgtest: find a free port: %v", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !ports.used[port] {
-			ports.used[port] = true
-			return port, nil
-		}
-	}
-	return 0, errors.New("pgtest: find a free port: the kernel keeps returning ports already in use")
+	return port, nil
 }
 
 // Proxy is a loopback TCP proxy that cuts or freezes client connections on

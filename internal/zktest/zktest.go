@@ -26,8 +26,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/cosid-go/store/internal/freeport"
 )
 
 const (
@@ -188,34 +189,11 @@ func ServerVersion(addr string) (string, error) {
 	return v, nil
 }
 
-// Ports handed out by freePort in this process. A listener on port 0 may get
-// the same port twice while the first JVM has not bound it yet; remembering
-// them rules out that collision between servers of one test binary.
-var ports struct {
-	sync.Mutex
-	used map[int]bool
-}
-
-// freePort returns a loopback port nobody listened on a moment ago. Another
-// process may take it before the server binds it; the starters retry once on
-// a bind failure.
+// freePort is freeport.Get, its error naming the helper.
 func freePort() (int, error) {
-	ports.Lock()
-	defer ports.Unlock()
-	if ports.used == nil {
-		ports.used = map[int]bool{}
+	port, err := freeport.Get()
+	if err != nil {
+		return 0, fmt.Errorf("zktest: %w", err)
 	}
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("zktest: find a free port: %v", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !ports.used[port] {
-			ports.used[port] = true
-			return port, nil
-		}
-	}
-	return 0, errors.New("zktest: find a free port: the kernel keeps returning ports already in use")
+	return port, nil
 }
