@@ -103,9 +103,20 @@ func TestProcesses(t *testing.T) {
 	for _, p := range procs[4:] {
 		<-p.ready
 	}
-	// Let the survivors and the newcomers run past the killed workers'
-	// lease expiries, then stop everyone.
-	time.Sleep(time.Second)
+	// Let the survivors and the newcomers run until each killed worker's
+	// last lease is followed by a later term of its slot (taken over once
+	// expired, or after its release), then stop everyone.
+	killed := map[string]bool{}
+	for _, p := range procs[:2] {
+		killed["p"+strconv.Itoa(p.cmd.Process.Pid)] = true
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !takenOver(&mu, &lines, killed) {
+		if time.Now().After(deadline) {
+			t.Fatal("no later term followed the killed workers' last leases within 60s")
+		}
+		time.Sleep(20 * time.Millisecond) // the workers' records, read from their output as they come
+	}
 	for _, p := range procs {
 		p.stdin.Close()
 	}
@@ -126,6 +137,40 @@ func TestProcesses(t *testing.T) {
 	checkRecords(t, lines)
 }
 
+// takenOver reports whether, in the records so far, every last lease of a
+// killed owner is followed by a term of its slot with a higher fence.
+func takenOver(mu *sync.Mutex, lines *[]string, killed map[string]bool) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	type lease struct {
+		slot  string
+		fence int64
+	}
+	last := map[string]lease{}    // killed owner -> its last lease
+	highest := map[string]int64{} // slot -> highest fence recorded
+	for _, l := range *lines {
+		f := strings.Fields(l)
+		if len(f) != 6 || f[0] != "L" {
+			continue
+		}
+		fence, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			continue // checkRecords reports it
+		}
+		highest[f[1]] = max(highest[f[1]], fence)
+		if killed[f[5]] {
+			last[f[5]] = lease{f[1], fence}
+		}
+	}
+	for owner := range killed {
+		l, ok := last[owner]
+		if ok && highest[l.slot] <= l.fence {
+			return false
+		}
+	}
+	return true
+}
+
 // checkRecords checks what the workers recorded: "R start end" for ranges,
 // "L slot fence floor ceiling owner" for each lease seen (acquired or renewed).
 func checkRecords(t *testing.T, lines []string) {
@@ -138,16 +183,19 @@ func checkRecords(t *testing.T, lines []string) {
 	terms := map[int]map[int64]*term{}
 	for _, l := range lines {
 		f := strings.Fields(l)
+		n := make([]int64, len(f))
+		for i := 1; i < len(f) && i < 5; i++ {
+			v, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				t.Errorf("record %q: field %d: %v", l, i, err)
+			}
+			n[i] = v
+		}
 		switch {
 		case len(f) == 3 && f[0] == "R":
-			a, _ := strconv.ParseInt(f[1], 10, 64)
-			b, _ := strconv.ParseInt(f[2], 10, 64)
-			ranges = append(ranges, rng{a, b})
+			ranges = append(ranges, rng{n[1], n[2]})
 		case len(f) == 6 && f[0] == "L":
-			slot, _ := strconv.Atoi(f[1])
-			fence, _ := strconv.ParseInt(f[2], 10, 64)
-			floor, _ := strconv.ParseInt(f[3], 10, 64)
-			ceiling, _ := strconv.ParseInt(f[4], 10, 64)
+			slot, fence, floor, ceiling := int(n[1]), n[2], n[3], n[4]
 			if terms[slot] == nil {
 				terms[slot] = map[int64]*term{}
 			}
@@ -160,6 +208,8 @@ func checkRecords(t *testing.T, lines []string) {
 				t.Errorf("slot %d fence %d held by %s (floor %d) and by %s (floor %d)", slot, fence, tm.owner, tm.floor, f[5], floor)
 			}
 			tm.ceiling = max(tm.ceiling, ceiling)
+		default:
+			t.Errorf("record %q: not a range or a lease", l)
 		}
 	}
 	sort.Slice(ranges, func(i, j int) bool { return ranges[i].start < ranges[j].start })
