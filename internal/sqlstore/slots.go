@@ -99,7 +99,11 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 			}
 		}
 	}
-	for _, lock := range []string{a.s.d.SkipLocked, a.s.d.ForUpdate} {
+	wait := a.s.d.ForUpdate
+	if a.s.d.NoWait != "" {
+		wait = a.s.d.NoWait
+	}
+	for _, lock := range []string{a.s.d.SkipLocked, wait} {
 		for {
 			n, r, found, err := a.lowestFree(ctx, lock)
 			if err != nil || !found {
@@ -172,7 +176,8 @@ func (s *Store) fenceFloors(ns string) map[int]int64 {
 // lowestFree finds the lowest slot this request may take: a row (locked
 // with lock) or, when r is nil, a slot never used.
 func (a *acquire) lowestFree(ctx context.Context, lock string) (n int, r *slotRow, found bool, err error) {
-	q := strings.ReplaceAll(a.s.q["slot.free"], "{lock}", lock)
+	// {lock} goes in before the rewrite, which puts in the prefix.
+	q := a.s.rewrite(strings.ReplaceAll(statements["slot.free"], "{lock}", lock))
 	rows, err := a.s.readRows(ctx, a.tx, a.ns, q, a.ns, a.req.Namespace.Limit, a.now,
 		a.req.Owner, a.req.Incarnation, a.req.Reclaim)
 	if err != nil {

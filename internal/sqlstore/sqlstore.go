@@ -58,7 +58,8 @@ type Querier interface {
 }
 
 // DB is a database: statements, and transactions that commit when fn
-// returns nil and roll back otherwise.
+// returns nil and roll back otherwise. Tx may run fn again after the
+// database aborted its transaction (a deadlock, a lock not available).
 type DB interface {
 	Querier
 	Tx(ctx context.Context, fn func(Querier) error) error
@@ -74,6 +75,11 @@ type Dialect struct {
 	// ForUpdate and SkipLocked end a SELECT that locks the rows it reads;
 	// empty for a database whose write transactions are exclusive anyway.
 	ForUpdate, SkipLocked string
+	// NoWait, if set, replaces ForUpdate where Acquire already holds row
+	// locks (the search past the rows SkipLocked passed over): a lock it
+	// cannot have at once fails the transaction instead of waiting, so two
+	// acquirers never wait on each other (DB.Tx then tries it again).
+	NoWait string
 	// Numbered turns placeholder n into the database's form; nil keeps $n.
 	Numbered func(n int) string
 	// OwnsFile: the database holds nothing but this store, so a database
@@ -96,6 +102,9 @@ type Store struct {
 	db DB
 	d  Dialect
 	q  map[string]string // statements, rewritten for the dialect once
+	// markers replaces {p}, {now}, ... in one pass: what it puts in (a
+	// schema name in the prefix) is never searched for markers again.
+	markers *strings.Replacer
 
 	// The regression guard: the highest value and fence seen so far.
 	mu     sync.Mutex
@@ -113,6 +122,7 @@ type slotKey struct {
 // the store.
 func Open(ctx context.Context, db DB, d Dialect) (*Store, error) {
 	s := &Store{db: db, d: d, seenNx: map[string]int64{}, exists: map[string]bool{}, seenFn: map[slotKey]int64{}}
+	s.markers = strings.NewReplacer("{p}", d.Prefix, "{now}", d.Now, "{forupdate}", d.ForUpdate, "{skiplocked}", d.SkipLocked)
 	s.q = map[string]string{}
 	for name, q := range statements {
 		s.q[name] = s.rewrite(q)
@@ -128,10 +138,7 @@ func Open(ctx context.Context, db DB, d Dialect) (*Store, error) {
 func (s *Store) Q(q string) string { return s.rewrite(q) }
 
 func (s *Store) rewrite(q string) string {
-	q = strings.ReplaceAll(q, "{p}", s.d.Prefix)
-	q = strings.ReplaceAll(q, "{now}", s.d.Now)
-	q = strings.ReplaceAll(q, "{forupdate}", s.d.ForUpdate)
-	q = strings.ReplaceAll(q, "{skiplocked}", s.d.SkipLocked)
+	q = s.markers.Replace(q)
 	if s.d.Numbered == nil {
 		return q
 	}
@@ -231,6 +238,7 @@ func (s *Store) setup(ctx context.Context) error {
 // refused by Open: someone else's, or tables of another schema version.
 func Check(ctx context.Context, db DB, d Dialect) error {
 	s := &Store{db: db, d: d}
+	s.markers = strings.NewReplacer("{p}", d.Prefix, "{now}", d.Now, "{forupdate}", d.ForUpdate, "{skiplocked}", d.SkipLocked)
 	return db.Tx(ctx, func(tx Querier) error {
 		if d.OwnsFile {
 			if err := s.checkForeign(ctx, tx); err != nil {
