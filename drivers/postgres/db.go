@@ -18,20 +18,31 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// db adapts pgx to sqlstore.DB.
-type db struct{ q querier }
+// db adapts pgx to sqlstore.DB. Its errors say when no server answered
+// (health), and its transactions carry the server-side bounds and are
+// tried again when the server aborted them (a deadlock, a lock wait past
+// lock_timeout): such a transaction changed nothing.
+type db struct {
+	q querier
+	h *health
+	b bounds
+}
 
 func (d db) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
 	tag, err := d.q.Exec(ctx, sql, args...)
-	return tag.RowsAffected(), err
+	return tag.RowsAffected(), d.check(err)
 }
 
 func (d db) QueryRow(ctx context.Context, sql string, args ...any) sqlstore.Row {
-	return row{d.q.QueryRow(ctx, sql, args...)}
+	return row{d.q.QueryRow(ctx, sql, args...), d}
 }
 
 func (d db) Query(ctx context.Context, sql string, args ...any) (sqlstore.Rows, error) {
-	return d.q.Query(ctx, sql, args...)
+	r, err := d.q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, d.check(err)
+	}
+	return rows{r, d, sql}, nil
 }
 
 func (d db) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
@@ -39,15 +50,53 @@ func (d db) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
 	if !ok {
 		return errors.New("postgres: nested transaction")
 	}
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(db{tx}) })
+	return retryAborted(ctx, func() error {
+		return d.check(pgx.BeginTxFunc(ctx, pool, d.b.begin(), func(tx pgx.Tx) error {
+			return fn(db{tx, d.h, d.b})
+		}))
+	})
 }
 
-type row struct{ r pgx.Row }
+// check records the outcome with health and marks an error of no server
+// answering.
+func (d db) check(err error) error {
+	if err == nil || errors.Is(err, sqlstore.ErrNoRows) {
+		d.h.ok()
+		return err
+	}
+	return d.h.unavailable(err)
+}
+
+type row struct {
+	r pgx.Row
+	d db
+}
 
 func (r row) Scan(dest ...any) error {
 	err := r.r.Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return sqlstore.ErrNoRows
+		err = sqlstore.ErrNoRows
 	}
-	return err
+	return r.d.check(err)
+}
+
+type rows struct {
+	pgx.Rows
+	d   db
+	sql string
+}
+
+// Close tells a test's hook that the query has read (and locked) its rows.
+func (r rows) Close() {
+	r.Rows.Close()
+	if f := r.d.h.hook.Load(); f != nil {
+		(*f)(r.sql)
+	}
+}
+
+func (r rows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return r.d.check(err)
+	}
+	return nil
 }

@@ -21,8 +21,9 @@ import (
 // contend for one lock at once, while the server is killed and restarted,
 // a store's connections are cut mid-statement, the lock holder's network
 // goes silent for longer than the lock timeout, and backends are
-// terminated with pg_terminate_backend. Every range, lease and hold is
-// collected: no value twice; per slot, fences strictly grow and no term's
+// terminated with pg_terminate_backend, and the database's clock steps
+// forward and back. Every range, lease and hold is collected: no value
+// twice; per slot, fences strictly grow and no term's
 // floor is below a previous term's ceiling; the lock is never granted
 // while another hold is neither given back nor lost (see exclusion).
 func TestFaults(t *testing.T) {
@@ -31,6 +32,14 @@ func TestFaults(t *testing.T) {
 	}
 	srv := pgtest.Start(t)
 	schema := freshSchema("faults")
+	// The database clock of every store is the server's plus a step the
+	// faults change (this test runs alone, so no other store sees it).
+	su := superuser(t, srv)
+	if _, err := su.Exec(t.Context(), `CREATE TABLE public.cosid_test_step (ms BIGINT NOT NULL); INSERT INTO public.cosid_test_step VALUES (0)`); err != nil {
+		t.Fatal(err)
+	}
+	defer func(c string) { clockSQL = c }(clockSQL)
+	clockSQL = "(" + clockSQL + " + (SELECT ms FROM public.cosid_test_step))"
 	const n = 8
 	stores := make([]*Store, n)
 	proxies := make([]*pgtest.Proxy, n)
@@ -152,8 +161,8 @@ func TestFaults(t *testing.T) {
 
 // injectFaults runs for d: every second or so it kills and restarts the
 // server, cuts one store's connections, silences one store's network for
-// longer than the lock timeout, or terminates every client backend; it
-// returns what it did.
+// longer than the lock timeout, terminates every client backend, or steps
+// the database's clock; it returns what it did.
 func injectFaults(t *testing.T, srv *pgtest.Server, proxies []*pgtest.Proxy, freezers []*pgtest.Proxy,
 	holder func() int, d time.Duration) []string {
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
@@ -161,7 +170,26 @@ func injectFaults(t *testing.T, srv *pgtest.Server, proxies []*pgtest.Proxy, fre
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		time.Sleep(time.Duration(500+rnd.IntN(700)) * time.Millisecond)
-		switch rnd.IntN(4) {
+		kind := rnd.IntN(5)
+		if len(did)%3 == 1 {
+			kind = 4 // a clock step at least every third fault
+		}
+		switch kind {
+		case 4:
+			// The server's clock steps (forward by twice the lock timeout,
+			// or back by one): lock takeovers must not care, and slot
+			// terms stay disjoint by their floors and ceilings.
+			step := []int64{2000, -1000}[rnd.IntN(2)]
+			c, err := pgx.Connect(t.Context(), srv.ConnString())
+			if err != nil {
+				t.Fatalf("connect to step the clock: %v", err)
+			}
+			_, err = c.Exec(t.Context(), `UPDATE public.cosid_test_step SET ms = ms + $1`, step)
+			c.Close(context.Background())
+			if err != nil {
+				t.Fatalf("step the clock: %v", err)
+			}
+			did = append(did, fmt.Sprintf("clock stepped %+dms", step))
 		case 3:
 			// The lock holder's network, if any: the case the liveness
 			// rule is for.

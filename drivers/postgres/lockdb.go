@@ -1,10 +1,14 @@
 package postgres
 
 // The lock tables and statements. A session is one store's lock session:
-// its own connection, which confirms the row every T/3 (T = lockTimeout).
-// A waiter row belongs to a session and is deleted with it. The holder of
-// a name is its lowest ticket among rows of sessions not expired; tickets
-// come from one sequence and are the fences.
+// its own connection, which confirms the row every T/3 (T = lockTimeout),
+// adding one to its confirmations. A waiter row belongs to a session and is
+// deleted with it. The holder of a name is its lowest ticket; tickets come
+// from one sequence and are the fences. Another store deletes a session
+// only after it has seen its confirmations stand still for the session's
+// T on its own monotonic clock (see observations), never by comparing
+// database times, so no clock step makes two holders. confirmed_at is
+// kept for operators only.
 var lockTables = []string{
 	`CREATE SEQUENCE IF NOT EXISTS {p}cosid_lock_ticket`,
 	`CREATE TABLE IF NOT EXISTS {p}cosid_lock (name TEXT PRIMARY KEY)`,
@@ -13,6 +17,8 @@ var lockTables = []string{
 		pid INT NOT NULL,
 		confirmed_at BIGINT NOT NULL,
 		timeout_ms BIGINT NOT NULL)`,
+	// Added after the first release: tables made before have no counter.
+	`ALTER TABLE {p}cosid_lock_session ADD COLUMN IF NOT EXISTS confirmations BIGINT NOT NULL DEFAULT 0`,
 	`CREATE TABLE IF NOT EXISTS {p}cosid_lock_waiter (
 		ticket BIGINT PRIMARY KEY,
 		name TEXT NOT NULL,
@@ -27,9 +33,12 @@ const (
 	qSessionStart = `INSERT INTO {p}cosid_lock_session (id, pid, confirmed_at, timeout_ms)
 		VALUES (nextval('{p}cosid_lock_ticket'), pg_backend_pid(), {now}, $1) RETURNING id`
 	// The confirmation: only the session's own backend can make it, and
-	// only while the row exists.
-	qSessionConfirm = `UPDATE {p}cosid_lock_session SET confirmed_at = {now}
-		WHERE id = $1 AND pid = pg_backend_pid()`
+	// only while the row exists. It also reads every session's counter
+	// (as they were before it), which the store watches for takeovers; the
+	// last column says whether the row was confirmed.
+	qSessionConfirm = `WITH u AS (UPDATE {p}cosid_lock_session SET confirmed_at = {now}, confirmations = confirmations + 1
+		WHERE id = $1 AND pid = pg_backend_pid() RETURNING id)
+		SELECT s.id, s.confirmations, s.timeout_ms, (SELECT count(*) FROM u) FROM {p}cosid_lock_session s`
 	// Leaving and ending a session first lock the names they change (in
 	// the same implicit transaction, a batch), so that two leaving at once
 	// run one after the other and the second sees the first's delete: else
@@ -43,27 +52,31 @@ const (
 		x AS (DELETE FROM {p}cosid_lock_session WHERE id = $1)
 		SELECT pg_notify($2, coalesce((SELECT min(w.ticket) FROM {p}cosid_lock_waiter w
 			WHERE w.name = n.name AND w.session <> $1)::text, '0')) FROM n`
-	// Locks the name's row, so that tickets of one name commit in order.
+	// Locks the name's row, so that tickets of one name commit in order,
+	// and takes the ticket while holding it: the ticket is known before
+	// the waiter row is written, so a Lock whose commit has an unknown
+	// outcome can remove its row.
 	qLockName = `INSERT INTO {p}cosid_lock AS l (name) VALUES ($1)
-		ON CONFLICT (name) DO UPDATE SET name = l.name`
-	// The live holder or first waiter of a name, for TryLock.
-	qLockHead = `SELECT w.owner, w.ticket FROM {p}cosid_lock_waiter w JOIN {p}cosid_lock_session s ON s.id = w.session
-		WHERE w.name = $1 AND s.confirmed_at + s.timeout_ms > {now} ORDER BY w.ticket LIMIT 1`
-	qEnqueue = `INSERT INTO {p}cosid_lock_waiter (ticket, name, owner, session)
-		VALUES (nextval('{p}cosid_lock_ticket'), $1, $2, $3) RETURNING ticket`
-	// One pass: delete expired sessions (with their rows), then list the
-	// rows up to ours with how long each one's session has left (ms).
-	qPass = `WITH gone AS (DELETE FROM {p}cosid_lock_session WHERE confirmed_at + timeout_ms <= {now} RETURNING id)
-		SELECT w.ticket, s.confirmed_at + s.timeout_ms - {now}
+		ON CONFLICT (name) DO UPDATE SET name = l.name RETURNING nextval('{p}cosid_lock_ticket')`
+	// The holder or first waiter of a name, for TryLock.
+	qLockHead = `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket LIMIT 1`
+	qEnqueue  = `INSERT INTO {p}cosid_lock_waiter (ticket, name, owner, session) VALUES ($1, $2, $3, $4)`
+	// One pass: the rows up to ours, with their sessions' counters.
+	qPass = `SELECT w.ticket, w.session, s.confirmations, s.timeout_ms
 		FROM {p}cosid_lock_waiter w JOIN {p}cosid_lock_session s ON s.id = w.session
-		WHERE w.name = $1 AND w.ticket <= $2 AND w.session NOT IN (SELECT id FROM gone)
-		ORDER BY w.ticket`
+		WHERE w.name = $1 AND w.ticket <= $2 ORDER BY w.ticket`
+	// A takeover deletes a session (its waiter rows go with it) only if its
+	// counter is still the one seen standing still, and wakes the new head
+	// of each name it had rows in. qLockSessions comes first, as for an end.
+	qTakeover = `WITH x AS (DELETE FROM {p}cosid_lock_session WHERE id = $1 AND confirmations = $2 RETURNING id),
+		n AS (SELECT DISTINCT name FROM {p}cosid_lock_waiter WHERE session = $1)
+		SELECT pg_notify($3, coalesce((SELECT min(w.ticket) FROM {p}cosid_lock_waiter w
+			WHERE w.name = n.name AND w.session <> $1)::text, '0')) FROM n WHERE EXISTS (SELECT 1 FROM x)`
 	// Leaving (unlock or a cancelled wait) wakes the next head only.
 	qLeave = `WITH d AS (DELETE FROM {p}cosid_lock_waiter WHERE ticket = $1 AND session = $2 RETURNING name)
 		SELECT pg_notify($3, coalesce((SELECT min(w.ticket) FROM {p}cosid_lock_waiter w
 			WHERE w.name = d.name AND w.ticket <> $1)::text, '0')) FROM d`
 	qLocks   = `SELECT name FROM {p}cosid_lock`
 	qLockRow = `SELECT EXISTS (SELECT 1 FROM {p}cosid_lock WHERE name = $1)`
-	qWaiters = `SELECT w.owner, w.ticket FROM {p}cosid_lock_waiter w JOIN {p}cosid_lock_session s ON s.id = w.session
-		WHERE w.name = $1 AND s.confirmed_at + s.timeout_ms > {now} ORDER BY w.ticket`
+	qWaiters = `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket`
 )

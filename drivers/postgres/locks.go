@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -14,30 +15,44 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-var _ driver.Locker = (*Store)(nil)
+var (
+	_ driver.Locker    = (*Store)(nil)
+	_ driver.LostCause = (*hold)(nil)
+)
 
 // Lock joins name's queue with a ticket (its fence) and waits, if wait,
 // until it is the head. It wakes on a notification naming its ticket, or
-// when a session ahead of it can have expired.
+// when a session ahead of it may be taken over. A failed or cancelled Lock
+// costs nothing but itself: a row it may have written is removed (in the
+// background if the server does not answer), and the lock session with
+// every other hold of the store lives on.
 func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	se, err := s.locks.get(ctx)
 	if err != nil {
-		return nil, err
+		return nil, s.unavailable(err)
+	}
+	if !wait {
+		// A holder whose session this store has seen stand still long
+		// enough is taken over first, as a waiter would.
+		if _, _, err := s.pass(ctx, se, name, math.MaxInt64); err != nil {
+			return nil, s.unavailable(err)
+		}
 	}
 	floor := s.seenTicket()
 	ticket, err := s.enqueue(ctx, se, name, owner, wait)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23503" {
-			// The session row is gone: expired or purged.
-			se.lose()
+			// The session row is gone: taken over or purged.
+			se.lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
 			return nil, fmt.Errorf("lock session expired while joining the queue: %w", driver.ErrLeaseLost)
 		}
-		if !errors.Is(err, driver.ErrLocked) && !errors.Is(err, driver.ErrCorrupt) {
-			// The row may have been written: the session's rows go.
-			s.locks.fail(se)
+		if ticket != 0 {
+			// The row may have been written (a commit with an unknown
+			// outcome): remove it.
+			s.abandon(se, name, ticket)
 		}
-		return nil, err
+		return nil, s.unavailable(err)
 	}
 	if ticket <= floor {
 		s.locks.fail(se)
@@ -49,106 +64,165 @@ func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver
 	defer se.unwatch(ticket)
 	for {
 		granted, wait, err := s.pass(ctx, se, name, ticket)
-		if err != nil {
-			return nil, s.abandon(se, name, ticket, err)
-		}
 		if granted {
 			return &hold{s: s, se: se, name: name, ticket: ticket}, nil
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-wake:
-		case <-timer.C:
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-se.lost:
-			err = fmt.Errorf("lock session lost while waiting: %w", driver.ErrLeaseLost)
-		case <-s.locks.done:
-			err = driver.ErrClosed
+		if err == nil && wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-wake:
+			case <-timer.C:
+			case <-ctx.Done():
+				err = ctx.Err()
+			case <-se.lost:
+				err = fmt.Errorf("lock session lost while waiting: %w", driver.ErrLeaseLost)
+			case <-s.locks.done:
+				err = driver.ErrClosed
+			}
+			timer.Stop()
 		}
-		timer.Stop()
+		if err == nil {
+			err = ctx.Err()
+		}
 		if err != nil {
-			return nil, s.abandon(se, name, ticket, err)
+			s.abandon(se, name, ticket)
+			return nil, s.unavailable(err)
 		}
 	}
 }
 
 // enqueue writes the waiter row; without wait only if nobody holds or
 // waits. The name's row is locked, so tickets of a name commit in order.
+// It returns the ticket once known, also with an error: the row may then
+// have been written. A transaction the server aborted (a lock wait past
+// lock_timeout, a deadlock) is tried again within ctx.
 func (s *Store) enqueue(ctx context.Context, se *session, name, owner string, wait bool) (int64, error) {
 	var ticket int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, s.Q(qLockName), name); err != nil {
-			return err
-		}
-		if !wait {
-			var holder string
-			var fence int64
-			err := tx.QueryRow(ctx, s.Q(qLockHead), name).Scan(&holder, &fence)
-			if err == nil {
-				return fmt.Errorf("held by %s with fence %d: %w", holder, fence, driver.ErrLocked)
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
+	err := retryAborted(ctx, func() error {
+		return pgx.BeginTxFunc(ctx, s.pool, beginBounded(s.cfg.LockTimeout), func(tx pgx.Tx) error {
+			var t int64
+			if err := tx.QueryRow(ctx, s.Q(qLockName), name).Scan(&t); err != nil {
 				return err
 			}
-		}
-		return tx.QueryRow(ctx, s.Q(qEnqueue), name, owner, se.id).Scan(&ticket)
+			if !wait {
+				var holder string
+				var fence int64
+				err := tx.QueryRow(ctx, s.Q(qLockHead), name).Scan(&holder, &fence)
+				if err == nil {
+					return fmt.Errorf("held by %s with fence %d: %w", holder, fence, driver.ErrLocked)
+				}
+				if !errors.Is(err, pgx.ErrNoRows) {
+					return err
+				}
+			}
+			ticket = t
+			if _, err := tx.Exec(ctx, s.Q(qEnqueue), t, name, owner, se.id); err != nil {
+				return err
+			}
+			s.hook("enqueue")
+			return nil
+		})
 	})
+	if errors.Is(err, driver.ErrLocked) {
+		return 0, err
+	}
 	return ticket, err
 }
 
 // pass looks at the queue up to ticket: granted when it is the head, else
-// how long until a session ahead could have expired.
+// how long until it should look again. It watches the sessions ahead and
+// takes over those this store has seen stand still for their T.
 func (s *Store) pass(ctx context.Context, se *session, name string, ticket int64) (bool, time.Duration, error) {
 	s.passes.Add(1)
 	rows, err := s.pool.Query(ctx, s.Q(qPass), name, ticket)
 	if err != nil {
 		return false, 0, err
 	}
-	defer rows.Close()
-	first, mine := true, false
-	var head bool
-	soonest := int64(-1)
+	type ahead struct{ session, count, timeoutMS int64 }
+	var before []ahead
+	mine := false
 	for rows.Next() {
-		var t, left int64
-		if err := rows.Scan(&t, &left); err != nil {
+		var t int64
+		var a ahead
+		if err := rows.Scan(&t, &a.session, &a.count, &a.timeoutMS); err != nil {
+			rows.Close()
 			return false, 0, err
 		}
 		if t == ticket {
-			mine, head = true, first
+			mine = true
 			continue
 		}
-		first = false
-		if soonest < 0 || left < soonest {
-			soonest = left
-		}
+		before = append(before, a)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return false, 0, err
 	}
-	if !mine {
-		se.lose()
-		return false, 0, fmt.Errorf("the lock's queue no longer has ticket %d (its session expired): %w", ticket, driver.ErrLeaseLost)
+	at := time.Now()
+	if !mine && ticket != math.MaxInt64 {
+		err := fmt.Errorf("the lock's queue no longer has ticket %d (its session was taken over): %w", ticket, driver.ErrLeaseLost)
+		se.lose(err)
+		return false, 0, err
 	}
-	if head {
+	if len(before) == 0 {
 		return true, 0, nil
 	}
-	return false, time.Duration(soonest)*time.Millisecond + 20*time.Millisecond, nil
+	wait := se.t // a notification usually comes first
+	tookOver := false
+	for _, a := range before {
+		if a.session == se.id {
+			continue // an earlier Lock of this store
+		}
+		s.obs.see(a.session, a.count, time.Duration(a.timeoutMS)*time.Millisecond, at)
+		left := s.obs.stillFor(a.session, a.count, at)
+		if left > 0 {
+			wait = min(wait, left)
+			continue
+		}
+		switch err := s.takeover(ctx, a.session, a.count); {
+		case err == nil:
+			tookOver = true
+		case aborted(err):
+			// Its rows are locked by a transaction (lock_timeout): the
+			// server ends a silent one within its bound.
+			wait = min(wait, 100*time.Millisecond)
+		default:
+			return false, 0, err
+		}
+	}
+	if tookOver {
+		return false, 0, nil // look again at once
+	}
+	return false, wait + 20*time.Millisecond, nil
 }
 
-// abandon removes a waiter that gives up, on a context of its own (the
-// caller's may have ended), and returns why it gave up. A removal that
-// fails gives up the whole session, whose rows then expire.
-func (s *Store) abandon(se *session, name string, ticket int64, why error) error {
+// takeover deletes session id, with its rows, if its counter is still
+// count, and wakes the new heads of its names.
+func (s *Store) takeover(ctx context.Context, id, count int64) error {
+	b := &pgx.Batch{}
+	b.Queue(s.Q(qLockSessions), id)
+	b.Queue(s.Q(qTakeover), id, count, s.locks.channel)
+	if _, err := countSecond(s.pool.SendBatch(ctx, b)); err != nil {
+		return err
+	}
+	s.obs.forget(id)
+	return nil
+}
+
+// abandon removes the row of a waiter that gives up, or of a Lock that
+// failed after taking its ticket, on a context of its own (the caller's
+// may have ended). If the server does not answer, the removal goes on in
+// the background until it succeeds or the session is lost or closed: the
+// session, and the store's other holds, live on.
+func (s *Store) abandon(se *session, name string, ticket int64) {
 	if se.isLost() {
-		return why
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), se.t)
 	defer cancel()
 	if _, err := s.leave(ctx, se, name, ticket); err != nil {
-		s.locks.fail(se)
+		s.locks.removeLater(se, name, ticket)
 	}
-	return why
 }
 
 // leave deletes the ticket's row and wakes the next head, in one round
@@ -241,6 +315,10 @@ type hold struct {
 func (h *hold) Fence() int64          { return h.ticket }
 func (h *hold) Lost() <-chan struct{} { return h.se.lost }
 
+// LostErr says why the hold was lost, once Lost is closed
+// (driver.LostCause).
+func (h *hold) LostErr() error { return h.se.lostErr() }
+
 // Unlock deletes this hold's row only, whatever ctx says: a hold left
 // behind would block everyone until its session expires.
 func (h *hold) Unlock(ctx context.Context) error {
@@ -257,9 +335,11 @@ func (h *hold) Unlock(ctx context.Context) error {
 	defer cancel()
 	found, err := h.s.leave(uctx, h.se, h.name, h.ticket)
 	if err != nil {
-		h.s.locks.fail(h.se)
+		// The row stays until the removal, retried in the background,
+		// succeeds; the store's other holds are not touched.
+		h.s.locks.removeLater(h.se, h.name, h.ticket)
 		h.unlocked = true
-		return fmt.Errorf("unlock: %v; the lock session is given up, so the hold ends when it expires: %w", err, driver.ErrLeaseLost)
+		return fmt.Errorf("unlock: %w; the removal of the hold goes on in the background", h.s.unavailable(err))
 	}
 	h.unlocked = true
 	if !found {

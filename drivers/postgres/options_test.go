@@ -23,7 +23,7 @@ func TestOptions(t *testing.T) {
 		{map[string]string{"poolSize": "-1"}, `option "poolSize"`},
 		{map[string]string{"poolSize": "0"}, `option "poolSize"`},
 		{map[string]string{"lockTimeout": "soon"}, `option "lockTimeout"`},
-		{map[string]string{"schema": "a'b"}, `quotes and NUL`},
+		{map[string]string{"schema": "a'b"}, `option "schema"`},
 		{map[string]string{"connString": "host=127.0.0.1 port=notaport password=" + secret}, `cannot be parsed`},
 		{map[string]string{"connString": "postgres://u:" + secret + "@127.0.0.1:1/db", "connectTimeout": "1s"}, `127.0.0.1`},
 		{map[string]string{"host": "127.0.0.1", "port": "1", "password": secret, "connectTimeout": "1s"}, `127.0.0.1`},

@@ -64,7 +64,9 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,6 +100,8 @@ type Store struct {
 	sockets *sockets // of the pool and lock session, when the store opened the pool
 	cfg     Config
 	locks   *lockSession
+	health  *health
+	obs     observations // other lock sessions' counters, seen by this store
 
 	ticketMu   sync.Mutex
 	lastTicket int64 // the regression guard of lock fences
@@ -143,8 +147,8 @@ func Open(options map[string]string) (driver.Store, error) {
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
-	if schema == "" {
-		return nil, fmt.Errorf("option \"schema\": empty: %w", driver.ErrInvalidArgument)
+	if err := checkSchema(schema); err != nil {
+		return nil, fmt.Errorf("option \"schema\": %w", err)
 	}
 	if poolSize < 1 {
 		return nil, fmt.Errorf("option \"poolSize\": value %d: must be at least 1: %w", poolSize, driver.ErrInvalidArgument)
@@ -160,8 +164,10 @@ func Open(options map[string]string) (driver.Store, error) {
 	}
 	cfg.MaxConns = int32(poolSize)
 	cfg.ConnConfig.ConnectTimeout = connectTimeout
+	b := boundsOf(lockTimeout)
+	b.apply(&cfg.ConnConfig.Config)
 	socks := &sockets{}
-	cfg.ConnConfig.DialFunc = socks.wrap(cfg.ConnConfig.DialFunc)
+	cfg.ConnConfig.DialFunc = socks.wrap(b.dialer())
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout+5*time.Second)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -175,6 +181,33 @@ func Open(options map[string]string) (driver.Store, error) {
 	}
 	s.ownPool, s.sockets = true, socks
 	return s, nil
+}
+
+// clockSQL is the store's clock: the database's, in ms since the epoch.
+// Tests put a step in it.
+var clockSQL = "(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint"
+
+// maxSchema is the server's limit on an identifier (NAMEDATALEN - 1): a
+// longer name would be cut, and two stores configured with different
+// names would share tables.
+const maxSchema = 63
+
+// checkSchema accepts a schema name of ASCII letters, digits, '_' and '-',
+// at most maxSchema bytes: nothing the server would cut, and nothing that
+// could read as SQL or as a marker of a statement template.
+func checkSchema(schema string) error {
+	if schema == "" {
+		return fmt.Errorf("schema name is empty: %w", driver.ErrInvalidArgument)
+	}
+	if len(schema) > maxSchema {
+		return fmt.Errorf("schema name %q is %d bytes, over PostgreSQL's %d: %w", schema, len(schema), maxSchema, driver.ErrInvalidArgument)
+	}
+	for _, c := range schema {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("schema name %q has %q: only ASCII letters, digits, '_' and '-' are allowed: %w", schema, c, driver.ErrInvalidArgument)
+		}
+	}
+	return nil
 }
 
 // fieldNames are the separate connection options, in libpq's keywords.
@@ -222,9 +255,14 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.ConnConfig == nil {
 		cfg.ConnConfig = pool.Config().ConnConfig
 	}
+	// The lock session's connection is the driver's own: it carries the
+	// bounds, whoever made the pool.
+	cfg.ConnConfig = cfg.ConnConfig.Copy()
+	b := boundsOf(cfg.LockTimeout)
+	b.apply(&cfg.ConnConfig.Config)
 	schema := cfg.Schema
-	if strings.ContainsAny(schema, "'\x00") {
-		return nil, fmt.Errorf("schema %q: quotes and NUL are not allowed: %w", schema, driver.ErrInvalidArgument)
+	if err := checkSchema(schema); err != nil {
+		return nil, err
 	}
 	d := sqlstore.Dialect{
 		Tables:     lockTables,
@@ -232,9 +270,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		PurgeMore:  purgeLocks,
 		Name:       "postgres",
 		Prefix:     pgx.Identifier{schema}.Sanitize() + ".",
-		Now:        "(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint",
+		Now:        clockSQL,
 		ForUpdate:  " FOR UPDATE",
 		SkipLocked: " FOR UPDATE SKIP LOCKED",
+		NoWait:     " FOR UPDATE NOWAIT",
 		Setup: func(ctx context.Context, tx sqlstore.Querier) error {
 			// Stores opening at once on a new schema would race to create
 			// the same tables; one at a time, per database.
@@ -252,11 +291,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			return nil
 		},
 	}
-	s, err := sqlstore.Open(ctx, db{pool}, d)
+	h := &health{server: net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))}
+	s, err := sqlstore.Open(ctx, db{pool, h, b}, d)
 	if err != nil {
 		return nil, fmt.Errorf("schema %q: %w", schema, err)
 	}
-	st := &Store{Store: s, pool: pool, cfg: cfg}
+	st := &Store{Store: s, pool: pool, cfg: cfg, health: h}
 	st.locks = newLockSession(st)
 	return st, nil
 }

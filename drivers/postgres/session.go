@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,9 +19,10 @@ import (
 // session is a store's lock session: one connection of its own, whose row
 // it confirms every T/3. Its holds are good until lost closes, at the send
 // time of the last confirmed statement + T - margin on the local monotonic
-// clock; others may remove the session's rows only once the database's
-// clock passes the confirmation + T. So Lost closes before anyone else can
-// be granted, whatever became of the connection (SPEC 5).
+// clock; others may remove the session's rows only once they have seen its
+// counter stand still for T on their own clocks (observations). So Lost
+// closes before anyone else can be granted, whatever became of the
+// connection or of any clock.
 type session struct {
 	ls     *lockSession
 	id     int64
@@ -29,6 +32,7 @@ type session struct {
 
 	lost     chan struct{} // closed once the session can no longer be trusted
 	loseOnce sync.Once
+	why      error         // why lost closed, set before
 	timer    *time.Timer   // fires lose at the deadline
 	stop     chan struct{} // ends run
 	stopOnce sync.Once
@@ -58,13 +62,28 @@ func (ls *lockSession) startSession(ctx context.Context) (*session, error) {
 		conn.Close(context.Background())
 		return nil, err
 	}
-	se.timer = time.AfterFunc(time.Until(sent.Add(se.t-se.margin)), se.lose)
+	se.timer = time.AfterFunc(time.Until(sent.Add(se.t-se.margin)), func() {
+		se.lose(fmt.Errorf("lock session %d: no confirmation within %v: %w", se.id, se.t-se.margin, driver.ErrLeaseLost))
+	})
 	go se.run(sent)
 	return se, nil
 }
 
-// lose marks the session lost: every hold's Lost closes.
-func (se *session) lose() { se.loseOnce.Do(func() { close(se.lost) }) }
+// lose marks the session lost for why: every hold's Lost closes.
+func (se *session) lose(why error) {
+	se.loseOnce.Do(func() {
+		se.why = why
+		close(se.lost)
+	})
+}
+
+// lostErr returns why the session was lost, or nil.
+func (se *session) lostErr() error {
+	if !se.isLost() {
+		return nil
+	}
+	return se.why
+}
 
 // isLost reports whether lose was called.
 func (se *session) isLost() bool {
@@ -87,7 +106,8 @@ func (se *session) run(sent time.Time) {
 		defer cancel()
 		_ = se.conn.Close(ctx)
 	}()
-	defer se.lose()
+	var why error = driver.ErrClosed
+	defer func() { se.lose(why) }()
 	for {
 		next := sent.Add(se.t / 3)
 		ctx, cancel := context.WithDeadline(context.Background(), next)
@@ -112,19 +132,60 @@ func (se *session) run(sent time.Time) {
 			continue
 		}
 		if !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+			why = fmt.Errorf("lock session %d: connection failed: %v: %w", se.id, err, driver.ErrLeaseLost)
+			se.ls.s.disconnected(err)
 			return
 		}
 		// Confirm; it cannot count once the deadline has passed.
 		now := time.Now()
 		cctx, ccancel := context.WithDeadline(context.Background(), sent.Add(se.t-se.margin))
-		tag, err := se.conn.Exec(cctx, se.ls.s.Q(qSessionConfirm), se.id)
+		ok, err := se.confirm(cctx)
 		ccancel()
-		if err != nil || tag.RowsAffected() != 1 || se.isLost() {
+		if err != nil || !ok || se.isLost() {
+			why = fmt.Errorf("lock session %d: confirmation failed: %v: %w", se.id, err, driver.ErrLeaseLost)
+			if err == nil {
+				why = fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost)
+				se.ls.s.expired(why)
+			} else {
+				se.ls.s.disconnected(err)
+			}
 			return
 		}
 		sent = now
 		se.timer.Reset(time.Until(sent.Add(se.t - se.margin)))
 	}
+}
+
+// confirm bumps the session's counter, and records the other sessions'
+// counters; it reports whether the row was there to confirm.
+func (se *session) confirm(ctx context.Context) (bool, error) {
+	rows, err := se.conn.Query(ctx, se.ls.s.Q(qSessionConfirm), se.id)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	type seen struct{ id, count, timeoutMS int64 }
+	var others []seen
+	confirmed := false
+	for rows.Next() {
+		var o seen
+		var n int64
+		if err := rows.Scan(&o.id, &o.count, &o.timeoutMS, &n); err != nil {
+			return false, err
+		}
+		confirmed = n == 1
+		if o.id != se.id {
+			others = append(others, o)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	at := time.Now()
+	for _, o := range others {
+		se.ls.s.obs.see(o.id, o.count, time.Duration(o.timeoutMS)*time.Millisecond, at)
+	}
+	return confirmed, nil
 }
 
 // wake passes a notification (the ticket of a new head) to its waiter.
@@ -160,7 +221,7 @@ func (se *session) unwatch(ticket int64) {
 
 // halt loses the session and waits until run has returned.
 func (se *session) halt() {
-	se.lose()
+	se.lose(driver.ErrClosed)
 	se.timer.Stop()
 	se.stopOnce.Do(func() { close(se.stop) })
 	<-se.done
@@ -183,44 +244,123 @@ type lockSession struct {
 	s       *Store
 	channel string
 	done    chan struct{} // closed by close: lock waits end
+	ctx     context.Context
+	cancel  context.CancelFunc // ends a session's start and the removals
+	removes sync.WaitGroup     // removals retried in the background
 
-	mu     sync.Mutex
-	cur    *session
-	closed bool
-	ended  []*session // lost sessions whose goroutines close must await
+	mu       sync.Mutex
+	cur      *session
+	starting chan struct{} // closed when the session being started is ready or failed
+	closed   bool
+	ended    []*session // lost sessions whose goroutines close must await
+}
+
+// channel is the NOTIFY channel of a schema: a hash, so that any schema
+// name gives a channel name within the server's 63 bytes.
+func channelOf(schema string) string {
+	h := sha256.Sum256([]byte(schema))
+	return "cosid_lock_" + hex.EncodeToString(h[:8])
 }
 
 func newLockSession(s *Store) *lockSession {
-	return &lockSession{s: s, channel: "cosid_lock:" + s.cfg.Schema, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &lockSession{s: s, channel: channelOf(s.cfg.Schema), done: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
-// get returns a live session.
+// get returns a live session. Only one Lock starts a session at a time;
+// the others wait for it, each within its own context.
 func (ls *lockSession) get(ctx context.Context) (*session, error) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.closed {
-		return nil, driver.ErrClosed
+	for {
+		ls.mu.Lock()
+		if ls.closed {
+			ls.mu.Unlock()
+			return nil, driver.ErrClosed
+		}
+		if ls.cur != nil && !ls.cur.isLost() {
+			se := ls.cur
+			ls.mu.Unlock()
+			return se, nil
+		}
+		if ch := ls.starting; ch != nil {
+			ls.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if ls.cur != nil {
+			ls.ended = append(ls.ended, ls.cur)
+			ls.cur = nil
+		}
+		ch := make(chan struct{})
+		ls.starting = ch
+		ls.mu.Unlock()
+
+		sctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(ls.ctx, cancel)
+		se, err := ls.startSession(sctx)
+		stop()
+		cancel()
+		ls.mu.Lock()
+		ls.starting = nil
+		close(ch)
+		if err == nil && ls.closed {
+			ls.ended = append(ls.ended, se)
+			err = driver.ErrClosed
+		} else if err == nil {
+			ls.cur = se
+			ls.s.connected(se)
+		}
+		ls.mu.Unlock()
+		if err != nil {
+			if ls.ctx.Err() != nil {
+				return nil, driver.ErrClosed
+			}
+			return nil, err
+		}
+		return se, nil
 	}
-	if ls.cur != nil && !ls.cur.isLost() {
-		return ls.cur, nil
-	}
-	if ls.cur != nil {
-		ls.ended = append(ls.ended, ls.cur)
-	}
-	se, err := ls.startSession(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ls.cur = se
-	return se, nil
 }
 
 // fail gives up a session whose rows may be in an unknown state: it stops
-// confirming (so its rows expire after T) and deletes them if it can.
+// confirming (so its rows can be taken over after T) and deletes them if
+// it can.
 func (ls *lockSession) fail(se *session) {
 	ctx, cancel := context.WithTimeout(context.Background(), se.t)
 	defer cancel()
 	_ = se.end(ctx)
+}
+
+// removeLater retries the removal of a row of se in the background until
+// it succeeds, the session is lost (its rows are then taken over) or the
+// store closes (which ends the session and its rows).
+func (ls *lockSession) removeLater(se *session, name string, ticket int64) {
+	ls.removes.Add(1)
+	go func() {
+		defer ls.removes.Done()
+		pause := 50 * time.Millisecond
+		for {
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-se.lost:
+				t.Stop()
+				return
+			case <-ls.done:
+				t.Stop()
+				return
+			}
+			ctx, cancel := context.WithTimeout(ls.ctx, se.t)
+			_, err := ls.s.leave(ctx, se, name, ticket)
+			cancel()
+			if err == nil {
+				return
+			}
+			pause = min(2*pause, se.t/3)
+		}
+	}()
 }
 
 // close ends the current session, deleting its rows: the holds are lost
@@ -233,6 +373,14 @@ func (ls *lockSession) close() error {
 	}
 	ls.closed = true
 	close(ls.done)
+	ls.cancel()
+	starting := ls.starting
+	ls.mu.Unlock()
+	if starting != nil {
+		<-starting // its start ends with ls.ctx
+	}
+	ls.removes.Wait()
+	ls.mu.Lock()
 	cur, ended := ls.cur, ls.ended
 	ls.mu.Unlock()
 	var errs []error

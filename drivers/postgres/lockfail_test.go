@@ -1,0 +1,104 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store/internal/pgtest"
+)
+
+// TestFailedLockCostsItself: a store holding "a" calls Lock("b") with a
+// context already cancelled, then with a deadline that ends inside the
+// enqueue transaction (between its INSERT and COMMIT). Each fails with its
+// context's error and nothing else: "a" stays held (Lost open, Unlock
+// succeeds) and "b" is left free for another store.
+func TestFailedLockCostsItself(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Shared(t)
+	schema := freshSchema("lockfail")
+	s := openAt(t, srv.ConnString(), schema, map[string]string{"lockTimeout": "2s"})
+	other := openAt(t, srv.ConnString(), schema, map[string]string{"lockTimeout": "2s"})
+	ctx := t.Context()
+	la, err := s.Lock(ctx, "a", "s", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Lock(cancelled, "b", "s", true); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock with a cancelled context: %v, want context.Canceled", err)
+	}
+	short, cancel := context.WithTimeout(ctx, time.Hour)
+	var once sync.Once
+	setHook(s, func(point string) {
+		if point == "enqueue" {
+			once.Do(func() {
+				cancel() // the context ends between the INSERT and the COMMIT
+			})
+		}
+	})
+	if _, err := s.Lock(short, "b", "s", true); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock whose context ends inside the enqueue: %v, want context.Canceled", err)
+	}
+	// A store's holds end at its lock session's end: wait past a
+	// confirmation or two, so that a session given up would show.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && !closed(la.Lost()) {
+		time.Sleep(50 * time.Millisecond) // watching for a loss that must not come
+	}
+	if closed(la.Lost()) {
+		t.Fatalf("the hold of \"a\" was lost after a failed Lock of \"b\": %v", la.(*hold).LostErr())
+	}
+	octx, ocancel := context.WithTimeout(ctx, 5*time.Second)
+	lb, err := other.Lock(octx, "b", "other", false)
+	ocancel()
+	if err != nil {
+		t.Fatalf("TryLock of \"b\" by another store after the failed Locks: %v", err)
+	}
+	if err := lb.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := la.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock of \"a\": %v", err)
+	}
+}
+
+// TestLockWhileSessionStarts: a Lock keeps to its context while another
+// Lock of the store is starting the lock session (here, on a network that
+// does not answer).
+func TestLockWhileSessionStarts(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Shared(t)
+	p := pgtest.NewProxy(t, srv.Addr())
+	s := openAt(t, pgtest.ConnStringAt(p.Addr()), freshSchema("start"), map[string]string{"connectTimeout": "10s"})
+	ctx := t.Context()
+	before := p.Conns()
+	p.Freeze()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer p.Thaw()
+	first, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { _, _ = s.Lock(first, "x", "first", true) })
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Conns() == before { // the session's connection is being made
+		if time.Now().After(deadline) {
+			t.Fatal("the first Lock made no connection")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	short, scancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer scancel()
+	_, err := s.Lock(short, "y", "second", true)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("second Lock: %v, want a deadline", err)
+	}
+	if took > time.Second {
+		t.Errorf("second Lock with a 100ms context took %v while another Lock started the session", took)
+	}
+}
