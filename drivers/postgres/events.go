@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -74,7 +75,10 @@ func connFailure(err error) bool {
 	var connErr *pgconn.ConnectError
 	var netErr net.Error
 	switch {
-	case errors.As(err, &pgErr), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.As(err, &pgErr):
+		// The server's goodbye: shutting down, or not yet accepting.
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
 	case errors.As(err, &connErr), errors.As(err, &netErr),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/pgtest"
 )
 
 // Bad options are errors naming the key; the password never appears in
@@ -24,6 +26,10 @@ func TestOptions(t *testing.T) {
 		{map[string]string{"poolSize": "0"}, `option "poolSize"`},
 		{map[string]string{"lockTimeout": "soon"}, `option "lockTimeout"`},
 		{map[string]string{"schema": "a'b"}, `option "schema"`},
+		{map[string]string{"schema": strings.Repeat("s", 64)}, `option "schema"`},
+		{map[string]string{"schema": "a{now}"}, `option "schema"`},
+		{map[string]string{"schema": "x{forupdate}"}, `option "schema"`},
+		{map[string]string{"schema": "a b"}, `option "schema"`},
 		{map[string]string{"connString": "host=127.0.0.1 port=notaport password=" + secret}, `cannot be parsed`},
 		{map[string]string{"connString": "postgres://u:" + secret + "@127.0.0.1:1/db", "connectTimeout": "1s"}, `127.0.0.1`},
 		{map[string]string{"host": "127.0.0.1", "port": "1", "password": secret, "connectTimeout": "1s"}, `127.0.0.1`},
@@ -56,5 +62,51 @@ func TestWithFields(t *testing.T) {
 		if cfg.Host != "h2" || cfg.Port != 6000 || cfg.User != "u2" || cfg.Password != "p 'x" || cfg.Database != "d2" {
 			t.Errorf("%s with fields: host %s port %d user %s password %q db %s", base, cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database)
 		}
+	}
+}
+
+// The longest schema name the server keeps whole works for locks too: the
+// NOTIFY channel is a hash, so an Unlock wakes the next waiter.
+func TestLongSchema(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Shared(t)
+	schema := freshSchema("long_")
+	schema += strings.Repeat("s", 63-len(schema))
+	a := openAt(t, srv.ConnString(), schema, nil)
+	b := openAt(t, srv.ConnString(), schema, nil)
+	ctx := t.Context()
+	la, err := a.Lock(ctx, "x", "a", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := b.Lock(ctx, "x", "b", true)
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ws, err := a.Waiters(ctx, "x")
+		if err == nil && len(ws) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b did not queue: %v %v", ws, err)
+		}
+		time.Sleep(5 * time.Millisecond) // state only visible in the database
+	}
+	if err := la.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock with a %d-byte schema: %v", len(schema), err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second): // well under the 10s lock timeout: woken, not expired
+		t.Fatal("the waiter was not woken by the Unlock")
 	}
 }

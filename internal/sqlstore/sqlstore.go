@@ -122,7 +122,7 @@ type slotKey struct {
 // the store.
 func Open(ctx context.Context, db DB, d Dialect) (*Store, error) {
 	s := &Store{db: db, d: d, seenNx: map[string]int64{}, exists: map[string]bool{}, seenFn: map[slotKey]int64{}}
-	s.markers = strings.NewReplacer("{p}", d.Prefix, "{now}", d.Now, "{forupdate}", d.ForUpdate, "{skiplocked}", d.SkipLocked)
+	s.markers = markersOf(d)
 	s.q = map[string]string{}
 	for name, q := range statements {
 		s.q[name] = s.rewrite(q)
@@ -131,6 +131,10 @@ func Open(ctx context.Context, db DB, d Dialect) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+func markersOf(d Dialect) *strings.Replacer {
+	return strings.NewReplacer("{p}", d.Prefix, "{now}", d.Now, "{forupdate}", d.ForUpdate, "{skiplocked}", d.SkipLocked)
 }
 
 // Q returns the statement text for the dialect: {p} becomes the table
@@ -237,8 +241,7 @@ func (s *Store) setup(ctx context.Context) error {
 // Check reads, without changing anything, whether the database would be
 // refused by Open: someone else's, or tables of another schema version.
 func Check(ctx context.Context, db DB, d Dialect) error {
-	s := &Store{db: db, d: d}
-	s.markers = strings.NewReplacer("{p}", d.Prefix, "{now}", d.Now, "{forupdate}", d.ForUpdate, "{skiplocked}", d.SkipLocked)
+	s := &Store{db: db, d: d, markers: markersOf(d)}
 	return db.Tx(ctx, func(tx Querier) error {
 		if d.OwnsFile {
 			if err := s.checkForeign(ctx, tx); err != nil {
