@@ -21,35 +21,71 @@
 //   - host, port, user, password, database, sslmode: the usual fields.
 //     The password is never printed.
 //   - schema: where the tables live (created if missing); default public.
+//     ASCII letters, digits, '_' and '-', at most 63 bytes (the server's
+//     limit: a longer name would be cut, and two stores share tables).
 //   - poolSize: the most connections the pool opens; default 10. Locks use
 //     one more connection per store, for their session.
 //   - connectTimeout: the bound on opening a connection; default 10s.
-//   - lockTimeout: T of the lock liveness rule (see Locks); default 10s.
+//   - lockTimeout: T of the lock liveness rule (see Locks); default 10s. It
+//     also sets the server-side bounds below.
 //
 // # Tables
 //
 // In the schema: the tables of internal/sqlstore (cosid_meta, cosid_range,
 // cosid_namespace, cosid_slot, cosid_owner), and for locks the sequence
 // cosid_lock_ticket, cosid_lock (one row per name ever locked),
-// cosid_lock_session (one per store using locks: its backend pid and last
-// confirmation) and cosid_lock_waiter (ticket, name, owner, session).
+// cosid_lock_session (one per store using locks: its backend pid, a
+// confirmation counter and, for operators, the last confirmation's time)
+// and cosid_lock_waiter (ticket, name, owner, session).
 //
 // # Locks
 //
 // A Lock takes a ticket from the sequence (it is the fence) while holding
 // the name's row lock, so tickets of a name commit in order; the holder is
-// the lowest ticket whose session has not expired. Each store has one lock
-// session, a connection of its own that confirms its row every T/3 (T =
-// lockTimeout) and LISTENs: Unlock and a cancelled wait NOTIFY the ticket
-// of the new head only, so no herd wakes. A session expires when the
-// database's clock passes its last confirmation + T; only then may others
-// delete its rows. Its Lost closes earlier, at the local send time of that
-// confirmation + T - T/5, so it closes before anyone else can be granted,
-// whatever happened to the connection (SPEC 5). A holder whose process
-// dies frees its locks after at most T; Close frees them at once. A store
-// that opened its pool waits at most 2 s in Close for the server to hear
-// it; on a silent network it then closes its sockets, and its locks are
-// freed after T, as after a crash.
+// the lowest ticket. Each store has one lock session, a connection of its
+// own that confirms its row every T/3 (T = lockTimeout), adding one to its
+// counter, and LISTENs: Unlock and a cancelled wait NOTIFY the ticket of
+// the new head only, so no herd wakes (the channel's name is a hash of the
+// schema's). Its Lost closes at the local send time of the last
+// confirmation + T - T/5. Another store deletes a session's rows (takes it
+// over) only after it has itself seen the session's counter stand still
+// for T on its own monotonic clock, and only if the counter is still that
+// value: so Lost closes before anyone else can be granted, whatever
+// happened to the connection and whatever any wall clock, the database's
+// included, did (SPEC 5). A holder whose process dies frees its locks
+// about T after a waiter first looks at it; Close frees them at once. A
+// failed or cancelled Lock, wait or Unlock costs nothing but itself: a row
+// it may have left is removed, in the background if the server does not
+// answer, and the store's other holds stay. A store that opened its pool
+// waits at most 2 s in Close for the server to hear it; on a silent
+// network it then closes its sockets, and its locks are freed as after a
+// crash. Lease expiry of slots stays on the database's clock: floors and
+// ceilings keep terms disjoint whatever it does.
+//
+// # Server-side bounds
+//
+// Every connection the driver opens carries settings so that a client
+// gone silent cannot stall the others: idle_in_transaction_session_timeout
+// of T/4 (at least 500 ms), so its open transaction and row locks end that
+// long after its last statement; lock_timeout of T/2 (at least 1 s) on
+// every statement, after which the transaction is tried again within the
+// operation's timeout; TCP keepalives on both ends (first probe after T/4,
+// at least 1 s, then 3 probes a second apart) and the server's
+// tcp_user_timeout of T/2. With the default T of 10 s: a silent client's
+// locks are gone within 2.5 s, a dead peer is noticed within about 6 s. On a
+// pool the caller made (New), every transaction of the driver sets the
+// first two for itself.
+//
+// # Errors and events
+//
+// As with ZooKeeper: an operation that failed because no server answered
+// (a refused or broken connection, a server shutting down, or a deadline
+// passed since the last such failure) wraps driver.ErrUnavailable. The
+// store reports Disconnected when its connections start failing,
+// Connected when the server answers again and when its lock session
+// starts (SessionID: the session's id), and Expired when another store
+// took the session over or a purge deleted it (driver.Notifier); a lost
+// hold says why (driver.LostCause).
 //
 // # Replication
 //
@@ -92,7 +128,7 @@ type Config struct {
 
 // Store is an open PostgreSQL store. It implements driver.Store,
 // driver.RangeStore, driver.SlotStore, driver.Locker, driver.SlotSeeder,
-// driver.Purger and driver.Pinger.
+// driver.Purger, driver.Pinger and driver.Notifier.
 type Store struct {
 	*sqlstore.Store
 	pool    *pgxpool.Pool
