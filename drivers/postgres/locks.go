@@ -169,10 +169,12 @@ func (s *Store) pass(ctx context.Context, se *session, name string, ticket int64
 	}
 	wait := se.t // a notification usually comes first
 	tookOver := false
+	done := map[int64]bool{se.id: true} // its own session: an earlier Lock of this store
 	for _, a := range before {
-		if a.session == se.id {
-			continue // an earlier Lock of this store
+		if done[a.session] {
+			continue
 		}
+		done[a.session] = true
 		s.obs.see(a.session, a.count, time.Duration(a.timeoutMS)*time.Millisecond, at)
 		left := s.obs.stillFor(a.session, a.count, at)
 		if left > 0 {
