@@ -213,7 +213,10 @@ func (s *Store) takeover(ctx context.Context, id, count int64) error {
 
 // abandon removes the row of a waiter that gives up, or of a Lock that
 // failed after taking its ticket, on a context of its own (the caller's
-// may have ended). If the server does not answer, the removal goes on in
+// may have ended). A removal cannot miss a row whose enqueue is still in
+// flight: the ticket came from that transaction, which holds the name's
+// row lock, and leave locks that row first, so it waits for the commit
+// (or for the server to end the transaction). If the server does not answer, the removal goes on in
 // the background until it succeeds or the session is lost or closed: the
 // session, and the store's other holds, live on.
 func (s *Store) abandon(se *session, name string, ticket int64) {
