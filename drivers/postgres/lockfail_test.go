@@ -102,3 +102,58 @@ func TestLockWhileSessionStarts(t *testing.T) {
 		t.Errorf("second Lock with a 100ms context took %v while another Lock started the session", took)
 	}
 }
+
+// TestLockCommitInFlight: a Lock whose context ends while its enqueue's
+// COMMIT is held in a silent network returns; the COMMIT then reaches the
+// server (the network comes back before the server's idle bound). The row
+// it committed must not stay: the store's removal waits for it, so the
+// name is free again for another store, and the store's other hold stays.
+func TestLockCommitInFlight(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Shared(t)
+	schema := freshSchema("inflight")
+	p := pgtest.NewProxy(t, srv.Addr())
+	opts := map[string]string{"lockTimeout": "4s"} // the server's idle bound: 1s
+	a := openAt(t, pgtest.ConnStringAt(p.Addr()), schema, opts)
+	b := openAt(t, srv.ConnString(), schema, opts)
+	ctx := t.Context()
+	held, err := a.Lock(ctx, "held", "a", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	setHook(a, func(point string) {
+		if point == "enqueue" {
+			once.Do(p.Freeze)
+		}
+	})
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	thawed := make(chan struct{})
+	go func() {
+		<-short.Done()
+		time.Sleep(200 * time.Millisecond) // the COMMIT is held past the Lock's deadline, less than the idle bound
+		p.Thaw()
+		close(thawed)
+	}()
+	if _, err := a.Lock(short, "x", "a", true); err == nil {
+		t.Fatal("Lock succeeded past its deadline")
+	}
+	<-thawed
+	bctx, bcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer bcancel()
+	lb, err := b.Lock(bctx, "x", "b", true)
+	if err != nil {
+		ws, _ := b.Waiters(ctx, "x")
+		t.Fatalf("b's Lock of the name whose Lock's commit was in flight: %v; waiters %v", err, ws)
+	}
+	if closed(held.Lost()) {
+		t.Fatalf("a's other hold was lost: %v", held.(*hold).LostErr())
+	}
+	if err := lb.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
