@@ -141,14 +141,16 @@ func (se *session) run(sent time.Time) {
 		cctx, ccancel := context.WithDeadline(context.Background(), sent.Add(se.t-se.margin))
 		ok, err := se.confirm(cctx)
 		ccancel()
-		if err != nil || !ok || se.isLost() {
+		switch {
+		case se.isLost():
+			return // past its deadline: lost already, with the reason
+		case err != nil:
 			why = fmt.Errorf("lock session %d: confirmation failed: %v: %w", se.id, err, driver.ErrLeaseLost)
-			if err == nil {
-				why = fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost)
-				se.ls.s.expired(why)
-			} else {
-				se.ls.s.disconnected(err)
-			}
+			se.ls.s.disconnected(err)
+			return
+		case !ok:
+			why = fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost)
+			se.ls.s.expired(why)
 			return
 		}
 		sent = now
