@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"math"
 
 	"github.com/cosid-go/store/driver"
 )
@@ -22,19 +21,15 @@ type RangeStore struct{ s *Store }
 
 // Next reserves step values of key and returns them. A key that does not
 // exist yet starts at 0. A sealed key gives ErrSealed; a range that would pass
-// math.MaxInt64 gives ErrExhausted and changes nothing.
+// math.MaxInt64 gives ErrExhausted and changes nothing. Concurrent calls of
+// one key share writes (see WithCoalescing).
 func (r *RangeStore) Next(ctx context.Context, key string, step int64) (Range, error) {
 	o := op{name: "Next", key: key, check: firstErr(checkKey("key", key), checkStep(step))}
 	return call(ctx, r.s, o, func(ctx context.Context, d driver.RangeStore) (Range, error) {
-		start, err := d.Next(ctx, key, step)
-		if err != nil {
-			return Range{}, err
+		if r.s.single {
+			return nextRange(ctx, d, key, step)
 		}
-		if start < 0 || start > math.MaxInt64-step {
-			// A driver bug must not become a duplicate downstream.
-			return Range{}, driverBug("range start %d with step %d", start, step)
-		}
-		return Range{Start: start, End: start + step}, nil
+		return r.s.batches.next(ctx, d, key, step)
 	})
 }
 

@@ -64,6 +64,8 @@ type Store struct {
 	onOp    []func(OpEvent) // Observer.Op of every WithObserver
 	onEvent []func(Event)   // Observer.Event of every WithObserver
 	watches sync.WaitGroup  // lock watchers (locks.go), ended by Close
+	single  bool            // WithCoalescing(false): one write per Next
+	batches coalescer       // Next calls sharing writes (coalesce.go)
 
 	mu     sync.RWMutex
 	closed bool
@@ -160,8 +162,10 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.batches.close()
 	err := s.drv.Close()
 	s.watches.Wait() // the driver closed every lock's Lost
+	s.batches.wait() // the driver ended the writes in flight
 	if err != nil {
 		return &Error{Op: "Close", Err: err}
 	}

@@ -10,7 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/rangebench"
 )
 
 // benchStore opens a store through the user API on a fresh schema.
@@ -170,4 +172,22 @@ func BenchmarkLockUnlock(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkNextConcurrent: many goroutines on one key against 64 keys,
+// coalescing on and off, one store and four, each with the default pool
+// (package rangebench). Goal: one key at 0.7x of 64 keys or better with 64
+// goroutines.
+//
+//	go test -run '^$' -bench NextConcurrent -benchtime 2000x ./drivers/postgres/
+func BenchmarkNextConcurrent(b *testing.B) {
+	srv := pgtest.Shared(b)
+	schema := freshSchema("bench")
+	rangebench.Run(b, func(tb testing.TB) driver.Store {
+		d, err := Open(map[string]string{"connString": srv.ConnString(), "schema": schema})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return d
+	})
 }

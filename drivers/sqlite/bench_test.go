@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/rangebench"
 )
 
 // BenchmarkNext compares the store's Next (step 1, one key, through the
@@ -75,4 +77,20 @@ func BenchmarkNext(b *testing.B) {
 	b.ReportMetric(float64(inRaw)/float64(inNext), "vs-raw-x")
 	b.ReportMetric(float64(inRawTimeout)/float64(inNext), "vs-raw-timeout-x")
 	b.ReportMetric(n/inNext.Seconds(), "next-per-s")
+}
+
+// BenchmarkNextConcurrent: many goroutines on one key against 64 keys,
+// coalescing on and off, one store and four on one file (package
+// rangebench).
+//
+//	go test -run '^$' -bench NextConcurrent -benchtime 2000x ./drivers/sqlite/
+func BenchmarkNextConcurrent(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "bench.db")
+	rangebench.Run(b, func(tb testing.TB) driver.Store {
+		d, err := Open(map[string]string{"path": path})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return d
+	})
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/rangebench"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -115,5 +117,22 @@ func (c *rawCAS) next() {
 			c.b.Fatal(err)
 		}
 		c.read()
+	}
+}
+
+// BenchmarkNextConcurrent: many goroutines on one key against 64 keys,
+// coalescing on and off, one store and four (package rangebench). Goal:
+// one key at 0.7x of 64 keys or better with 64 goroutines.
+//
+//	COSID_ZK_VERSIONS=3.8 go test -run '^$' -bench NextConcurrent -benchtime 2000x ./drivers/zookeeper/
+func BenchmarkNextConcurrent(b *testing.B) {
+	for _, version := range zktest.Versions() {
+		b.Run(version, func(b *testing.B) {
+			addr := zktest.StartServer(b, version).Addr()
+			root := randomRoot()
+			rangebench.Run(b, func(tb testing.TB) driver.Store {
+				return openTest(tb, testOptions(addr, map[string]string{"root": root}), nil)
+			})
+		})
 	}
 }
