@@ -113,12 +113,21 @@ func (c *coalescer) written(d driver.RangeStore, key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.keys[key]
-	if b == nil {
+	switch {
+	case b == nil:
 		delete(c.keys, key)
-		return
+	case c.closed:
+		delete(c.keys, key)
+		for _, w := range b.waiters {
+			if !w.left {
+				w.err = ErrClosed
+				close(w.done)
+			}
+		}
+	default:
+		c.wg.Add(1)
+		go c.write(d, key, b)
 	}
-	c.wg.Add(1)
-	go c.write(d, key, b)
 }
 
 // write writes b, then each batch that gathered meanwhile, until none did.

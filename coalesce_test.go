@@ -1,0 +1,574 @@
+package store_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/drivers/memory"
+)
+
+// gate is a memory store whose Next can be held in flight, or answered as
+// lost after it wrote, and which records the step of every write.
+type gate struct {
+	*memory.Store
+	mu      sync.Mutex
+	steps   []int64 // of every Next that reached the driver, in order
+	holds   []chan struct{}
+	held    chan int64 // receives the step of a write being held
+	lose    func(step int64) bool
+	delay   time.Duration // each write takes this long: a round trip
+	lost    []store.Range // the writes answered as lost
+	holdAll bool          // hold every write, not only the armed ones
+}
+
+var errLost = errors.New("connection lost before the answer (the write may have happened)")
+
+func newGate(name string) *gate {
+	return &gate{Store: memory.New(name), held: make(chan int64, 16)}
+}
+
+// hold holds the next write until release is closed.
+func (g *gate) hold() (release chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	release = make(chan struct{})
+	g.holds = append(g.holds, release)
+	return release
+}
+
+func (g *gate) Next(ctx context.Context, key string, step int64) (int64, error) {
+	g.mu.Lock()
+	g.steps = append(g.steps, step)
+	var release chan struct{}
+	if len(g.holds) > 0 {
+		release, g.holds = g.holds[0], g.holds[1:]
+	}
+	all, lose, delay := g.holdAll, g.lose, g.delay
+	g.mu.Unlock()
+	if release != nil || all {
+		g.held <- step
+		select {
+		case <-release: // nil for holdAll: only the context ends it
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	if delay > 0 {
+		time.Sleep(delay) // stands for the round trip, not for synchronisation
+	}
+	start, err := g.Store.Next(ctx, key, step)
+	if err == nil && lose != nil && lose(step) {
+		g.mu.Lock()
+		g.lost = append(g.lost, store.Range{Start: start, End: start + step})
+		g.mu.Unlock()
+		return 0, errLost
+	}
+	return start, err
+}
+
+func (g *gate) writes() []int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.steps)
+}
+
+func openGate(t *testing.T, g *gate, opts ...store.Option) *store.Store {
+	t.Helper()
+	st, err := store.OpenDriver(g, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+type outcome struct {
+	r   store.Range
+	err error
+}
+
+// nextAsync calls Next on a goroutine of its own.
+func nextAsync(ctx context.Context, st *store.Store, key string, step int64) <-chan outcome {
+	ch := make(chan outcome, 1)
+	go func() {
+		r, err := st.Ranges().Next(ctx, key, step)
+		ch <- outcome{r, err}
+	}()
+	return ch
+}
+
+// eventually polls cond for up to 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s: not %s", what)
+		}
+	}
+}
+
+// queue starts a call and waits until it waits for the next write, so that
+// calls queued one after the other arrive in that order.
+func queue(t *testing.T, ctx context.Context, st *store.Store, key string, step int64) <-chan outcome {
+	t.Helper()
+	before := store.Waiting(st, key)
+	ch := nextAsync(ctx, st, key, step)
+	eventually(t, fmt.Sprintf("%d calls waiting on %q", before+1, key), func() bool { return store.Waiting(st, key) == before+1 })
+	return ch
+}
+
+// holdFirst starts a call of step 1 whose write is held, and returns it
+// with the release of its write.
+func holdFirst(t *testing.T, g *gate, st *store.Store, key string) (<-chan outcome, chan struct{}) {
+	t.Helper()
+	release := g.hold()
+	first := nextAsync(t.Context(), st, key, 1)
+	if step := <-g.held; step != 1 {
+		t.Fatalf("held a write of %d, want 1", step)
+	}
+	return first, release
+}
+
+func want(t *testing.T, what string, got outcome, start, end int64) {
+	t.Helper()
+	if got.err != nil || got.r != (store.Range{Start: start, End: end}) {
+		t.Errorf("%s: got %v, %v; want [%d, %d)", what, got.r, got.err, start, end)
+	}
+}
+
+func TestCoalescedNextSplitsOneWriteInArrivalOrder(t *testing.T) {
+	g := newGate("")
+	st := openGate(t, g)
+	first, release := holdFirst(t, g, st, "k")
+	b := queue(t, t.Context(), st, "k", 2)
+	c := queue(t, t.Context(), st, "k", 3)
+	d := queue(t, t.Context(), st, "k", 4)
+	close(release)
+	want(t, "first", <-first, 0, 1)
+	want(t, "second", <-b, 1, 3)
+	want(t, "third", <-c, 3, 6)
+	want(t, "fourth", <-d, 6, 10)
+	if w := g.writes(); !slices.Equal(w, []int64{1, 9}) {
+		t.Errorf("driver writes %v, want [1 9]: the three waiting calls in one write", w)
+	}
+}
+
+func TestCoalescingOff(t *testing.T) {
+	g := newGate("")
+	st := openGate(t, g, store.WithCoalescing(false))
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 20 {
+				if _, err := st.Ranges().Next(t.Context(), "k", 1); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(g.writes()); n != 320 {
+		t.Errorf("%d driver writes for 320 calls without coalescing", n)
+	}
+}
+
+func TestCoalescedCallerLeavesBeforeWrite(t *testing.T) {
+	g := newGate("")
+	st := openGate(t, g)
+	first, release := holdFirst(t, g, st, "k")
+	b := queue(t, t.Context(), st, "k", 10)
+	ctx, cancel := context.WithCancel(t.Context())
+	c := queue(t, ctx, st, "k", 100)
+	d := queue(t, t.Context(), st, "k", 1000)
+	cancel()
+	if got := <-c; !errors.Is(got.err, context.Canceled) {
+		t.Fatalf("cancelled call: %v, %v; want context.Canceled", got.r, got.err)
+	}
+	if n := store.Waiting(st, "k"); n != 2 {
+		t.Errorf("%d calls waiting after one left, want 2", n)
+	}
+	close(release)
+	want(t, "first", <-first, 0, 1)
+	want(t, "before the one that left", <-b, 1, 11)
+	want(t, "after the one that left", <-d, 11, 1011)
+	if w := g.writes(); !slices.Equal(w, []int64{1, 1010}) {
+		t.Errorf("driver writes %v, want [1 1010]: the call that left is not in the write", w)
+	}
+}
+
+func TestCoalescedCallerLeavesDuringWrite(t *testing.T) {
+	g := newGate("")
+	st := openGate(t, g)
+	first, release := holdFirst(t, g, st, "k")
+	// The call that leaves comes first in the batch: the write must not
+	// depend on its context.
+	ctx, cancel := context.WithCancel(t.Context())
+	c := queue(t, ctx, st, "k", 100)
+	b := queue(t, t.Context(), st, "k", 10)
+	releaseBatch := g.hold()
+	close(release)
+	want(t, "first", <-first, 0, 1)
+	if step := <-g.held; step != 110 {
+		t.Fatalf("batch write of %d, want 110", step)
+	}
+	cancel() // while the batch's write is in flight
+	if got := <-c; !errors.Is(got.err, context.Canceled) {
+		t.Fatalf("call cancelled during the write: %v, %v; want context.Canceled at once", got.r, got.err)
+	}
+	close(releaseBatch)
+	want(t, "the call that stayed", <-b, 101, 111)
+	next, _, err := st.Ranges().Current(t.Context(), "k")
+	if err != nil || next != 111 {
+		t.Errorf("Current = %d, %v; want 111 (the share of the call that left is a gap)", next, err)
+	}
+	want(t, "the call after", <-nextAsync(t.Context(), st, "k", 1), 111, 112)
+}
+
+func TestCoalescedLostAnswerSkipsTheBatch(t *testing.T) {
+	g := newGate("")
+	st := openGate(t, g)
+	first, release := holdFirst(t, g, st, "k")
+	var calls []<-chan outcome
+	for _, step := range []int64{2, 3, 4} {
+		calls = append(calls, queue(t, t.Context(), st, "k", step))
+	}
+	g.mu.Lock()
+	g.lose = func(step int64) bool { return step == 9 }
+	g.mu.Unlock()
+	close(release)
+	want(t, "first", <-first, 0, 1)
+	for i, ch := range calls {
+		if got := <-ch; !errors.Is(got.err, errLost) || got.r != (store.Range{}) {
+			t.Errorf("call %d of the lost batch: %v, %v; want the lost answer's error", i, got.r, got.err)
+		}
+	}
+	// The batch wrote [1, 10) but nobody got it: the next call starts after it.
+	want(t, "after the lost batch", <-nextAsync(t.Context(), st, "k", 5), 10, 15)
+}
+
+func TestCoalescedExhaustionInArrivalOrder(t *testing.T) {
+	const m = math.MaxInt64
+	g := newGate("")
+	st := openGate(t, g)
+	if err := st.Ranges().Init(t.Context(), "k", m-150); err != nil {
+		t.Fatal(err)
+	}
+	first, release := holdFirst(t, g, st, "k")
+	var calls []<-chan outcome
+	for _, step := range []int64{100, 60, 40, 10, 9} {
+		calls = append(calls, queue(t, t.Context(), st, "k", step))
+	}
+	close(release)
+	want(t, "first", <-first, m-150, m-149)
+	// As separate calls in this order would: 100 fits, 60 does not, 40
+	// fits, 10 does not, 9 ends exactly at MaxInt64.
+	want(t, "100", <-calls[0], m-149, m-49)
+	if got := <-calls[1]; !errors.Is(got.err, store.ErrExhausted) {
+		t.Errorf("60: %v, %v; want ErrExhausted", got.r, got.err)
+	}
+	want(t, "40", <-calls[2], m-49, m-9)
+	if got := <-calls[3]; !errors.Is(got.err, store.ErrExhausted) {
+		t.Errorf("10: %v, %v; want ErrExhausted", got.r, got.err)
+	}
+	want(t, "9", <-calls[4], m-9, m)
+}
+
+func TestCoalescedStepsPastInt64(t *testing.T) {
+	const half = math.MaxInt64 / 2
+	g := newGate("")
+	st := openGate(t, g)
+	first, release := holdFirst(t, g, st, "k")
+	x := queue(t, t.Context(), st, "k", half)
+	y := queue(t, t.Context(), st, "k", half)
+	z := queue(t, t.Context(), st, "k", 5)
+	close(release)
+	want(t, "first", <-first, 0, 1)
+	want(t, "x", <-x, 1, 1+half)
+	want(t, "y", <-y, 1+half, math.MaxInt64)
+	if got := <-z; !errors.Is(got.err, store.ErrExhausted) {
+		t.Errorf("z: %v, %v; want ErrExhausted", got.r, got.err)
+	}
+	for _, w := range g.writes() {
+		if w < 1 || w > half+5 {
+			t.Errorf("a driver write of %d: a batch whose steps' sum passes MaxInt64", w)
+		}
+	}
+}
+
+func TestCoalescedSealReachesEveryCaller(t *testing.T) {
+	g := newGate("")
+	st := openGate(t, g)
+	first, release := holdFirst(t, g, st, "k")
+	b := queue(t, t.Context(), st, "k", 2)
+	c := queue(t, t.Context(), st, "k", 3)
+	if _, err := st.Ranges().Seal(t.Context(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	for i, ch := range []<-chan outcome{first, b, c} {
+		if got := <-ch; !errors.Is(got.err, store.ErrSealed) {
+			t.Errorf("call %d: %v, %v; want ErrSealed", i, got.r, got.err)
+		}
+	}
+}
+
+func TestCoalescedObserverSeesEachCaller(t *testing.T) {
+	var mu sync.Mutex
+	var ops []string
+	g := newGate("")
+	st := openGate(t, g, store.WithObserver(store.Observer{Op: func(e store.OpEvent) {
+		mu.Lock()
+		ops = append(ops, e.Op+" "+e.Key+" "+e.Outcome)
+		mu.Unlock()
+	}}))
+	first, release := holdFirst(t, g, st, "k")
+	b := queue(t, t.Context(), st, "k", 2)
+	ctx, cancel := context.WithCancel(t.Context())
+	c := queue(t, ctx, st, "k", 3)
+	d := queue(t, t.Context(), st, "k", 4)
+	cancel()
+	<-c
+	close(release)
+	<-first
+	<-b
+	<-d
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(ops)
+	if w := []string{"Next k canceled", "Next k ok", "Next k ok", "Next k ok"}; !slices.Equal(ops, w) {
+		t.Errorf("observed %q, want %q (one per call)", ops, w)
+	}
+}
+
+func TestCoalescedWaitIsBoundedByTheTimeout(t *testing.T) {
+	const timeout = time.Second
+	g := newGate("")
+	g.holdAll = true // every write is held until its context ends
+	st := openGate(t, g, store.WithTimeout(timeout))
+	// The first call gives up well before the store timeout of the calls
+	// that queue behind it, so that they are all still there for the write.
+	ctx, cancel := context.WithTimeout(t.Context(), timeout/5)
+	defer cancel()
+	first := nextAsync(ctx, st, "k", 1)
+	<-g.held
+	var calls []<-chan outcome
+	var starts []time.Time
+	for _, step := range []int64{2, 3} {
+		starts = append(starts, time.Now())
+		calls = append(calls, queue(t, t.Context(), st, "k", step))
+	}
+	if got := <-first; !errors.Is(got.err, context.DeadlineExceeded) {
+		t.Errorf("first: %v, %v; want DeadlineExceeded", got.r, got.err)
+	}
+	if step := <-g.held; step != 5 {
+		t.Errorf("batch write of %d, want 5", step)
+	}
+	for i, ch := range calls {
+		got := <-ch
+		took := time.Since(starts[i])
+		if !errors.Is(got.err, context.DeadlineExceeded) {
+			t.Errorf("call %d: %v, %v; want DeadlineExceeded", i, got.r, got.err)
+		}
+		if took > timeout+3*time.Second {
+			t.Errorf("call %d returned after %v: its wait is not bounded by the timeout %v", i, took, timeout)
+		}
+	}
+	if next, _, err := st.Ranges().Current(t.Context(), "k"); err != nil || next != 0 {
+		t.Errorf("Current = %d, %v; want 0: no write was made", next, err)
+	}
+}
+
+func TestCoalescedCloseEndsTheWaits(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g := newGate("")
+	st, err := store.OpenDriver(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, release := holdFirst(t, g, st, "k")
+	b := queue(t, t.Context(), st, "k", 2)
+	c := queue(t, t.Context(), st, "k", 3)
+	releaseBatch := g.hold()
+	close(release)
+	want(t, "first", <-first, 0, 1)
+	if step := <-g.held; step != 5 {
+		t.Fatalf("batch write of %d, want 5", step)
+	}
+	d := queue(t, t.Context(), st, "k", 7) // for the write after the batch's
+	closed := make(chan error)
+	go func() { closed <- st.Close() }()
+	eventually(t, "closed", func() bool {
+		_, _, err := st.Ranges().Current(t.Context(), "other")
+		return errors.Is(err, store.ErrClosed)
+	})
+	close(releaseBatch) // the memory driver's Close does not end a write in flight
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range []<-chan outcome{b, c, d} {
+		if got := <-ch; !errors.Is(got.err, store.ErrClosed) {
+			t.Errorf("call %d: %v, %v; want ErrClosed", i, got.r, got.err)
+		}
+	}
+	if w := g.writes(); !slices.Equal(w, []int64{1, 5}) {
+		t.Errorf("driver writes %v, want [1 5]: none after Close", w)
+	}
+}
+
+// allocs collects the ranges handed out, to check that none overlap.
+type allocs struct {
+	mu sync.Mutex
+	rs []store.Range
+}
+
+func (a *allocs) add(r store.Range) {
+	a.mu.Lock()
+	a.rs = append(a.rs, r)
+	a.mu.Unlock()
+}
+
+// check fails on overlapping ranges, and returns the ranges sorted.
+func (a *allocs) check(t *testing.T) []store.Range {
+	t.Helper()
+	rs := slices.Clone(a.rs)
+	slices.SortFunc(rs, func(x, y store.Range) int { return cmp.Compare(x.Start, y.Start) })
+	for i := 1; i < len(rs); i++ {
+		if rs[i].Start < rs[i-1].End {
+			t.Fatalf("%v overlaps %v: a value was handed out twice", rs[i], rs[i-1])
+		}
+	}
+	return rs
+}
+
+// TestCoalescedManyCallersSeveralStores: goroutines of four stores on one
+// key, with writes that take a round trip, some answers lost after the
+// write and some callers cancelled: every range has its step, and no value
+// is handed out twice.
+func TestCoalescedManyCallersSeveralStores(t *testing.T) {
+	name := fmt.Sprintf("coalesce-%d", rand.Int64())
+	const stores, goroutines, calls = 4, 16, 60
+	var gates []*gate
+	var sts []*store.Store
+	for i := range stores {
+		g := newGate(name)
+		g.delay = 200 * time.Microsecond
+		rnd := rand.New(rand.NewPCG(uint64(i), 1))
+		var mu sync.Mutex
+		g.lose = func(int64) bool { mu.Lock(); defer mu.Unlock(); return rnd.IntN(20) == 0 }
+		gates = append(gates, g)
+		sts = append(sts, openGate(t, g))
+	}
+	var got allocs
+	var ok, lost, cancelled atomic.Int64
+	var wg sync.WaitGroup
+	for i, st := range sts {
+		for w := range goroutines {
+			wg.Go(func() {
+				rnd := rand.New(rand.NewPCG(uint64(i), uint64(w)+100))
+				for range calls {
+					step := 1 + rnd.Int64N(20)
+					ctx, cancel := context.WithCancel(t.Context())
+					if rnd.IntN(8) == 0 {
+						// Cancelled while it waits, writes, or not at all.
+						time.AfterFunc(time.Duration(rnd.IntN(400))*time.Microsecond, cancel)
+					}
+					r, err := st.Ranges().Next(ctx, "k", step)
+					cancel()
+					switch {
+					case err == nil:
+						if r.Len() != step {
+							t.Errorf("range %v for a step of %d", r, step)
+						}
+						ok.Add(1)
+						got.add(r)
+					case errors.Is(err, errLost):
+						lost.Add(1)
+					case errors.Is(err, context.Canceled):
+						cancelled.Add(1)
+					default:
+						t.Errorf("Next: %v", err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	rs := got.check(t)
+	writes := 0
+	for _, g := range gates {
+		writes += len(g.writes())
+		g.mu.Lock()
+		for _, r := range g.lost {
+			got.add(r) // a lost write's values are never handed out either
+		}
+		g.mu.Unlock()
+	}
+	got.check(t)
+	next, _, err := sts[0].Ranges().Current(t.Context(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := rs[len(rs)-1].End; end > next {
+		t.Errorf("a range ends at %d, past the key's next value %d", end, next)
+	}
+	t.Logf("%d calls got a range, %d lost answers, %d cancelled; %d driver writes", ok.Load(), lost.Load(), cancelled.Load(), writes)
+	if lost.Load() == 0 || cancelled.Load() == 0 {
+		t.Errorf("no lost answer or no cancelled call: the test proved less than it claims")
+	}
+	if int64(writes) >= ok.Load()+lost.Load() {
+		t.Errorf("%d driver writes for %d calls answered by the driver: no call shared a write", writes, ok.Load()+lost.Load())
+	}
+}
+
+// TestCoalescedRangesTile: without faults, the ranges of many callers of
+// several stores tile [0, next) with no gap.
+func TestCoalescedRangesTile(t *testing.T) {
+	name := fmt.Sprintf("coalesce-%d", rand.Int64())
+	var sts []*store.Store
+	for range 4 {
+		g := newGate(name)
+		g.delay = 100 * time.Microsecond
+		sts = append(sts, openGate(t, g))
+	}
+	var got allocs
+	var wg sync.WaitGroup
+	for i, st := range sts {
+		for w := range 16 {
+			wg.Go(func() {
+				rnd := rand.New(rand.NewPCG(uint64(i), uint64(w)))
+				for range 50 {
+					r, err := st.Ranges().Next(t.Context(), "k", 1+rnd.Int64N(10))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					got.add(r)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	rs := got.check(t)
+	end := int64(0)
+	for _, r := range rs {
+		if r.Start != end {
+			t.Fatalf("gap before %v: [%d, %d) was handed out to nobody", r, end, r.Start)
+		}
+		end = r.End
+	}
+	if next, _, err := sts[0].Ranges().Current(t.Context(), "k"); err != nil || next != end {
+		t.Errorf("Current = %d, %v; want %d", next, err, end)
+	}
+}
