@@ -1,0 +1,145 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/zktest"
+)
+
+// TestCoalescedNext: goroutines of four stores call Next on one key, their
+// calls sharing writes (the store's coalescing), while answers of writes
+// are lost on the wire and some callers are cancelled. Every range has the
+// caller's step and none overlaps another: a write with an unknown outcome
+// is never counted as done for any caller of its batch. (Its values may be
+// handed out later, by any store, when it turns out not to have happened.)
+func TestCoalescedNext(t *testing.T) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) { testCoalescedNext(t, zktest.StartServer(t, version).Addr()) })
+	}
+}
+
+func testCoalescedNext(t *testing.T, addr string) {
+	const stores, goroutines, calls, drops = 4, 16, 40, 3
+	root := randomRoot()
+	var (
+		mu      sync.Mutex
+		handed  []allocation // ranges handed out
+		skipped []allocation // writes reported with an unknown outcome
+	)
+	wires := make([]*wire, stores)
+	sts := make([]*store.Store, stores)
+	var dropped atomic.Int64
+	for i := range sts {
+		wires[i] = &wire{}
+		rnd := rand.New(rand.NewPCG(uint64(i), 7))
+		var rmu sync.Mutex
+		// A few answers of compare-and-sets are lost: each costs the store
+		// its connection, and go-zookeeper connects again.
+		wires[i].setBefore(func(op int32) bool {
+			rmu.Lock()
+			defer rmu.Unlock()
+			if op != opSetData || rnd.IntN(20) != 0 || dropped.Load() >= drops*stores {
+				return false
+			}
+			dropped.Add(1)
+			return true
+		})
+		d := openTest(t, testOptions(addr, map[string]string{"root": root}), wires[i])
+		st, err := store.OpenDriver(d, store.WithTimeout(20*time.Second), store.WithObserver(store.Observer{
+			Event: func(e store.Event) {
+				if e.Kind == store.UnknownOutcome {
+					mu.Lock()
+					skipped = append(skipped, allocation{e.Value, e.Value + e.Count, i})
+					mu.Unlock()
+				}
+			},
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		sts[i] = st
+	}
+	if _, err := sts[0].Ranges().Next(t.Context(), "k", 1); err != nil { // creates the node
+		t.Fatal(err)
+	}
+	before := 0
+	for _, w := range wires {
+		before += w.requests(opSetData) + w.requests(opMulti)
+	}
+
+	var ok, cancelled atomic.Int64
+	var wg sync.WaitGroup
+	for i, st := range sts {
+		for g := range goroutines {
+			wg.Go(func() {
+				rnd := rand.New(rand.NewPCG(uint64(i), uint64(g)+1))
+				for range calls {
+					step := 1 + rnd.Int64N(20)
+					ctx, cancel := context.WithCancel(t.Context())
+					if rnd.IntN(8) == 0 {
+						// Cancelled while it waits, while its write is in
+						// flight, or after it returned.
+						time.AfterFunc(time.Duration(rnd.IntN(3000))*time.Microsecond, cancel)
+					}
+					r, err := st.Ranges().Next(ctx, "k", step)
+					cancel()
+					switch {
+					case err == nil:
+						if r.Len() != step {
+							t.Errorf("store %d: range %v for a step of %d", i, r, step)
+						}
+						ok.Add(1)
+						mu.Lock()
+						handed = append(handed, allocation{r.Start, r.End, i})
+						mu.Unlock()
+					case errors.Is(err, context.Canceled):
+						cancelled.Add(1)
+					default:
+						t.Errorf("store %d: Next: %v", i, err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+
+	writes := -before
+	for _, w := range wires {
+		writes += w.requests(opSetData) + w.requests(opMulti)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(handed, func(a, b allocation) int { return cmpInt64(a.start, b.start) })
+	for j := 1; j < len(handed); j++ {
+		if a, b := handed[j-1], handed[j]; b.start < a.end {
+			t.Fatalf("[%d, %d) (store %d) overlaps [%d, %d) (store %d): a value was handed out twice",
+				a.start, a.end, a.store, b.start, b.end, b.store)
+		}
+	}
+	next, _, err := sts[0].Ranges().Current(t.Context(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range handed {
+		if a.end > next {
+			t.Fatalf("[%d, %d) handed out past the key's next value %d", a.start, a.end, next)
+		}
+	}
+	t.Logf("%d calls got a range, %d cancelled; %d answers dropped, %d writes with an unknown outcome; %d writes in all",
+		ok.Load(), cancelled.Load(), dropped.Load(), len(skipped), writes)
+	if dropped.Load() == 0 || cancelled.Load() == 0 {
+		t.Errorf("no answer dropped or no call cancelled: the test proved less than it claims")
+	}
+	if int64(writes) >= ok.Load() {
+		t.Errorf("%d writes for %d ranges: no call shared a write", writes, ok.Load())
+	}
+}
