@@ -45,7 +45,9 @@ const DefaultIdleAfter = time.Second
 // NextID takes a value from the current range with one atomic add. The
 // following range is fetched in the background before the current one runs
 // out, so callers wait for the store only when demand outruns the prefetch;
-// the distance adapts to that (see SegmentOptions).
+// the distance adapts to that (see SegmentOptions). A Segment fetches one
+// range at a time; the fetches of several Segments of one store on one key
+// share the store's writes when they meet (store.WithCoalescing).
 //
 // A Segment is safe for concurrent use.
 type Segment struct {
