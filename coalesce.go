@@ -136,7 +136,6 @@ func (c *coalescer) write(d driver.RangeStore, key string, b *batch) {
 	for b != nil {
 		c.mu.Lock()
 		c.keys[key] = nil // later callers gather in the next batch
-		b.writing = true
 		var ws []*waiter
 		var deadline time.Time // the last of the waiters', zero if one has none
 		endless := false
@@ -150,36 +149,31 @@ func (c *coalescer) write(d driver.RangeStore, key string, b *batch) {
 			}
 			ws = append(ws, w)
 		}
+		// The write outlives any one caller: it ends when the last
+		// deadline passes or when every caller has left.
+		base := context.WithoutCancel(b.ctx) // its values, for tracing
+		var ctx context.Context
+		var cancel context.CancelFunc
 		if endless {
-			deadline = time.Time{}
+			ctx, cancel = context.WithCancel(base)
+		} else {
+			ctx, cancel = context.WithDeadline(base, deadline)
 		}
+		b.cancel, b.writing = cancel, true
 		closed := c.closed
 		c.mu.Unlock()
 
-		var res []result
+		res := make([]result, len(ws))
 		switch {
 		case len(ws) == 0:
 		case closed:
-			res = make([]result, len(ws))
 			for i := range res {
 				res[i].err = ErrClosed
 			}
 		default:
-			// The write outlives any one caller: it ends when the last
-			// deadline passes or when every caller has left.
-			ctx, cancel := context.WithCancel(context.WithoutCancel(b.ctx))
-			if !deadline.IsZero() {
-				ctx, cancel = context.WithDeadline(context.WithoutCancel(b.ctx), deadline)
-			}
-			c.mu.Lock()
-			b.cancel = cancel
-			if b.live == 0 {
-				cancel()
-			}
-			c.mu.Unlock()
 			res = c.split(ctx, d, key, ws)
-			cancel()
 		}
+		cancel()
 
 		c.mu.Lock()
 		for i, w := range ws {
