@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"sync"
 
 	"github.com/cosid-go/store/internal/sqlstore"
@@ -22,10 +21,15 @@ type querier interface {
 // has one writer at a time anyway, and its busy handler polls with growing
 // sleeps, which would starve some writers under contention. Processes
 // still wait for each other through the busy timeout.
+//
+// Outside a transaction, each statement and each transaction is checked
+// before and after by g (nil inside a transaction, and while a new store
+// is built under a temporary name).
 type db struct {
 	q     querier
 	mu    *sync.Mutex // nil inside a transaction, which holds it already
 	stmts *stmtCache  // nil inside a transaction
+	g     *fileGuard
 }
 
 // stmtCache keeps each statement run outside a transaction prepared, as a
@@ -91,6 +95,9 @@ func (d db) lock() func() {
 
 func (d db) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	defer d.lock()()
+	if err := d.g.check(); err != nil {
+		return 0, err
+	}
 	q, err := d.prepared(ctx, query)
 	if err != nil {
 		return 0, err
@@ -99,20 +106,31 @@ func (d db) Exec(ctx context.Context, query string, args ...any) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
+	if err := d.g.check(); err != nil {
+		return 0, err
+	}
 	return res.RowsAffected()
 }
 
 func (d db) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
 	unlock := d.lock()
+	if err := d.g.check(); err != nil {
+		return errRow{err, unlock}
+	}
 	q, err := d.prepared(ctx, query)
 	if err != nil {
 		return errRow{err, unlock}
 	}
-	return row{q.QueryRowContext(ctx, query, args...), unlock}
+	return row{q.QueryRowContext(ctx, query, args...), unlock, d.g}
 }
 
+// Query is checked before it runs only: it reads.
 func (d db) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
 	unlock := d.lock()
+	if err := d.g.check(); err != nil {
+		unlock()
+		return nil, err
+	}
 	q, err := d.prepared(ctx, query)
 	if err != nil {
 		unlock()
@@ -139,21 +157,37 @@ func (d db) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
 	if err != nil {
 		return err
 	}
+	// Checked once the write lock is held, and after the commit.
+	if err := d.g.check(); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
 	if err := fn(db{q: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	return d.g.check()
 }
 
+// row is one row of a statement outside a transaction: the statement runs
+// (and commits) by the time Scan has read it, and is checked after that.
 type row struct {
 	r      *sql.Row
 	unlock func()
+	g      *fileGuard
 }
 
 func (r row) Scan(dest ...any) error {
 	defer r.unlock()
 	err := r.r.Scan(dest...)
+	if err == nil || errors.Is(err, sql.ErrNoRows) {
+		if gerr := r.g.check(); gerr != nil {
+			return gerr
+		}
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return sqlstore.ErrNoRows
 	}
@@ -181,22 +215,20 @@ func (r rows) Close() {
 	r.unlock()
 }
 
-// fileLocks holds one mutex per file, by absolute path.
+// fileLocks holds one mutex per file, by its identity: every name of a
+// file (a symlink, a relative path) shares it.
 var fileLocks = struct {
 	sync.Mutex
-	m map[string]*sync.Mutex
-}{m: map[string]*sync.Mutex{}}
+	m map[fileID]*sync.Mutex
+}{m: map[fileID]*sync.Mutex{}}
 
-func fileLock(path string) *sync.Mutex {
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
+func fileLock(id fileID) *sync.Mutex {
 	fileLocks.Lock()
 	defer fileLocks.Unlock()
-	mu := fileLocks.m[path]
+	mu := fileLocks.m[id]
 	if mu == nil {
 		mu = &sync.Mutex{}
-		fileLocks.m[path] = mu
+		fileLocks.m[id] = mu
 	}
 	return mu
 }

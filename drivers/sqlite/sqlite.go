@@ -34,9 +34,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers database/sql driver "sqlite"
@@ -54,7 +55,9 @@ func init() { store.Register("sqlite", Open) }
 type Store struct {
 	*sqlstore.Store
 	db    *sql.DB
+	pin   *sql.Conn // the connection that keeps the -wal and -shm files
 	stmts *stmtCache
+	guard *fileGuard
 }
 
 var (
@@ -74,9 +77,6 @@ func Open(options map[string]string) (driver.Store, error) {
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
-	if path == "" {
-		return nil, fmt.Errorf("option \"path\" is required: %w", driver.ErrInvalidArgument)
-	}
 	return New(context.Background(), path, busy)
 }
 
@@ -92,48 +92,68 @@ var dialect = sqlstore.Dialect{
 
 // New opens the store in the file at path.
 func New(ctx context.Context, path string, busyTimeout time.Duration) (*Store, error) {
-	if strings.ContainsAny(path, "?#\x00") {
-		return nil, fmt.Errorf("option \"path\": value %q: '?', '#' and NUL are not allowed: %w", path, driver.ErrInvalidArgument)
-	}
-	if strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("option \"path\": value %q: a file path, not a URI: %w", path, driver.ErrInvalidArgument)
-	}
-	// Checked before WAL mode is set, which would rewrite a foreign file's
-	// header.
-	if err := precheck(ctx, path, busyTimeout); err != nil {
+	path, err := checkPath(path)
+	if err != nil {
 		return nil, err
 	}
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
-	q.Add("_pragma", "foreign_keys(ON)")
-	q.Set("_txlock", "immediate")
-	sdb, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err := checkBusyTimeout(busyTimeout); err != nil {
+		return nil, err
+	}
+	fi, err := openFile(ctx, path, busyTimeout)
+	if err != nil {
+		return nil, err
+	}
+	mu := fileLock(fi.id)
+	// Checked before WAL mode is set, which would rewrite a foreign file's
+	// header.
+	if err := precheck(ctx, path, busyTimeout, mu); err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
-	stmts := &stmtCache{db: sdb, m: map[string]*sql.Stmt{}}
-	s, err := sqlstore.Open(ctx, db{q: sdb, mu: fileLock(path), stmts: stmts}, dialect)
+	g := &fileGuard{path: path, real: real, id: fi.id}
+	sdb, err := sql.Open("sqlite", dsn(path, busyTimeout, true))
 	if err != nil {
-		stmts.close()
+		return nil, fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	// The connection kept open for the store's life: it keeps the -wal and
+	// -shm files in place (see fileGuard).
+	pin, err := sdb.Conn(ctx)
+	if err == nil {
+		err = pin.PingContext(ctx)
+		if err == nil {
+			err = g.arm()
+		}
+		if err != nil {
+			pin.Close()
+		}
+	}
+	if err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
-	return &Store{Store: s, db: sdb, stmts: stmts}, nil
+	stmts := &stmtCache{db: sdb, m: map[string]*sql.Stmt{}}
+	s, err := sqlstore.Open(ctx, db{q: sdb, mu: mu, stmts: stmts, g: g}, dialect)
+	if err != nil {
+		stmts.close()
+		pin.Close()
+		sdb.Close()
+		return nil, fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	return &Store{Store: s, db: sdb, pin: pin, stmts: stmts, guard: g}, nil
 }
 
 // precheck reads the file without changing it: it must be SQLite, and
 // either empty, or this store's at a schema version this code knows.
-func precheck(ctx context.Context, path string, busyTimeout time.Duration) error {
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	sdb, err := sql.Open("sqlite", path+"?"+q.Encode())
+func precheck(ctx context.Context, path string, busyTimeout time.Duration, mu *sync.Mutex) error {
+	sdb, err := sql.Open("sqlite", dsn(path, busyTimeout, false))
 	if err != nil {
 		return fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	defer sdb.Close()
-	err = sqlstore.Check(ctx, db{q: sdb, mu: fileLock(path)}, dialect)
+	err = sqlstore.Check(ctx, db{q: sdb, mu: mu}, dialect)
 	if err != nil && strings.Contains(err.Error(), "file is not a database") {
 		return fmt.Errorf("sqlite %s: not a SQLite database, refusing to touch it: %v: %w", path, err, driver.ErrConfigMismatch)
 	}
@@ -146,5 +166,6 @@ func precheck(ctx context.Context, path string, busyTimeout time.Duration) error
 // Close closes the file.
 func (s *Store) Close() error {
 	s.stmts.close()
+	s.pin.Close()
 	return s.db.Close()
 }

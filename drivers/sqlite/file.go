@@ -1,0 +1,203 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/sqlstore"
+)
+
+// One store is one file: SQLite knows a database by its path and names the
+// -wal and -shm files after it, so two names of one file (a hard link), a
+// file replaced under a running store, or a store's companions deleted
+// make two databases that hand out the same values. This file finds what
+// can be found before it happens and stops a store when it happens.
+
+// fileID identifies a file on its host: device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// fileInfo is what stat says of a file.
+type fileInfo struct {
+	id      fileID
+	links   uint64
+	size    int64
+	regular bool
+}
+
+// checkPath refuses a path that is not a plain file path and returns it
+// absolute, so a later change of working directory changes nothing.
+func checkPath(path string) (string, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("option \"path\": value %q: %s: %w", path, why, driver.ErrInvalidArgument)
+	}
+	switch {
+	case strings.TrimSpace(path) == "":
+		return "", bad("a file path is required")
+	case path == ":memory:":
+		return "", bad("an in-memory database does not outlive the store; the memory driver serves that")
+	case strings.ContainsAny(path, "?#\x00"):
+		return "", bad("'?', '#' and NUL are not allowed")
+	case len(path) >= 5 && strings.EqualFold(path[:5], "file:"):
+		return "", bad("a file path, not a URI")
+	case strings.TrimSpace(path) != path:
+		return "", bad("leading or trailing white space")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", bad(err.Error())
+	}
+	return abs, nil
+}
+
+// checkBusyTimeout refuses what SQLite's busy timeout (int milliseconds)
+// cannot hold: more overflows into "do not wait", less than 1ms rounds to it.
+func checkBusyTimeout(d time.Duration) error {
+	if d < 0 || d > math.MaxInt32*time.Millisecond || (d > 0 && d < time.Millisecond) {
+		return fmt.Errorf("option \"busyTimeout\": value %v: must be 0 or from 1ms to %v: %w",
+			d, math.MaxInt32*time.Millisecond, driver.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// dsn is the database/sql name of the file with its settings.
+func dsn(path string, busyTimeout time.Duration, wal bool) string {
+	q := fmt.Sprintf("?_pragma=busy_timeout(%d)", busyTimeout.Milliseconds())
+	if wal {
+		q += "&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	}
+	return path + q
+}
+
+// openFile returns the identity of the store's file at path (absolute),
+// creating a new store there if nothing is there. It refuses what is not
+// one store in one file: not a regular file, hard links, an empty file,
+// and companions that outlived their database.
+func openFile(ctx context.Context, path string, busyTimeout time.Duration) (fileInfo, error) {
+	fi, err := stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := create(ctx, path, busyTimeout); err != nil {
+			return fileInfo{}, err
+		}
+		fi, err = stat(path)
+	}
+	if err != nil {
+		return fileInfo{}, fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	refuse := func(why string) error {
+		return fmt.Errorf("sqlite %s: %s: %w", path, why, driver.ErrConfigMismatch)
+	}
+	switch {
+	case !fi.regular:
+		return fileInfo{}, refuse("not a regular file")
+	case fi.links != 1:
+		return fileInfo{}, refuse(fmt.Sprintf("the file has %d hard links: SQLite names its -wal and -shm files after the path, "+
+			"so each name would be a database of its own over the same pages; remove the other links", fi.links))
+	case fi.size == 0:
+		return fileInfo{}, refuse("the file exists and is empty: remove it to start a new store")
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fileInfo{}, fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	if err := walDeleted(real); err != nil {
+		return fileInfo{}, fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	return fi, nil
+}
+
+// walDeleted refuses a -shm file with no -wal beside it: SQLite creates the
+// -wal first and deletes it last, so the -wal was deleted by someone else,
+// and with it the commits not yet copied into the file. (Looked at twice:
+// a process opening the file in between makes both appear.)
+func walDeleted(real string) error {
+	s1, err1 := stat(real + "-shm")
+	_, errw := stat(real + "-wal")
+	s2, err2 := stat(real + "-shm")
+	if err1 == nil && err2 == nil && s1.id == s2.id && errors.Is(errw, fs.ErrNotExist) {
+		return fmt.Errorf("%s-shm exists and %s-wal does not: the WAL was deleted, and with it any commit not yet in the file; "+
+			"if no process was writing when it went, remove the -shm file to open the store: %w", filepath.Base(real), filepath.Base(real), driver.ErrCorrupt)
+	}
+	return nil
+}
+
+// create makes a new store at path: built under a temporary name beside
+// it and moved into place only if path is still free, so no process ever
+// sees a half-made store (an empty file is refused) and two processes
+// creating one at once end up sharing one. A -wal or -shm file without
+// its database is refused: the database was deleted or moved while in use,
+// and a new file would take over its WAL.
+func create(ctx context.Context, path string, busyTimeout time.Duration) error {
+	dir, base := filepath.Split(path)
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	for _, c := range []string{"-wal", "-shm"} {
+		if _, err := stat(filepath.Join(realDir, base+c)); err == nil {
+			if _, err := stat(path); errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("sqlite %s: the file does not exist and %s%s does: the store was deleted or moved while in use, "+
+					"or its WAL left behind; a new store here would take it over: %w", path, base, c, driver.ErrCorrupt)
+			}
+			return nil // created by another process in between
+		}
+	}
+	f, err := os.CreateTemp(dir, "."+base+".new-*")
+	if err != nil {
+		return fmt.Errorf("sqlite %s: create: %w", path, err)
+	}
+	tmp := f.Name()
+	f.Close()
+	defer func() {
+		for _, p := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
+			_ = os.Remove(p)
+		}
+	}()
+	tdb, err := sql.Open("sqlite", dsn(tmp, busyTimeout, true))
+	if err != nil {
+		return fmt.Errorf("sqlite %s: create: %w", path, err)
+	}
+	_, err = sqlstore.Open(ctx, db{q: tdb, mu: &sync.Mutex{}}, dialect)
+	// Closing the last connection copies the WAL into the file and syncs it.
+	if cerr := tdb.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite %s: create: %w", path, err)
+	}
+	err = renameNoReplace(tmp, path)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // another process created it first: open theirs
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite %s: create: %w", path, err)
+	}
+	// The new name must survive a power loss as its contents do: a store
+	// lost that way would start again at 0.
+	d, err := os.Open(realDir)
+	if err != nil {
+		return fmt.Errorf("sqlite %s: create: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sqlite %s: create: sync directory: %w", path, err)
+	}
+	return nil
+}
+
+// linkNoReplace moves tmp to path unless path exists, by a hard link.
+func linkNoReplace(tmp, path string) error {
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	return os.Remove(tmp)
+}
