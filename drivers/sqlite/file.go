@@ -78,41 +78,42 @@ func dsn(path string, busyTimeout time.Duration, wal bool) string {
 	return path + q
 }
 
-// openFile returns the identity of the store's file at path (absolute),
-// creating a new store there if nothing is there. It refuses what is not
-// one store in one file: not a regular file, hard links, an empty file,
-// and companions that outlived their database.
-func openFile(ctx context.Context, path string, busyTimeout time.Duration) (fileInfo, error) {
+// openFile returns the identity of the store's file at path (absolute) and
+// its path with symlinks resolved, creating a new store there if nothing
+// is there. It refuses what is not one store in one file: not a regular
+// file, hard links, an empty file, and companions that outlived their
+// database.
+func openFile(ctx context.Context, path string, busyTimeout time.Duration) (fileInfo, string, error) {
 	fi, err := stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := create(ctx, path, busyTimeout); err != nil {
-			return fileInfo{}, err
+			return fileInfo{}, "", err
 		}
 		fi, err = stat(path)
 	}
 	if err != nil {
-		return fileInfo{}, fmt.Errorf("sqlite %s: %w", path, err)
+		return fileInfo{}, "", fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	refuse := func(why string) error {
 		return fmt.Errorf("sqlite %s: %s: %w", path, why, driver.ErrConfigMismatch)
 	}
 	switch {
 	case !fi.regular:
-		return fileInfo{}, refuse("not a regular file")
+		return fileInfo{}, "", refuse("not a regular file")
 	case fi.links != 1:
-		return fileInfo{}, refuse(fmt.Sprintf("the file has %d hard links: SQLite names its -wal and -shm files after the path, "+
+		return fileInfo{}, "", refuse(fmt.Sprintf("the file has %d hard links: SQLite names its -wal and -shm files after the path, "+
 			"so each name would be a database of its own over the same pages; remove the other links", fi.links))
 	case fi.size == 0:
-		return fileInfo{}, refuse("the file exists and is empty: remove it to start a new store")
+		return fileInfo{}, "", refuse("the file exists and is empty: remove it to start a new store")
 	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return fileInfo{}, fmt.Errorf("sqlite %s: %w", path, err)
+		return fileInfo{}, "", fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	if err := walDeleted(real); err != nil {
-		return fileInfo{}, fmt.Errorf("sqlite %s: %w", path, err)
+		return fileInfo{}, "", fmt.Errorf("sqlite %s: %w", path, err)
 	}
-	return fi, nil
+	return fi, real, nil
 }
 
 // walDeleted refuses a -shm file with no -wal beside it: SQLite creates the
@@ -192,6 +193,91 @@ func create(ctx context.Context, path string, busyTimeout time.Duration) error {
 		return fmt.Errorf("sqlite %s: create: sync directory: %w", path, err)
 	}
 	return nil
+}
+
+// Where SQLite's unix VFS takes its locks: the shared lock on the file,
+// and the -shm file's "dead man switch" that every process using the -shm
+// holds.
+const (
+	sharedFirst = 0x40000000 + 2
+	sharedSize  = 510
+	shmDMS      = 128
+)
+
+// inUse counts this process's stores by file, with the -shm file each
+// uses once it is open. A store is counted before it opens a connection
+// and until its last one closed, so the driver never opens a descriptor
+// of its own on a file this process's SQLite holds locks on.
+var inUse = struct {
+	sync.Mutex
+	n   map[fileID]int
+	shm map[fileID]fileID
+}{n: map[fileID]int{}, shm: map[fileID]fileID{}}
+
+// claim counts a store on the file, unless the -shm file at its path
+// belongs to another file (foreignShm).
+func claim(path, real string, id fileID) error {
+	inUse.Lock()
+	defer inUse.Unlock()
+	if err := foreignShm(real, id); err != nil {
+		return fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	inUse.n[id]++
+	return nil
+}
+
+// armed records the -shm file of the file once a store opened it.
+func armed(id, shm fileID) {
+	inUse.Lock()
+	defer inUse.Unlock()
+	inUse.shm[id] = shm
+}
+
+// release uncounts a store whose connections are all closed.
+func release(id fileID) {
+	inUse.Lock()
+	defer inUse.Unlock()
+	if inUse.n[id]--; inUse.n[id] <= 0 {
+		delete(inUse.n, id)
+		delete(inUse.shm, id)
+	}
+}
+
+// foreignShm refuses a -shm file in use for another file: a process that
+// opened the store before it was replaced (or moved) still has the old
+// file open and its -shm and -wal under this path's names; SQLite would
+// lay that WAL over this file. Processes are asked through the locks
+// SQLite takes: one holds the -shm, none holds the file.
+func foreignShm(real string, id fileID) error {
+	shm := real + "-shm"
+	si, err := stat(shm)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	name := filepath.Base(shm)
+	for f, s := range inUse.shm {
+		if s == si.id && f != id {
+			return fmt.Errorf("%s belongs to another file this process has open: the file was replaced or moved while in use: %w", name, driver.ErrCorrupt)
+		}
+	}
+	if inUse.n[id] > 0 {
+		if s, ok := inUse.shm[id]; ok && s != si.id {
+			return fmt.Errorf("%s was replaced while in use: %w", name, driver.ErrCorrupt)
+		}
+		return nil // this process has it open: its locks say nothing here
+	}
+	pid, err := lockHolder(shm, shmDMS, 1)
+	if err != nil || pid == 0 {
+		return err
+	}
+	if held, err := lockHolder(real, sharedFirst, sharedSize); err != nil || held != 0 {
+		return err
+	}
+	return fmt.Errorf("%s is in use by process %d, which does not have this file open: the file was replaced or moved while "+
+		"that process used it, and SQLite would share its WAL with this file; stop that process first: %w", name, pid, driver.ErrCorrupt)
 }
 
 // linkNoReplace moves tmp to path unless path exists, by a hard link.

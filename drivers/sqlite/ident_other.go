@@ -14,3 +14,5 @@ import (
 func stat(path string) (fileInfo, error) {
 	return fileInfo{}, fmt.Errorf("sqlite %s: file identity is not implemented on %s: %w", path, runtime.GOOS, driver.ErrUnsupported)
 }
+
+func lockHolder(string, int64, int64) (int, error) { return 0, driver.ErrUnsupported }

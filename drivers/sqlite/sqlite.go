@@ -34,7 +34,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +57,8 @@ type Store struct {
 	pin   *sql.Conn // the connection that keeps the -wal and -shm files
 	stmts *stmtCache
 	guard *fileGuard
+	// release uncounts the store once (see inUse), on the first Close.
+	release sync.Once
 }
 
 var (
@@ -99,30 +100,40 @@ func New(ctx context.Context, path string, busyTimeout time.Duration) (*Store, e
 	if err := checkBusyTimeout(busyTimeout); err != nil {
 		return nil, err
 	}
-	fi, err := openFile(ctx, path, busyTimeout)
+	fi, real, err := openFile(ctx, path, busyTimeout)
 	if err != nil {
 		return nil, err
 	}
-	mu := fileLock(fi.id)
+	if err := claim(path, real, fi.id); err != nil {
+		return nil, err
+	}
+	s, err := openClaimed(ctx, path, real, fi.id, busyTimeout)
+	if err != nil {
+		release(fi.id)
+		return nil, err
+	}
+	return s, nil
+}
+
+// openClaimed opens the store in the file New found and claimed.
+func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout time.Duration) (*Store, error) {
+	mu := fileLock(id)
 	// Checked before WAL mode is set, which would rewrite a foreign file's
 	// header.
 	if err := precheck(ctx, path, busyTimeout, mu); err != nil {
 		return nil, err
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite %s: %w", path, err)
-	}
-	g := &fileGuard{path: path, real: real, id: fi.id}
+	g := &fileGuard{path: path, real: real, id: id}
 	sdb, err := sql.Open("sqlite", dsn(path, busyTimeout, true))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	// The connection kept open for the store's life: it keeps the -wal and
-	// -shm files in place (see fileGuard).
+	// -shm files in place (see fileGuard). A read opens them.
 	pin, err := sdb.Conn(ctx)
 	if err == nil {
-		err = pin.PingContext(ctx)
+		var n int
+		err = pin.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n)
 		if err == nil {
 			err = g.arm()
 		}
@@ -134,6 +145,7 @@ func New(ctx context.Context, path string, busyTimeout time.Duration) (*Store, e
 		sdb.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
+	armed(id, g.shm)
 	stmts := &stmtCache{db: sdb, m: map[string]*sql.Stmt{}}
 	s, err := sqlstore.Open(ctx, db{q: sdb, mu: mu, stmts: stmts, g: g}, dialect)
 	if err != nil {
@@ -167,5 +179,7 @@ func precheck(ctx context.Context, path string, busyTimeout time.Duration, mu *s
 func (s *Store) Close() error {
 	s.stmts.close()
 	s.pin.Close()
-	return s.db.Close()
+	err := s.db.Close()
+	s.release.Do(func() { release(s.guard.id) })
+	return err
 }

@@ -1,0 +1,312 @@
+package sqlite
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// What an operator does to the files of a running store, done to stores
+// in other processes: each must end with no value handed out twice, by
+// refusing to open or by stopping the store that lost its file.
+
+// opChildEnv makes the test binary a store process on the file it names,
+// run by the test named in -test.run (see serveChild).
+const opChildEnv = "COSID_SQLITE_OP"
+
+// serveChild, at the top of a test, makes it a store process when the test
+// binary was started by spawn: it prints "ok" once open (or "O error"),
+// then answers each "next" line of stdin with "R start end" or "E error"
+// (Next of key k, step 10), until stdin ends.
+func serveChild() bool {
+	path := os.Getenv(opChildEnv)
+	if path == "" {
+		return false
+	}
+	d, err := Open(map[string]string{"path": path, "busyTimeout": "20s"})
+	if err != nil {
+		fmt.Printf("O %v\n", oneLine(err))
+		os.Exit(0)
+	}
+	fmt.Println("ok")
+	s := d.(*Store)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		start, err := s.Next(context.Background(), "k", 10)
+		if err != nil {
+			fmt.Printf("E %v\n", oneLine(err))
+			continue
+		}
+		fmt.Printf("R %d %d\n", start, start+10)
+	}
+	s.Close()
+	os.Exit(0)
+	return true
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
+
+// proc is a store process started by spawn.
+type proc struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan string
+}
+
+// spawn starts a store process on path, running the calling test in it;
+// it returns the process, or the error that refused the open.
+func spawn(t *testing.T, path string) (*proc, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
+	cmd.Env = append(os.Environ(), opChildEnv+"="+path)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, cmd: cmd, in: in, lines: make(chan string, 16)}
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() { p.kill() })
+	first := p.line()
+	if msg, ok := strings.CutPrefix(first, "O "); ok {
+		p.wait()
+		return nil, msg
+	}
+	if first != "ok" {
+		t.Fatalf("store process said %q, not ok", first)
+	}
+	return p, ""
+}
+
+// line reads the process's next line, within a generous bound.
+func (p *proc) line() string {
+	p.t.Helper()
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			p.t.Fatal("the store process ended without answering")
+		}
+		return l
+	case <-time.After(60 * time.Second):
+		p.t.Fatal("the store process did not answer within 60s")
+	}
+	return ""
+}
+
+// next asks for a range: [start, end), or the error text.
+func (p *proc) next() (rng [2]int64, errText string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.in, "next\n"); err != nil {
+		p.t.Fatal(err)
+	}
+	l := p.line()
+	if msg, ok := strings.CutPrefix(l, "E "); ok {
+		return rng, msg
+	}
+	var f [2]string
+	if _, err := fmt.Sscanf(l, "R %s %s", &f[0], &f[1]); err != nil {
+		p.t.Fatalf("store process said %q: %v", l, err)
+	}
+	for i := range f {
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			p.t.Fatalf("store process said %q: %v", l, err)
+		}
+		rng[i] = n
+	}
+	return rng, ""
+}
+
+// close ends the process as a program would: Close, exit.
+func (p *proc) close() {
+	p.t.Helper()
+	p.in.Close()
+	p.wait()
+}
+
+func (p *proc) wait() {
+	p.t.Helper()
+	for range p.lines {
+	}
+	if err := p.cmd.Wait(); err != nil {
+		p.t.Errorf("store process: %v", err)
+	}
+}
+
+func (p *proc) kill() {
+	if p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		_ = p.cmd.Wait()
+	}
+}
+
+// handedOut collects ranges and fails the test on any value handed out twice.
+type handedOut struct {
+	t      *testing.T
+	ranges [][2]int64
+}
+
+func (h *handedOut) add(who string, r [2]int64) {
+	h.t.Helper()
+	for _, o := range h.ranges {
+		if r[0] < o[1] && o[0] < r[1] {
+			h.t.Errorf("%s got %v, overlapping %v handed out before", who, r, o)
+		}
+	}
+	h.ranges = append(h.ranges, r)
+}
+
+// mustNext takes n ranges from p, recording them.
+func (h *handedOut) mustNext(who string, p *proc, n int) {
+	h.t.Helper()
+	for range n {
+		r, e := p.next()
+		if e != "" {
+			h.t.Fatalf("%s: Next: %s", who, e)
+		}
+		h.add(who, r)
+	}
+}
+
+// wantStopped asks p for a range twice and wants both refused with an
+// error naming want.
+func wantStopped(t *testing.T, who string, p *proc, h *handedOut, want string) {
+	t.Helper()
+	for range 2 {
+		r, e := p.next()
+		if e == "" {
+			h.add(who, r)
+			t.Errorf("%s handed out %v after its file changed; want an error saying %q", who, r, want)
+			continue
+		}
+		if !strings.Contains(e, want) || !strings.Contains(e, driver.ErrCorrupt.Error()) {
+			t.Errorf("%s: Next = %q; want an error saying %q, wrapping ErrCorrupt", who, e, want)
+		}
+	}
+}
+
+// copyStore copies a store consistently, as the package doc tells
+// operators to: VACUUM INTO, through SQLite.
+func copyStore(t *testing.T, from, to string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("VACUUM INTO ?", to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A hard link to a store's file is refused by every process opening
+// either name, and the store running when the link appeared stops: SQLite
+// would give each name a WAL of its own, two databases over the same pages.
+func TestHardLink(t *testing.T) {
+	if serveChild() {
+		return
+	}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+	h := &handedOut{t: t}
+	p1, _ := spawn(t, a)
+	h.mustNext("first process on a.db", p1, 5)
+	if err := os.Link(a, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{b, a} {
+		if p, msg := spawn(t, path); p != nil || !strings.Contains(msg, "the file has 2 hard links") {
+			if p != nil {
+				h.mustNext("process on "+filepath.Base(path), p, 5)
+			}
+			t.Errorf("opening %s, hard-linked, in another process: %q; want it refused, saying the file has 2 hard links", filepath.Base(path), msg)
+		}
+	}
+	wantStopped(t, "first process on a.db", p1, h, "the file has 2 hard links now")
+	p1.close()
+}
+
+// A file replaced under a running store (a copy moved over it, as a
+// restore does): a process opening the path is refused while the first
+// still has the old file open (SQLite would lay the old file's WAL over
+// the copy), the running store stops, and once it ended a process opening
+// the path continues from the copy: no value is handed out twice.
+func TestReplacedFile(t *testing.T) {
+	if serveChild() {
+		return
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ids.db")
+	h := &handedOut{t: t}
+	p1, _ := spawn(t, path)
+	h.mustNext("first process", p1, 5)
+	copyStore(t, path, filepath.Join(dir, "copy.db"))
+	if err := os.Rename(filepath.Join(dir, "copy.db"), path); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("ids.db-shm is in use by process %d, which does not have this file open", p1.cmd.Process.Pid)
+	if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, want) {
+		if p2 != nil {
+			h.mustNext("second process", p2, 5)
+		}
+		t.Errorf("opening the replaced file while the first process runs: %q; want it refused, saying %q", msg, want)
+	}
+	wantStopped(t, "first process", p1, h, "the file was replaced while in use")
+	p1.close()
+	p2, msg := spawn(t, path)
+	if p2 == nil {
+		t.Fatalf("opening the replaced file after the first process ended: %s", msg)
+	}
+	h.mustNext("second process", p2, 5)
+	p2.close()
+}
+
+// A file deleted under a running store: the running store stops, and a
+// process opening the path is refused while the deleted store's -wal and
+// -shm are still there: it would take them over.
+func TestDeletedFile(t *testing.T) {
+	if serveChild() {
+		return
+	}
+	path := filepath.Join(t.TempDir(), "ids.db")
+	h := &handedOut{t: t}
+	p1, _ := spawn(t, path)
+	h.mustNext("first process", p1, 5)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, "the store was deleted or moved while in use") {
+		if p2 != nil {
+			h.mustNext("second process", p2, 5)
+		}
+		t.Errorf("opening the path of a deleted store in use: %q; want it refused, saying the store was deleted", msg)
+	}
+	wantStopped(t, "first process", p1, h, "the file was deleted or moved while in use")
+	p1.close()
+}
