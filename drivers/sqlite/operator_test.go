@@ -70,6 +70,12 @@ type proc struct {
 // it returns the process, or the error that refused the open.
 func spawn(t *testing.T, path string) (*proc, string) {
 	t.Helper()
+	return start(t, path).ready()
+}
+
+// start starts a store process on path; ready waits for its open.
+func start(t *testing.T, path string) *proc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
 	cmd.Env = append(os.Environ(), opChildEnv+"="+path)
 	cmd.Stderr = os.Stderr
@@ -93,13 +99,19 @@ func spawn(t *testing.T, path string) (*proc, string) {
 		}
 	}()
 	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+// ready returns p once its store is open, or the error that refused it.
+func (p *proc) ready() (*proc, string) {
+	p.t.Helper()
 	first := p.line()
 	if msg, ok := strings.CutPrefix(first, "O "); ok {
 		p.wait()
 		return nil, msg
 	}
 	if first != "ok" {
-		t.Fatalf("store process said %q, not ok", first)
+		p.t.Fatalf("store process said %q, not ok", first)
 	}
 	return p, ""
 }
@@ -287,6 +299,39 @@ func TestReplacedFile(t *testing.T) {
 	p2.close()
 }
 
+// A file replaced under a running store by an operator who also removed
+// its -wal and -shm: a process opening the path makes new ones and runs,
+// and the first process, stopped, leaves them alone when it ends (SQLite
+// deletes them by name when a file's last connection closes).
+func TestReplacedFileAndCompanions(t *testing.T) {
+	if serveChild() {
+		return
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ids.db")
+	h := &handedOut{t: t}
+	p1, _ := spawn(t, path)
+	h.mustNext("first process", p1, 5)
+	copyStore(t, path, filepath.Join(dir, "copy.db"))
+	if err := os.Rename(filepath.Join(dir, "copy.db"), path); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"-wal", "-shm"} {
+		if err := os.Remove(path + c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p2, msg := spawn(t, path)
+	if p2 == nil {
+		t.Fatalf("opening the replaced file: %s", msg)
+	}
+	h.mustNext("second process", p2, 5)
+	wantStopped(t, "first process", p1, h, "the file was replaced while in use")
+	p1.close()
+	h.mustNext("second process, after the first ended", p2, 5)
+	p2.close()
+}
+
 // A file deleted under a running store: the running store stops, and a
 // process opening the path is refused while the deleted store's -wal and
 // -shm are still there: it would take them over.
@@ -309,4 +354,122 @@ func TestDeletedFile(t *testing.T) {
 	}
 	wantStopped(t, "first process", p1, h, "the file was deleted or moved while in use")
 	p1.close()
+}
+
+// The -shm or the -wal file deleted under a running store: the store
+// stops; a process opening the file afterwards rebuilds the -shm from the
+// -wal and continues, or is refused when the -wal is gone.
+func TestCompanionDeleted(t *testing.T) {
+	if serveChild() {
+		return
+	}
+	t.Run("shm", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "ids.db")
+		h := &handedOut{t: t}
+		p1, _ := spawn(t, path)
+		h.mustNext("first process", p1, 5)
+		if err := os.Remove(path + "-shm"); err != nil {
+			t.Fatal(err)
+		}
+		p2, msg := spawn(t, path)
+		if p2 == nil {
+			t.Fatalf("opening the file after its -shm was deleted: %s", msg)
+		}
+		h.mustNext("second process", p2, 5)
+		wantStopped(t, "first process", p1, h, "ids.db-shm was") // deleted, or replaced by the second process
+		h.mustNext("second process", p2, 5)
+		p1.close()
+		p2.close()
+	})
+	t.Run("wal", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "ids.db")
+		h := &handedOut{t: t}
+		p1, _ := spawn(t, path)
+		h.mustNext("first process", p1, 5)
+		if err := os.Remove(path + "-wal"); err != nil {
+			t.Fatal(err)
+		}
+		if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, "ids.db-shm exists and ids.db-wal does not") {
+			if p2 != nil {
+				h.mustNext("second process", p2, 5)
+			}
+			t.Errorf("opening the file after its -wal was deleted: %q; want it refused", msg)
+		}
+		wantStopped(t, "first process", p1, h, "ids.db-wal was deleted while in use")
+		p1.close()
+	})
+	// After a crash the -wal holds commits not yet in the file: deleting it
+	// would start the store below values handed out.
+	t.Run("wal after a crash", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "ids.db")
+		h := &handedOut{t: t}
+		p1, _ := spawn(t, path)
+		h.mustNext("first process", p1, 5)
+		p1.kill()
+		if err := os.Remove(path + "-wal"); err != nil {
+			t.Fatal(err)
+		}
+		if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, "ids.db-shm exists and ids.db-wal does not: the WAL was deleted") {
+			if p2 != nil {
+				h.mustNext("second process", p2, 5)
+			}
+			t.Errorf("opening the file after a crash and its -wal deleted: %q; want it refused", msg)
+		}
+	})
+}
+
+// A store's file emptied (truncated to 0 bytes) under a running store: the
+// store stops, and a process opening it is refused instead of starting a
+// new store at 0.
+func TestEmptiedFile(t *testing.T) {
+	if serveChild() {
+		return
+	}
+	path := filepath.Join(t.TempDir(), "ids.db")
+	h := &handedOut{t: t}
+	p1, _ := spawn(t, path)
+	h.mustNext("first process", p1, 5)
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := "the file exists and is empty: remove it to start a new store"
+	if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, want) {
+		if p2 != nil {
+			h.mustNext("second process", p2, 5)
+		}
+		t.Errorf("opening the emptied file: %q; want it refused, saying %q", msg, want)
+	}
+	wantStopped(t, "first process", p1, h, "the file was emptied while in use")
+	p1.close()
+}
+
+// Processes creating one new store at once share it: none sees a
+// half-made file (refused as empty), and no value is handed out twice.
+func TestCreateTogether(t *testing.T) {
+	if serveChild() {
+		return
+	}
+	path := filepath.Join(t.TempDir(), "ids.db")
+	var ps []*proc
+	for range 4 {
+		ps = append(ps, start(t, path))
+	}
+	h := &handedOut{t: t}
+	for i, p := range ps {
+		if _, msg := p.ready(); msg != "" {
+			t.Fatalf("process %d: %s", i, msg)
+		}
+	}
+	for round := range 5 {
+		for i, p := range ps {
+			h.mustNext(fmt.Sprintf("process %d round %d", i, round), p, 1)
+		}
+	}
+	for _, p := range ps {
+		p.close()
+	}
+	left, err := filepath.Glob(filepath.Join(filepath.Dir(path), ".ids.db.new-*"))
+	if err != nil || len(left) > 0 {
+		t.Errorf("temporary files left behind: %v %v", left, err)
+	}
 }
