@@ -25,12 +25,12 @@ import (
 // store keeps one connection open (SQLite deletes them only when the last
 // connection of any process closes).
 type fileGuard struct {
-	path       string // absolute, as given
-	real       string // symlinks resolved: where SQLite puts -wal and -shm
-	id         fileID
-	wal, shm   fileID
-	stopped    atomic.Pointer[error]
-	off        atomic.Bool // benchmarks only: what the check costs
+	path     string // absolute, as given
+	real     string // symlinks resolved: where SQLite puts -wal and -shm
+	id       fileID
+	wal, shm fileID
+	stopped  atomic.Pointer[error]
+	off      atomic.Bool // benchmarks only: what the check costs
 }
 
 // arm takes the identity of the -wal and -shm files, once the store's

@@ -1,0 +1,124 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// Paths and busy timeouts that would not give one store in one file, or
+// not the wait asked for, are refused, naming the option.
+func TestOptionsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		opts map[string]string
+		want string
+		is   error
+	}{
+		{map[string]string{}, `option "path": value "": a file path is required`, driver.ErrInvalidArgument},
+		{map[string]string{"path": "  "}, `option "path": value "  ": a file path is required`, driver.ErrInvalidArgument},
+		{map[string]string{"path": ":memory:"}, "the memory driver serves that", driver.ErrInvalidArgument},
+		{map[string]string{"path": "file:ids.db"}, "a file path, not a URI", driver.ErrInvalidArgument},
+		{map[string]string{"path": "FILE:ids.db"}, "a file path, not a URI", driver.ErrInvalidArgument},
+		{map[string]string{"path": "ids.db?mode=memory"}, "'?', '#' and NUL are not allowed", driver.ErrInvalidArgument},
+		{map[string]string{"path": filepath.Join(dir, "ids.db") + " "}, "leading or trailing white space", driver.ErrInvalidArgument},
+		{map[string]string{"path": filepath.Join(dir, "a.db"), "busyTimeout": "1000h"}, `option "busyTimeout": value 1000h0m0s: must be 0 or from 1ms to`, driver.ErrInvalidArgument},
+		{map[string]string{"path": filepath.Join(dir, "a.db"), "busyTimeout": "500us"}, `option "busyTimeout": value 500µs: must be 0 or from 1ms to`, driver.ErrInvalidArgument},
+		{map[string]string{"path": dir}, "not a regular file", driver.ErrConfigMismatch},
+	} {
+		d, err := Open(c.opts)
+		if err == nil {
+			d.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%q) = %v; want an error saying %q", c.opts, err, c.want)
+		}
+		if err != nil && !errors.Is(err, c.is) {
+			t.Errorf("Open(%q) = %v; want it to wrap %v", c.opts, err, c.is)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused busyTimeout created the file: %v", err)
+	}
+	// The longest wait SQLite can hold is accepted.
+	d, err := Open(map[string]string{"path": filepath.Join(dir, "b.db"), "busyTimeout": "596h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+}
+
+// An existing empty file is not taken for a new store: it may be a store
+// someone emptied.
+func TestEmptyFileRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ids.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(map[string]string{"path": path})
+	if err == nil || !strings.Contains(err.Error(), "the file exists and is empty: remove it to start a new store") {
+		t.Fatalf("Open of an empty file = %v; want it refused", err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Fatalf("the refused file changed: %v, %v", fi, err)
+	}
+}
+
+// Stores opened on one file through a symlink, a relative path and the
+// file's own path share one mutex, so they take turns instead of failing
+// with SQLITE_BUSY under a short busy timeout.
+func TestNamesShareMutex(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ids.db")
+	if err := os.Symlink("ids.db", filepath.Join(dir, "link.db")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	var stores []*Store
+	for _, p := range []string{path, filepath.Join(dir, "link.db"), "ids.db", "./link.db"} {
+		d, err := Open(map[string]string{"path": p, "busyTimeout": "1ms"})
+		if err != nil {
+			t.Fatalf("Open(%s): %v", p, err)
+		}
+		t.Cleanup(func() { d.Close() })
+		stores = append(stores, d.(*Store))
+	}
+	mu := stores[0].Store.DB().(db).mu
+	for i, s := range stores[1:] {
+		if s.Store.DB().(db).mu != mu {
+			t.Errorf("store %d has a mutex of its own", i+1)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 1000)
+	for _, s := range stores {
+		for range 2 {
+			wg.Go(func() {
+				for range 100 {
+					if _, err := s.Next(context.Background(), "k", 1); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var next int64
+	if err := stores[0].db.QueryRow("SELECT next FROM cosid_range WHERE key = 'k'").Scan(&next); err != nil || next != 800 {
+		t.Errorf("next = %d, %v; want 800 from 4 stores × 2 goroutines × 100 calls", next, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "link.db-wal")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a -wal file beside the symlink: %v", err)
+	}
+}
