@@ -18,6 +18,9 @@ import (
 // synchronous=FULL), interleaved one of each per iteration. Goal: 0.9x the
 // raw throughput or better; vs-raw-timeout-x compares with the raw UPDATE
 // under a per-call timeout; next-per-s is Next's own throughput.
+// vs-unchecked-x compares Next with the same Next without the check that the
+// path still names the store's file (stat before and after), also
+// interleaved: the check's cost, goal 0.9x or better.
 //
 //	go test -run '^$' -bench Next -benchtime 3s ./drivers/sqlite/
 func BenchmarkNext(b *testing.B) {
@@ -52,10 +55,18 @@ func BenchmarkNext(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var inNext, inRaw, inRawTimeout time.Duration
+	guard := d.(*Store).guard
+	var inNext, inUnchecked, inRaw, inRawTimeout time.Duration
 	b.ResetTimer()
 	for range b.N {
+		guard.off.Store(true)
 		t0 := time.Now()
+		if _, err := r.Next(ctx, "bench", 1); err != nil {
+			b.Fatal(err)
+		}
+		inUnchecked += time.Since(t0)
+		guard.off.Store(false)
+		t0 = time.Now()
 		if _, err := r.Next(ctx, "bench", 1); err != nil {
 			b.Fatal(err)
 		}
@@ -76,6 +87,7 @@ func BenchmarkNext(b *testing.B) {
 	b.ReportMetric(float64(inRaw.Nanoseconds())/n, "raw-ns/op")
 	b.ReportMetric(float64(inRaw)/float64(inNext), "vs-raw-x")
 	b.ReportMetric(float64(inRawTimeout)/float64(inNext), "vs-raw-timeout-x")
+	b.ReportMetric(float64(inUnchecked)/float64(inNext), "vs-unchecked-x")
 	b.ReportMetric(n/inNext.Seconds(), "next-per-s")
 }
 
@@ -93,4 +105,22 @@ func BenchmarkNextConcurrent(b *testing.B) {
 		}
 		return d
 	})
+}
+
+// BenchmarkFileCheck is the check each statement runs twice (before and
+// after): three stats, of the file, its -wal and its -shm.
+//
+//	go test -run '^$' -bench FileCheck ./drivers/sqlite/
+func BenchmarkFileCheck(b *testing.B) {
+	d, err := Open(map[string]string{"path": filepath.Join(b.TempDir(), "bench.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { d.Close() })
+	g := d.(*Store).guard
+	for b.Loop() {
+		if err := g.check(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -1,7 +1,7 @@
 // Package sqlite is the SQLite driver of package store, on the pure-Go
 // modernc.org/sqlite (no C compiler needed): ranges, slot leases, seeding
 // and purge in one file, for programs on one host that want IDs that
-// survive restarts with no server (SPEC 11). Several processes may share
+// survive restarts with no server. Several processes on the host may share
 // the file.
 //
 // # Opening
@@ -12,17 +12,90 @@
 //
 // # Options
 //
-//   - path (required): the database file, created if missing. A file that
-//     is not SQLite, or a SQLite database with tables but none of this
-//     store's, is refused and left unchanged.
+//   - path (required): the database file, on a local file system. If
+//     nothing is there, a new store is made under a temporary name beside
+//     it and moved into place, so no process ever sees a half-made one.
+//     Refused, and left unchanged: a blank path, ":memory:" (the memory
+//     driver serves that), a URI ("file:", '?', '#'); a file that is not
+//     SQLite, a SQLite database with tables but none of this store's, an
+//     empty file (it may be a store someone emptied: remove it to start a
+//     new store), a file with more than one hard link.
 //   - busyTimeout: how long a statement waits for another process's write
-//     lock; default 5s.
+//     lock; default 5s; 0 (do not wait), or 1ms up to 596h (SQLite's limit).
+//
+// # One store, one file
+//
+// SQLite knows a database by its path, and keeps the newest commits in
+// PATH-wal and the index the processes share in PATH-shm, named after the
+// path. Two names of one file, a file replaced under a running store, or
+// its -wal or -shm deleted, each make two databases that hand out the
+// same values. So:
+//
+//   - The file's identity (device and inode) is taken at open. Every name
+//     of it in a process (a symlink, a relative path) shares one mutex, so
+//     stores of one file take turns instead of failing with SQLITE_BUSY.
+//   - A hard link is refused at open: SQLite would give each name a WAL of
+//     its own over the same pages.
+//   - Before and after each statement, the store checks that the path still
+//     names its file, with one link and not emptied, and that the -wal and
+//     -shm are the ones it opened (it keeps a connection open so that SQLite
+//     never deletes them while it runs). At the first change the store stops
+//     for good: every call fails with ErrCorrupt naming what changed. A
+//     value is handed out only when the check after its commit passed.
+//   - Opening is refused when what is at the path shows the same: a -wal or
+//     -shm without its file (the file was deleted or moved while in use), a
+//     -shm without its -wal (the WAL was deleted, and the commits in it lost),
+//     a -shm in use by a process that does not have the file open (the file
+//     was replaced under it: open again once that process ended).
+//
+// # What SQLite cannot protect against
+//
+//   - Deleting the -wal and -shm files. After a crash the -wal holds commits
+//     not yet in the file; with both files gone the store starts again
+//     below values already handed out, and nothing shows it. Never delete
+//     them: SQLite removes them when the last process closes the file.
+//   - Network file systems (NFS, SMB, cloud file shares): SQLite's locks and
+//     the shared -shm index do not work across hosts, and two hosts on one
+//     file hand out the same values. Keep the file on a local disk; for
+//     several hosts use the postgres or zookeeper driver.
+//   - Copying the file while it is in use (cp, rsync, a file-level backup):
+//     the newest commits are in the -wal, so the copy is older than what was
+//     handed out, and restoring it hands those values out again.
+//   - Restoring any backup, or deleting the file: nothing in a file tells
+//     that it is older than values handed out from it, nor that a new one
+//     had a predecessor. A running store stops when its file is replaced
+//     (and its regression guard refuses a key that went back), but a store
+//     opened after the restore starts from the backup.
+//   - A hard link made, or the file replaced, in the instant between a
+//     store's check and its commit: the next call sees it.
+//
+// # Backups
+//
+// Copy through SQLite, which reads one consistent snapshot while the stores
+// keep running:
+//
+//	sqlite3 /var/lib/app/ids.db "VACUUM INTO '/backup/ids-2026-12-01.db'"
+//
+// or its online backup API (sqlite3's ".backup" command), or from Go,
+// db.Exec("VACUUM INTO ?", dst) on a database/sql connection to the file.
+// To restore, stop every process using the file, then move the copy over
+// it, with no -wal or -shm left beside it (after a crash, open the store
+// once and close it first: that replays the -wal into the file).
 //
 // # Durability
 //
 // The file is in WAL mode with synchronous=FULL: a Next that returned is on
-// disk, through power loss. The store's clock is the host's clock, the
-// same for every process on the host.
+// disk, through power loss; a new store's directory entry is synced too.
+// The store's clock is the host's clock, the same for every process on the
+// host.
+//
+// # Platforms
+//
+// The file's identity comes from stat(2), on every Unix. The new store is
+// moved into place with Linux's renameat2(RENAME_NOREPLACE); elsewhere by a
+// hard link then removing the temporary name, so a process opening it in
+// that instant is refused for two links and may retry. On other systems
+// (Windows) Open refuses with ErrUnsupported.
 //
 // # Locks
 //
