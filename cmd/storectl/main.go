@@ -42,6 +42,7 @@ Commands:
   init KEY VALUE                  create range key KEY at next value VALUE
   migrate --from SPEC --to SPEC   move range keys and slot histories to another store
   purge --yes                     delete everything the store keeps (every instance stopped)
+  backup FILE DEST                copy a SQLite store's file consistently while it is in use
 
 Choosing the store (every command but migrate):
   --driver NAME [-o KEY=VALUE]... a registered driver and its options; -o repeats
