@@ -280,6 +280,25 @@ func foreignShm(real string, id fileID) error {
 		"that process used it, and SQLite would share its WAL with this file; stop that process first: %w", name, pid, driver.ErrCorrupt)
 }
 
+// noStranger refuses a file that a process has open under another name
+// (see stranger). A process opening the file holds it a moment before its
+// -shm, so what is seen is looked at again before refusing. Where the
+// locks cannot be read, nothing is refused.
+func noStranger(g *fileGuard) error {
+	for try := 0; ; try++ {
+		pid, err := stranger(g.id, g.shm)
+		if err != nil || pid == 0 {
+			return nil
+		}
+		if try == 3 {
+			return fmt.Errorf("process %d has this file open with another -wal and -shm: the file was renamed, or a hard link removed, "+
+				"while that process used it (its newest commits may be in the old name's -wal, which this store would not read), "+
+				"or the -shm was deleted under it; stop that process first: %w", pid, driver.ErrCorrupt)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // linkNoReplace moves tmp to path unless path exists, by a hard link.
 func linkNoReplace(tmp, path string) error {
 	if err := os.Link(tmp, path); err != nil {

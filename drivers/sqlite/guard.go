@@ -30,6 +30,7 @@ type fileGuard struct {
 	id       fileID
 	wal, shm fileID
 	stopped  atomic.Pointer[error]
+	moved    atomic.Bool // stopped because the path no longer names the file alone
 	off      atomic.Bool // benchmarks only: what the check costs
 }
 
@@ -65,7 +66,7 @@ func (g *fileGuard) check() error {
 	if p := g.stopped.Load(); p != nil {
 		return *p
 	}
-	why, err := g.changed()
+	why, moved, err := g.changed()
 	if err != nil {
 		return fmt.Errorf("sqlite %s: cannot check the file is still the store's: %w", g.path, err)
 	}
@@ -77,24 +78,33 @@ func (g *fileGuard) check() error {
 	if !g.stopped.CompareAndSwap(nil, &err) {
 		return *g.stopped.Load()
 	}
+	g.moved.Store(moved)
 	return err
 }
 
-// changed says what changed, or "".
-func (g *fileGuard) changed() (string, error) {
+// changed says what changed, or "", and whether it is the path that no
+// longer names the file alone (the file itself may live on under another
+// name).
+func (g *fileGuard) changed() (why string, moved bool, err error) {
 	fi, err := stat(g.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "the file was deleted or moved while in use", nil
+		return "the file was deleted or moved while in use", true, nil
 	case err != nil:
-		return "", err
+		return "", false, err
 	case fi.id != g.id:
-		return fmt.Sprintf("the path names another file now (inode %d, opened %d): the file was replaced while in use", fi.id.ino, g.id.ino), nil
+		return fmt.Sprintf("the path names another file now (inode %d, opened %d): the file was replaced while in use", fi.id.ino, g.id.ino), true, nil
 	case fi.links != 1:
-		return fmt.Sprintf("the file has %d hard links now", fi.links), nil
+		return fmt.Sprintf("the file has %d hard links now", fi.links), true, nil
 	case fi.size == 0:
-		return "the file was emptied while in use", nil
+		return "the file was emptied while in use", false, nil
 	}
+	why, err = g.companions()
+	return why, false, err
+}
+
+// companions says whether the -wal or -shm changed, or "".
+func (g *fileGuard) companions() (string, error) {
 	for _, c := range []struct {
 		suffix string
 		id     fileID
@@ -111,4 +121,17 @@ func (g *fileGuard) changed() (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// strandedWAL says whether the store stopped because its file was moved
+// (renamed, hard-linked, replaced or deleted) while its -wal and -shm are
+// still its own: SQLite copies the -wal into the file when its last
+// connection closes, but not into a file that moved, which would leave
+// the newest commits behind in a -wal no other name of the file reads.
+func (g *fileGuard) strandedWAL() bool {
+	if g.stopped.Load() == nil || !g.moved.Load() {
+		return false
+	}
+	why, err := g.companions()
+	return err == nil && why == ""
 }

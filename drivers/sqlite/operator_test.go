@@ -357,8 +357,9 @@ func TestDeletedFile(t *testing.T) {
 }
 
 // The -shm or the -wal file deleted under a running store: the store
-// stops; a process opening the file afterwards rebuilds the -shm from the
-// -wal and continues, or is refused when the -wal is gone.
+// stops; a process opening the file is refused while the first runs with
+// the old -shm, and once it ended continues above every value (the -wal
+// was copied into the file), or is refused when the -wal is gone.
 func TestCompanionDeleted(t *testing.T) {
 	if serveChild() {
 		return
@@ -371,14 +372,20 @@ func TestCompanionDeleted(t *testing.T) {
 		if err := os.Remove(path + "-shm"); err != nil {
 			t.Fatal(err)
 		}
+		want := fmt.Sprintf("process %d has this file open with another -wal and -shm", p1.cmd.Process.Pid)
+		if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, want) {
+			if p2 != nil {
+				h.mustNext("second process", p2, 5)
+			}
+			t.Errorf("opening the file after its -shm was deleted: %q; want it refused, saying %q", msg, want)
+		}
+		wantStopped(t, "first process", p1, h, "ids.db-shm was") // deleted, or made again by the second process
+		p1.close()
 		p2, msg := spawn(t, path)
 		if p2 == nil {
-			t.Fatalf("opening the file after its -shm was deleted: %s", msg)
+			t.Fatalf("opening the file after the first process ended: %s", msg)
 		}
 		h.mustNext("second process", p2, 5)
-		wantStopped(t, "first process", p1, h, "ids.db-shm was") // deleted, or replaced by the second process
-		h.mustNext("second process", p2, 5)
-		p1.close()
 		p2.close()
 	})
 	t.Run("wal", func(t *testing.T) {
@@ -472,4 +479,38 @@ func TestCreateTogether(t *testing.T) {
 	if err != nil || len(left) > 0 {
 		t.Errorf("temporary files left behind: %v %v", left, err)
 	}
+}
+
+// A file renamed under a running store, and opened by a process under its
+// new name: refused while the first process has it open under the old
+// one (its newest commits are in the old name's -wal); the first stops,
+// and on closing copies its -wal into the file, so a process opening the
+// new name afterwards continues above every value handed out.
+func TestRenamedFile(t *testing.T) {
+	if serveChild() {
+		return
+	}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+	h := &handedOut{t: t}
+	p1, _ := spawn(t, a)
+	h.mustNext("first process on a.db", p1, 5)
+	if err := os.Rename(a, b); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("process %d has this file open with another -wal and -shm", p1.cmd.Process.Pid)
+	if p2, msg := spawn(t, b); p2 != nil || !strings.Contains(msg, want) {
+		if p2 != nil {
+			h.mustNext("second process on b.db", p2, 5)
+		}
+		t.Errorf("opening the renamed file while the first process runs: %q; want it refused, saying %q", msg, want)
+	}
+	wantStopped(t, "first process on a.db", p1, h, "the file was deleted or moved while in use")
+	p1.close()
+	p2, msg := spawn(t, b)
+	if p2 == nil {
+		t.Fatalf("opening the renamed file after the first process ended: %s", msg)
+	}
+	h.mustNext("second process on b.db", p2, 5)
+	p2.close()
 }

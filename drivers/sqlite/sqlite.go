@@ -46,7 +46,12 @@
 //     -shm without its file (the file was deleted or moved while in use), a
 //     -shm without its -wal (the WAL was deleted, and the commits in it lost),
 //     a -shm in use by a process that does not have the file open (the file
-//     was replaced under it: open again once that process ended).
+//     was replaced under it), a file that a process has open with another
+//     -shm (the file was renamed, or a hard link removed, under it, and its
+//     newest commits are in the old name's -wal; or its -shm was deleted).
+//     Open again once that process ended: a store stopped because its file
+//     moved copies its -wal into the file when it closes, as SQLite would
+//     have.
 //
 // # What SQLite cannot protect against
 //
@@ -66,6 +71,9 @@
 //     had a predecessor. A running store stops when its file is replaced
 //     (and its regression guard refuses a key that went back), but a store
 //     opened after the restore starts from the backup.
+//   - Renaming or moving the file, or its directory, while in use, when a
+//     process that has it open crashes: its newest commits stay in the old
+//     name's -wal. Move the file only with every process stopped cleanly.
 //   - A hard link made, or the file replaced, in the instant between a
 //     store's check and its commit: the next call sees it.
 //
@@ -94,7 +102,9 @@
 // The file's identity comes from stat(2), on every Unix. The new store is
 // moved into place with Linux's renameat2(RENAME_NOREPLACE); elsewhere by a
 // hard link then removing the temporary name, so a process opening it in
-// that instant is refused for two links and may retry. On other systems
+// that instant is refused for two links and may retry. A process that has
+// the file open under another name is found through Linux's /proc/locks
+// only (where it cannot be read, nothing is refused). On other systems
 // (Windows) Open refuses with ErrUnsupported.
 //
 // # Locks
@@ -219,6 +229,11 @@ func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout 
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	armed(id, g.shm)
+	if err := noStranger(g); err != nil {
+		pin.Close()
+		sdb.Close()
+		return nil, fmt.Errorf("sqlite %s: %w", path, err)
+	}
 	stmts := &stmtCache{db: sdb, m: map[string]*sql.Stmt{}}
 	s, err := sqlstore.Open(ctx, db{q: sdb, mu: mu, stmts: stmts, g: g}, dialect)
 	if err != nil {
@@ -251,6 +266,11 @@ func precheck(ctx context.Context, path string, busyTimeout time.Duration, mu *s
 // Close closes the file.
 func (s *Store) Close() error {
 	s.stmts.close()
+	if s.guard.strandedWAL() {
+		// What SQLite would do on closing, had the file not moved: the
+		// file, under its new name, then holds every commit.
+		_, _ = s.pin.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+	}
 	s.pin.Close()
 	err := s.db.Close()
 	s.release.Do(func() { release(s.guard.id) })
