@@ -86,6 +86,10 @@ func dsn(path string, busyTimeout time.Duration, wal bool) string {
 func openFile(ctx context.Context, path string, busyTimeout time.Duration) (fileInfo, string, error) {
 	fi, err := stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if li, lerr := os.Lstat(path); lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
+			return fileInfo{}, "", fmt.Errorf("sqlite %s: a symlink to a missing file: point it at a store, or give the path of the new file: %w",
+				path, driver.ErrConfigMismatch)
+		}
 		if err := create(ctx, path, busyTimeout); err != nil {
 			return fileInfo{}, "", err
 		}

@@ -16,6 +16,9 @@ import (
 // not the wait asked for, are refused, naming the option.
 func TestOptionsRefused(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(dir, "missing.db"), filepath.Join(dir, "dangling.db")); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		opts map[string]string
 		want string
@@ -31,6 +34,7 @@ func TestOptionsRefused(t *testing.T) {
 		{map[string]string{"path": filepath.Join(dir, "a.db"), "busyTimeout": "1000h"}, `option "busyTimeout": value 1000h0m0s: must be 0 or from 1ms to`, driver.ErrInvalidArgument},
 		{map[string]string{"path": filepath.Join(dir, "a.db"), "busyTimeout": "500us"}, `option "busyTimeout": value 500µs: must be 0 or from 1ms to`, driver.ErrInvalidArgument},
 		{map[string]string{"path": dir}, "not a regular file", driver.ErrConfigMismatch},
+		{map[string]string{"path": filepath.Join(dir, "dangling.db")}, "a symlink to a missing file", driver.ErrConfigMismatch},
 	} {
 		d, err := Open(c.opts)
 		if err == nil {
@@ -121,4 +125,51 @@ func TestNamesShareMutex(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "link.db-wal")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a -wal file beside the symlink: %v", err)
 	}
+}
+
+// Within one process: a store whose file is replaced, or whose symlink is
+// pointed at another store's file, stops; a store opened on the replaced
+// path while the first still has the old file open is refused.
+func TestReplacedInProcess(t *testing.T) {
+	ctx := context.Background()
+	t.Run("file", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "ids.db")
+		s1 := open(t, path)
+		if _, err := s1.Next(ctx, "k", 10); err != nil {
+			t.Fatal(err)
+		}
+		copyStore(t, path, filepath.Join(dir, "copy.db"))
+		if err := os.Rename(filepath.Join(dir, "copy.db"), path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(map[string]string{"path": path}); err == nil || !strings.Contains(err.Error(), "belongs to another file this process has open") {
+			t.Errorf("Open of the replaced path = %v; want it refused", err)
+		}
+		if start, err := s1.Next(ctx, "k", 10); !errors.Is(err, driver.ErrCorrupt) {
+			t.Errorf("Next after the file was replaced = %d, %v; want ErrCorrupt", start, err)
+		}
+	})
+	t.Run("symlink", func(t *testing.T) {
+		dir := t.TempDir()
+		a, b, link := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db"), filepath.Join(dir, "ids.db")
+		open(t, a).Close()
+		open(t, b).Close()
+		if err := os.Symlink(a, link); err != nil {
+			t.Fatal(err)
+		}
+		s := open(t, link)
+		if _, err := s.Next(ctx, "k", 10); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(link); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(b, link); err != nil {
+			t.Fatal(err)
+		}
+		if start, err := s.Next(ctx, "k", 10); !errors.Is(err, driver.ErrCorrupt) || !strings.Contains(err.Error(), "the path names another file now") {
+			t.Errorf("Next after the symlink was pointed elsewhere = %d, %v; want ErrCorrupt", start, err)
+		}
+	})
 }

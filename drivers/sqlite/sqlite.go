@@ -19,7 +19,8 @@
 //     driver serves that), a URI ("file:", '?', '#'); a file that is not
 //     SQLite, a SQLite database with tables but none of this store's, an
 //     empty file (it may be a store someone emptied: remove it to start a
-//     new store), a file with more than one hard link.
+//     new store), a file with more than one hard link, a symlink to a
+//     missing file.
 //   - busyTimeout: how long a statement waits for another process's write
 //     lock; default 5s; 0 (do not wait), or 1ms up to 596h (SQLite's limit).
 //
