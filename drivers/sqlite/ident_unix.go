@@ -22,9 +22,11 @@ func stat(path string) (fileInfo, error) {
 		}
 		break
 	}
+	// The field types differ by platform (Dev is int32 on Darwin, Nlink
+	// uint16): hence the conversions.
 	return fileInfo{
-		id:      fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, //nolint:unconvert // int32 on some platforms
-		links:   uint64(st.Nlink),                                 //nolint:unconvert // uint16 on some platforms
+		id:      fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)},
+		links:   uint64(st.Nlink),
 		size:    st.Size,
 		regular: st.Mode&syscall.S_IFMT == syscall.S_IFREG,
 	}, nil
