@@ -29,7 +29,7 @@ func init() {
 		o := driver.NewOptions(opts)
 		fail := o.String("fail", "")
 		o.String("connectString", "")
-		o.Int("retry.maxRetries", 0)
+		o.Int("retry.maxRetries", 0, 0, 100)
 		o.String("flag", "")
 		if err := o.Err(); err != nil {
 			return nil, err
