@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strings"
@@ -265,5 +266,21 @@ func TestRetrySleep(t *testing.T) {
 	}
 	if got := (retryPolicy{base: time.Second, maxSleep: time.Hour}).sleep(200); got != time.Hour {
 		t.Errorf("sleep(200) = %v, want maxSleep (no overflow)", got)
+	}
+}
+
+// TestOpenContextDeadlineSaidOnce: Open ended by its context names the
+// context's error once (it was said in the text and again after it).
+func TestOpenContextDeadlineSaidOnce(t *testing.T) {
+	addr := deadAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := store.OpenContext(ctx, "zookeeper", map[string]string{"connectString": addr, "connectionTimeout": "200ms"})
+	if err == nil {
+		t.Fatal("Open of a dead server succeeded")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, driver.ErrUnavailable) ||
+		strings.Count(err.Error(), "context deadline exceeded") != 1 || !strings.Contains(err.Error(), addr) {
+		t.Errorf("Open ended by its context: %v; want ErrUnavailable and DeadlineExceeded, said once, naming %s", err, addr)
 	}
 }
