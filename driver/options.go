@@ -129,7 +129,7 @@ func validUnits(s string) bool {
 	for s != "" {
 		i := len(s) - len(strings.TrimLeft(s, "0123456789."))
 		j := len(s) - len(strings.TrimLeft(s[i:], "nsuµμmh")) - i
-		if i == 0 || j == 0 {
+		if num := s[:i]; i == 0 || j == 0 || num == "." || strings.Count(num, ".") > 1 {
 			return false
 		}
 		switch s[i : i+j] {

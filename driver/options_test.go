@@ -54,6 +54,8 @@ func TestOptionValues(t *testing.T) {
 		{"soon", `option "d": value "soon": not a duration (e.g. 500ms, 3s)`},
 		{"1 s", `option "d": value "1 s": not a duration (e.g. 500ms, 3s)`},
 		{"5x", `option "d": value "5x": not a duration (e.g. 500ms, 3s)`},
+		{"1.5.5h", `option "d": value "1.5.5h": not a duration (e.g. 500ms, 3s)`},
+		{".h", `option "d": value ".h": not a duration (e.g. 500ms, 3s)`},
 	}
 	for _, c := range durs {
 		o := driver.NewOptions(map[string]string{"d": c.v})
