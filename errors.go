@@ -37,7 +37,7 @@ func (e *Error) Error() string {
 	if a, ok := e.Err.(*argError); e.Key == "" || ok && a.value == e.Key {
 		return "store: " + e.Op + ": " + e.Err.Error() // the cause names the key itself
 	}
-	return fmt.Sprintf("store: %s %q: %v", e.Op, e.Key, e.Err)
+	return fmt.Sprintf("store: %s %s: %v", e.Op, quoteName(e.Key), e.Err)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

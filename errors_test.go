@@ -39,7 +39,24 @@ func TestErrorTexts(t *testing.T) {
 		{next(".", 1), `store: Next: key must not be "."`},
 		{next("a\x01", 1), `store: Next: key "a\x01" must not contain the character U+0001`},
 		{next("a\xff", 1), `store: Next: key "a\xff" is not valid UTF-8`},
-		{next(long, 1), `store: Next: key is 1025 bytes long, more than 1024`},
+		{next(long, 1), `store: Next: key "kkkkkkkkkkkkkkkkkkkkkkkk"..."kkkkkkkkkkkkkkkkkkkkkkkk" (1025 bytes) is longer than 1024 bytes`},
+		// Names that hide: control and format characters, white space only.
+		{next("\u202Eorders", 1), `store: Next: key "\u202eorders" must not contain the character U+202E`},
+		{next("orders\uFEFF", 1), `store: Next: key "orders\ufeff" must not contain the character U+FEFF`},
+		{next("a/b\u200Bc", 1), `store: Next: key "a/b\u200bc" must not contain the character U+200B`},
+		{next("a\u00ADb", 1), `store: Next: key "a\u00adb" must not contain the character U+00AD`},
+		{next("   ", 1), `store: Next: key "   " must not be only white space`},
+		{next("a/ \u00A0/b", 1), `store: Next: key "a/ \u00a0/b" must not have a segment of white space only`},
+		{func() error { _, err := st.Locks().TryLock(ctx, " "); return err }, `store: TryLock: lock name " " must not be only white space`},
+		{func() error { _, err := st.Locks().TryLock(ctx, "l\u2066"); return err },
+			`store: TryLock: lock name "l\u2066" must not contain the character U+2066`},
+		{acquire(store.Namespace{Name: "\u3000", Limit: 1}, "o", store.AcquireOptions{}),
+			`store: Acquire: namespace "\u3000" must not be only white space`},
+		{acquire(ns, "host\u200D", store.AcquireOptions{}),
+			`store: Acquire "w": owner "host\u200d" must not contain the character U+200D`},
+		{openWith(store.WithOwner("\t")), `store: owner "\t" must not contain the character U+0009`},
+		{acquire(ns, "a"+strings.Repeat("é", 20)+"/"+strings.Repeat("é", 20)+"b", store.AcquireOptions{}),
+			`store: Acquire "w": owner "aééééééééééé"..."éééééééééééb" (83 bytes) must not contain '/' (it is a single name, not a path)`},
 		{next("orders", 0), `store: Next "orders": step 0 is less than 1`},
 		{func() error { return st.Ranges().Init(ctx, "k", -1) }, `store: Init "k": next value -1 is negative`},
 		{func() error { _, err := st.Ranges().Seal(ctx, "a//b"); return err },
@@ -74,5 +91,20 @@ func TestErrorTexts(t *testing.T) {
 		if !errors.Is(err, store.ErrInvalidArgument) {
 			t.Errorf("%v is not ErrInvalidArgument", err)
 		}
+	}
+	// A long key the driver refuses is quoted shortened too.
+	mem, err := store.Open("memory", map[string]string{"name": t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	k := strings.Repeat("x", 500) + strings.Repeat("y", 500)
+	if err := mem.Ranges().Init(ctx, k, 5); err != nil {
+		t.Fatal(err)
+	}
+	err = mem.Ranges().Init(ctx, k, 6)
+	if err == nil || !strings.HasPrefix(err.Error(), `store: Init "xxxxxxxxxxxxxxxxxxxxxxxx"..."yyyyyyyyyyyyyyyyyyyyyyyy" (1000 bytes): `) ||
+		len(err.Error()) > 300 {
+		t.Errorf("Init of a long key that exists: %v", err)
 	}
 }

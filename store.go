@@ -26,6 +26,19 @@
 // that ran out of time with no server answering wraps ErrUnavailable as well
 // as context.DeadlineExceeded.
 //
+// # Names
+//
+// A range key is one or more '/'-separated segments; a namespace, an owner
+// key and a lock name are one segment. Every driver accepts the same names,
+// checked before a driver sees them: a key or name is at most MaxKeyLen
+// bytes of valid UTF-8; no segment is empty, "." or "..", or only white
+// space; none holds a control or format character (Unicode categories Cc and Cf, such as the
+// bidi control U+202E or the zero-width U+200B and U+FEFF, which make
+// names that look alike or read reversed), and none of the characters
+// ZooKeeper refuses in paths (U+D800-U+F8FF, U+FFF0-U+FFFF, and anything
+// above U+FFFF). A refused name is ErrInvalidArgument, with a message that
+// quotes it, a long one shortened to its first and last bytes and length.
+//
 // # Operating a store
 //
 // OpenContext bounds the opening by a context; Ping makes one round trip.

@@ -85,7 +85,8 @@ func TestInvalidKeysNeverReachTheDriver(t *testing.T) {
 	st, d := open(t)
 	ctx := context.Background()
 	bad := []string{"", "/a", "a/", "a//b", ".", "a/..", "a\x00b", "a\x01", "a\u007f", "a\u0085",
-		"a\ue000", "a\ufff0", "\xff", strings.Repeat("k", store.MaxKeyLen+1)}
+		"a\ue000", "a\ufff0", "\xff", strings.Repeat("k", store.MaxKeyLen+1),
+		"a\u202e", "\ufeffa", "a/\u200b", " ", "a/\u3000/b"}
 	for _, key := range bad {
 		if _, err := st.Ranges().Next(ctx, key, 1); !errors.Is(err, store.ErrInvalidArgument) {
 			t.Errorf("Next(%q) = %v, want ErrInvalidArgument", key, err)

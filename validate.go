@@ -1,8 +1,11 @@
 package store
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/cosid-go/store/driver"
@@ -17,19 +20,21 @@ const (
 	MaxIncarnation = 128 // bytes
 )
 
+// The rules of names are in the package documentation (# Names).
+
 // checkKey validates a range key: one or more '/'-separated segments.
 func checkKey(what, key string) error {
 	switch {
 	case key == "":
 		return invalid("%s is empty", what)
 	case len(key) > MaxKeyLen:
-		return invalidValue(key, "%s is %d bytes long, more than %d", what, len(key), MaxKeyLen)
+		return invalidValue(key, "%s %s is longer than %d bytes", what, quoteName(key), MaxKeyLen)
 	case key[0] == '/':
-		return invalidValue(key, "%s %q must not start with '/'", what, key)
+		return invalidValue(key, "%s %s must not start with '/'", what, quoteName(key))
 	case key[len(key)-1] == '/':
-		return invalidValue(key, "%s %q must not end with '/'", what, key)
+		return invalidValue(key, "%s %s must not end with '/'", what, quoteName(key))
 	case strings.Contains(key, "//"):
-		return invalidValue(key, "%s %q must not contain \"//\" (an empty segment)", what, key)
+		return invalidValue(key, "%s %s must not contain \"//\" (an empty segment)", what, quoteName(key))
 	}
 	for seg := range strings.SplitSeq(key, "/") {
 		if err := checkSegment(what, key, seg); err != nil {
@@ -45,29 +50,56 @@ func checkName(what, name string) error {
 	case name == "":
 		return invalid("%s is empty", what)
 	case len(name) > MaxKeyLen:
-		return invalidValue(name, "%s is %d bytes long, more than %d", what, len(name), MaxKeyLen)
+		return invalidValue(name, "%s %s is longer than %d bytes", what, quoteName(name), MaxKeyLen)
 	case strings.Contains(name, "/"):
-		return invalidValue(name, "%s %q must not contain '/' (it is a single name, not a path)", what, name)
+		return invalidValue(name, "%s %s must not contain '/' (it is a single name, not a path)", what, quoteName(name))
 	}
 	return checkSegment(what, name, name)
 }
 
 func checkSegment(what, whole, seg string) error {
+	q := quoteName(whole)
 	if seg == "." || seg == ".." {
 		if seg == whole {
 			return invalidValue(whole, "%s must not be %q", what, seg)
 		}
-		return invalidValue(whole, "%s %q must not have a %q segment", what, whole, seg)
+		return invalidValue(whole, "%s %s must not have a %q segment", what, q, seg)
 	}
 	if !utf8.ValidString(seg) {
-		return invalidValue(whole, "%s %q is not valid UTF-8", what, whole)
+		return invalidValue(whole, "%s %s is not valid UTF-8", what, q)
 	}
 	for _, r := range seg {
-		if driver.ForbiddenInName(r) {
-			return invalidValue(whole, "%s %q must not contain the character %U", what, whole, r)
+		if driver.ForbiddenInName(r) || unicode.In(r, unicode.Cc, unicode.Cf) {
+			return invalidValue(whole, "%s %s must not contain the character %U", what, q, r)
 		}
 	}
+	if strings.TrimFunc(seg, unicode.IsSpace) == "" {
+		if seg == whole {
+			return invalidValue(whole, "%s %s must not be only white space", what, q)
+		}
+		return invalidValue(whole, "%s %s must not have a segment of white space only", what, q)
+	}
 	return nil
+}
+
+// quoteLimit is the longest name an error quotes in full.
+const quoteLimit = 64
+
+// quoteName quotes a name for an error; a long one is shortened to its
+// first and last bytes (whole characters) and its length.
+func quoteName(s string) string {
+	if len(s) <= quoteLimit {
+		return strconv.Quote(s)
+	}
+	const part = 24
+	head, tail := part, len(s)-part
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return fmt.Sprintf("%q...%q (%d bytes)", s[:head], s[tail:], len(s))
 }
 
 func checkStep(step int64) error {

@@ -12,7 +12,14 @@
 // The "cosid:" level is optional: a document may start at "stores:". Nested
 // option maps are flattened with dots (retry: {maxRetries: 5} is
 // retry.maxRetries=5), and scalar values become strings for the driver to
-// parse. Unknown fields are errors, never ignored.
+// parse. A timeout is a duration such as 3s, or a number of milliseconds,
+// from 1ms to MaxTimeout.
+//
+// YAML and JSON follow the same rules, with the same messages: unknown
+// fields are errors, never ignored; a key given twice in one mapping (a
+// YAML merge key gives its keys), an option given both nested and dotted,
+// and anything after the document are refused, since the last spelling
+// winning silently can put a store on another file or server.
 //
 // It is a package of its own so that the YAML library stays out of the
 // imports of package store.

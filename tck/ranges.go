@@ -248,7 +248,7 @@ func checkOverflow(e *env) {
 // and the longest key.
 func goodKeys() []string {
 	return []string{
-		"a", "a/b", "a/b/c", "x/y/z", "...", "a.b", "-_~", " ", "\u00a0", "\uf900", "\uffef",
+		"a", "a/b", "a/b/c", "x/y/z", "...", "a.b", "-_~", "a b", " a", "a\u00a0", "\uf900", "\uffef",
 		"日本/語", strings.Repeat("k", store.MaxKeyLen),
 		strings.Repeat("k/", store.MaxKeyLen/2-1) + "kk",
 	}
@@ -283,6 +283,7 @@ func badKeys() []string {
 		"", "/", "/a", "a/", "a//b", ".", "..", "a/..", "./a", "a/./b", "a\x00b", "\x01", "a/\x1f",
 		"\x7f", "\u0080", "a/\u009f", "\ue000", "\uf8ff", "\ufff0", "\uffff", "\U0001F600", "\xed\xa0\x80", "\xff",
 		strings.Repeat("k", store.MaxKeyLen+1), strings.Repeat("k/", store.MaxKeyLen/2) + "k",
+		"\u202eab", "a/b\ufeff", "a\u200bb", "a/\u00ad", " ", "a/ /b", "\u00a0", "a/\u3000",
 	}
 }
 

@@ -381,6 +381,8 @@ func badNames() []string {
 	return []string{
 		"", "a/b", "/a", "a/", ".", "..", "a\x00b", "\x01", "a\x1f", "\x7f", "\u0080", "\u009f",
 		"\ue000", "\uf8ff", "\ufff0", "\uffff", "\xed\xa0\x80", "\xff", strings.Repeat("n", store.MaxKeyLen+1),
+		// Names that hide: format characters (bidi, zero-width), white space only.
+		"\u202eab", "a\ufeff", "a\u200bb", "\u00ad", "\u2066a", " ", "\u00a0", "\u3000 ",
 	}
 }
 

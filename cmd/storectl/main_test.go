@@ -195,6 +195,11 @@ func TestBadFlags(t *testing.T) {
 		{"init arity", with(args("init", "k"), mem), "want KEY VALUE"},
 		{"init value", with(args("init", "k", "12x"), mem), `VALUE "12x" is not a whole number`},
 		{"init negative", with(args("init"), mem, args("--", "k", "-5")), `VALUE "-5"`},
+		{"init negative, no --", with(args("init", "k", "-5"), mem), `VALUE "-5" is not a whole number from 0 to`},
+		{"init negative first", with(args("init", "-5", "k"), mem), `VALUE "k" is not a whole number`},
+		{"init negative after flags", with(args("init"), mem, args("k", "-5")), `VALUE "-5" is not a whole number`},
+		{"negative timeout", with(args("init", "k", "1", "--timeout", "-5"), mem), `"-5" is not a positive duration`},
+		{"init three with a negative", with(args("init", "k", "-5", "-7"), mem), "want KEY VALUE, got 3 arguments"},
 		{"purge stray", with(args("purge", "--yes", "now"), mem), `unexpected argument "now"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

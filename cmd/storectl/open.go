@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,26 +26,68 @@ func newFlagSet(name string) *flag.FlagSet {
 
 // parseArgs parses flags anywhere among the arguments (`seal orders
 // --create` works like `seal --create orders`) and returns the others.
-// Everything after "--" is an argument, for keys that start with '-'.
+// Everything after "--" is an argument, for keys that start with '-'. A
+// negative number is an argument too (`init k -5`), never an unknown flag.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		n := negativeAt(fs, args)
+		if n == 0 {
+			pos, args = append(pos, args[0]), args[1:]
+			continue
+		}
+		head, tail := args, []string(nil)
+		if n > 0 {
+			head, tail = args[:n], args[n:]
+		}
+		if err := fs.Parse(head); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
 			return nil, usagef("%v", err)
 		}
 		rest := fs.Args()
-		if len(rest) == 0 {
+		if len(rest) == 0 && tail == nil {
 			return pos, nil
 		}
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
+		if m := len(head) - len(rest); m > 0 && head[m-1] == "--" {
+			return append(pos, rest...), nil // negativeAt stops at "--": no tail
 		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+		if len(rest) > 0 {
+			pos, rest = append(pos, rest[0]), rest[1:]
+		}
+		args = slices.Concat(rest, tail)
 	}
+}
+
+// negativeAt is the index of the first argument before any "--" that is a
+// negative integer and not the value of the flag before it, or -1.
+func negativeAt(fs *flag.FlagSet, args []string) int {
+	for i, a := range args {
+		if a == "--" {
+			return -1
+		}
+		if _, err := strconv.ParseInt(a, 10, 64); (err == nil || errors.Is(err, strconv.ErrRange)) &&
+			a[0] == '-' && (i == 0 || !takesValue(fs, args[i-1])) {
+			return i
+		}
+	}
+	return -1
+}
+
+// takesValue reports whether arg is a flag that takes the next argument
+// as its value (--timeout 5s), as opposed to --yes or --timeout=5s.
+func takesValue(fs *flag.FlagSet, arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	if name == arg || strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
 }
 
 // openWithFlags parses the flags of a command that takes no arguments

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -419,7 +420,7 @@ func typedFactory(lax bool) driver.Factory {
 		if lax {
 			o.String("tck.count", "0")
 		} else {
-			o.Int("tck.count", 0)
+			o.Int("tck.count", 0, 0, math.MaxInt)
 		}
 		if err := o.Err(); err != nil {
 			return nil, err

@@ -24,13 +24,30 @@ func TestOptions(t *testing.T) {
 		{map[string]string{"shema": "x"}, `unknown option "shema"`},
 		{map[string]string{"poolSize": "-1"}, `option "poolSize"`},
 		{map[string]string{"poolSize": "0"}, `option "poolSize"`},
+		{map[string]string{"poolSize": "99999999999"}, `option "poolSize": value "99999999999": must be between 1 and 10000`},
+		{map[string]string{"poolSize": "3000000000"}, `option "poolSize": value "3000000000": must be between 1 and 10000`},
 		{map[string]string{"lockTimeout": "soon"}, `option "lockTimeout"`},
 		{map[string]string{"schema": "a'b"}, `option "schema"`},
 		{map[string]string{"schema": strings.Repeat("s", 64)}, `option "schema"`},
 		{map[string]string{"schema": "a{now}"}, `option "schema"`},
 		{map[string]string{"schema": "x{forupdate}"}, `option "schema"`},
 		{map[string]string{"schema": "a b"}, `option "schema"`},
+		{map[string]string{"lockTimeout": "50ms"}, `option "lockTimeout": value "50ms": must be between 100ms and 24h`},
 		{map[string]string{"connString": "host=127.0.0.1 port=notaport password=" + secret}, `cannot be parsed`},
+		// The fields that carry no secret say why.
+		{map[string]string{"sslmode": "bogus"}, `option "sslmode": value "bogus": not one of disable, allow, prefer, require, verify-ca, verify-full`},
+		{map[string]string{"port": "notaport"}, `option "port": value "notaport": not an integer`},
+		{map[string]string{"port": "99999"}, `option "port": value "99999": must be between 1 and 65535`},
+		{map[string]string{"host": "a,b", "port": "5432,0"}, `option "port": value "5432,0": port "0" of the list: must be between 1 and 65535`},
+		{map[string]string{"host": ""}, `option "host": value "": empty; leave the option out for the default`},
+		{map[string]string{"host": "a,,b"}, `option "host": value "a,,b": an empty host`},
+		{map[string]string{"password": "", "host": "127.0.0.1"}, `option "password": value (redacted): empty`},
+		{map[string]string{"connString": "host=127.0.0.1 port=notaport password=" + secret},
+			`option "connString": value (redacted): cannot be parsed as a PostgreSQL connection string: its port "notaport": not an integer`},
+		{map[string]string{"connString": "host=127.0.0.1 port=99999 password='a b" + secret + "'"},
+			`its port "99999": must be between 1 and 65535`},
+		{map[string]string{"connString": "host=127.0.0.1 password=" + secret + " sslmode=bogus"}, `its sslmode "bogus": not one of disable`},
+		{map[string]string{"connString": "postgres://u:" + secret + "@h/db?sslmode=bogus"}, `its sslmode "bogus": not one of disable`},
 		{map[string]string{"connString": "postgres://u:" + secret + "@127.0.0.1:1/db", "connectTimeout": "1s"}, `127.0.0.1`},
 		{map[string]string{"host": "127.0.0.1", "port": "1", "password": secret, "connectTimeout": "1s"}, `127.0.0.1`},
 	} {
@@ -108,5 +125,19 @@ func TestLongSchema(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second): // well under the 10s lock timeout: woken, not expired
 		t.Fatal("the waiter was not woken by the Unlock")
+	}
+}
+
+// A connection failure is about the server: no schema prefix, and the
+// address is named once (pgx names it, the dial error named it again).
+func TestConnectFailureMessage(t *testing.T) {
+	_, err := Open(map[string]string{"host": "127.0.0.1", "port": "1", "connectTimeout": "2s"})
+	if err == nil {
+		t.Fatal("Open of a closed port succeeded")
+	}
+	msg := err.Error()
+	t.Log(msg)
+	if strings.HasPrefix(msg, "schema") || strings.Count(msg, "127.0.0.1:1") != 1 || !strings.Contains(msg, "connection refused") {
+		t.Errorf("connection failure reads %q; want the address once, the cause, no schema prefix", msg)
 	}
 }

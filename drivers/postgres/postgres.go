@@ -23,11 +23,16 @@
 //   - schema: where the tables live (created if missing); default public.
 //     ASCII letters, digits, '_' and '-', at most 63 bytes (the server's
 //     limit: a longer name would be cut, and two stores share tables).
-//   - poolSize: the most connections the pool opens; default 10. Locks use
-//     one more connection per store, for their session.
-//   - connectTimeout: the bound on opening a connection; default 10s.
-//   - lockTimeout: T of the lock liveness rule (see Locks); default 10s. It
-//     also sets the server-side bounds below.
+//   - poolSize: the most connections the pool opens, 1 to 10000; default
+//     10. Locks use one more connection per store, for their session.
+//   - connectTimeout: the bound on opening a connection, at most 1h;
+//     default 10s.
+//   - lockTimeout: T of the lock liveness rule (see Locks), 100ms to 24h;
+//     default 10s. It also sets the server-side bounds below.
+//
+// A refused option is named with its value (the password and connString
+// redacted) and the reason; so is a host, port or sslmode inside
+// connString that pgx cannot parse.
 //
 // # Tables
 //
@@ -172,38 +177,39 @@ func Open(options map[string]string) (driver.Store, error) {
 	connString := o.String("connString", "")
 	fields := map[string]string{}
 	for _, f := range fieldNames {
-		if v := o.String(f.option, ""); v != "" {
-			fields[f.option] = v
+		if _, given := options[f.option]; given {
+			fields[f.option] = o.String(f.option, "")
 		}
 	}
 	schema := o.String("schema", "public")
-	poolSize := o.Int("poolSize", 10)
-	connectTimeout := o.Duration("connectTimeout", 10*time.Second)
-	lockTimeout := o.Duration("lockTimeout", 10*time.Second)
+	poolSize := o.Int("poolSize", 10, 1, maxPoolSize)
+	connectTimeout := o.Duration("connectTimeout", 10*time.Second, 0, time.Hour)
+	lockTimeout := o.Duration("lockTimeout", 10*time.Second, 100*time.Millisecond, 24*time.Hour)
 	if err := o.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkFields(fields); err != nil {
 		return nil, err
 	}
 	if err := checkSchema(schema); err != nil {
 		return nil, fmt.Errorf("option \"schema\": %w", err)
 	}
-	if poolSize < 1 {
-		return nil, fmt.Errorf("option \"poolSize\": value %d: must be at least 1: %w", poolSize, driver.ErrInvalidArgument)
-	}
-	if lockTimeout < 100*time.Millisecond {
-		return nil, fmt.Errorf("option \"lockTimeout\": value %v: must be at least 100ms: %w", lockTimeout, driver.ErrInvalidArgument)
-	}
 	cfg, err := pgxpool.ParseConfig(withFields(connString, fields))
 	if err != nil {
 		// pgx's message may quote the connection string: say only what
 		// failed, so that a password never reaches a log.
-		return nil, fmt.Errorf("option \"connString\" (with the fields): cannot be parsed as a PostgreSQL connection string: %w", driver.ErrInvalidArgument)
+		why := "cannot be parsed as a PostgreSQL connection string"
+		if r := explainConnString(connString); r != "" {
+			why += ": " + r
+		}
+		return nil, &driver.OptionError{Key: "connString", Value: connString, Secret: true, Reason: why}
 	}
-	cfg.MaxConns = int32(poolSize)
+	cfg.MaxConns = int32(poolSize) // bounded by maxPoolSize
 	cfg.ConnConfig.ConnectTimeout = connectTimeout
 	b := boundsOf(lockTimeout)
 	b.apply(&cfg.ConnConfig.Config)
 	socks := &sockets{}
-	cfg.ConnConfig.DialFunc = socks.wrap(b.dialer())
+	cfg.ConnConfig.DialFunc = quietDial(socks.wrap(b.dialer()))
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout+5*time.Second)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -222,6 +228,10 @@ func Open(options map[string]string) (driver.Store, error) {
 // clockSQL is the store's clock: the database's, in ms since the epoch.
 // Tests put a step in it.
 var clockSQL = "(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint"
+
+// maxPoolSize bounds poolSize, far above any server's max_connections and
+// within pgx's int32.
+const maxPoolSize = 10000
 
 // maxSchema is the server's limit on an identifier (NAMEDATALEN - 1): a
 // longer name would be cut, and two stores configured with different
@@ -329,6 +339,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	h := &health{server: net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))}
 	s, err := sqlstore.Open(ctx, db{pool, h, b}, d)
+	if cerr := connectFailure(err); cerr != nil {
+		return nil, cerr // about the server, not the schema
+	}
 	if err != nil {
 		return nil, fmt.Errorf("schema %q: %w", schema, err)
 	}

@@ -38,7 +38,7 @@ type fileInfo struct {
 // absolute, so a later change of working directory changes nothing.
 func checkPath(path string) (string, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("option \"path\": value %q: %s: %w", path, why, driver.ErrInvalidArgument)
+		return &driver.OptionError{Key: "path", Value: path, Reason: why}
 	}
 	switch {
 	case strings.TrimSpace(path) == "":
@@ -63,8 +63,8 @@ func checkPath(path string) (string, error) {
 // cannot hold: more overflows into "do not wait", less than 1ms rounds to it.
 func checkBusyTimeout(d time.Duration) error {
 	if d < 0 || d > math.MaxInt32*time.Millisecond || (d > 0 && d < time.Millisecond) {
-		return fmt.Errorf("option \"busyTimeout\": value %v: must be 0 or from 1ms to %v: %w",
-			d, math.MaxInt32*time.Millisecond, driver.ErrInvalidArgument)
+		return &driver.OptionError{Key: "busyTimeout", Value: d.String(),
+			Reason: "must be 0 or from 1ms to " + driver.FormatDuration(math.MaxInt32*time.Millisecond)}
 	}
 	return nil
 }

@@ -31,8 +31,8 @@ func TestOptionsRefused(t *testing.T) {
 		{map[string]string{"path": "FILE:ids.db"}, "a file path, not a URI", driver.ErrInvalidArgument},
 		{map[string]string{"path": "ids.db?mode=memory"}, "'?', '#' and NUL are not allowed", driver.ErrInvalidArgument},
 		{map[string]string{"path": filepath.Join(dir, "ids.db") + " "}, "leading or trailing white space", driver.ErrInvalidArgument},
-		{map[string]string{"path": filepath.Join(dir, "a.db"), "busyTimeout": "1000h"}, `option "busyTimeout": value 1000h0m0s: must be 0 or from 1ms to`, driver.ErrInvalidArgument},
-		{map[string]string{"path": filepath.Join(dir, "a.db"), "busyTimeout": "500us"}, `option "busyTimeout": value 500µs: must be 0 or from 1ms to`, driver.ErrInvalidArgument},
+		{map[string]string{"path": filepath.Join(dir, "a.db"), "busyTimeout": "1000h"}, `option "busyTimeout": value "1000h": must be between 0s and 596h`, driver.ErrInvalidArgument},
+		{map[string]string{"path": filepath.Join(dir, "a.db"), "busyTimeout": "500us"}, `option "busyTimeout": value "500µs": must be 0 or from 1ms to`, driver.ErrInvalidArgument},
 		{map[string]string{"path": dir}, "not a regular file", driver.ErrConfigMismatch},
 		{map[string]string{"path": filepath.Join(dir, "dangling.db")}, "a symlink to a missing file", driver.ErrConfigMismatch},
 	} {

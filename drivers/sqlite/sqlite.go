@@ -158,7 +158,7 @@ var (
 func Open(options map[string]string) (driver.Store, error) {
 	o := driver.NewOptions(options)
 	path := o.String("path", "")
-	busy := o.Duration("busyTimeout", 5*time.Second)
+	busy := o.Duration("busyTimeout", 5*time.Second, 0, 596*time.Hour) // SQLite keeps ms in an int32
 	if err := o.Err(); err != nil {
 		return nil, err
 	}

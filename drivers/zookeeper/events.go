@@ -101,7 +101,7 @@ func (s *Store) noSession(cause error) error {
 	if cause == errWaitedEnough {
 		return &unavailableError{msg: msg}
 	}
-	return &unavailableError{msg: msg, ctx: cause}
+	return &unavailableError{msg: msg, ctx: cause, ctxSaid: true}
 }
 
 func (s *Store) waited(cause error) string {
@@ -143,12 +143,13 @@ func (s *Store) unavailable(err error, start time.Duration) error {
 // unavailableError is driver.ErrUnavailable and, if ctx is set, that
 // context error too.
 type unavailableError struct {
-	msg string
-	ctx error
+	msg     string
+	ctx     error
+	ctxSaid bool // msg names ctx already
 }
 
 func (e *unavailableError) Error() string {
-	if e.ctx == nil {
+	if e.ctx == nil || e.ctxSaid {
 		return e.msg
 	}
 	return e.msg + ": " + e.ctx.Error()

@@ -23,6 +23,10 @@ const (
 	defaultRetryMaxRetries         = 5
 	defaultRetryMaxSleep           = 500 * time.Millisecond
 	defaultRoot                    = "/cosid"
+
+	maxWait    = 24 * time.Hour // the bound of every timeout option (go-zookeeper keeps ms in an int32)
+	maxBackoff = time.Hour      // of retry.baseSleepTime and retry.maxSleep
+	maxRetries = 1000
 )
 
 // connectionOptions describe the connection Open makes; New refuses them.
@@ -45,8 +49,8 @@ func parseOptions(m map[string]string, ownConn bool) (config, error) {
 	if !ownConn {
 		for _, k := range append(connectionOptions, securityConnectionOptions...) {
 			if v, ok := m[k]; ok {
-				return config{}, fmt.Errorf("option %q: value %s: applies only to the connection Open makes; "+
-					"configure the *zk.Conn given to New instead: %w", k, shown(k, v), driver.ErrInvalidArgument)
+				return config{}, &driver.OptionError{Key: k, Value: v, Secret: secret(k),
+					Reason: "applies only to the connection Open makes; configure the *zk.Conn given to New instead"}
 			}
 		}
 	}
@@ -55,26 +59,26 @@ func parseOptions(m map[string]string, ownConn bool) (config, error) {
 	var connectString string
 	if ownConn {
 		connectString = o.String("connectString", defaultConnectString)
-		cfg.connectionTimeout = o.Duration("connectionTimeout", defaultConnectionTimeout)
-		cfg.blockUntilConnectedWait = o.Duration("blockUntilConnectedWait", defaultBlockUntilConnectedWait)
+		cfg.connectionTimeout = o.Duration("connectionTimeout", defaultConnectionTimeout, time.Millisecond, maxWait)
+		cfg.blockUntilConnectedWait = o.Duration("blockUntilConnectedWait", defaultBlockUntilConnectedWait, 0, maxWait)
 	}
 	if ownConn {
-		cfg.sessionTimeout = o.Duration("sessionTimeout", defaultSessionTimeout)
+		cfg.sessionTimeout = o.Duration("sessionTimeout", defaultSessionTimeout, time.Millisecond, maxWait)
 	} else {
 		// New: the caller's connection's session timeout, which locks need
 		// (go-zookeeper does not expose it); 0 when not given.
-		cfg.sessionTimeout = o.Duration("sessionTimeout", 0)
+		cfg.sessionTimeout = o.Duration("sessionTimeout", 0, time.Millisecond, maxWait)
 	}
-	cfg.retry.base = o.Duration("retry.baseSleepTime", defaultRetryBaseSleepTime)
-	cfg.retry.maxRetries = o.Int("retry.maxRetries", defaultRetryMaxRetries)
-	cfg.retry.maxSleep = o.Duration("retry.maxSleep", defaultRetryMaxSleep)
+	cfg.retry.base = o.Duration("retry.baseSleepTime", defaultRetryBaseSleepTime, 0, maxBackoff)
+	cfg.retry.maxRetries = o.Int("retry.maxRetries", defaultRetryMaxRetries, 0, maxRetries)
+	cfg.retry.maxSleep = o.Duration("retry.maxSleep", defaultRetryMaxSleep, 0, maxBackoff)
 	cfg.root = o.String("root", defaultRoot)
 	rawSec := readSecurity(o, m, ownConn)
 	if err := o.Err(); err != nil {
 		return config{}, err
 	}
 	bad := func(key, why string) error {
-		return fmt.Errorf("option %q: value %q: %s: %w", key, m[key], why, driver.ErrInvalidArgument)
+		return &driver.OptionError{Key: key, Value: m[key], Reason: why}
 	}
 	if ownConn {
 		servers, why := parseServers(connectString)
@@ -82,12 +86,6 @@ func parseOptions(m map[string]string, ownConn bool) (config, error) {
 			return config{}, bad("connectString", why)
 		}
 		cfg.servers = servers
-		if cfg.connectionTimeout <= 0 {
-			return config{}, bad("connectionTimeout", "must be positive")
-		}
-	}
-	if _, set := m["sessionTimeout"]; (set || ownConn) && cfg.sessionTimeout < time.Millisecond {
-		return config{}, bad("sessionTimeout", "must be at least 1ms")
 	}
 	if why := checkRoot(cfg.root); why != "" {
 		return config{}, bad("root", why)

@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strings"
@@ -80,7 +81,11 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"sesionTimeout": "1s"}, []string{`"sesionTimeout"`, "known:", "sessionTimeout", "retry.maxSleep", "root"}},
 		{map[string]string{"sessionTimeout": "soon"}, []string{`"sessionTimeout"`, `"soon"`}},
 		{map[string]string{"connectionTimeout": "-1s"}, []string{`"connectionTimeout"`, `"-1s"`}},
-		{map[string]string{"connectionTimeout": "0"}, []string{`"connectionTimeout"`, "positive"}},
+		{map[string]string{"connectionTimeout": "0"}, []string{`"connectionTimeout"`, "must be between 1ms and 24h"}},
+		{map[string]string{"sessionTimeout": "9223372036855"}, []string{`"sessionTimeout"`, `"9223372036855"`, "must be between 1ms and 24h"}},
+		{map[string]string{"sessionTimeout": "25d"}, []string{`"sessionTimeout"`, "not a duration"}},
+		{map[string]string{"sessionTimeout": "600h"}, []string{`"sessionTimeout"`, "must be between 1ms and 24h"}},
+		{map[string]string{"retry.maxRetries": "99999999999"}, []string{`"retry.maxRetries"`, `"99999999999"`, "must be between 0 and 1000"}},
 		{map[string]string{"sessionTimeout": "0"}, []string{`"sessionTimeout"`}},
 		{map[string]string{"retry.maxRetries": "-1"}, []string{`"retry.maxRetries"`, `"-1"`}},
 		{map[string]string{"retry.maxRetries": "many"}, []string{`"retry.maxRetries"`, `"many"`}},
@@ -261,5 +266,21 @@ func TestRetrySleep(t *testing.T) {
 	}
 	if got := (retryPolicy{base: time.Second, maxSleep: time.Hour}).sleep(200); got != time.Hour {
 		t.Errorf("sleep(200) = %v, want maxSleep (no overflow)", got)
+	}
+}
+
+// TestOpenContextDeadlineSaidOnce: Open ended by its context names the
+// context's error once (it was said in the text and again after it).
+func TestOpenContextDeadlineSaidOnce(t *testing.T) {
+	addr := deadAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := store.OpenContext(ctx, "zookeeper", map[string]string{"connectString": addr, "connectionTimeout": "200ms"})
+	if err == nil {
+		t.Fatal("Open of a dead server succeeded")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, driver.ErrUnavailable) ||
+		strings.Count(err.Error(), "context deadline exceeded") != 1 || !strings.Contains(err.Error(), addr) {
+		t.Errorf("Open ended by its context: %v; want ErrUnavailable and DeadlineExceeded, said once, naming %s", err, addr)
 	}
 }

@@ -30,14 +30,6 @@ var securityConnectionOptions = []string{optAuth, optTLS, optTLSCAFile, optTLSCe
 // secret reports the options whose values are never shown.
 func secret(key string) bool { return key == optAuth }
 
-// shown is an option value as errors may print it.
-func shown(key, value string) string {
-	if secret(key) {
-		return "(redacted)"
-	}
-	return strconv.Quote(value)
-}
-
 // authEntry is one scheme:credentials entry of the auth option. Its
 // String, like every error about it, shows the scheme only.
 type authEntry struct {
@@ -85,7 +77,7 @@ func readSecurity(o *driver.Options, m map[string]string, ownConn bool) rawSecur
 }
 
 func badOption(key, value, why string) error {
-	return fmt.Errorf("option %q: value %s: %s: %w", key, shown(key, value), why, driver.ErrInvalidArgument)
+	return &driver.OptionError{Key: key, Value: value, Secret: secret(key), Reason: why}
 }
 
 // parse checks the values and loads the TLS files.
