@@ -572,3 +572,70 @@ func TestCoalescedRangesTile(t *testing.T) {
 		t.Errorf("Current = %d, %v; want %d", next, err, end)
 	}
 }
+
+// panicky is a memory store whose Next panics while armed, as a buggy
+// driver or wrapper may.
+type panicky struct {
+	*gate
+	armed atomic.Bool
+}
+
+func (p *panicky) Next(ctx context.Context, key string, step int64) (int64, error) {
+	if p.armed.Load() {
+		panic("driver bug")
+	}
+	return p.gate.Next(ctx, key, step)
+}
+
+// nextRecovered calls Next and returns what it panicked with, if it did.
+func nextRecovered(ctx context.Context, st *store.Store, key string, step int64) (p any) {
+	defer func() { p = recover() }()
+	st.Ranges().Next(ctx, key, step)
+	return nil
+}
+
+// TestCoalescedPanicFreesTheKey: a driver that panics in Next (recovered
+// by the caller, as net/http does for a handler) leaves the key usable: the
+// next calls get ranges, and the calls waiting on the write that panicked
+// panic too, on their own goroutines, as each would have alone.
+func TestCoalescedPanicFreesTheKey(t *testing.T) {
+	p := &panicky{gate: newGate("")}
+	st, err := store.OpenDriver(p, store.WithTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A call writing alone panics.
+	p.armed.Store(true)
+	if got := nextRecovered(t.Context(), st, "k", 1); got == nil {
+		t.Fatal("no panic")
+	}
+	p.armed.Store(false)
+	r, err := st.Ranges().Next(t.Context(), "k", 1)
+	if err != nil || r != (store.Range{Start: 0, End: 1}) {
+		t.Fatalf("after a panic: %v, %v; want [0, 1): the key stayed busy", r, err)
+	}
+	// A batch's write panics: each waiting call panics, then the key works.
+	first, release := holdFirst(t, p.gate, st, "k")
+	panics := make(chan any, 2)
+	for range 2 {
+		before := store.Waiting(st, "k")
+		go func() { panics <- nextRecovered(t.Context(), st, "k", 1) }()
+		eventually(t, "a call waiting", func() bool { return store.Waiting(st, "k") == before+1 })
+	}
+	p.armed.Store(true)
+	close(release)
+	if got := <-first; got.err != nil {
+		t.Fatal(got.err)
+	}
+	for range 2 {
+		if got := <-panics; got == nil {
+			t.Error("a call of the batch whose write panicked returned without panicking")
+		}
+	}
+	p.armed.Store(false)
+	r, err = st.Ranges().Next(t.Context(), "k", 1)
+	if err != nil || r.Len() != 1 {
+		t.Fatalf("after a batch's panic: %v, %v; want a range", r, err)
+	}
+}
