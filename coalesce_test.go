@@ -639,3 +639,79 @@ func TestCoalescedPanicFreesTheKey(t *testing.T) {
 		t.Fatalf("after a batch's panic: %v, %v; want a range", r, err)
 	}
 }
+
+// TestCoalescedExhaustionManyStores: goroutines of four stores (one without
+// coalescing) run a key into the end of the int64 range, with lost answers
+// and cancelled callers: every range has its step and ends by MaxInt64,
+// none overlaps another or a lost write, and a call refused as exhausted
+// really did not fit (the key's next value, read right after, leaves no
+// room for it: it only grows).
+func TestCoalescedExhaustionManyStores(t *testing.T) {
+	const room = 20000
+	name := fmt.Sprintf("coalesce-%d", rand.Int64())
+	var gates []*gate
+	var sts []*store.Store
+	for i := range 4 {
+		g := newGate(name)
+		g.delay = 100 * time.Microsecond
+		rnd := rand.New(rand.NewPCG(uint64(i), 2))
+		var mu sync.Mutex
+		g.lose = func(int64) bool { mu.Lock(); defer mu.Unlock(); return rnd.IntN(20) == 0 }
+		gates = append(gates, g)
+		sts = append(sts, openGate(t, g, store.WithCoalescing(i != 3)))
+	}
+	if err := sts[0].Ranges().Init(t.Context(), "k", math.MaxInt64-room); err != nil {
+		t.Fatal(err)
+	}
+	var got allocs
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	for i, st := range sts {
+		for w := range 8 {
+			wg.Go(func() {
+				rnd := rand.New(rand.NewPCG(uint64(i), uint64(w)+7))
+				for range 60 {
+					step := 1 + rnd.Int64N(200)
+					if rnd.IntN(10) == 0 {
+						step = math.MaxInt64 - rnd.Int64N(room) // sums that overflow
+					}
+					ctx, cancel := context.WithCancel(t.Context())
+					if rnd.IntN(8) == 0 {
+						time.AfterFunc(time.Duration(rnd.IntN(300))*time.Microsecond, cancel)
+					}
+					r, err := st.Ranges().Next(ctx, "k", step)
+					cancel()
+					switch {
+					case err == nil:
+						if r.Len() != step || r.Start < math.MaxInt64-room || r.End > math.MaxInt64 {
+							t.Errorf("range %v for a step of %d", r, step)
+						}
+						got.add(r)
+					case errors.Is(err, store.ErrExhausted):
+						refused.Add(1)
+						next, _, err := st.Ranges().Current(t.Context(), "k")
+						if err == nil && next <= math.MaxInt64-step {
+							t.Errorf("a step of %d was refused as exhausted, yet it fits at %d after", step, next)
+						}
+					case errors.Is(err, errLost), errors.Is(err, context.Canceled):
+					default:
+						t.Errorf("Next: %v", err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, g := range gates {
+		g.mu.Lock()
+		for _, r := range g.lost {
+			got.add(r)
+		}
+		g.mu.Unlock()
+	}
+	got.check(t)
+	t.Logf("%d ranges, %d refused", len(got.rs), refused.Load())
+	if refused.Load() == 0 {
+		t.Error("nothing was refused: the test did not reach the end of the range")
+	}
+}
