@@ -715,3 +715,121 @@ func TestCoalescedExhaustionManyStores(t *testing.T) {
 		t.Error("nothing was refused: the test did not reach the end of the range")
 	}
 }
+
+// TestCoalescedCloseUnderLoad: a store closed while many callers of one key
+// wait and write (some cancelled, some answers lost) ends every call with a
+// range or an error, leaves no goroutine, and a store opened after it on
+// the same storage hands out nothing that one did.
+func TestCoalescedCloseUnderLoad(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	name := fmt.Sprintf("coalesce-%d", rand.Int64())
+	var got allocs
+	for round := range 3 {
+		g := newGate(name)
+		g.delay = 200 * time.Microsecond
+		rnd := rand.New(rand.NewPCG(uint64(round), 3))
+		var mu sync.Mutex
+		g.lose = func(int64) bool { mu.Lock(); defer mu.Unlock(); return rnd.IntN(10) == 0 }
+		st, err := store.OpenDriver(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ok atomic.Int64
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Go(func() {
+				rnd := rand.New(rand.NewPCG(uint64(round), uint64(w)))
+				for {
+					step := 1 + rnd.Int64N(20)
+					ctx, cancel := context.WithCancel(t.Context())
+					if rnd.IntN(6) == 0 {
+						time.AfterFunc(time.Duration(rnd.IntN(300))*time.Microsecond, cancel)
+					}
+					r, err := st.Ranges().Next(ctx, "k", step)
+					cancel()
+					switch {
+					case err == nil:
+						if r.Len() != step {
+							t.Errorf("range %v for a step of %d", r, step)
+						}
+						ok.Add(1)
+						got.add(r)
+					case errors.Is(err, store.ErrClosed):
+						return
+					case errors.Is(err, errLost), errors.Is(err, context.Canceled):
+					default:
+						t.Errorf("Next: %v", err)
+						return
+					}
+				}
+			})
+		}
+		eventually(t, "200 ranges handed out", func() bool { return ok.Load() >= 200 })
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		g.mu.Lock()
+		for _, r := range g.lost {
+			got.add(r)
+		}
+		g.mu.Unlock()
+	}
+	got.check(t)
+}
+
+// TestCoalescedSealRacesNext: a key sealed while callers of four stores
+// share writes on it: every range handed out ends by the sealed value, and
+// once Seal returned, no call that starts gets a range.
+func TestCoalescedSealRacesNext(t *testing.T) {
+	name := fmt.Sprintf("coalesce-%d", rand.Int64())
+	var sts []*store.Store
+	for range 4 {
+		g := newGate(name)
+		g.delay = 100 * time.Microsecond
+		sts = append(sts, openGate(t, g))
+	}
+	var got allocs
+	var sealedAt atomic.Int64
+	sealedAt.Store(-1)
+	var wg sync.WaitGroup
+	for i, st := range sts {
+		for w := range 8 {
+			wg.Go(func() {
+				rnd := rand.New(rand.NewPCG(uint64(i), uint64(w)))
+				for {
+					after := sealedAt.Load() >= 0
+					r, err := st.Ranges().Next(t.Context(), "k", 1+rnd.Int64N(20))
+					switch {
+					case err == nil && after:
+						t.Errorf("%v handed out by a call started after Seal returned", r)
+						return
+					case err == nil:
+						got.add(r)
+					case errors.Is(err, store.ErrSealed):
+						return
+					default:
+						t.Errorf("Next: %v", err)
+						return
+					}
+				}
+			})
+		}
+	}
+	eventually(t, "300 ranges handed out", func() bool {
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		return len(got.rs) >= 300
+	})
+	next, err := sts[1].Ranges().Seal(t.Context(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealedAt.Store(next)
+	wg.Wait()
+	for _, r := range got.check(t) {
+		if r.End > next {
+			t.Errorf("%v handed out past the sealed value %d", r, next)
+		}
+	}
+}
