@@ -57,6 +57,7 @@ type waiter struct {
 	done     chan struct{}
 	r        Range // set, with err, before done is closed
 	err      error
+	panic    any  // the driver panicked in its write: the call panics too
 	left     bool // its context ended first: it gets nothing
 }
 
@@ -72,9 +73,9 @@ func (c *coalescer) next(ctx context.Context, d driver.RangeStore, key string, s
 		}
 		c.keys[key] = nil
 		c.mu.Unlock()
-		r, err := nextRange(ctx, d, key, step)
-		c.written(d, key)
-		return r, err
+		// Deferred: a driver that panics must not leave the key busy.
+		defer c.written(d, key)
+		return nextRange(ctx, d, key, step)
 	}
 	if b == nil {
 		b = &batch{ctx: ctx}
@@ -88,22 +89,31 @@ func (c *coalescer) next(ctx context.Context, d driver.RangeStore, key string, s
 
 	select {
 	case <-w.done:
-		return w.r, w.err
+		return w.result()
 	case <-ctx.Done():
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	select {
 	case <-w.done: // answered as the context ended: the range is the caller's
-		return w.r, w.err
+		c.mu.Unlock()
+		return w.result()
 	default:
 	}
+	defer c.mu.Unlock()
 	w.left = true
 	b.live--
 	if b.writing && b.live == 0 {
 		b.cancel() // nobody is left to take the range
 	}
 	return Range{}, fmt.Errorf("waiting for a write shared with other calls of the key: %w", ctx.Err())
+}
+
+// result is what the write gave w, once done is closed.
+func (w *waiter) result() (Range, error) {
+	if w.panic != nil {
+		panic(w.panic) // on the caller's goroutine, as a write of its own would
+	}
+	return w.r, w.err
 }
 
 // written ends a write of key on a caller's goroutine: the batch that
@@ -164,6 +174,7 @@ func (c *coalescer) write(d driver.RangeStore, key string, b *batch) {
 		c.mu.Unlock()
 
 		res := make([]result, len(ws))
+		var panicked any
 		switch {
 		case len(ws) == 0:
 		case closed:
@@ -171,14 +182,16 @@ func (c *coalescer) write(d driver.RangeStore, key string, b *batch) {
 				res[i].err = ErrClosed
 			}
 		default:
-			res = c.split(ctx, d, key, ws)
+			res, panicked = c.splitRecovered(ctx, d, key, ws)
 		}
 		cancel()
 
 		c.mu.Lock()
+		taken := false
 		for i, w := range ws {
 			if !w.left {
-				w.r, w.err = res[i].r, res[i].err
+				w.r, w.err, w.panic = res[i].r, res[i].err, panicked
+				taken = true
 				close(w.done)
 			}
 		}
@@ -186,7 +199,23 @@ func (c *coalescer) write(d driver.RangeStore, key string, b *batch) {
 			delete(c.keys, key)
 		}
 		c.mu.Unlock()
+		if panicked != nil && !taken {
+			panic(panicked) // nobody is left to take it: as unrecovered on a caller's goroutine
+		}
 	}
+}
+
+// splitRecovered is split, returning what the driver panicked with, if it
+// did, for the waiting calls to panic with on their own goroutines: a
+// panic on this goroutine would end the process, or, recovered, leave the
+// key busy for good.
+func (c *coalescer) splitRecovered(ctx context.Context, d driver.RangeStore, key string, ws []*waiter) (res []result, panicked any) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, panicked = make([]result, len(ws)), p
+		}
+	}()
+	return c.split(ctx, d, key, ws), nil
 }
 
 type result struct {

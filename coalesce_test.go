@@ -572,3 +572,264 @@ func TestCoalescedRangesTile(t *testing.T) {
 		t.Errorf("Current = %d, %v; want %d", next, err, end)
 	}
 }
+
+// panicky is a memory store whose Next panics while armed, as a buggy
+// driver or wrapper may.
+type panicky struct {
+	*gate
+	armed atomic.Bool
+}
+
+func (p *panicky) Next(ctx context.Context, key string, step int64) (int64, error) {
+	if p.armed.Load() {
+		panic("driver bug")
+	}
+	return p.gate.Next(ctx, key, step)
+}
+
+// nextRecovered calls Next and returns what it panicked with, if it did.
+func nextRecovered(ctx context.Context, st *store.Store, key string, step int64) (p any) {
+	defer func() { p = recover() }()
+	st.Ranges().Next(ctx, key, step)
+	return nil
+}
+
+// TestCoalescedPanicFreesTheKey: a driver that panics in Next (recovered
+// by the caller, as net/http does for a handler) leaves the key usable: the
+// next calls get ranges, and the calls waiting on the write that panicked
+// panic too, on their own goroutines, as each would have alone.
+func TestCoalescedPanicFreesTheKey(t *testing.T) {
+	p := &panicky{gate: newGate("")}
+	st, err := store.OpenDriver(p, store.WithTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A call writing alone panics.
+	p.armed.Store(true)
+	if got := nextRecovered(t.Context(), st, "k", 1); got == nil {
+		t.Fatal("no panic")
+	}
+	p.armed.Store(false)
+	r, err := st.Ranges().Next(t.Context(), "k", 1)
+	if err != nil || r != (store.Range{Start: 0, End: 1}) {
+		t.Fatalf("after a panic: %v, %v; want [0, 1): the key stayed busy", r, err)
+	}
+	// A batch's write panics: each waiting call panics, then the key works.
+	first, release := holdFirst(t, p.gate, st, "k")
+	panics := make(chan any, 2)
+	for range 2 {
+		before := store.Waiting(st, "k")
+		go func() { panics <- nextRecovered(t.Context(), st, "k", 1) }()
+		eventually(t, "a call waiting", func() bool { return store.Waiting(st, "k") == before+1 })
+	}
+	p.armed.Store(true)
+	close(release)
+	if got := <-first; got.err != nil {
+		t.Fatal(got.err)
+	}
+	for range 2 {
+		if got := <-panics; got == nil {
+			t.Error("a call of the batch whose write panicked returned without panicking")
+		}
+	}
+	p.armed.Store(false)
+	r, err = st.Ranges().Next(t.Context(), "k", 1)
+	if err != nil || r.Len() != 1 {
+		t.Fatalf("after a batch's panic: %v, %v; want a range", r, err)
+	}
+}
+
+// TestCoalescedExhaustionManyStores: goroutines of four stores (one without
+// coalescing) run a key into the end of the int64 range, with lost answers
+// and cancelled callers: every range has its step and lies in the room,
+// none overlaps another or a lost write, and a call refused as exhausted
+// really did not fit (the key's next value, read right after, leaves no
+// room for it: it only grows).
+func TestCoalescedExhaustionManyStores(t *testing.T) {
+	const room = 20000
+	name := fmt.Sprintf("coalesce-%d", rand.Int64())
+	var gates []*gate
+	var sts []*store.Store
+	for i := range 4 {
+		g := newGate(name)
+		g.delay = 100 * time.Microsecond
+		rnd := rand.New(rand.NewPCG(uint64(i), 2))
+		var mu sync.Mutex
+		g.lose = func(int64) bool { mu.Lock(); defer mu.Unlock(); return rnd.IntN(20) == 0 }
+		gates = append(gates, g)
+		sts = append(sts, openGate(t, g, store.WithCoalescing(i != 3)))
+	}
+	if err := sts[0].Ranges().Init(t.Context(), "k", math.MaxInt64-room); err != nil {
+		t.Fatal(err)
+	}
+	var got allocs
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	for i, st := range sts {
+		for w := range 8 {
+			wg.Go(func() {
+				rnd := rand.New(rand.NewPCG(uint64(i), uint64(w)+7))
+				for range 60 {
+					step := 1 + rnd.Int64N(200)
+					if rnd.IntN(10) == 0 {
+						step = math.MaxInt64 - rnd.Int64N(room) // sums that overflow
+					}
+					ctx, cancel := context.WithCancel(t.Context())
+					if rnd.IntN(8) == 0 {
+						time.AfterFunc(time.Duration(rnd.IntN(300))*time.Microsecond, cancel)
+					}
+					r, err := st.Ranges().Next(ctx, "k", step)
+					cancel()
+					switch {
+					case err == nil:
+						if r.Len() != step || r.Start < math.MaxInt64-room {
+							t.Errorf("range %v for a step of %d", r, step)
+						}
+						got.add(r)
+					case errors.Is(err, store.ErrExhausted):
+						refused.Add(1)
+						next, _, err := st.Ranges().Current(t.Context(), "k")
+						if err == nil && next <= math.MaxInt64-step {
+							t.Errorf("a step of %d was refused as exhausted, yet it fits at %d after", step, next)
+						}
+					case errors.Is(err, errLost), errors.Is(err, context.Canceled):
+					default:
+						t.Errorf("Next: %v", err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, g := range gates {
+		g.mu.Lock()
+		for _, r := range g.lost {
+			got.add(r)
+		}
+		g.mu.Unlock()
+	}
+	got.check(t)
+	t.Logf("%d ranges, %d refused", len(got.rs), refused.Load())
+	if refused.Load() == 0 {
+		t.Error("nothing was refused: the test did not reach the end of the range")
+	}
+}
+
+// TestCoalescedCloseUnderLoad: a store closed while many callers of one key
+// wait and write (some cancelled, some answers lost) ends every call with a
+// range or an error, leaves no goroutine, and a store opened after it on
+// the same storage hands out nothing that one did.
+func TestCoalescedCloseUnderLoad(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	name := fmt.Sprintf("coalesce-%d", rand.Int64())
+	var got allocs
+	for round := range 3 {
+		g := newGate(name)
+		g.delay = 200 * time.Microsecond
+		rnd := rand.New(rand.NewPCG(uint64(round), 3))
+		var mu sync.Mutex
+		g.lose = func(int64) bool { mu.Lock(); defer mu.Unlock(); return rnd.IntN(10) == 0 }
+		st, err := store.OpenDriver(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ok atomic.Int64
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Go(func() {
+				rnd := rand.New(rand.NewPCG(uint64(round), uint64(w)))
+				for {
+					step := 1 + rnd.Int64N(20)
+					ctx, cancel := context.WithCancel(t.Context())
+					if rnd.IntN(6) == 0 {
+						time.AfterFunc(time.Duration(rnd.IntN(300))*time.Microsecond, cancel)
+					}
+					r, err := st.Ranges().Next(ctx, "k", step)
+					cancel()
+					switch {
+					case err == nil:
+						if r.Len() != step {
+							t.Errorf("range %v for a step of %d", r, step)
+						}
+						ok.Add(1)
+						got.add(r)
+					case errors.Is(err, store.ErrClosed):
+						return
+					case errors.Is(err, errLost), errors.Is(err, context.Canceled):
+					default:
+						t.Errorf("Next: %v", err)
+						return
+					}
+				}
+			})
+		}
+		eventually(t, "200 ranges handed out", func() bool { return ok.Load() >= 200 })
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		g.mu.Lock()
+		for _, r := range g.lost {
+			got.add(r)
+		}
+		g.mu.Unlock()
+	}
+	got.check(t)
+}
+
+// TestCoalescedSealRacesNext: a key sealed while callers of four stores
+// share writes on it: every range handed out ends by the sealed value, and
+// once Seal returned, no call that starts gets a range.
+func TestCoalescedSealRacesNext(t *testing.T) {
+	name := fmt.Sprintf("coalesce-%d", rand.Int64())
+	var sts []*store.Store
+	for range 4 {
+		g := newGate(name)
+		g.delay = 100 * time.Microsecond
+		sts = append(sts, openGate(t, g))
+	}
+	var got allocs
+	var sealedAt atomic.Int64
+	sealedAt.Store(-1)
+	var wg sync.WaitGroup
+	for i, st := range sts {
+		for w := range 8 {
+			wg.Go(func() {
+				rnd := rand.New(rand.NewPCG(uint64(i), uint64(w)))
+				for {
+					after := sealedAt.Load() >= 0
+					r, err := st.Ranges().Next(t.Context(), "k", 1+rnd.Int64N(20))
+					switch {
+					case err == nil && after:
+						t.Errorf("%v handed out by a call started after Seal returned", r)
+						return
+					case err == nil:
+						got.add(r)
+					case errors.Is(err, store.ErrSealed):
+						return
+					default:
+						t.Errorf("Next: %v", err)
+						return
+					}
+				}
+			})
+		}
+	}
+	eventually(t, "300 ranges handed out", func() bool {
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		return len(got.rs) >= 300
+	})
+	next, err := sts[1].Ranges().Seal(t.Context(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealedAt.Store(next)
+	wg.Wait()
+	for _, r := range got.check(t) {
+		if r.End > next {
+			t.Errorf("%v handed out past the sealed value %d", r, next)
+		}
+	}
+}

@@ -11,8 +11,9 @@ import (
 // Observer receives what a store does, for metrics and tracing; it depends
 // on nothing, and adapters (package otelstore) turn it into metrics. Nil
 // fields are skipped. The functions are called synchronously on the
-// caller's goroutine, possibly concurrently: they must be quick and must not
-// block.
+// caller's goroutine (a driver's events during a coalesced Next's write, on
+// the store's goroutine making it), possibly concurrently: they must be
+// quick and must not block, nor call Close.
 type Observer struct {
 	// Op is called once per call of the portable API, when it returns.
 	Op func(OpEvent)
