@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +73,8 @@ type Server struct {
 	// links[myid] are the peer and election addresses this member uses
 	// for member myid: proxies, in an ensemble started with links.
 	links map[int][2]string
+
+	maxSession time.Duration // maxSessionTimeout; 0 is the default, 60s
 
 	mu   sync.Mutex
 	proc *process // nil when stopped
@@ -258,6 +261,38 @@ func (s *Server) Start() {
 	}
 }
 
+// defaultMaxSession is the servers' maxSessionTimeout unless a test sets
+// another (SetMaxSessionTimeout).
+const defaultMaxSession = 60 * time.Second
+
+// SetMaxSessionTimeout sets the largest session timeout the server grants
+// (maxSessionTimeout, 60s unless set) from its next Start on, keeping its
+// data: as an operator rolling out a config change would, sessions then
+// reconnect with a timeout negotiated again. The server must be stopped.
+func (s *Server) SetMaxSessionTimeout(d time.Duration) {
+	s.t.Helper()
+	s.mustOwn("SetMaxSessionTimeout")
+	if s.Running() {
+		s.t.Fatalf("zktest: SetMaxSessionTimeout: %s is running; stop it first", s)
+	}
+	if d < 400*time.Millisecond {
+		s.t.Fatalf("zktest: SetMaxSessionTimeout(%v): below 2 ticks (400ms), the least timeout the server grants", d)
+	}
+	cfg, err := os.ReadFile(s.cfgPath())
+	if err != nil {
+		s.t.Fatalf("zktest: SetMaxSessionTimeout: %v", err)
+	}
+	old := regexp.MustCompile(`(?m)^maxSessionTimeout=\d+$`)
+	if !old.Match(cfg) {
+		s.t.Fatalf("zktest: SetMaxSessionTimeout: no maxSessionTimeout line in %s", s.cfgPath())
+	}
+	cfg = old.ReplaceAll(cfg, []byte(fmt.Sprintf("maxSessionTimeout=%d", d.Milliseconds())))
+	if err := os.WriteFile(s.cfgPath(), cfg, 0o644); err != nil {
+		s.t.Fatalf("zktest: SetMaxSessionTimeout: %v", err)
+	}
+	s.maxSession = d
+}
+
 // StartNoWait restarts a stopped server like Start but returns at once.
 func (s *Server) StartNoWait() {
 	s.t.Helper()
@@ -295,7 +330,11 @@ func (s *Server) writeConfig(members []*Server) error {
 	// tickTime 200ms: sessions down to 400ms (2 ticks) are allowed and
 	// elections settle fast. maxSessionTimeout would otherwise be 20 ticks
 	// (4s), silently shortening the sessions the tests ask for.
-	b.WriteString("tickTime=200\ninitLimit=20\nsyncLimit=10\nmaxSessionTimeout=60000\n")
+	maxSession := s.maxSession
+	if maxSession == 0 {
+		maxSession = defaultMaxSession
+	}
+	fmt.Fprintf(&b, "tickTime=200\ninitLimit=20\nsyncLimit=10\nmaxSessionTimeout=%d\n", maxSession.Milliseconds())
 	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", data, s.clientPort)
 	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,stat,mntr,conf,cons\n")
 	// Test data need not survive a machine crash; fsync per write only
