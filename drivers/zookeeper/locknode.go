@@ -77,6 +77,9 @@ func (s *Store) sendCreate(ctx context.Context, n *lockNode, prefix string) (<-c
 	if !s.enter() {
 		return nil, driver.ErrClosed
 	}
+	if s.lk.beforeCreate != nil {
+		s.lk.beforeCreate()
+	}
 	done := s.lk.startCreate(n)
 	if done == nil {
 		s.calls.Done()

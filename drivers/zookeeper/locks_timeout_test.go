@@ -290,7 +290,8 @@ func testTryLockServerDown(t *testing.T, srv *zktest.Server) {
 
 // TestLockSuspendCounted: time the machine spends suspended counts
 // towards a hold's deadline. A suspend longer than the session timeout is
-// simulated through the lock's clock: Lost must close within a few
+// simulated through the lock's clock, with the store's network frozen (to
+// the server, a suspended machine is silent): Lost must close within a few
 // deadline steps, without anyone calling Lost again.
 func TestLockSuspendCounted(t *testing.T) {
 	onEachVersion(t, func(_ *zktest.Server) []serverCheck {
@@ -299,8 +300,12 @@ func TestLockSuspendCounted(t *testing.T) {
 }
 
 func testLockSuspendCounted(t *testing.T, addr string) {
-	const timeout = 4 * time.Second
-	s := openTest(t, testOptions(addr, map[string]string{"sessionTimeout": timeout.String()}), nil)
+	// Long enough that the hold's deadline, counted without the suspend,
+	// is far past the bound below.
+	const timeout = 20 * time.Second
+	proxy := zktest.NewProxy(t, addr)
+	s := openTest(t, testOptions(proxy.Addr(), map[string]string{"sessionTimeout": timeout.String()}), nil)
+	defer proxy.Thaw() // before Close
 	var slept atomic.Int64
 	s.lk.clock = func() time.Duration { return monoNow() + time.Duration(slept.Load()) }
 	ctx := t.Context()
@@ -309,8 +314,9 @@ func testLockSuspendCounted(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	lost := l.Lost()
-	heldFor(t, l, timeout/2, "the holder")
+	heldFor(t, l, time.Second, "the holder")
 	// Suspended for 2T: the server expired the session meanwhile.
+	proxy.Freeze()
 	slept.Store(int64(2 * timeout))
 	start := time.Now()
 	select {
@@ -342,7 +348,34 @@ func testLockCloseRacesLock(t *testing.T, addr string) {
 	lockOnce(t, first, name, "first") // makes the parents
 	first.Close()
 	parent := first.lockParent(name)
-	for i := range 200 {
+
+	// Close runs whole between the Lock call being counted in and its
+	// create being marked in flight: the create must not go out.
+	s, err := New(conn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	s.lk.beforeCreate = func() {
+		go func() {
+			s.Close()
+			close(closed)
+		}()
+		lockEventually(t, 10*time.Second, "Close done with lock cleanup", func() bool {
+			s.lk.mu.Lock()
+			defer s.lk.mu.Unlock()
+			return s.lk.stopped
+		})
+	}
+	if _, err := s.Lock(t.Context(), name, "racer", true); !errors.Is(err, driver.ErrClosed) {
+		t.Errorf("Lock whose store closed before its create: %v, want ErrClosed", err)
+	}
+	<-closed
+	if nodes := lockNodes(t, check, parent); len(nodes) > 0 {
+		t.Fatalf("nodes %q left in the caller's session after Close", nodes)
+	}
+
+	for i := range 100 {
 		s, err := New(conn, opts)
 		if err != nil {
 			t.Fatal(err)

@@ -59,6 +59,7 @@ type lockState struct {
 	confirmErr    error                // why the last confirmation failed, nil after one succeeded
 	confirmWake   chan struct{}        // wakes the confirmation loop when the timeout changed
 	sessionDown   chan struct{}        // closed when the connection loses its session (TryLock)
+	beforeCreate  func()               // a test's: runs in sendCreate between counting the call in and marking the create in flight
 	deadlineTimer *time.Timer
 	deadlineGen   int                     // invalidates a timer that fired too late to be stopped
 	confirming    bool                    // the confirmation loop runs
