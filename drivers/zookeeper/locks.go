@@ -411,7 +411,7 @@ func (l *zkLock) Unlock(ctx context.Context) error {
 	}
 	l.unlocked = true
 	s, n := l.s, l.n
-	if why := s.lk.lostErr(n); why != nil {
+	if why := s.lk.startRelease(n); why != nil {
 		// A loss that left the node behind started its removal already.
 		return fmt.Errorf("zookeeper: lock %q was lost before Unlock (%v): %w", n.name, why, driver.ErrLeaseLost)
 	}

@@ -93,6 +93,7 @@ type lockNode struct {
 	lost      chan struct{}
 	lostErr   error
 	gone      bool // session sid ended (or the store's own connection closed)
+	releasing bool // Unlock deletes it: confirmations leave it out
 }
 
 // dead reports a node known to have died with its session: nothing to
@@ -300,6 +301,17 @@ func (lk *lockState) lose(n *lockNode, why error, gone bool) {
 		n.lostErr = why
 		close(n.lost)
 	}
+}
+
+// startRelease marks n as being deleted by Unlock, unless it was lost:
+// then it returns why.
+func (lk *lockState) startRelease(n *lockNode) error {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if n.lostErr == nil {
+		n.releasing = true
+	}
+	return n.lostErr
 }
 
 // lostErr returns why n was lost, or nil.

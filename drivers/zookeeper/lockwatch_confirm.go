@@ -211,7 +211,7 @@ func (s *Store) startConfirmingLocked() {
 // holdsLocked reports whether the store holds a lock.
 func (lk *lockState) holdsLocked() bool {
 	for n := range lk.nodes {
-		if n.phase == held && n.lostErr == nil {
+		if n.phase == held && n.lostErr == nil && !n.releasing {
 			return true
 		}
 	}
@@ -287,7 +287,7 @@ func (lk *lockState) heldNodes(sid int64) []*lockNode {
 	defer lk.mu.Unlock()
 	var out []*lockNode
 	for n := range lk.nodes {
-		if n.phase == held && n.lostErr == nil && n.sid == sid && sid != 0 && n.path != "" {
+		if n.phase == held && n.lostErr == nil && !n.releasing && n.sid == sid && sid != 0 && n.path != "" {
 			out = append(out, n)
 		}
 	}
@@ -328,7 +328,8 @@ func (s *Store) confirmFailed(nodes []*lockNode, res []zk.MultiResponse, err err
 		n := nodes[i]
 		switch {
 		case errors.Is(r.Error, zk.ErrNoNode):
-			if n.lostErr == nil && n.phase == held {
+			// Unless Unlock deleted it meanwhile.
+			if n.lostErr == nil && n.phase == held && !n.releasing {
 				lk.lose(n, fmt.Errorf("zookeeper: lock %q: its node %s was deleted, not by this store: %w", n.name, n.path, driver.ErrLeaseLost), false)
 				s.removeLostLocked(n)
 			}
