@@ -34,56 +34,79 @@ func TestLockTimeoutShrinks(t *testing.T) {
 	for _, version := range zktest.Versions() {
 		t.Run(version, func(t *testing.T) {
 			srv := zktest.StartServer(t, version)
-			for round, short := range []time.Duration{4 * time.Second, 12 * time.Second} {
-				timeoutShrinkRound(t, srv, round, short)
-			}
+			timeoutChangeRound(t, srv, timeoutChange{asked: 30 * time.Second, largest: 4 * time.Second, after: 4 * time.Second})
+			srv.Stop()
+			srv.SetSessionTimeouts(0, 0)
+			srv.Start()
+			timeoutChangeRound(t, srv, timeoutChange{asked: 30 * time.Second, largest: 12 * time.Second, after: 12 * time.Second, afterConfirmation: true})
 		})
 	}
 }
 
-func timeoutShrinkRound(t *testing.T, srv *zktest.Server, round int, short time.Duration) {
-	if round > 0 {
-		srv.Stop()
-		srv.SetMaxSessionTimeout(60 * time.Second)
-		srv.Start()
+// TestLockTimeoutGrows: the other way, A's session negotiated at 8s, then
+// at 20s after a restart with minSessionTimeout 20s (go-zookeeper asks
+// again for the timeout it got, so only a server's minimum makes it
+// grow). A's deadline moves later with it, which is safe only because the
+// server counts the 20s from the reconnect: A's Lost must still close
+// before B's grant.
+func TestLockTimeoutGrows(t *testing.T) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) {
+			srv := zktest.StartServer(t, version)
+			timeoutChangeRound(t, srv, timeoutChange{asked: 8 * time.Second, least: 20 * time.Second, after: 20 * time.Second})
+		})
 	}
+}
+
+// timeoutChange is a round of the timeout tests: A asks for a session of
+// asked; the server restarts with the bounds least and largest, and A
+// reconnects with a timeout of after.
+type timeoutChange struct {
+	asked, least, largest, after time.Duration
+	afterConfirmation            bool // restart right after A's hold was confirmed
+}
+
+// timeoutChangeRound runs one round: A locks, the server restarts with
+// other bounds, B waits, A's network goes silent.
+func timeoutChangeRound(t *testing.T, srv *zktest.Server, c timeoutChange) {
+	t.Helper()
 	root := randomRoot()
 	proxy := zktest.NewProxy(t, srv.Addr())
 	w := &wire{}
-	a := openTest(t, testOptions(proxy.Addr(), map[string]string{"root": root, "sessionTimeout": "30s"}), w)
+	a := openTest(t, testOptions(proxy.Addr(), map[string]string{"root": root, "sessionTimeout": c.asked.String()}), w)
 	defer a.Close()
 	defer proxy.Thaw() // A's Close then reaches the server
 	ctx := t.Context()
-	const name = "shrink"
+	const name = "timeout"
 	la, err := a.Lock(ctx, name, "a", true)
 	if err != nil {
-		t.Fatalf("round %d: A's Lock: %v", round, err)
+		t.Fatalf("%v to %v: A's Lock: %v", c.asked, c.after, err)
 	}
-	if got := a.lk.sessionTimeout(); got != 30*time.Second {
-		t.Fatalf("round %d: A's session timeout %v, want 30s", round, got)
+	if got := a.lk.sessionTimeout(); got != c.asked {
+		t.Fatalf("A's session timeout %v, want %v", got, c.asked)
 	}
 	sid := a.conn.SessionID()
-	if short > 4*time.Second {
-		// Right after a confirmation (a multi; every 9s at 30s).
+	if c.afterConfirmation {
+		// Right after a confirmation (a multi; every 0.3 T).
 		sent := w.requests(opMulti)
-		lockEventually(t, 30*time.Second, "A confirmed its hold", func() bool { return w.requests(opMulti) > sent })
+		lockEventually(t, c.asked, "A confirmed its hold", func() bool { return w.requests(opMulti) > sent })
 	}
 
 	srv.Stop()
-	srv.SetMaxSessionTimeout(short)
+	srv.SetSessionTimeouts(c.least, c.largest)
 	srv.Start()
 	lockEventually(t, 30*time.Second, "A reconnected at the new timeout", func() bool {
-		return a.conn.State() == zk.StateHasSession && a.lk.sessionTimeout() == short
+		return a.conn.State() == zk.StateHasSession && a.lk.sessionTimeout() == c.after
 	})
 	if a.conn.SessionID() != sid {
-		t.Fatalf("round %d: A's session %#x did not survive the restart (now %#x): the round proves nothing", round, sid, a.conn.SessionID())
+		t.Fatalf("%v to %v: A's session %#x did not survive the restart (now %#x): the round proves nothing", c.asked, c.after, sid, a.conn.SessionID())
 	}
 	lost := make(chan time.Duration, 1)
 	go func() {
 		<-la.Lost()
 		lost <- monoNow() // the instant Lost closed, or later
 	}()
-	b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root, "sessionTimeout": short.String()}), nil)
+	b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root}), nil)
 	defer b.Close()
 	type grant struct {
 		res lockResult
@@ -107,26 +130,26 @@ func timeoutShrinkRound(t *testing.T, srv *zktest.Server, round int, short time.
 	var g grant
 	select {
 	case g = <-chB:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("round %d: B not granted the lock within 60s of the freeze", round)
+	case <-time.After(2*c.after + 60*time.Second):
+		t.Fatalf("%v to %v: B not granted the lock within %v of the freeze", c.asked, c.after, 2*c.after+60*time.Second)
 	}
 	if g.res.err != nil {
-		t.Fatalf("round %d: B's Lock: %v", round, g.res.err)
+		t.Fatalf("%v to %v: B's Lock: %v", c.asked, c.after, g.res.err)
 	}
 	var lostAt time.Duration
 	select {
 	case lostAt = <-lost:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("round %d: B was granted the lock %v after the freeze and A's Lost did not close: two holders", round, g.at-faultAt)
+		t.Fatalf("%v to %v: B was granted the lock %v after the freeze and A's Lost did not close: two holders", c.asked, c.after, g.at-faultAt)
 	}
-	t.Logf("round %d (%v): A still held when frozen: %v; A lost at %+v, B granted at %+v after the freeze: margin %v (A's cause: %v)",
-		round, short, heldAtFreeze, lostAt-faultAt, g.at-faultAt, g.at-lostAt, la.(*zkLock).LostErr())
+	t.Logf("%v to %v: A still held when frozen: %v; A lost at %+v, B granted at %+v after the freeze: margin %v (A's cause: %v)",
+		c.asked, c.after, heldAtFreeze, lostAt-faultAt, g.at-faultAt, g.at-lostAt, la.(*zkLock).LostErr())
 	if lostAt >= g.at {
-		t.Errorf("round %d: A's Lost closed at %+v, not before B was granted the lock at %+v after the freeze: two holders",
-			round, lostAt-faultAt, g.at-faultAt)
+		t.Errorf("%v to %v: A's Lost closed at %+v, not before B was granted the lock at %+v after the freeze: two holders",
+			c.asked, c.after, lostAt-faultAt, g.at-faultAt)
 	}
 	if err := g.res.l.Unlock(ctx); err != nil {
-		t.Errorf("round %d: B's Unlock: %v", round, err)
+		t.Errorf("%v to %v: B's Unlock: %v", c.asked, c.after, err)
 	}
 }
 
@@ -190,6 +213,51 @@ func testLockRootUnreadable(t *testing.T, addr string) {
 	}
 }
 
+// TestLockNodeDeleted: a held lock's node deleted behind the store's back
+// (by hand, or by a tool) is found by the next confirmation: the hold is
+// lost, saying so.
+func TestLockNodeDeleted(t *testing.T) {
+	onEachVersion(t, func(_ *zktest.Server) []serverCheck {
+		return []serverCheck{{"NodeDeleted", testLockNodeDeleted}}
+	})
+}
+
+func testLockNodeDeleted(t *testing.T, addr string) {
+	const timeout = 4 * time.Second
+	s := openTest(t, testOptions(addr, map[string]string{"sessionTimeout": timeout.String()}), nil)
+	other := openTest(t, testOptions(addr, map[string]string{"root": s.root}), nil)
+	ctx := t.Context()
+	l, err := s.Lock(ctx, "deleted", "s", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, err := s.Lock(ctx, "kept", "s", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.lk.mu.Lock()
+	path := l.(*zkLock).n.path
+	s.lk.mu.Unlock()
+	if err := rawConn(t, addr).Delete(path, -1); err != nil {
+		t.Fatal(err)
+	}
+	// Another store may take the lock at once: the hold must end within
+	// a confirmation period, not a session timeout or never.
+	select {
+	case <-l.Lost():
+	case <-time.After(timeout):
+		t.Fatalf("hold whose node was deleted still not lost after %v", timeout)
+	}
+	if why := l.(*zkLock).LostErr(); !errors.Is(why, driver.ErrLeaseLost) || !strings.Contains(why.Error(), "deleted") {
+		t.Errorf("lost with cause %v, want ErrLeaseLost saying the node was deleted", why)
+	}
+	heldFor(t, keep, timeout, "the other lock")
+	if err := keep.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lockOnce(t, other, "deleted", "other")
+}
+
 // heldFor checks that l stays held for d.
 func heldFor(t *testing.T, l driver.Lock, d time.Duration, who string) {
 	t.Helper()
@@ -206,6 +274,7 @@ func TestTryLockNeverWaits(t *testing.T) {
 	onEachVersion(t, func(srv *zktest.Server) []serverCheck {
 		return []serverCheck{
 			{"SlowDelete", testTryLockSlowDelete},
+			{"Frozen", testTryLockFrozen},
 			{"ServerDown", func(t *testing.T, addr string) { testTryLockServerDown(t, srv) }},
 		}
 	})
@@ -257,6 +326,34 @@ func testTryLockSlowDelete(t *testing.T, addr string) {
 	})
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// testTryLockFrozen: the network goes silent with the session still up:
+// TryLock, even with a context that never ends, returns ErrUnavailable
+// once the client gives the connection up (within the session timeout),
+// not when the network is back.
+func testTryLockFrozen(t *testing.T, addr string) {
+	const timeout = 4 * time.Second
+	proxy := zktest.NewProxy(t, addr)
+	s := openTest(t, testOptions(proxy.Addr(), map[string]string{"sessionTimeout": timeout.String()}), nil)
+	defer proxy.Thaw()
+	lockOnce(t, s, "frozen", "first") // makes the parents
+	proxy.Freeze()
+	ch := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := s.Lock(context.Background(), "frozen", "try", false)
+		ch <- err
+	}()
+	select {
+	case err := <-ch:
+		if !errors.Is(err, driver.ErrUnavailable) {
+			t.Errorf("TryLock on a silent network: %v, want ErrUnavailable", err)
+		}
+		t.Logf("TryLock: %v after %v", err, time.Since(start))
+	case <-time.After(timeout + 10*time.Second):
+		t.Fatalf("TryLock on a silent network: no answer within %v", timeout+10*time.Second)
 	}
 }
 

@@ -281,12 +281,22 @@ func (s *Store) confirmOnce(stop <-chan struct{}) {
 	}
 }
 
-// heldNodes returns the store's holds of session sid.
+// confirmChecks bounds the nodes one confirmation checks, so that a store
+// holding many locks sends a bounded request (the server refuses one over
+// jute.maxbuffer, 1 MiB by default). Any one proves the session alive.
+const confirmChecks = 64
+
+// heldNodes returns up to confirmChecks of the store's holds of session
+// sid, a different choice each time (map order), so that every hold's node
+// is checked in turn.
 func (lk *lockState) heldNodes(sid int64) []*lockNode {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	var out []*lockNode
 	for n := range lk.nodes {
+		if len(out) == confirmChecks {
+			break
+		}
 		if n.phase == held && n.lostErr == nil && !n.releasing && n.sid == sid && sid != 0 && n.path != "" {
 			out = append(out, n)
 		}

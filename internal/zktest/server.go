@@ -74,6 +74,7 @@ type Server struct {
 	// for member myid: proxies, in an ensemble started with links.
 	links map[int][2]string
 
+	minSession time.Duration // minSessionTimeout; 0 is the default, 2 ticks
 	maxSession time.Duration // maxSessionTimeout; 0 is the default, 60s
 
 	mu   sync.Mutex
@@ -262,35 +263,48 @@ func (s *Server) Start() {
 }
 
 // defaultMaxSession is the servers' maxSessionTimeout unless a test sets
-// another (SetMaxSessionTimeout).
+// another (SetSessionTimeouts).
 const defaultMaxSession = 60 * time.Second
 
-// SetMaxSessionTimeout sets the largest session timeout the server grants
-// (maxSessionTimeout, 60s unless set) from its next Start on, keeping its
+// SetSessionTimeouts sets the least and the largest session timeout the
+// server grants (minSessionTimeout, maxSessionTimeout; 0 keeps the
+// defaults, 2 ticks = 400ms and 60s) from its next Start on, keeping its
 // data: as an operator rolling out a config change would, sessions then
 // reconnect with a timeout negotiated again. The server must be stopped.
-func (s *Server) SetMaxSessionTimeout(d time.Duration) {
+func (s *Server) SetSessionTimeouts(least, largest time.Duration) {
 	s.t.Helper()
-	s.mustOwn("SetMaxSessionTimeout")
+	s.mustOwn("SetSessionTimeouts")
 	if s.Running() {
-		s.t.Fatalf("zktest: SetMaxSessionTimeout: %s is running; stop it first", s)
+		s.t.Fatalf("zktest: SetSessionTimeouts: %s is running; stop it first", s)
 	}
-	if d < 400*time.Millisecond {
-		s.t.Fatalf("zktest: SetMaxSessionTimeout(%v): below 2 ticks (400ms), the least timeout the server grants", d)
+	if (least != 0 && least < 400*time.Millisecond) || (largest != 0 && largest < max(least, 400*time.Millisecond)) {
+		s.t.Fatalf("zktest: SetSessionTimeouts(%v, %v): want 400ms (2 ticks) <= least <= largest", least, largest)
 	}
 	cfg, err := os.ReadFile(s.cfgPath())
 	if err != nil {
-		s.t.Fatalf("zktest: SetMaxSessionTimeout: %v", err)
+		s.t.Fatalf("zktest: SetSessionTimeouts: %v", err)
 	}
-	old := regexp.MustCompile(`(?m)^maxSessionTimeout=\d+$`)
-	if !old.Match(cfg) {
-		s.t.Fatalf("zktest: SetMaxSessionTimeout: no maxSessionTimeout line in %s", s.cfgPath())
-	}
-	cfg = old.ReplaceAll(cfg, []byte(fmt.Sprintf("maxSessionTimeout=%d", d.Milliseconds())))
+	s.minSession, s.maxSession = least, largest
+	cfg = sessionLines.ReplaceAll(cfg, nil)
+	cfg = append(cfg, s.sessionConfig()...)
 	if err := os.WriteFile(s.cfgPath(), cfg, 0o644); err != nil {
-		s.t.Fatalf("zktest: SetMaxSessionTimeout: %v", err)
+		s.t.Fatalf("zktest: SetSessionTimeouts: %v", err)
 	}
-	s.maxSession = d
+}
+
+var sessionLines = regexp.MustCompile(`(?m)^(min|max)SessionTimeout=\d+\n`)
+
+// sessionConfig is zoo.cfg's lines of the session timeout bounds.
+func (s *Server) sessionConfig() string {
+	largest := s.maxSession
+	if largest == 0 {
+		largest = defaultMaxSession
+	}
+	lines := fmt.Sprintf("maxSessionTimeout=%d\n", largest.Milliseconds())
+	if s.minSession > 0 {
+		lines += fmt.Sprintf("minSessionTimeout=%d\n", s.minSession.Milliseconds())
+	}
+	return lines
 }
 
 // StartNoWait restarts a stopped server like Start but returns at once.
@@ -330,11 +344,7 @@ func (s *Server) writeConfig(members []*Server) error {
 	// tickTime 200ms: sessions down to 400ms (2 ticks) are allowed and
 	// elections settle fast. maxSessionTimeout would otherwise be 20 ticks
 	// (4s), silently shortening the sessions the tests ask for.
-	maxSession := s.maxSession
-	if maxSession == 0 {
-		maxSession = defaultMaxSession
-	}
-	fmt.Fprintf(&b, "tickTime=200\ninitLimit=20\nsyncLimit=10\nmaxSessionTimeout=%d\n", maxSession.Milliseconds())
+	b.WriteString("tickTime=200\ninitLimit=20\nsyncLimit=10\n" + s.sessionConfig())
 	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", data, s.clientPort)
 	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,stat,mntr,conf,cons\n")
 	// Test data need not survive a machine crash; fsync per write only

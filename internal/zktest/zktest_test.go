@@ -150,7 +150,7 @@ func TestServer(t *testing.T) {
 			// A lower maxSessionTimeout from the next start on, the data
 			// kept: the client comes back with the timeout negotiated again.
 			s.Stop()
-			s.SetMaxSessionTimeout(4 * time.Second)
+			s.SetSessionTimeouts(0, 4*time.Second)
 			s.Start()
 			eventually(t, 60*time.Second, "the session back at 4s", func() error {
 				cons, err := FourLetterWord(s.Addr(), "cons")
