@@ -174,20 +174,34 @@
 // GUID, and a create answered late, even in a later session, is deleted
 // then. Unlock deletes only its own node. Lock waits are bounded by the
 // caller's context only; a waiter whose node died with its session queues
-// again.
+// again. TryLock waits for nothing but its own requests, within its
+// context: with no session now, or once the connection loses it, it fails
+// with ErrUnavailable; it fails with ErrLocked as soon as another node is
+// first, and leaves the removal of its node to the background.
 //
 // Lost closes when the session expires or is replaced, when the store
 // closes, or when requests through the leader no longer prove the session
 // alive (SPEC 5): while the store holds a lock, one loop sends a write the
-// leader commits only with a quorum (a multi checking the root; a sync will
+// leader commits only with a quorum (a multi checking that the store's held
+// lock nodes exist, which needs only read permission on them; a sync will
 // not do, an isolated leader answers those alone) every 0.3 T (T the
 // negotiated session timeout), and a hold is trusted until the
 // send time of a confirmed request + T - T/20, for a request that a later
 // confirmed one, sent at least 0.3 T after it, proves the leader counted;
 // a lone confirmation counts for 5T/12 - T/20. Nothing heard from the
 // connected server counts: a follower cut off from the leader keeps
-// answering pings while the leader expires the session. A store made by
-// Open reads T off its connection; a store made by New is told it (option
+// answering pings while the leader expires the session. A lock node found
+// deleted by someone else is lost at once; a confirmation the server
+// refuses (no read permission) is named in the cause of the loss. A store
+// made by Open reads T off each handshake: a reconnect that negotiates
+// another T (a server restarted with another maxSessionTimeout, or an
+// ensemble member configured differently) computes every hold's deadline
+// again with it, earlier as well as later, and a hold past it is lost at
+// once. Deadlines count time the machine spent suspended on Linux
+// (CLOCK_BOOTTIME); on other platforms they use Go's monotonic clock, which
+// on some (macOS, the BSDs) stops while the machine sleeps, so there a hold
+// can look valid for up to the time slept after a resume: do not let such
+// a machine sleep while it holds a lock. A store made by New is told T (option
 // sessionTimeout) and refuses to lock without it, and checks the caller's
 // connection every 50ms for session changes while it has lock nodes. Its
 // Close removes its lock nodes, since the caller's session outlives it. The

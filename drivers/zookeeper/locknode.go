@@ -77,6 +77,14 @@ func (s *Store) sendCreate(ctx context.Context, n *lockNode, prefix string) (<-c
 	if !s.enter() {
 		return nil, driver.ErrClosed
 	}
+	if s.lk.beforeCreate != nil {
+		s.lk.beforeCreate()
+	}
+	done := s.lk.startCreate(n)
+	if done == nil {
+		s.calls.Done()
+		return nil, driver.ErrClosed
+	}
 	var (
 		early    chan listing
 		written  chan struct{}
@@ -87,11 +95,10 @@ func (s *Store) sendCreate(ctx context.Context, n *lockNode, prefix string) (<-c
 		written = s.lk.creates.add(n.guid)
 		go s.listBehindCreate(n, written, answered, early)
 	}
-	done := s.lk.startCreate(n)
 	answer := make(chan error, 1)
 	go func() {
 		defer s.calls.Done()
-		sent := monoNow()
+		sent := s.lk.lockNow()
 		path, czxid, err := s.createNode(n, prefix)
 		if written != nil {
 			s.lk.creates.remove(n.guid, written)

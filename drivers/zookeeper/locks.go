@@ -89,7 +89,8 @@ func newLockGUID() (string, error) {
 // waiting is replaced by a new one at the back of the queue, within the
 // same retry limit. Whatever ends the call early, its node is removed
 // before it returns (or, if the server is out of reach for longer than
-// abandonWait, in the background).
+// abandonWait, in the background). Without wait (TryLock) nothing waits
+// but for ctx: see tryLock.
 func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	if err := checkPathText("lock name", name); err != nil {
 		return nil, err
@@ -98,6 +99,14 @@ func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver
 		return nil, fmt.Errorf("zookeeper: Lock on a store made by New needs the option sessionTimeout "+
 			"(the connection's negotiated session timeout) to know when a hold may be lost: %w", driver.ErrInvalidArgument)
 	}
+	if !wait {
+		return s.tryLock(ctx, name, owner)
+	}
+	return s.lockLoop(ctx, name, owner, wait)
+}
+
+// lockLoop runs attempts of Lock until one is not requeued.
+func (s *Store) lockLoop(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	requeues := attempts{s: s}
 	for {
 		l, err := s.lockOnce(ctx, name, owner, wait)
@@ -110,20 +119,55 @@ func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver
 	}
 }
 
-// lockOnce is one attempt of Lock, with one node.
+// errNoSession ends a TryLock whose connection lost its session.
+var errNoSession = errors.New("zookeeper: the connection lost its session")
+
+// tryLock is Lock without waiting (TryLock): it returns within ctx, at
+// once with ErrUnavailable when the connection has no session now and as
+// soon as it loses it, with ErrLocked as soon as a listing shows another
+// node first, and never waits for a session to come back or for the
+// removal of its own node, which goes on in the background until it is
+// done or the store closes.
+func (s *Store) tryLock(ctx context.Context, name, owner string) (driver.Lock, error) {
+	down, err := s.sessionLoss()
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper: trylock %q: %w", name, err)
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-down:
+			cancel(errNoSession)
+		case <-tctx.Done():
+		}
+	}()
+	l, err := s.lockLoop(tctx, name, owner, false)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(tctx), errNoSession) {
+		return nil, fmt.Errorf("zookeeper: trylock %q: %w: %w", name, errNoSession, driver.ErrUnavailable)
+	}
+	return l, err
+}
+
+// lockOnce is one attempt of Lock, with one node. A Lock call that fails
+// waits up to abandonWait for its node's removal; a TryLock does not.
 func (s *Store) lockOnce(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	n, err := s.registerLockNode(name, owner)
 	if err != nil {
 		return nil, err
 	}
+	removal := abandonWait
+	if !wait {
+		removal = 0
+	}
 	early, err := s.createLockNode(ctx, n)
 	if err != nil {
-		s.abandonLockNode(n, abandonWait)
+		s.abandonLockNode(n, removal)
 		return nil, err
 	}
 	fence, err := s.awaitTurn(ctx, n, wait, early)
 	if err != nil {
-		s.abandonLockNode(n, abandonWait)
+		s.abandonLockNode(n, removal)
 		return nil, err
 	}
 	return &zkLock{s: s, n: n, fence: fence}, nil
@@ -367,7 +411,7 @@ func (l *zkLock) Unlock(ctx context.Context) error {
 	}
 	l.unlocked = true
 	s, n := l.s, l.n
-	if why := s.lk.lostErr(n); why != nil {
+	if why := s.lk.startRelease(n); why != nil {
 		// A loss that left the node behind started its removal already.
 		return fmt.Errorf("zookeeper: lock %q was lost before Unlock (%v): %w", n.name, why, driver.ErrLeaseLost)
 	}

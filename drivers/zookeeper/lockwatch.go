@@ -27,7 +27,8 @@ import (
 // conn.State and conn.SessionID while it has lock nodes
 // (lockwatch_session.go).
 
-// monoBase anchors the monotonic times stored as integers below.
+// monoBase anchors the monotonic times stored as integers (the lock's
+// deadlines use lockNow, lockclock.go).
 var monoBase = time.Now()
 
 func monoNow() time.Duration { return time.Since(monoBase) }
@@ -50,9 +51,15 @@ type lockState struct {
 	nodes   map[*lockNode]struct{}
 	closing bool // Close began: no new nodes, session news ignored
 	// The liveness rule (lockwatch_confirm.go).
-	confirmSID    int64           // the session recent and deadline are of
-	recent        []time.Duration // send times of confirmed requests, oldest first
-	deadline      time.Duration   // monoNow() until which holds are proven alive
+	clock         func() time.Duration // the clock of deadlines; nil: lockNow's (a test's otherwise)
+	confirmSID    int64                // the session recent and deadline are of
+	recent        []time.Duration      // send times of confirmed requests, oldest first
+	latest        time.Duration        // the latest send time confirmed
+	deadline      time.Duration        // lockNow() until which holds are proven alive
+	confirmErr    error                // why the last confirmation failed, nil after one succeeded
+	confirmWake   chan struct{}        // wakes the confirmation loop when the timeout changed
+	sessionDown   chan struct{}        // closed when the connection loses its session (TryLock)
+	beforeCreate  func()               // a test's: runs in sendCreate between counting the call in and marking the create in flight
 	deadlineTimer *time.Timer
 	deadlineGen   int                     // invalidates a timer that fired too late to be stopped
 	confirming    bool                    // the confirmation loop runs
@@ -86,6 +93,7 @@ type lockNode struct {
 	lost      chan struct{}
 	lostErr   error
 	gone      bool // session sid ended (or the store's own connection closed)
+	releasing bool // Unlock deletes it: confirmations leave it out
 }
 
 // dead reports a node known to have died with its session: nothing to
@@ -211,6 +219,23 @@ func (s *Store) waitLockSession(ctx context.Context) (int64, error) {
 	}
 }
 
+// sessionLoss returns a channel closed once the connection loses its
+// session, or ErrUnavailable if it has none now (TryLock).
+func (s *Store) sessionLoss() (<-chan struct{}, error) {
+	lk := &s.lk
+	lk.mu.Lock()
+	if lk.sessionDown == nil {
+		lk.sessionDown = make(chan struct{})
+	}
+	down := lk.sessionDown
+	lk.mu.Unlock()
+	// Looked at after the channel was taken: a loss from now on closes it.
+	if st := s.conn.State(); st != zk.StateHasSession || s.conn.SessionID() == 0 {
+		return nil, fmt.Errorf("the connection has no session now (state %v): %w", st, driver.ErrUnavailable)
+	}
+	return down, nil
+}
+
 // setSession fixes the session of a node whose create has not been sent.
 func (lk *lockState) setSession(n *lockNode, sid int64) {
 	lk.mu.Lock()
@@ -219,9 +244,15 @@ func (lk *lockState) setSession(n *lockNode, sid int64) {
 }
 
 // startCreate notes a create in flight; createAnswered ends it.
+// It refuses (nil) once Close began: closeLocks has then collected the
+// nodes to remove, and on a caller's connection a create sent now would
+// leave a node in a session that outlives the store.
 func (lk *lockState) startCreate(n *lockNode) chan struct{} {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
+	if lk.closing {
+		return nil
+	}
 	n.inflight = make(chan struct{})
 	return n.inflight
 }
@@ -270,6 +301,17 @@ func (lk *lockState) lose(n *lockNode, why error, gone bool) {
 		n.lostErr = why
 		close(n.lost)
 	}
+}
+
+// startRelease marks n as being deleted by Unlock, unless it was lost:
+// then it returns why.
+func (lk *lockState) startRelease(n *lockNode) error {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if n.lostErr == nil {
+		n.releasing = true
+	}
+	return n.lostErr
 }
 
 // lostErr returns why n was lost, or nil.

@@ -29,10 +29,14 @@ import (
 //     (go-zookeeper does), so some activity at or after b-T/4-T/3 was
 //     reported before b went up: the session lives until b+5T/12.
 //
-// Lost closes at the best of these instants less a margin, on the monotonic
-// clock. While the store holds a lock, one loop sends a confirming write
-// (confirmRequest) every pairSpacing (< T/3), serving every hold; without
-// holds it does not run.
+// Lost closes at the best of these instants less a margin, on the lock's
+// clock (lockclock.go), which counts time suspended where it can. T is the
+// timeout of the last handshake: the server applies the timeout it granted
+// on a reconnect at once, shorter or longer, so each handshake re-bases the
+// deadline on the confirmations with the new T (rebaseLocked). While the
+// store holds a lock, one loop sends a confirming write (confirmRequest)
+// every pairSpacing (< T/3), serving every hold; without holds it does not
+// run.
 
 // confirmMarginDivisor: the margin is T/20, for timer latency and the
 // leader's clock rounding.
@@ -51,13 +55,15 @@ func aliveUntil(t time.Duration, paired bool) time.Duration {
 	return t*5/12 - t/confirmMarginDivisor
 }
 
-// confirmed records a request sent at sent (monoNow) in session sid that
+// confirmed records a request sent at sent (lockNow) in session sid that
 // the leader answered. Called with lk.mu held.
 func (s *Store) confirmedLocked(sid int64, sent time.Duration) {
 	lk := &s.lk
 	if sid != lk.confirmSID {
-		lk.confirmSID, lk.recent, lk.deadline = sid, nil, 0
+		lk.confirmSID, lk.recent, lk.latest, lk.deadline = sid, nil, 0, 0
 	}
+	lk.confirmErr = nil
+	lk.latest = max(lk.latest, sent)
 	t := lk.sessionTimeout()
 	best := sent + aliveUntil(t, false)
 	// The best partner is the latest request sent pairSpacing before; of
@@ -84,6 +90,41 @@ func (s *Store) confirmedLocked(sid int64, sent time.Duration) {
 	}
 }
 
+// deadlineFrom is the deadline that the confirmations recent (oldest first,
+// as confirmedLocked keeps them) and latest prove for the timeout t: the
+// latest alone, or paired with any earlier one at least pairSpacing before.
+func deadlineFrom(recent []time.Duration, latest, t time.Duration) time.Duration {
+	best := latest + aliveUntil(t, false)
+	for _, a := range recent {
+		if latest-a >= pairSpacing(t) {
+			best = max(best, a+aliveUntil(t, true))
+		}
+	}
+	return best
+}
+
+// rebaseLocked follows a handshake of session sid: the deadline is computed
+// again from the confirmations with the timeout negotiated now, earlier as
+// well as later, and holds past it are lost at once. Confirmations sent
+// before the handshake still count: the session lived through them, and
+// the server counts the new timeout from the handshake or later. Called
+// with lk.mu held.
+func (s *Store) rebaseLocked(sid int64) {
+	lk := &s.lk
+	if sid != lk.confirmSID || len(lk.recent) == 0 || lk.closing {
+		return
+	}
+	lk.deadline = deadlineFrom(lk.recent, lk.latest, lk.sessionTimeout())
+	if lk.lockNow() >= lk.deadline {
+		s.unconfirmedLocked()
+	}
+	s.armDeadlineLocked()
+	select {
+	case lk.confirmWake <- struct{}{}: // the loop's period follows T
+	default:
+	}
+}
+
 // confirmed is confirmedLocked for callers without the lock.
 func (s *Store) confirmed(sid int64, sent time.Duration) {
 	s.lk.mu.Lock()
@@ -93,10 +134,12 @@ func (s *Store) confirmed(sid int64, sent time.Duration) {
 
 // liveLocked reports whether holds of session sid are proven alive now.
 func (lk *lockState) liveLocked(sid int64) bool {
-	return sid == lk.confirmSID && monoNow() < lk.deadline
+	return sid == lk.confirmSID && lk.lockNow() < lk.deadline
 }
 
 // armDeadlineLocked sets the timer that loses every hold at the deadline.
+// It waits deadlineStep at most at a time and then looks at the lock's
+// clock again: Go's timers do not count time suspended (lockclock.go).
 func (s *Store) armDeadlineLocked() {
 	lk := &s.lk
 	if lk.closing {
@@ -107,11 +150,15 @@ func (s *Store) armDeadlineLocked() {
 	if lk.deadlineTimer != nil {
 		lk.deadlineTimer.Stop()
 	}
-	lk.deadlineTimer = time.AfterFunc(lk.deadline-monoNow(), func() {
+	lk.deadlineTimer = time.AfterFunc(min(lk.deadline-lk.lockNow(), deadlineStep), func() {
 		lk.mu.Lock()
 		defer lk.mu.Unlock()
-		if gen == lk.deadlineGen && !lk.closing {
+		switch {
+		case gen != lk.deadlineGen || lk.closing:
+		case lk.lockNow() >= lk.deadline:
 			s.unconfirmedLocked()
+		default:
+			s.armDeadlineLocked()
 		}
 	})
 }
@@ -123,7 +170,7 @@ func (s *Store) loseIfPastDeadline(n *lockNode) {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	if n.phase == held && n.lostErr == nil && !lk.closing &&
-		n.sid == lk.confirmSID && monoNow() >= lk.deadline {
+		n.sid == lk.confirmSID && lk.lockNow() >= lk.deadline {
 		s.unconfirmedLocked()
 	}
 }
@@ -134,6 +181,10 @@ func (s *Store) loseIfPastDeadline(n *lockNode) {
 func (s *Store) unconfirmedLocked() {
 	lk := &s.lk
 	why := fmt.Errorf("zookeeper: session not confirmed through the leader for the session timeout (%v) less a margin", lk.sessionTimeout())
+	if lk.confirmErr != nil {
+		why = fmt.Errorf("zookeeper: session not confirmed through the leader for the session timeout (%v) less a margin; the last confirmation failed: %w",
+			lk.sessionTimeout(), lk.confirmErr)
+	}
 	for n := range lk.nodes {
 		if n.phase == held {
 			lk.lose(n, why, false)
@@ -150,6 +201,9 @@ func (s *Store) startConfirmingLocked() {
 		return
 	}
 	lk.confirming = true
+	if lk.confirmWake == nil {
+		lk.confirmWake = make(chan struct{}, 1)
+	}
 	lk.wg.Add(1)
 	go s.confirmLoop()
 }
@@ -157,7 +211,7 @@ func (s *Store) startConfirmingLocked() {
 // holdsLocked reports whether the store holds a lock.
 func (lk *lockState) holdsLocked() bool {
 	for n := range lk.nodes {
-		if n.phase == held && n.lostErr == nil {
+		if n.phase == held && n.lostErr == nil && !n.releasing {
 			return true
 		}
 	}
@@ -184,31 +238,40 @@ func (s *Store) confirmLoop() {
 		// away (after a lone confirmation), so each confirmation has T/4
 		// to come back before the holds are lost.
 		t := lk.sessionTimeout()
-		wait := min(last+pairSpacing(t), lk.deadline-t/4) - monoNow()
+		wait := min(last+pairSpacing(t), lk.deadline-t/4) - lk.lockNow()
+		wake := lk.confirmWake
 		lk.mu.Unlock()
 		if wait <= 0 {
 			s.confirmOnce(bg.Done())
 			continue
 		}
-		timer := time.NewTimer(wait)
+		timer := time.NewTimer(min(wait, deadlineStep))
 		select {
 		case <-timer.C:
+		case <-wake:
+			timer.Stop()
 		case <-bg.Done():
 			timer.Stop()
 		}
 	}
 }
 
-// confirmOnce sends one confirming write through the leader and records it if it is
-// answered in the session it was sent in. A failure waits a little (the
-// deadline timer, not this loop, decides when holds are lost).
+// confirmOnce sends one confirming write through the leader and records it
+// if it is answered in the session it was sent in. A failure waits a little
+// (the deadline timer, not this loop, decides when holds are lost).
 func (s *Store) confirmOnce(stop <-chan struct{}) {
 	sid := s.conn.SessionID()
-	sent := monoNow()
-	err := s.confirmRequest()
-	if err == nil && sid != 0 && s.conn.SessionID() == sid {
-		s.confirmed(sid, sent)
-		return
+	nodes := s.lk.heldNodes(sid)
+	if len(nodes) > 0 {
+		sent := s.lk.lockNow()
+		res, err := s.confirmRequest(nodes)
+		if err == nil && sid != 0 && s.conn.SessionID() == sid {
+			s.confirmed(sid, sent)
+			return
+		}
+		if err != nil {
+			s.confirmFailed(nodes, res, err)
+		}
 	}
 	t := time.NewTimer(s.retry.sleep(0))
 	defer t.Stop()
@@ -218,19 +281,80 @@ func (s *Store) confirmOnce(stop <-chan struct{}) {
 	}
 }
 
-// confirmRequest sends the request that proves the session alive: a write
-// the leader commits only with a quorum, a multi that checks the root exists
-// and changes nothing. A sync will not do: a leader cut off from its
-// followers answers its own clients' syncs alone until it notices the lost
-// quorum, up to a tick after the others may have elected a new leader and
-// expired the session.
-func (s *Store) confirmRequest() error {
-	root := s.root
-	if root == "" {
-		root = "/"
+// confirmChecks bounds the nodes one confirmation checks, so that a store
+// holding many locks sends a bounded request (the server refuses one over
+// jute.maxbuffer, 1 MiB by default). Any one proves the session alive.
+const confirmChecks = 64
+
+// heldNodes returns up to confirmChecks of the store's holds of session
+// sid, a different choice each time (map order), so that every hold's node
+// is checked in turn.
+func (lk *lockState) heldNodes(sid int64) []*lockNode {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	var out []*lockNode
+	for n := range lk.nodes {
+		if len(out) == confirmChecks {
+			break
+		}
+		if n.phase == held && n.lostErr == nil && !n.releasing && n.sid == sid && sid != 0 && n.path != "" {
+			out = append(out, n)
+		}
 	}
-	_, err := s.conn.Multi(&zk.CheckVersionRequest{Path: root, Version: -1})
-	return err
+	return out
+}
+
+// confirmRequest sends the request that proves the session alive: a write
+// the leader commits only with a quorum, a multi that checks that each of
+// nodes (the lock nodes it confirms) exists and changes nothing. It needs
+// only what the lock needs, read permission on the store's own lock nodes,
+// and proves those nodes are still there. A sync will not do: a leader cut
+// off from its followers answers its own clients' syncs alone until it
+// notices the lost quorum, up to a tick after the others may have elected
+// a new leader and expired the session.
+func (s *Store) confirmRequest(nodes []*lockNode) ([]zk.MultiResponse, error) {
+	ops := make([]any, len(nodes))
+	s.lk.mu.Lock()
+	for i, n := range nodes {
+		ops[i] = &zk.CheckVersionRequest{Path: n.path, Version: -1}
+	}
+	s.lk.mu.Unlock()
+	return s.conn.Multi(ops...)
+}
+
+// confirmFailed records why a confirmation of nodes failed. A node the
+// check found missing was deleted behind the store's back: its hold is lost
+// at once. A refusal is kept to name in the cause of a loss at the deadline:
+// the server answered, but answers nothing that proves the session alive.
+func (s *Store) confirmFailed(nodes []*lockNode, res []zk.MultiResponse, err error) {
+	lk := &s.lk
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	lk.confirmErr = err
+	for i, r := range res {
+		if i >= len(nodes) {
+			break
+		}
+		n := nodes[i]
+		switch {
+		case errors.Is(r.Error, zk.ErrNoNode):
+			// Unless Unlock deleted it meanwhile.
+			if n.lostErr == nil && n.phase == held && !n.releasing {
+				lk.lose(n, fmt.Errorf("zookeeper: lock %q: its node %s was deleted, not by this store: %w", n.name, n.path, driver.ErrLeaseLost), false)
+				s.removeLostLocked(n)
+			}
+			lk.confirmErr = nil
+		case errors.Is(r.Error, zk.ErrNoAuth):
+			lk.confirmErr = noReadError(n, r.Error)
+			return
+		}
+	}
+}
+
+// noReadError says that checking n's node needs read permission on it.
+func noReadError(n *lockNode, err error) error {
+	return fmt.Errorf("zookeeper: lock %q: the server refused to check the store's lock node %s: "+
+		"the store needs read permission on its lock nodes (acl option): %w", n.name, n.path, err)
 }
 
 // stopConfirmingLocked stops the deadline timer (Close).
@@ -243,9 +367,9 @@ func (lk *lockState) stopConfirmingLocked() {
 }
 
 // ensureLive makes sure n's session is proven alive before n becomes a
-// hold: a waiter granted long after its create sends one confirming write first. An
-// uncontended Lock is granted on its create's confirmation, with no extra
-// round trip.
+// hold: a waiter granted long after its create sends one confirming write
+// (a check of its own node) first. An uncontended Lock is granted on its
+// create's confirmation, with no extra round trip.
 func (s *Store) ensureLive(ctx context.Context, n *lockNode) error {
 	s.lk.mu.Lock()
 	live := s.lk.liveLocked(n.sid)
@@ -253,12 +377,15 @@ func (s *Store) ensureLive(ctx context.Context, n *lockNode) error {
 	if live {
 		return nil
 	}
-	sent := monoNow()
-	_, err := call(ctx, s, func() (struct{}, error) { return struct{}{}, s.confirmRequest() })
-	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, driver.ErrClosed) {
-			return err
-		}
+	sent := s.lk.lockNow()
+	res, err := call(ctx, s, func() ([]zk.MultiResponse, error) { return s.confirmRequest([]*lockNode{n}) })
+	switch {
+	case err == nil:
+	case ctx.Err() != nil || errors.Is(err, driver.ErrClosed):
+		return err
+	case len(res) == 1 && errors.Is(res[0].Error, zk.ErrNoAuth):
+		return noReadError(n, res[0].Error)
+	default:
 		return fmt.Errorf("zookeeper: confirm the session: %v: %w", err, errRequeue)
 	}
 	if s.conn.SessionID() == n.sid {

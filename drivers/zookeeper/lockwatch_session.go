@@ -23,7 +23,13 @@ const sessionPollInterval = 50 * time.Millisecond
 func (s *Store) sessionEvent(state zk.State) {
 	switch state {
 	case zk.StateHasSession:
-		s.observeSession(true, s.lk.sessionID.Load(), false)
+		// Called right after the handshake was read: the timeout it
+		// granted applies to the holds from now on.
+		sid := s.lk.sessionID.Load()
+		s.observeSession(true, sid, false)
+		s.lk.mu.Lock()
+		s.rebaseLocked(sid)
+		s.lk.mu.Unlock()
 	case zk.StateExpired:
 		s.observeSession(false, 0, true)
 	default:
@@ -83,6 +89,10 @@ func (s *Store) observeSession(has bool, sid int64, expired bool) {
 			lk.sessionUp = nil
 		}
 		return
+	}
+	if lk.sessionDown != nil {
+		close(lk.sessionDown)
+		lk.sessionDown = nil
 	}
 	if expired {
 		for n := range lk.nodes {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +73,9 @@ type Server struct {
 	// links[myid] are the peer and election addresses this member uses
 	// for member myid: proxies, in an ensemble started with links.
 	links map[int][2]string
+
+	minSession time.Duration // minSessionTimeout; 0 is the default, 2 ticks
+	maxSession time.Duration // maxSessionTimeout; 0 is the default, 60s
 
 	mu   sync.Mutex
 	proc *process // nil when stopped
@@ -258,6 +262,51 @@ func (s *Server) Start() {
 	}
 }
 
+// defaultMaxSession is the servers' maxSessionTimeout unless a test sets
+// another (SetSessionTimeouts).
+const defaultMaxSession = 60 * time.Second
+
+// SetSessionTimeouts sets the least and the largest session timeout the
+// server grants (minSessionTimeout, maxSessionTimeout; 0 keeps the
+// defaults, 2 ticks = 400ms and 60s) from its next Start on, keeping its
+// data: as an operator rolling out a config change would, sessions then
+// reconnect with a timeout negotiated again. The server must be stopped.
+func (s *Server) SetSessionTimeouts(least, largest time.Duration) {
+	s.t.Helper()
+	s.mustOwn("SetSessionTimeouts")
+	if s.Running() {
+		s.t.Fatalf("zktest: SetSessionTimeouts: %s is running; stop it first", s)
+	}
+	if (least != 0 && least < 400*time.Millisecond) || (largest != 0 && largest < max(least, 400*time.Millisecond)) {
+		s.t.Fatalf("zktest: SetSessionTimeouts(%v, %v): want 400ms (2 ticks) <= least <= largest", least, largest)
+	}
+	cfg, err := os.ReadFile(s.cfgPath())
+	if err != nil {
+		s.t.Fatalf("zktest: SetSessionTimeouts: %v", err)
+	}
+	s.minSession, s.maxSession = least, largest
+	cfg = sessionLines.ReplaceAll(cfg, nil)
+	cfg = append(cfg, s.sessionConfig()...)
+	if err := os.WriteFile(s.cfgPath(), cfg, 0o644); err != nil {
+		s.t.Fatalf("zktest: SetSessionTimeouts: %v", err)
+	}
+}
+
+var sessionLines = regexp.MustCompile(`(?m)^(min|max)SessionTimeout=\d+\n`)
+
+// sessionConfig is zoo.cfg's lines of the session timeout bounds.
+func (s *Server) sessionConfig() string {
+	largest := s.maxSession
+	if largest == 0 {
+		largest = defaultMaxSession
+	}
+	lines := fmt.Sprintf("maxSessionTimeout=%d\n", largest.Milliseconds())
+	if s.minSession > 0 {
+		lines += fmt.Sprintf("minSessionTimeout=%d\n", s.minSession.Milliseconds())
+	}
+	return lines
+}
+
 // StartNoWait restarts a stopped server like Start but returns at once.
 func (s *Server) StartNoWait() {
 	s.t.Helper()
@@ -295,7 +344,7 @@ func (s *Server) writeConfig(members []*Server) error {
 	// tickTime 200ms: sessions down to 400ms (2 ticks) are allowed and
 	// elections settle fast. maxSessionTimeout would otherwise be 20 ticks
 	// (4s), silently shortening the sessions the tests ask for.
-	b.WriteString("tickTime=200\ninitLimit=20\nsyncLimit=10\nmaxSessionTimeout=60000\n")
+	b.WriteString("tickTime=200\ninitLimit=20\nsyncLimit=10\n" + s.sessionConfig())
 	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", data, s.clientPort)
 	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,stat,mntr,conf,cons\n")
 	// Test data need not survive a machine crash; fsync per write only

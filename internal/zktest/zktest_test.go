@@ -146,6 +146,19 @@ func TestServer(t *testing.T) {
 					return getData(conn, "/zktest", "hello")
 				})
 			}
+
+			// A lower maxSessionTimeout from the next start on, the data
+			// kept: the client comes back with the timeout negotiated again.
+			s.Stop()
+			s.SetSessionTimeouts(0, 4*time.Second)
+			s.Start()
+			eventually(t, 60*time.Second, "the session back at 4s", func() error {
+				cons, err := FourLetterWord(s.Addr(), "cons")
+				if err != nil || !strings.Contains(cons, "to=4000") {
+					return fmt.Errorf("cons = %q, %v", cons, err)
+				}
+				return getData(conn, "/zktest", "hello")
+			})
 		})
 	}
 }
