@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -98,8 +99,11 @@ func pausedHolder(v string) {
 	const checkers = 8
 	runtime.GOMAXPROCS(checkers)
 	var alive, running atomic.Int64
+	var done sync.WaitGroup
 	for range checkers {
+		done.Add(1)
 		go func() {
+			defer done.Done()
 			running.Add(1)
 			for {
 				now := time.Now().UnixNano()
@@ -107,8 +111,7 @@ func pausedHolder(v string) {
 				case <-l.Lost():
 					return
 				default:
-					if now > alive.Load() {
-						alive.Store(now) // a late loser may not lower it by much: now is taken before the check
+					for a := alive.Load(); now > a && !alive.CompareAndSwap(a, now); a = alive.Load() {
 					}
 				}
 			}
@@ -118,8 +121,7 @@ func pausedHolder(v string) {
 		runtime.Gosched()
 	}
 	fmt.Println("HELD", l.Fence()) // the parent stops this process now
-	<-l.Lost()
-	time.Sleep(100 * time.Millisecond) // let the checkers see Lost; a late one only adds to the proof
+	done.Wait()                    // each has seen Lost closed
 	fmt.Println("ALIVE", alive.Load())
 	os.Exit(0)
 }
