@@ -29,7 +29,10 @@ import (
 //
 // So a silent client's row locks are gone within T/4 of its last
 // statement (500 ms at least), and every other statement proceeds within
-// T/2 (1 s at least).
+// T/2 (1 s at least). Not so when the silence cuts a statement's messages
+// before their Sync: the backend then waits for input in an open implicit
+// transaction ("active", not idle in transaction), which no server timeout
+// ends; only the keepalives do, once the peer is dead.
 type bounds struct {
 	idle, lock, keepIdle time.Duration
 }

@@ -317,8 +317,13 @@ type hold struct {
 	unlocked bool
 }
 
-func (h *hold) Fence() int64          { return h.ticket }
-func (h *hold) Lost() <-chan struct{} { return h.se.lost }
+func (h *hold) Fence() int64 { return h.ticket }
+
+// Lost looks at the session's deadline itself (see checkDeadline).
+func (h *hold) Lost() <-chan struct{} {
+	h.se.checkDeadline()
+	return h.se.lost
+}
 
 // LostErr says why the hold was lost, once Lost is closed
 // (driver.LostCause).

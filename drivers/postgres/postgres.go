@@ -79,7 +79,10 @@
 // tcp_user_timeout of T/2. With the default T of 10 s: a silent client's
 // locks are gone within 2.5 s, a dead peer is noticed within about 6 s. On a
 // pool the caller made (New), every transaction of the driver sets the
-// first two for itself.
+// first two for itself. A silence that cuts a statement's messages short
+// (before the Sync) is bounded by none of these timeouts: the server waits
+// for the rest, holding the row locks, until the keepalives find the peer
+// dead; give a pool passed to New keepalives too.
 //
 // # Errors and events
 //

@@ -32,8 +32,10 @@ type session struct {
 
 	lost     chan struct{} // closed once the session can no longer be trusted
 	loseOnce sync.Once
-	why      error         // why lost closed, set before
-	timer    *time.Timer   // fires lose at the deadline
+	why      error       // why lost closed, set before
+	timer    *time.Timer // fires lose at the deadline
+	dmu      sync.Mutex
+	deadline time.Time     // the holds are good until then (monotonic)
 	stop     chan struct{} // ends run
 	stopOnce sync.Once
 	done     chan struct{} // closed when run has returned
@@ -62,11 +64,37 @@ func (ls *lockSession) startSession(ctx context.Context) (*session, error) {
 		conn.Close(context.Background())
 		return nil, err
 	}
-	se.timer = time.AfterFunc(time.Until(sent.Add(se.t-se.margin)), func() {
-		se.lose(fmt.Errorf("lock session %d: no confirmation within %v: %w", se.id, se.t-se.margin, driver.ErrLeaseLost))
-	})
+	se.deadline = sent.Add(se.t - se.margin)
+	se.timer = time.AfterFunc(time.Until(se.deadline), se.loseLate)
 	go se.run(sent)
 	return se, nil
+}
+
+// loseLate loses the session for want of a confirmation in time.
+func (se *session) loseLate() {
+	se.lose(fmt.Errorf("lock session %d: no confirmation within %v: %w", se.id, se.t-se.margin, driver.ErrLeaseLost))
+}
+
+// setDeadline moves the deadline to a confirmation's send time + T - margin.
+func (se *session) setDeadline(sent time.Time) {
+	d := sent.Add(se.t - se.margin)
+	se.dmu.Lock()
+	se.deadline = d
+	se.dmu.Unlock()
+	se.timer.Reset(time.Until(d))
+}
+
+// checkDeadline loses the session once its deadline has passed, without
+// waiting for the timer: in a process paused past the deadline, the timer
+// runs at some point after the resume, in no set order with the holder's
+// own code, which must not find its holds still good.
+func (se *session) checkDeadline() {
+	se.dmu.Lock()
+	d := se.deadline
+	se.dmu.Unlock()
+	if !time.Now().Before(d) {
+		se.loseLate()
+	}
 }
 
 // lose marks the session lost for why: every hold's Lost closes.
@@ -85,8 +113,10 @@ func (se *session) lostErr() error {
 	return se.why
 }
 
-// isLost reports whether lose was called.
+// isLost reports whether the session is lost, looking at the deadline
+// too.
 func (se *session) isLost() bool {
+	se.checkDeadline()
 	select {
 	case <-se.lost:
 		return true
@@ -154,7 +184,7 @@ func (se *session) run(sent time.Time) {
 			return
 		}
 		sent = now
-		se.timer.Reset(time.Until(sent.Add(se.t - se.margin)))
+		se.setDeadline(sent)
 	}
 }
 
