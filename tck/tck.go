@@ -144,6 +144,11 @@ type Suite struct {
 	// process); the Restart check then skips with that reason. Any other
 	// driver's harness must implement Restarter.
 	NotPersistent string
+	// Histories is how many random histories Explore/Histories runs
+	// (default 50; at most -rapid.checks, whose default is 100). A failing
+	// history is shrunk and printed as a script with its seed; RAPID_SEED
+	// (or -rapid.seed) replays it.
+	Histories int
 }
 
 // Run runs every check of the kit against the driver s describes.
@@ -169,6 +174,7 @@ func Run(t *testing.T, s Suite) {
 		{"Options", optionChecks()},
 		{"Close", closeChecks()},
 		{"Errors", errorChecks()},
+		{"Explore", exploreChecks()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
