@@ -77,10 +77,22 @@
 //   - Close: every operation after Close gives ErrClosed; lock waits end.
 //   - Errors: errors are *store.Error wrapping the sentinel; deadlines
 //     satisfy errors.Is(err, context.DeadlineExceeded).
+//   - Explore: random histories (Histories, their number set by
+//     Suite.Histories) drive the driver and a model of the contract with
+//     the same operations on small pools of keys, namespaces, owners and
+//     lock names, edge values included, with Seal, Init, Seed, Purge and
+//     Close in the mix, and compare every answer: values, error kinds,
+//     listings in order, Waiters, fences. A failure is shrunk to a short
+//     history, printed as a script with the contract sentence broken and
+//     the seed that replays it (RAPID_SEED=n). Linearizable runs calls
+//     from several stores at once and checks that some order of them,
+//     each at an instant within its call, explains every answer.
 //
 // A capability the suite does not declare makes its checks skip, with the
 // reason; so does a check needing an optional harness capability the
-// harness lacks (ClockStepper: the store's clock stepped back). The section
+// harness lacks (ClockStepper: the store's clock stepped back). A harness
+// with ClockSetter lets the histories move time themselves and check lease
+// times and expiry exactly; without it they keep to what needs no clock. The section
 // Contracts and checks maps every contract sentence to its checks.
 //
 // # Time
