@@ -213,6 +213,11 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 			return driver.Lease{}, false, err
 		}
 		prev.Fence = floor
+		if v, err := prev.Judge(a.req, a.now); v != driver.SlotFree {
+			// The floor is store-wide: no slot never used can start a
+			// term, and every used one was judged before.
+			return driver.Lease{}, false, fmt.Errorf("slot %d: %v: %w", n, err, driver.ErrExhausted)
+		}
 	}
 	r := &slotRow{slot: n, rec: prev.NewTerm(a.req, a.now)}
 	ok, err := a.s.write(ctx, a.tx, a.ns, r, oldVersion, old == nil)
