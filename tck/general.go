@@ -26,6 +26,7 @@ func optionChecks() []check {
 	return []check{
 		{"UnknownKey", needFactory, checkUnknownOption},
 		{"UnknownWithValid", needOptions, checkUnknownWithValid},
+		{"KeysExact", needOptions, checkOptionKeysExact},
 		{"MalformedValue", needOptions, checkMalformedValue},
 	}
 }

@@ -72,7 +72,8 @@
 //     nothing across a restart sets Suite.NotPersistent, and the check
 //     skips with that reason; any other harness must implement Restarter.
 //   - Options: an unknown option is rejected, naming it, alone and beside
-//     valid options; a malformed value is rejected, naming key and value
+//     valid options; a known key in another case or with a space is
+//     unknown; a malformed value is rejected, naming key and value
 //     (needs Suite.Factory, Suite.Options, Suite.MalformedOptions).
 //   - Close: every operation after Close gives ErrClosed; lock waits end.
 //   - Errors: errors are *store.Error wrapping the sentinel; deadlines
