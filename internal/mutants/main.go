@@ -30,7 +30,7 @@ func main() {
 	pkg := flag.String("pkg", "./drivers/memory", "the package whose tests judge the mutants")
 	run := flag.String("run", "^TestTCK$", "the tests to run (-test.run)")
 	skip := flag.String("before-skip", "^TestTCK$/^Explore$", "what the \"before\" run skips (-test.skip)")
-	timeout := flag.Duration("timeout", 2*time.Minute, "bound on one test run")
+	timeout := flag.Duration("timeout", time.Minute, "bound on one test run")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "mutants")
 	check(err)
