@@ -157,4 +157,8 @@ func TestPurgeAtTheLastFence(t *testing.T) {
 	if l, err := s.Acquire(ctx, req); !errors.Is(err, driver.ErrExhausted) {
 		t.Fatalf("Acquire after the purge = fence %d, %v; want ErrExhausted", l.Fence, err)
 	}
+	// The namespace was created all the same, as by any Acquire.
+	if nss, err := s.Namespaces(ctx); err != nil || len(nss) != 1 || nss[0].Name != "v" {
+		t.Fatalf("Namespaces = %v, %v; want the namespace v", nss, err)
+	}
 }

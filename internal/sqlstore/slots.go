@@ -42,12 +42,22 @@ func init() {
 // preferred slot, then the lowest free slot the database finds.
 func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	var out driver.Lease
+	var exhausted error
 	err := s.db.Tx(ctx, func(tx Querier) error {
 		a := &acquire{s: s, tx: tx, req: req, ns: req.Namespace.Name}
 		l, err := a.run(ctx)
+		if errors.Is(err, driver.ErrExhausted) {
+			// Nothing but the namespace was written: it stays, as after
+			// any Acquire.
+			exhausted = err
+			return nil
+		}
 		out = l
 		return err
 	})
+	if err == nil && exhausted != nil {
+		return driver.Lease{}, exhausted
+	}
 	return out, err
 }
 
