@@ -303,8 +303,8 @@ type SlotSeeder interface {
 // ErrLeaseLost) and its lock waits end promptly with an error, never with
 // the lock, so nobody holds or waits for a lock the purge deleted; a hold
 // is lost before any other store can be granted its lock. Its range calls
-// may give ErrCorrupt or ErrRecreated for a key it used before, rather
-// than hand its values out again.
+// may fail for a key it used before (ErrCorrupt, ErrRecreated, or an
+// error of the driver's own), rather than hand its values out again.
 type Purger interface {
 	Purge(ctx context.Context) (deleted []string, err error)
 }
