@@ -3,10 +3,13 @@ package tck
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +52,22 @@ func (s Suite) histories() int {
 		return s.Histories
 	}
 	return 50
+}
+
+// noFailFiles keeps rapid from writing fail files into the driver's
+// package directory (and from replaying those of other runs, such as the
+// broken drivers' runs sharing that directory), unless the command line
+// asks for them: the seed printed with a failure replays it.
+var noFailFiles sync.Once
+
+func quietRapid() {
+	noFailFiles.Do(func() {
+		set := false
+		flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.nofailfile" })
+		if f := flag.Lookup("rapid.nofailfile"); f != nil && !set && os.Getenv("RAPID_NOFAILFILE") == "" {
+			_ = f.Value.Set("true")
+		}
+	})
 }
 
 // checkHistories runs Suite.Histories random histories of every declared

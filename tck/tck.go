@@ -173,6 +173,7 @@ func Run(t *testing.T, s Suite) {
 	if s.TimeScale <= 0 || math.IsNaN(s.TimeScale) || math.IsInf(s.TimeScale, 0) {
 		s.TimeScale = 1
 	}
+	quietRapid()
 	groups := []struct {
 		name   string
 		checks []check
