@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?=
 NESTED := otelstore examples/prometheus
 
-.PHONY: test check zookeeper postgres example bench
+.PHONY: test check zookeeper postgres example bench histories mutants
 
 test: zookeeper postgres
 	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
@@ -34,3 +34,19 @@ example:
 
 bench: zookeeper postgres
 	go test -run '^$$' -bench . -benchtime 2s ./...
+
+# The TCK's random histories with a fixed seed, then three random ones,
+# each printed; RAPID_SEED=n replays one.
+HISTORY_PKGS := ./drivers/memory ./drivers/sqlite
+histories:
+	for seed in 1 $$(od -An -N4 -tu4 /dev/urandom) $$(od -An -N4 -tu4 /dev/urandom) $$(od -An -N4 -tu4 /dev/urandom); do \
+		echo "histories: RAPID_SEED=$$seed"; \
+		RAPID_SEED=$$seed go test -count=1 -run 'TestTCK/Explore/Histories' $(HISTORY_PKGS) || exit 1; \
+	done
+
+# Mutation testing of the memory driver and the slot rules against the
+# memory driver's TCK (not in CI: it takes a while). Prints each mutant the
+# TCK misses and the scores without and with its Explore checks.
+mutants:
+	go run ./internal/mutants -pkg ./drivers/memory driver/slot.go drivers/memory/ranges.go \
+		drivers/memory/slots.go drivers/memory/locks.go drivers/memory/purge.go drivers/memory/memory.go

@@ -46,8 +46,10 @@
 // loop, or one UPDATE ... RETURNING). A write whose answer was lost is a
 // gap, never a retry that might hand the same values out twice.
 //
-// SlotStore: per namespace, its Limit and Tolerance (fixed at creation) and,
-// after a purge, a fence floor; per slot, the fields of a SlotRecord (a
+// SlotStore: store-wide, after a purge, a fence floor (the highest slot
+// fence the purges deleted: it outlives the namespaces they deleted); per
+// namespace, its Limit and Tolerance (fixed at creation); per slot, the
+// fields of a SlotRecord (a
 // ZooKeeper node, a table row of eleven columns); per (namespace, owner),
 // the owner index: its last slots, most recent first, at most
 // OwnerIndexLen. Time is the store's clock: ZooKeeper's mtime of the write,
@@ -62,7 +64,11 @@
 //		}
 //	}
 //	for each n in FirstSlots, then 0..limit-1 {
-//		r := load(n) // the zero SlotRecord if the slot was never used
+//		r, err := load(n) // nothing stored: SlotRecord{Fence: fenceFloor}
+//		if err != nil { // a record that does not parse: ErrCorrupt
+//			skipped = append(skipped, n) // passed over, never rewritten
+//			continue
+//		}
 //		switch v, err := r.Judge(req, now); v {
 //		case driver.SlotOwn:
 //			return r.Lease(ns, n), nil
@@ -72,7 +78,7 @@
 //			return r.Lease(ns, n), nil
 //		} // SlotBusy: err, if any, says why the slot is unusable
 //	}
-//	return ErrExhausted
+//	return ErrExhausted, naming the skipped slots and why
 //
 // Renew, Release and SeedSlot load the slot's record, call Renewed,
 // Released or Seeded, and store the result in the same atomic step; the
@@ -125,7 +131,17 @@
 // server stopped and started on its data, the file closed and opened);
 // ranges, slot histories and lock fences must survive. A driver that keeps
 // nothing across a restart says why in Suite.NotPersistent, and the check
-// skips with that reason.
+// skips with that reason. A file shared through a registry (above) is
+// already closed once its last store closes, so Restart must check that
+// (the registry no longer holds the path) rather than return nil: the next
+// NewStore then truly reopens the file, and the check proves what it says.
+//
+// A driver that reads its clock through a function of its own (an embedded
+// database, an in-process state) should also give its harness the clock
+// hooks, a few lines each: tck.ClockStepper (the clock stepped back) and
+// tck.ClockSetter (the clock stopped at an instant, so the random histories
+// check every lease time and expiry boundary exactly). They are not only
+// for server clocks: they find real bugs in any driver.
 //
 // # The reference
 //

@@ -29,7 +29,8 @@ var (
 // Factory opens a store from a map of options. It must reject an unknown
 // option key with an error wrapping ErrInvalidArgument and naming the key,
 // also when valid keys come with it, and a malformed value with an error
-// naming the key and the value (Options does both).
+// naming the key and the value (Options does both). Keys match exactly, as
+// written: case, spaces and punctuation count ("Name" is not "name").
 type Factory func(options map[string]string) (Store, error)
 
 // Store is an open driver store. It must also implement at least one of
@@ -137,7 +138,7 @@ type SlotInfo struct {
 	Slot        int
 	Owner       string // holder of the current term (live or expired, not ended); empty when none
 	Incarnation string
-	LastOwner   string // owner of the last term that ended, by release, takeover or seed
+	LastOwner   string // owner of the last term that ended: released, taken over, or ended by a seed
 	Fence       int64
 	TTL         time.Duration
 	Tolerance   time.Duration
@@ -261,6 +262,9 @@ type Lock interface {
 // Waiter is one holder or waiter of a lock.
 type Waiter struct {
 	Owner string
+	// Fence is the fence the entry holds, or, for a waiter, the one it will
+	// hold if it is granted the lock: fixed when it queues, above every
+	// fence of the name handed out before, and growing along the queue.
 	Fence int64
 }
 
@@ -286,10 +290,21 @@ type SlotSeeder interface {
 // (for ZooKeeper, every node under the root), for an operator who stopped
 // every instance. It returns what it deleted, one readable non-empty entry
 // per thing. Afterwards a new store finds nothing (no keys, namespaces or
-// locks; a key starts again at 0), but fences never repeat: every lock
-// fence and every slot fence handed out later is above every one handed
-// out before, so a driver keeps the highest purged fences (a counter that
-// survives the purge; ZooKeeper's czxids and the root's slot_fence_floor).
+// locks; a key, sealed or not, starts again at 0 unsealed), but fences
+// never repeat: every lock fence and every slot fence handed out later is
+// above every one handed out before, so a driver keeps the highest purged
+// fences (a counter that survives the purge; ZooKeeper's czxids and the
+// root's slot_fence_floor). The slot fence floor is store-wide: every
+// namespace created after the purge starts above it.
+//
+// A store still open on the purged storage sees what a crash of the
+// storage's other users would leave: its leases' Renew and Release give
+// ErrLeaseLost; its lock holds are lost (Lost closes, Unlock gives
+// ErrLeaseLost) and its lock waits end promptly with an error, never with
+// the lock, so nobody holds or waits for a lock the purge deleted; a hold
+// is lost before any other store can be granted its lock. Its range calls
+// may fail for a key it used before (ErrCorrupt, ErrRecreated, or an
+// error of the driver's own), rather than hand its values out again.
 type Purger interface {
 	Purge(ctx context.Context) (deleted []string, err error)
 }

@@ -15,15 +15,16 @@ import (
 // read no clock and change nothing in place; now is the store's clock, read
 // by the driver (ZooKeeper: the mtime of a write; SQL: the database's time).
 //
-// A slot never used is the zero SlotRecord, or, in a namespace created
-// after a purge, a record whose only field is Fence, set to the highest
-// fence the purge deleted (see Purger): its first term then gets a fence
-// above every earlier one. Written is 0 exactly for a record never stored.
+// A slot never used is the zero SlotRecord, or, after a purge, a record
+// whose only field is Fence, set to the store-wide fence floor (the highest
+// slot fence any purge deleted, see Purger): its first term then gets a
+// fence above every earlier one. Written is 0 exactly for a record never
+// stored.
 // Durations and times are milliseconds; times are in the store's clock.
 type SlotRecord struct {
 	Owner       string // holder of the current term; "" when there is none
 	Incarnation string // "" exactly when Owner is ""
-	LastOwner   string // owner of the last term that ended (by release, expiry or reclaim)
+	LastOwner   string // owner of the last term that ended: released, taken over (expired or reclaimed), or ended by a seed
 	Fence       int64  // the current or last term's; 0 for a slot never used
 	TTL         int64  // the current or last term's
 	Tolerance   int64  // the namespace's, copied into each term

@@ -19,6 +19,9 @@ func generalChecks() []check {
 }
 
 func purgeChecks() []check {
+	// Purge/EndsLocks (checkPurgeEndsLocks) is not in the list yet: the
+	// ZooKeeper and PostgreSQL drivers do not pass it (two holders after a
+	// purge under a live hold).
 	return []check{{"Everything", needNothing, checkPurge}}
 }
 
@@ -26,6 +29,7 @@ func optionChecks() []check {
 	return []check{
 		{"UnknownKey", needFactory, checkUnknownOption},
 		{"UnknownWithValid", needOptions, checkUnknownWithValid},
+		{"KeysExact", needOptions, checkOptionKeysExact},
 		{"MalformedValue", needOptions, checkMalformedValue},
 	}
 }
@@ -320,4 +324,59 @@ func checkPing(e *env) {
 	ended, cancel := context.WithCancel(e.ctx)
 	cancel()
 	e.wantIs(st.Ping(ended), context.Canceled, "Ping with a cancelled context")
+}
+
+// checkPurgeEndsLocks: a purge under a store that still holds a lock, and
+// has a waiter queued, ends both at once: the hold is lost (Lost closes)
+// before another store can be granted the lock, and the wait returns an
+// error, never the lock. Otherwise a purge run by mistake under running
+// instances makes two holders.
+//
+//lint:ignore U1000 listed in purgeChecks once every driver passes it
+func checkPurgeEndsLocks(e *env) {
+	a, b := e.open(), e.open()
+	if !is[driver.Purger](a.Driver()) {
+		e.t.Skip("the driver does not implement the optional driver.Purger")
+	}
+	held := e.lock(a, "purge")
+	waited := make(chan error, 1)
+	e.goroutine(func() {
+		k, err := b.Locks().Lock(e.timeout(e.lockWait), "purge")
+		if err == nil {
+			_ = k.Unlock(e.ctx) // the failure is reported below
+		}
+		waited <- err
+	})
+	if !e.eventually(e.prompt, func() bool {
+		ws, err := a.Locks().Waiters(e.ctx, "purge")
+		return err == nil && len(ws) == 2
+	}) {
+		e.t.Fatal("the waiter never showed in Waiters")
+	}
+	_, err := e.open().Purge(e.ctx)
+	e.fatalIf(err, "Purge")
+	// Another store asks at once: it may get the lock only once the old
+	// hold is known lost.
+	k, err := e.open().Locks().TryLock(e.ctx, "purge")
+	lostBefore := isClosed(held.Lost())
+	if err == nil {
+		defer func() { _ = k.Unlock(e.ctx) }()
+		if !lostBefore {
+			e.t.Errorf("after a purge, another store got the lock (fence %d) while the old hold (fence %d) was not lost: two holders "+
+				"(see driver.Purger: a store's lock holds are lost, Lost closes)", k.Fence(), held.Fence())
+		}
+	}
+	select {
+	case <-held.Lost():
+	case <-time.After(e.prompt):
+		e.t.Errorf("the hold's Lost did not close within %v of the purge (see driver.Purger)", e.prompt)
+	}
+	select {
+	case err := <-waited:
+		if err == nil {
+			e.t.Errorf("the waiter got the lock after the purge; its wait must end with an error (see driver.Purger)")
+		}
+	case <-time.After(e.prompt):
+		e.t.Errorf("the waiter's Lock did not return within %v of the purge (see driver.Purger: waits end promptly)", e.prompt)
+	}
 }

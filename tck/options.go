@@ -1,6 +1,7 @@
 package tck
 
 import (
+	"errors"
 	"maps"
 	"strings"
 
@@ -49,6 +50,32 @@ func checkMalformedValue(e *env) {
 		e.wantIs(err, store.ErrInvalidArgument, "option %q with the malformed value %q", key, value)
 		if !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), value) {
 			e.t.Errorf("the error for option %q with the malformed value %q does not name both: %v", key, value, err)
+		}
+	}
+}
+
+// checkOptionKeysExact: each key of Suite.Options, written with another
+// case or with a space around it, is an unknown key: keys match exactly, so
+// a typo is never taken for a key the driver knows.
+func checkOptionKeysExact(e *env) {
+	for key, value := range e.suite.Options {
+		for _, other := range []string{strings.ToUpper(key), strings.ToLower(key), " " + key, key + " "} {
+			if _, known := e.suite.Options[other]; known || other == key {
+				continue
+			}
+			opts := maps.Clone(e.suite.Options)
+			delete(opts, key)
+			opts[other] = value
+			d, err := e.suite.Factory(opts)
+			if err == nil {
+				e.t.Errorf("the factory accepted the option key %q, which is not %q "+
+					"(see driver.Factory: keys match exactly, as written)", other, key)
+				_ = d.Close() // the failure is reported; release the store
+				continue
+			}
+			if errors.Is(err, store.ErrInvalidArgument) && !strings.Contains(err.Error(), other) {
+				e.t.Errorf("the error for the unknown option key %q does not name it: %v", other, err)
+			}
 		}
 	}
 }

@@ -72,15 +72,28 @@
 //     nothing across a restart sets Suite.NotPersistent, and the check
 //     skips with that reason; any other harness must implement Restarter.
 //   - Options: an unknown option is rejected, naming it, alone and beside
-//     valid options; a malformed value is rejected, naming key and value
+//     valid options; a known key in another case or with a space is
+//     unknown; a malformed value is rejected, naming key and value
 //     (needs Suite.Factory, Suite.Options, Suite.MalformedOptions).
 //   - Close: every operation after Close gives ErrClosed; lock waits end.
 //   - Errors: errors are *store.Error wrapping the sentinel; deadlines
 //     satisfy errors.Is(err, context.DeadlineExceeded).
+//   - Explore: random histories (Histories, their number set by
+//     Suite.Histories) drive the driver and a model of the contract with
+//     the same operations on small pools of keys, namespaces, owners and
+//     lock names, edge values included, with Seal, Init, Seed, Purge and
+//     Close in the mix, and compare every answer: values, error kinds,
+//     listings in order, Waiters, fences. A failure is shrunk to a short
+//     history, printed as a script with the contract sentence broken and
+//     the seed that replays it (RAPID_SEED=n). Linearizable runs calls
+//     from several stores at once and checks that some order of them,
+//     each at an instant within its call, explains every answer.
 //
 // A capability the suite does not declare makes its checks skip, with the
 // reason; so does a check needing an optional harness capability the
-// harness lacks (ClockStepper: the store's clock stepped back). The section
+// harness lacks (ClockStepper: the store's clock stepped back). A harness
+// with ClockSetter lets the histories move time themselves and check lease
+// times and expiry exactly; without it they keep to what needs no clock. The section
 // Contracts and checks maps every contract sentence to its checks.
 //
 // # Time
@@ -144,6 +157,11 @@ type Suite struct {
 	// process); the Restart check then skips with that reason. Any other
 	// driver's harness must implement Restarter.
 	NotPersistent string
+	// Histories is how many random histories Explore/Histories runs
+	// (default 50; at most -rapid.checks, whose default is 100). A failing
+	// history is shrunk and printed as a script with its seed; RAPID_SEED
+	// (or -rapid.seed) replays it.
+	Histories int
 }
 
 // Run runs every check of the kit against the driver s describes.
@@ -155,6 +173,7 @@ func Run(t *testing.T, s Suite) {
 	if s.TimeScale <= 0 || math.IsNaN(s.TimeScale) || math.IsInf(s.TimeScale, 0) {
 		s.TimeScale = 1
 	}
+	quietRapid()
 	groups := []struct {
 		name   string
 		checks []check
@@ -169,6 +188,7 @@ func Run(t *testing.T, s Suite) {
 		{"Options", optionChecks()},
 		{"Close", closeChecks()},
 		{"Errors", errorChecks()},
+		{"Explore", exploreChecks()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

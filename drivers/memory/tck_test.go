@@ -56,3 +56,13 @@ func TestTCK(t *testing.T) {
 		NotPersistent: notPersistent,
 	})
 }
+
+// SetClock stops the harness state's clock at t (tck.ClockSetter).
+func (h tckHarness) SetClock(_ context.Context, t time.Time) error {
+	st := sharedState(h.name)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	ms := t.UnixMilli()
+	st.clock = func() int64 { return ms }
+	return nil
+}

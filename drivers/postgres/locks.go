@@ -40,10 +40,20 @@ func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver
 	}
 	floor := s.seenTicket()
 	ticket, err := s.enqueue(ctx, se, name, owner, wait)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+		// The session row is gone (taken over or purged): its holds are
+		// lost, and this call, which holds nothing yet, joins again on a
+		// new session.
+		se.lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
+		if se, err = s.locks.get(ctx); err != nil {
+			return nil, s.unavailable(err)
+		}
+		ticket, err = s.enqueue(ctx, se, name, owner, wait)
+	}
 	if err != nil {
-		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23503" {
-			// The session row is gone: taken over or purged.
+			// The session row is gone again: taken over or purged.
 			se.lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
 			return nil, fmt.Errorf("lock session expired while joining the queue: %w", driver.ErrLeaseLost)
 		}

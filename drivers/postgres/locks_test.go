@@ -211,3 +211,31 @@ func TestLockNoHerd(t *testing.T) {
 		}
 	}
 }
+
+// TestLockAfterPurge: a store whose lock session a purge deleted, holding
+// nothing, locks again at once: the purge loses holds, not later calls.
+// (Found by the TCK's random histories: the Lock failed with ErrLeaseLost.)
+func TestLockAfterPurge(t *testing.T) {
+	srv := pgtest.Shared(t)
+	schema := freshSchema("purgelock")
+	a := openAt(t, srv.ConnString(), schema, nil)
+	b := openAt(t, srv.ConnString(), schema, nil)
+	ctx := t.Context()
+	k, err := a.Lock(ctx, "before", "a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k, err = a.Lock(ctx, "after", "a", false)
+	if err != nil {
+		t.Fatalf("Lock after a purge, holding nothing: %v", err)
+	}
+	if err := k.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

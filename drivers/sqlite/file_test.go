@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,5 +131,34 @@ func TestPurgeKeepsSlotFences(t *testing.T) {
 	}
 	if l.Fence <= last.Fence {
 		t.Fatalf("fence after the purge %d, not above %d from before", l.Fence, last.Fence)
+	}
+}
+
+// A purge whose fence floor is math.MaxInt64 leaves no slot a term can
+// start in: Acquire gives ErrExhausted, as for any slot whose fence cannot
+// grow, not a wrapped fence reported as ErrCorrupt. (Found by the TCK's
+// random histories.)
+func TestPurgeAtTheLastFence(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "ids.db"))
+	ctx := context.Background()
+	ns := driver.Namespace{Name: "w", Limit: 2}
+	if err := s.SeedSlot(ctx, ns, 0, math.MaxInt64-1, 0); err != nil {
+		t.Fatal(err)
+	}
+	req := driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "i", TTL: time.Minute}
+	l, err := s.Acquire(ctx, req)
+	if err != nil || l.Fence != math.MaxInt64 {
+		t.Fatalf("Acquire = fence %d, %v; want fence %d", l.Fence, err, int64(math.MaxInt64))
+	}
+	if _, err := s.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req.Namespace.Name = "v"
+	if l, err := s.Acquire(ctx, req); !errors.Is(err, driver.ErrExhausted) {
+		t.Fatalf("Acquire after the purge = fence %d, %v; want ErrExhausted", l.Fence, err)
+	}
+	// The namespace was created all the same, as by any Acquire.
+	if nss, err := s.Namespaces(ctx); err != nil || len(nss) != 1 || nss[0].Name != "v" {
+		t.Fatalf("Namespaces = %v, %v; want the namespace v", nss, err)
 	}
 }

@@ -97,6 +97,9 @@ func testTCK(t *testing.T, srv *zktest.Server) {
 			"retry.maxSleep":   "-5ms",
 		},
 		TimeScale: 2,
+		// Each random history opens its stores on a root of its own: 25
+		// keep the TCK within its time on a loaded machine.
+		Histories: 25,
 	})
 }
 

@@ -42,12 +42,22 @@ func init() {
 // preferred slot, then the lowest free slot the database finds.
 func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	var out driver.Lease
+	var exhausted error
 	err := s.db.Tx(ctx, func(tx Querier) error {
 		a := &acquire{s: s, tx: tx, req: req, ns: req.Namespace.Name}
 		l, err := a.run(ctx)
+		if errors.Is(err, driver.ErrExhausted) {
+			// Nothing but the namespace was written: it stays, as after
+			// any Acquire.
+			exhausted = err
+			return nil
+		}
 		out = l
 		return err
 	})
+	if err == nil && exhausted != nil {
+		return driver.Lease{}, exhausted
+	}
 	return out, err
 }
 
@@ -213,6 +223,11 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 			return driver.Lease{}, false, err
 		}
 		prev.Fence = floor
+		if v, err := prev.Judge(a.req, a.now); v != driver.SlotFree {
+			// The floor is store-wide: no slot never used can start a
+			// term, and every used one was judged before.
+			return driver.Lease{}, false, fmt.Errorf("slot %d: %v: %w", n, err, driver.ErrExhausted)
+		}
 	}
 	r := &slotRow{slot: n, rec: prev.NewTerm(a.req, a.now)}
 	ok, err := a.s.write(ctx, a.tx, a.ns, r, oldVersion, old == nil)

@@ -1,0 +1,184 @@
+// Command mutants is a small mutation tester: it changes one operator or
+// constant of the given Go files at a time (a < becomes <=, a + becomes -,
+// && becomes ||, max becomes min, 0 becomes 1, a ! goes), builds the test
+// binary of a package with the change laid over the file (go test -overlay,
+// so the tree is never edited), and runs it twice: with the TCK's explore
+// checks skipped ("before"), and, when that misses the mutant, with them
+// ("after"). It prints each surviving mutant and the scores.
+//
+//	go run ./internal/mutants -pkg ./drivers/memory drivers/memory/*.go driver/slot.go
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/printer"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+func main() {
+	pkg := flag.String("pkg", "./drivers/memory", "the package whose tests judge the mutants")
+	run := flag.String("run", "^TestTCK$", "the tests to run (-test.run)")
+	skip := flag.String("before-skip", "^TestTCK$/^Explore$", "what the \"before\" run skips (-test.skip)")
+	timeout := flag.Duration("timeout", time.Minute, "bound on one test run")
+	flag.Parse()
+	tmp, err := os.MkdirTemp("", "mutants")
+	check(err)
+	defer os.RemoveAll(tmp)
+
+	var total, built, before, after int
+	var survivors []string
+	for _, file := range flag.Args() {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		abs, err := filepath.Abs(file)
+		check(err)
+		for k := 0; ; k++ {
+			src, what, ok := mutate(abs, k)
+			if !ok {
+				break
+			}
+			total++
+			mfile := filepath.Join(tmp, "m.go")
+			check(os.WriteFile(mfile, src, 0o644))
+			overlay := filepath.Join(tmp, "overlay.json")
+			b, _ := json.Marshal(map[string]any{"Replace": map[string]string{abs: mfile}})
+			check(os.WriteFile(overlay, b, 0o644))
+			bin := filepath.Join(tmp, "t.test")
+			if out, err := exec.Command("go", "test", "-c", "-o", bin, "-overlay", overlay, *pkg).CombinedOutput(); err != nil {
+				_ = out // does not compile (an unused variable, a type error): not a mutant
+				continue
+			}
+			built++
+			name := fmt.Sprintf("%s: %s", relative(file), what)
+			if !passes(bin, *timeout, "-test.run", *run, "-test.skip", *skip) {
+				before++
+				after++
+				fmt.Printf("killed before: %s\n", name)
+				continue
+			}
+			if !passes(bin, *timeout, "-test.run", *run+"/^Explore$") {
+				after++
+				fmt.Printf("killed by Explore only: %s\n", name)
+				continue
+			}
+			survivors = append(survivors, name)
+			fmt.Printf("SURVIVED: %s\n", name)
+		}
+	}
+	fmt.Printf("\n%d mutants (%d compile); killed without Explore: %d (%.0f%%); with it: %d (%.0f%%)\n",
+		total, built, before, pct(before, built), after, pct(after, built))
+	fmt.Printf("survivors (%d):\n  %s\n", len(survivors), strings.Join(survivors, "\n  "))
+}
+
+func pct(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}
+
+func relative(file string) string {
+	wd, _ := os.Getwd()
+	if r, err := filepath.Rel(wd, file); err == nil {
+		return r
+	}
+	return file
+}
+
+// passes runs the test binary; a timeout counts as a failure (killed).
+func passes(bin string, timeout time.Duration, args ...string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	args = append([]string{"-test.count=1", "-test.timeout=" + timeout.String()}, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = filepath.Dir(bin)
+	return cmd.Run() == nil
+}
+
+var swaps = map[token.Token]token.Token{
+	token.LSS: token.LEQ, token.LEQ: token.LSS, token.GTR: token.GEQ, token.GEQ: token.GTR,
+	token.EQL: token.NEQ, token.NEQ: token.EQL, token.ADD: token.SUB, token.SUB: token.ADD,
+	token.LAND: token.LOR, token.LOR: token.LAND,
+}
+
+// mutate returns file with its k-th mutation applied, and what it is; ok
+// is false past the last one. Mutations are counted in source order.
+func mutate(file string, k int) (src []byte, what string, ok bool) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, nil, parser.ParseComments)
+	check(err)
+	n := 0
+	ast.Inspect(f, func(node ast.Node) bool {
+		if ok {
+			return false
+		}
+		hit := func(desc string, apply func()) {
+			if n == k {
+				what = fmt.Sprintf("line %d: %s", fset.Position(node.Pos()).Line, desc)
+				apply()
+				ok = true
+			}
+			n++
+		}
+		switch x := node.(type) {
+		case *ast.BinaryExpr:
+			if to, found := swaps[x.Op]; found {
+				if x.Op == token.ADD && isString(x) {
+					return true
+				}
+				hit(fmt.Sprintf("%s -> %s", x.Op, to), func() { x.Op = to })
+			}
+		case *ast.UnaryExpr:
+			if x.Op == token.NOT {
+				// !!x is x: the negation is gone, the types still fit.
+				hit("! removed", func() { x.X = &ast.UnaryExpr{Op: token.NOT, X: x.X} })
+			}
+		case *ast.CallExpr:
+			if id, isIdent := x.Fun.(*ast.Ident); isIdent && (id.Name == "max" || id.Name == "min") {
+				to := map[string]string{"max": "min", "min": "max"}[id.Name]
+				hit(id.Name+" -> "+to, func() { id.Name = to })
+			}
+		case *ast.BasicLit:
+			if x.Kind == token.INT && (x.Value == "0" || x.Value == "1") {
+				to := map[string]string{"0": "1", "1": "0"}[x.Value]
+				hit(x.Value+" -> "+to, func() { x.Value = to })
+			}
+		}
+		return true
+	})
+	if !ok {
+		return nil, "", false
+	}
+	var buf bytes.Buffer
+	check(printer.Fprint(&buf, fset, f))
+	return buf.Bytes(), what, true
+}
+
+// isString guesses a string concatenation: either side a string literal.
+func isString(x *ast.BinaryExpr) bool {
+	for _, e := range []ast.Expr{x.X, x.Y} {
+		if l, ok := e.(*ast.BasicLit); ok && l.Kind == token.STRING {
+			return true
+		}
+	}
+	return false
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutants:", err)
+		os.Exit(2)
+	}
+}
