@@ -208,25 +208,35 @@ const (
 	shmDMS      = 128
 )
 
-// inUse counts this process's stores by file, with the -shm file each
-// uses once it is open. A store is counted before it opens a connection
-// and until its last one closed, so the driver never opens a descriptor
-// of its own on a file this process's SQLite holds locks on.
+// inUse counts this process's stores by file, with the name the first
+// opened it under and the -shm file each uses once it is open. A store is
+// counted before it opens a connection and until its last one closed, so
+// the driver never opens a descriptor of its own on a file this process's
+// SQLite holds locks on.
 var inUse = struct {
 	sync.Mutex
-	n   map[fileID]int
-	shm map[fileID]fileID
-}{n: map[fileID]int{}, shm: map[fileID]fileID{}}
+	n    map[fileID]int
+	real map[fileID]string
+	shm  map[fileID]fileID
+}{n: map[fileID]int{}, real: map[fileID]string{}, shm: map[fileID]fileID{}}
 
 // claim counts a store on the file, unless the -shm file at its path
-// belongs to another file (foreignShm).
+// belongs to another file (foreignShm), or this process has the file open
+// under another name: SQLite shares one -shm per file within a process,
+// whatever its name, but opens the -wal by name, so a store under the new
+// name would read the old name's index over another -wal.
 func claim(path, real string, id fileID) error {
 	inUse.Lock()
 	defer inUse.Unlock()
+	if old, ok := inUse.real[id]; ok && old != real {
+		return fmt.Errorf("sqlite %s: this process has the file open as %s: the file was renamed or moved while in use, "+
+			"and its newest commits are in that name's -wal; close the stores of that name first: %w", path, old, driver.ErrCorrupt)
+	}
 	if err := foreignShm(real, id); err != nil {
 		return fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	inUse.n[id]++
+	inUse.real[id] = real
 	return nil
 }
 
@@ -243,6 +253,7 @@ func release(id fileID) {
 	defer inUse.Unlock()
 	if inUse.n[id]--; inUse.n[id] <= 0 {
 		delete(inUse.n, id)
+		delete(inUse.real, id)
 		delete(inUse.shm, id)
 	}
 }

@@ -150,6 +150,30 @@ func TestReplacedInProcess(t *testing.T) {
 			t.Errorf("Next after the file was replaced = %d, %v; want ErrCorrupt", start, err)
 		}
 	})
+	// SQLite shares the -shm of one inode within a process, whatever its
+	// name, but opens the -wal by name: the new name's store would read the
+	// old name's index over an empty -wal.
+	t.Run("renamed", func(t *testing.T) {
+		dir := t.TempDir()
+		a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+		s1 := open(t, a)
+		if _, err := s1.Next(ctx, "k", 10); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(a, b); err != nil {
+			t.Fatal(err)
+		}
+		want := "this process has the file open as " + a
+		if d, err := Open(map[string]string{"path": b}); !errors.Is(err, driver.ErrCorrupt) || !strings.Contains(err.Error(), want) {
+			if err == nil {
+				d.Close()
+			}
+			t.Errorf("Open of the renamed file = %v; want ErrCorrupt saying %q", err, want)
+		}
+		if start, err := s1.Next(ctx, "k", 10); !errors.Is(err, driver.ErrCorrupt) {
+			t.Errorf("Next after the file was renamed = %d, %v; want ErrCorrupt", start, err)
+		}
+	})
 	t.Run("symlink", func(t *testing.T) {
 		dir := t.TempDir()
 		a, b, link := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db"), filepath.Join(dir, "ids.db")
