@@ -71,7 +71,10 @@
 //     that it is older than values handed out from it, nor that a new one
 //     had a predecessor. A running store stops when its file is replaced
 //     (and its regression guard refuses a key that went back), but a store
-//     opened after the restore starts from the backup.
+//     opened after the restore starts from the backup. A copy written over
+//     the file in place (cp onto it keeps its inode, and so its -wal and
+//     -shm) is not seen as a replacement at all: only the regression guard
+//     of a store that ran before it stops that store.
 //   - Renaming or moving the file, or its directory, while in use, when a
 //     process that has it open crashes: its newest commits stay in the old
 //     name's -wal. Move the file only with every process stopped cleanly.
