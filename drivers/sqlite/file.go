@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -284,6 +286,9 @@ func foreignShm(real string, id fileID) error {
 		}
 		return nil // this process has it open: its locks say nothing here
 	}
+	if err := walCut(real); err != nil {
+		return err
+	}
 	pid, err := lockHolder(shm, shmDMS, 1)
 	if err != nil || pid == 0 {
 		return err
@@ -320,4 +325,54 @@ func linkNoReplace(tmp, path string) error {
 		return err
 	}
 	return os.Remove(tmp)
+}
+
+// walCut refuses a -wal shorter than the frames its -shm index counts as
+// not yet copied into the file: the -wal was emptied or cut in place (it
+// keeps its identity), and SQLite would take what is left as the whole
+// WAL, dropping commits already handed out. A process writes its frames
+// to the -wal before it counts them in the index, so a -wal never is
+// shorter otherwise; the index is read twice around the -wal's size and
+// nothing is said while it changes. Only for a -shm this process's SQLite
+// does not use (closing the descriptor drops its locks).
+func walCut(real string) error {
+	f, err := os.Open(real + "-shm")
+	if err != nil {
+		return nil // gone: walDeleted's case, or foreignShm's stat says why
+	}
+	defer f.Close()
+	// Two copies of the index header (48 bytes each), then the checkpoint
+	// info, whose first field counts the frames already in the file.
+	read := func() []byte {
+		b := make([]byte, 100)
+		if n, _ := f.ReadAt(b, 0); n < len(b) {
+			return nil
+		}
+		return b
+	}
+	h := read()
+	w, err := stat(real + "-wal")
+	if h == nil || err != nil || !bytes.Equal(h, read()) || !bytes.Equal(h[:48], h[48:96]) {
+		return nil
+	}
+	ne := binary.NativeEndian
+	const version = 3007000
+	if ne.Uint32(h[0:]) != version || h[12] == 0 { // not an initialised index
+		return nil
+	}
+	page := int64(ne.Uint16(h[14:]))
+	if page == 1 {
+		page = 65536
+	}
+	frames, copied := ne.Uint32(h[16:]), ne.Uint32(h[96:])
+	if frames <= copied {
+		return nil // every frame is in the file: the -wal holds nothing else
+	}
+	if need := 32 + int64(frames)*(24+page); w.size < need {
+		name := filepath.Base(real)
+		return fmt.Errorf("%s-wal is shorter than its index says (%d bytes; %s-shm counts %d frames, %d of them not yet in the file, "+
+			"%d bytes): the WAL was emptied or cut, and with it commits not yet in the file: %w",
+			name, w.size, name, frames, frames-copied, need, driver.ErrCorrupt)
+	}
+	return nil
 }

@@ -46,6 +46,8 @@
 //   - Opening is refused when what is at the path shows the same: a -wal or
 //     -shm without its file (the file was deleted or moved while in use), a
 //     -shm without its -wal (the WAL was deleted, and the commits in it lost),
+//     a -wal shorter than the frames the -shm counts as not yet in the file
+//     (the WAL was emptied or cut in place),
 //     a -shm in use by a process that does not have the file open (the file
 //     was replaced under it), a file that a process has open with another
 //     -shm (the file was renamed, or a hard link removed, under it, and its
