@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +54,10 @@ func checkPath(path string) (string, error) {
 		return "", bad("a file path, not a URI")
 	case strings.TrimSpace(path) != path:
 		return "", bad("leading or trailing white space")
+	case slices.Contains(strings.Split(path, "/"), ".."):
+		// The kernel takes ".." after a symlink from the symlink's target;
+		// a lexical clean does not: the path would name two files.
+		return "", bad(`a ".." element: after a symlink it names another directory than it seems; give the path without it`)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

@@ -197,3 +197,35 @@ func TestReplacedInProcess(t *testing.T) {
 		}
 	})
 }
+
+// A path with a ".." element after a symlink names, for the kernel (and
+// a shell), the directory above the symlink's target, while a lexical
+// clean of it names the directory above the symlink: the store would be
+// made or opened in another file than the one the path reaches, and
+// start again at 0 beside the store the operator meant.
+func TestDotDotRefused(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "a", "b"), filepath.Join(root, "l")); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, filepath.Join(root, "a", "ids.db"))
+	if _, err := s.Next(ctx, "k", 10); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "l") + "/../ids.db" // the kernel reaches a/ids.db
+	d, err := Open(map[string]string{"path": path})
+	if err == nil {
+		start, nerr := d.(*Store).Next(ctx, "k", 10)
+		d.Close()
+		t.Errorf("Open(%q) opened a store (Next = %d, %v, where a/ids.db, the file the path reaches, handed out 0 already); want it refused", path, start, nerr)
+	} else if want := `".." element`; !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open(%q) = %v; want ErrInvalidArgument saying %q", path, err, want)
+	}
+	if _, err := os.Stat(filepath.Join(root, "ids.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a store was made at the path cleaned lexically: %v", err)
+	}
+}

@@ -16,7 +16,9 @@
 //     nothing is there, a new store is made under a temporary name beside
 //     it and moved into place, so no process ever sees a half-made one.
 //     Refused, and left unchanged: a blank path, ":memory:" (the memory
-//     driver serves that), a URI ("file:", '?', '#'); a file that is not
+//     driver serves that), a URI ("file:", '?', '#'), a ".." element (after
+//     a symlink the kernel takes it from the symlink's target, so the path
+//     would name two files); a file that is not
 //     SQLite, a SQLite database with tables but none of this store's, an
 //     empty file (it may be a store someone emptied: remove it to start a
 //     new store), a file with more than one hard link, a symlink to a
