@@ -1,14 +1,17 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +54,10 @@ func checkPath(path string) (string, error) {
 		return "", bad("a file path, not a URI")
 	case strings.TrimSpace(path) != path:
 		return "", bad("leading or trailing white space")
+	case slices.Contains(strings.Split(path, "/"), ".."):
+		// The kernel takes ".." after a symlink from the symlink's target;
+		// a lexical clean does not: the path would name two files.
+		return "", bad(`a ".." element: after a symlink it names another directory than it seems; give the path without it`)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -208,25 +215,35 @@ const (
 	shmDMS      = 128
 )
 
-// inUse counts this process's stores by file, with the -shm file each
-// uses once it is open. A store is counted before it opens a connection
-// and until its last one closed, so the driver never opens a descriptor
-// of its own on a file this process's SQLite holds locks on.
+// inUse counts this process's stores by file, with the name the first
+// opened it under and the -shm file each uses once it is open. A store is
+// counted before it opens a connection and until its last one closed, so
+// the driver never opens a descriptor of its own on a file this process's
+// SQLite holds locks on.
 var inUse = struct {
 	sync.Mutex
-	n   map[fileID]int
-	shm map[fileID]fileID
-}{n: map[fileID]int{}, shm: map[fileID]fileID{}}
+	n    map[fileID]int
+	real map[fileID]string
+	shm  map[fileID]fileID
+}{n: map[fileID]int{}, real: map[fileID]string{}, shm: map[fileID]fileID{}}
 
 // claim counts a store on the file, unless the -shm file at its path
-// belongs to another file (foreignShm).
+// belongs to another file (foreignShm), or this process has the file open
+// under another name: SQLite shares one -shm per file within a process,
+// whatever its name, but opens the -wal by name, so a store under the new
+// name would read the old name's index over another -wal.
 func claim(path, real string, id fileID) error {
 	inUse.Lock()
 	defer inUse.Unlock()
+	if old, ok := inUse.real[id]; ok && old != real {
+		return fmt.Errorf("sqlite %s: this process has the file open as %s: the file was renamed or moved while in use, "+
+			"and its newest commits are in that name's -wal; close the stores of that name first: %w", path, old, driver.ErrCorrupt)
+	}
 	if err := foreignShm(real, id); err != nil {
 		return fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	inUse.n[id]++
+	inUse.real[id] = real
 	return nil
 }
 
@@ -243,6 +260,7 @@ func release(id fileID) {
 	defer inUse.Unlock()
 	if inUse.n[id]--; inUse.n[id] <= 0 {
 		delete(inUse.n, id)
+		delete(inUse.real, id)
 		delete(inUse.shm, id)
 	}
 }
@@ -272,6 +290,9 @@ func foreignShm(real string, id fileID) error {
 			return fmt.Errorf("%s was replaced while in use: %w", name, driver.ErrCorrupt)
 		}
 		return nil // this process has it open: its locks say nothing here
+	}
+	if err := walCut(real); err != nil {
+		return err
 	}
 	pid, err := lockHolder(shm, shmDMS, 1)
 	if err != nil || pid == 0 {
@@ -309,4 +330,54 @@ func linkNoReplace(tmp, path string) error {
 		return err
 	}
 	return os.Remove(tmp)
+}
+
+// walCut refuses a -wal shorter than the frames its -shm index counts as
+// not yet copied into the file: the -wal was emptied or cut in place (it
+// keeps its identity), and SQLite would take what is left as the whole
+// WAL, dropping commits already handed out. A process writes its frames
+// to the -wal before it counts them in the index, so a -wal never is
+// shorter otherwise; the index is read twice around the -wal's size and
+// nothing is said while it changes. Only for a -shm this process's SQLite
+// does not use (closing the descriptor drops its locks).
+func walCut(real string) error {
+	f, err := os.Open(real + "-shm")
+	if err != nil {
+		return nil // gone: walDeleted's case, or foreignShm's stat says why
+	}
+	defer f.Close()
+	// Two copies of the index header (48 bytes each), then the checkpoint
+	// info, whose first field counts the frames already in the file.
+	read := func() []byte {
+		b := make([]byte, 100)
+		if n, _ := f.ReadAt(b, 0); n < len(b) {
+			return nil
+		}
+		return b
+	}
+	h := read()
+	w, err := stat(real + "-wal")
+	if h == nil || err != nil || !bytes.Equal(h, read()) || !bytes.Equal(h[:48], h[48:96]) {
+		return nil
+	}
+	ne := binary.NativeEndian
+	const version = 3007000
+	if ne.Uint32(h[0:]) != version || h[12] == 0 { // not an initialised index
+		return nil
+	}
+	page := int64(ne.Uint16(h[14:]))
+	if page == 1 {
+		page = 65536
+	}
+	frames, copied := ne.Uint32(h[16:]), ne.Uint32(h[96:])
+	if frames <= copied {
+		return nil // every frame is in the file: the -wal holds nothing else
+	}
+	if need := 32 + int64(frames)*(24+page); w.size < need {
+		name := filepath.Base(real)
+		return fmt.Errorf("%s-wal is shorter than its index says (%d bytes; %s-shm counts %d frames, %d of them not yet in the file, "+
+			"%d bytes): the WAL was emptied or cut, and with it commits not yet in the file: %w",
+			name, w.size, name, frames, frames-copied, need, driver.ErrCorrupt)
+	}
+	return nil
 }

@@ -150,6 +150,30 @@ func TestReplacedInProcess(t *testing.T) {
 			t.Errorf("Next after the file was replaced = %d, %v; want ErrCorrupt", start, err)
 		}
 	})
+	// SQLite shares the -shm of one inode within a process, whatever its
+	// name, but opens the -wal by name: the new name's store would read the
+	// old name's index over an empty -wal.
+	t.Run("renamed", func(t *testing.T) {
+		dir := t.TempDir()
+		a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+		s1 := open(t, a)
+		if _, err := s1.Next(ctx, "k", 10); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(a, b); err != nil {
+			t.Fatal(err)
+		}
+		want := "this process has the file open as " + a
+		if d, err := Open(map[string]string{"path": b}); !errors.Is(err, driver.ErrCorrupt) || !strings.Contains(err.Error(), want) {
+			if err == nil {
+				d.Close()
+			}
+			t.Errorf("Open of the renamed file = %v; want ErrCorrupt saying %q", err, want)
+		}
+		if start, err := s1.Next(ctx, "k", 10); !errors.Is(err, driver.ErrCorrupt) {
+			t.Errorf("Next after the file was renamed = %d, %v; want ErrCorrupt", start, err)
+		}
+	})
 	t.Run("symlink", func(t *testing.T) {
 		dir := t.TempDir()
 		a, b, link := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db"), filepath.Join(dir, "ids.db")
@@ -172,4 +196,36 @@ func TestReplacedInProcess(t *testing.T) {
 			t.Errorf("Next after the symlink was pointed elsewhere = %d, %v; want ErrCorrupt", start, err)
 		}
 	})
+}
+
+// A path with a ".." element after a symlink names, for the kernel (and
+// a shell), the directory above the symlink's target, while a lexical
+// clean of it names the directory above the symlink: the store would be
+// made or opened in another file than the one the path reaches, and
+// start again at 0 beside the store the operator meant.
+func TestDotDotRefused(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "a", "b"), filepath.Join(root, "l")); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, filepath.Join(root, "a", "ids.db"))
+	if _, err := s.Next(ctx, "k", 10); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "l") + "/../ids.db" // the kernel reaches a/ids.db
+	d, err := Open(map[string]string{"path": path})
+	if err == nil {
+		start, nerr := d.(*Store).Next(ctx, "k", 10)
+		d.Close()
+		t.Errorf("Open(%q) opened a store (Next = %d, %v, where a/ids.db, the file the path reaches, handed out 0 already); want it refused", path, start, nerr)
+	} else if want := `".." element`; !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open(%q) = %v; want ErrInvalidArgument saying %q", path, err, want)
+	}
+	if _, err := os.Stat(filepath.Join(root, "ids.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a store was made at the path cleaned lexically: %v", err)
+	}
 }

@@ -514,3 +514,38 @@ func TestRenamedFile(t *testing.T) {
 	h.mustNext("second process on b.db", p2, 5)
 	p2.close()
 }
+
+// The store's directory moved away and a symlink to it put in its place,
+// while a store runs: every name still reaches the same file, -wal and
+// -shm, so the running store carries on and a process opening the path
+// through the symlink shares it: no value is handed out twice.
+func TestDirectoryBecomesSymlink(t *testing.T) {
+	if serveChild() {
+		return
+	}
+	root := t.TempDir()
+	dir, moved := filepath.Join(root, "d"), filepath.Join(root, "d2")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "ids.db")
+	h := &handedOut{t: t}
+	p1, _ := spawn(t, path)
+	h.mustNext("first process", p1, 3)
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	p2, msg := spawn(t, path)
+	if p2 == nil {
+		t.Fatalf("opening the path through the symlink: %s", msg)
+	}
+	for range 3 {
+		h.mustNext("second process", p2, 1)
+		h.mustNext("first process", p1, 1)
+	}
+	p1.close()
+	p2.close()
+}

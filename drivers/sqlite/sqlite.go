@@ -16,7 +16,9 @@
 //     nothing is there, a new store is made under a temporary name beside
 //     it and moved into place, so no process ever sees a half-made one.
 //     Refused, and left unchanged: a blank path, ":memory:" (the memory
-//     driver serves that), a URI ("file:", '?', '#'); a file that is not
+//     driver serves that), a URI ("file:", '?', '#'), a ".." element (after
+//     a symlink the kernel takes it from the symlink's target, so the path
+//     would name two files); a file that is not
 //     SQLite, a SQLite database with tables but none of this store's, an
 //     empty file (it may be a store someone emptied: remove it to start a
 //     new store), a file with more than one hard link, a symlink to a
@@ -46,6 +48,8 @@
 //   - Opening is refused when what is at the path shows the same: a -wal or
 //     -shm without its file (the file was deleted or moved while in use), a
 //     -shm without its -wal (the WAL was deleted, and the commits in it lost),
+//     a -wal shorter than the frames the -shm counts as not yet in the file
+//     (the WAL was emptied or cut in place),
 //     a -shm in use by a process that does not have the file open (the file
 //     was replaced under it), a file that a process has open with another
 //     -shm (the file was renamed, or a hard link removed, under it, and its
@@ -71,7 +75,10 @@
 //     that it is older than values handed out from it, nor that a new one
 //     had a predecessor. A running store stops when its file is replaced
 //     (and its regression guard refuses a key that went back), but a store
-//     opened after the restore starts from the backup.
+//     opened after the restore starts from the backup. A copy written over
+//     the file in place (cp onto it keeps its inode, and so its -wal and
+//     -shm) is not seen as a replacement at all: only the regression guard
+//     of a store that ran before it stops that store.
 //   - Renaming or moving the file, or its directory, while in use, when a
 //     process that has it open crashes: its newest commits stay in the old
 //     name's -wal. Move the file only with every process stopped cleanly.
