@@ -47,7 +47,7 @@ func (o *Options) Bool(key string, def bool) bool {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		o.fail(key, v, "not a boolean (true or false)")
+		o.fail(&OptionError{Key: key, Value: v, Reason: "not a boolean (true or false)"})
 		return def
 	}
 	return b
