@@ -48,7 +48,8 @@ migrate first reads both stores and changes nothing if something is wrong:
 --from and --to being one store (their identities are equal, however the
 options are spelled: exit code 3), a named key or namespace missing in the
 source, a key the target has at a lower value or sealed (it moved out of the
-target before; migrate from the store it moved to), namespace settings
+target before: purging the target is suggested only when every key of it is
+sealed, so that no history is lost), namespace settings
 that differ, a target slot with a live term, or a target driver that cannot
 seed slots (exit code 1); a source lease that may still be in use, that is
 whose ceiling (expiry plus clock tolerance) is ahead (exit code 3, unless
