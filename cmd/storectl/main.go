@@ -155,7 +155,7 @@ func help(e *env, args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(e.stderr, "storectl help: unknown command %q (commands: %s)\n",
-		strings.Join(args, " "), strings.Join(commandNames(), ", "))
+		driver.Redact(strings.Join(args, " ")), strings.Join(commandNames(), ", "))
 	return exitUsage
 }
 
