@@ -17,7 +17,6 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/pgtest"
 	"github.com/cosid-go/store/internal/zktest"
 )
@@ -281,22 +280,6 @@ func TestIdentity(t *testing.T) {
 			t.Fatalf("after a purge the identity is %s, was %s", again, id)
 		}
 	})
-}
-
-// noID opens spec with create=false, for the check that such a store
-// writes no identity.
-func noID(t *testing.T, spec storeSpec) error {
-	o := map[string]string{"create": "false"}
-	for k, v := range spec.options {
-		o[k] = v
-	}
-	st, err := store.Open(spec.driver, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	_, err = st.ID(t.Context())
-	return err
 }
 
 // TestBinarySecrets: for each form a secret takes in the options, every

@@ -329,7 +329,7 @@ func parseOptionList(s string) (map[string]string, error) {
 		k, v, ok := strings.Cut(piece, "=")
 		if !ok {
 			if last == "" {
-				return nil, errors.New("the first option has no '=': want KEY=VALUE,...")
+				return nil, errors.New("the first option has no '=': want KEY=VALUE pairs separated by commas")
 			}
 			opts[last] += "," + piece
 			continue
