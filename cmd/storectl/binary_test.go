@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -360,4 +361,45 @@ func TestBinarySecrets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOldStoreWithoutIdentity: a store made before identities existed is
+// shown without one by inspect, which writes none; migrate from it to
+// another store works, and into itself under another spelling is still
+// refused: the target, opened to create, writes the identity the source
+// then reads.
+func TestOldStoreWithoutIdentity(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "old.db")
+	old := storeSpec{driver: "sqlite", options: map[string]string{"path": path}}
+	next(t, old.open(t), "orders", 10)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows := func() int {
+		var n int
+		if err := db.QueryRow("SELECT count(*) FROM cosid_meta WHERE name = 'store_id'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := db.Exec("DELETE FROM cosid_meta WHERE name = 'store_id'"); err != nil {
+		t.Fatal(err)
+	}
+	ctl(with(args("inspect"), old.flags())...).want(t, exitOK, "id     none yet", "RANGES (1 key)")
+	if n := rows(); n != 0 {
+		t.Fatalf("inspect wrote an identity (%d rows)", n)
+	}
+	same := storeSpec{driver: "sqlite", options: map[string]string{"path": dir + "/./old.db"}}
+	ctl("migrate", "--from", old.spec(), "--to", same.spec()).want(t, exitRefused, "are the same store")
+	if n := rows(); n != 1 {
+		t.Fatalf("after migrate's target opened the file: %d identity rows, want 1", n)
+	}
+	if _, sealed, err := old.open(t).Ranges().Current(t.Context(), "orders"); err != nil || sealed {
+		t.Fatalf("orders after the refused migration: sealed %v (%v)", sealed, err)
+	}
+	to := storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(dir, "new.db")}}
+	ctl("migrate", "--from", old.spec(), "--to", to.spec()).want(t, exitOK, "key orders: sealed in source at 10; initialised in target at 10")
 }
