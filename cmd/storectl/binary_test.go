@@ -133,33 +133,33 @@ func zkSpec(t *testing.T, addr string, extra map[string]string) storeSpec {
 // creates nothing (no file, no ZooKeeper root, no PostgreSQL schema or
 // table).
 func TestReadOnlyCreatesNothing(t *testing.T) {
-	readOnly := func(t *testing.T, s storeSpec) {
+	readOnly := func(t *testing.T, s storeSpec, say string) {
 		t.Helper()
 		for _, cmd := range [][]string{
 			args("inspect"), args("inspect", "--json"), args("acl"), args("purge"), args("purge", "--yes"),
 			args("seal", "orders"), args("seal", "--create", "orders"),
 		} {
-			ctl(with(cmd, s.flags())...).want(t, exitFailed, "no store at ")
+			ctl(with(cmd, s.flags())...).want(t, exitFailed, say)
 		}
-		ctl("migrate", "--from", s.spec(), "--to", freshMemory(t).spec()).want(t, exitFailed, "no store at ")
+		ctl("migrate", "--from", s.spec(), "--to", freshMemory(t).spec()).want(t, exitFailed, say)
 		// And the binary, once.
-		exe(t, with(args("inspect"), s.flags())...).want(t, exitFailed, "no store at ")
+		exe(t, with(args("inspect"), s.flags())...).want(t, exitFailed, say)
 		// A read-only command refuses to be told to create.
 		ctl(with(args("inspect"), s.flags(), args("-o", "create=true"))...).want(t, exitUsage, "never creates a store")
 	}
-	t.Run("memory", func(t *testing.T) { readOnly(t, freshMemory(t)) })
+	const noStore = "no store at "
+	t.Run("memory", func(t *testing.T) { readOnly(t, freshMemory(t), noStore) })
 	t.Run("sqlite", func(t *testing.T) {
 		dir := t.TempDir()
 		for _, path := range []string{filepath.Join(dir, "ids.db"), filepath.Join(dir, "missing", "ids.db")} {
-			readOnly(t, storeSpec{driver: "sqlite", options: map[string]string{"path": path}})
+			readOnly(t, storeSpec{driver: "sqlite", options: map[string]string{"path": path}}, noStore)
 		}
-		// An existing file without the store's tables is no store either,
-		// and stays as it was.
+		// An existing empty file is refused, and stays as it was.
 		empty := filepath.Join(dir, "empty.db")
 		if err := os.WriteFile(empty, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		readOnly(t, storeSpec{driver: "sqlite", options: map[string]string{"path": empty}})
+		readOnly(t, storeSpec{driver: "sqlite", options: map[string]string{"path": empty}}, "is empty")
 		if fi, err := os.Stat(empty); err != nil || fi.Size() != 0 {
 			t.Fatalf("the empty file after the read-only commands: %v, %v", fi, err)
 		}
@@ -179,7 +179,7 @@ func TestReadOnlyCreatesNothing(t *testing.T) {
 		srv := pgtest.Shared(t)
 		schema := fmt.Sprintf("storectl_ro_%d_%d", os.Getpid(), seq.Add(1))
 		s := storeSpec{driver: "postgres", options: map[string]string{"connString": srv.ConnString(), "schema": schema}}
-		readOnly(t, s)
+		readOnly(t, s, noStore)
 		conn, err := pgx.Connect(t.Context(), srv.ConnString())
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +193,7 @@ func TestReadOnlyCreatesNothing(t *testing.T) {
 		if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
 			t.Fatal(err)
 		}
-		readOnly(t, s)
+		readOnly(t, s, noStore)
 		if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", schema).Scan(&n); err != nil || n != 0 {
 			t.Fatalf("schema %s after the read-only commands holds %d relations (%v), want none", schema, n, err)
 		}
@@ -201,7 +201,7 @@ func TestReadOnlyCreatesNothing(t *testing.T) {
 	t.Run("zookeeper", func(t *testing.T) {
 		addr := servers.addr(t, zktest.Versions()[0])
 		s := zkSpec(t, addr, nil)
-		readOnly(t, s)
+		readOnly(t, s, noStore)
 		conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false))
 		if err != nil {
 			t.Fatal(err)
