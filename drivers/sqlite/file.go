@@ -98,7 +98,11 @@ func openFile(ctx context.Context, path string, busyTimeout time.Duration, mayCr
 				path, driver.ErrConfigMismatch)
 		}
 		if !mayCreate {
-			return fileInfo{}, "", fmt.Errorf("sqlite: no store at %s: no such file, and create=false creates none: %w", path, driver.ErrNotFound)
+			why := "no such file" // or no such directory: say which
+			if _, derr := os.Lstat(filepath.Dir(path)); derr != nil {
+				why = derr.Error()
+			}
+			return fileInfo{}, "", fmt.Errorf("sqlite: no store at %s: %s, and create=false creates none: %w", path, why, driver.ErrNotFound)
 		}
 		if err := create(ctx, path, busyTimeout); err != nil {
 			return fileInfo{}, "", err
