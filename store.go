@@ -208,6 +208,19 @@ func (s *Store) closedErr(err error) error {
 	return err
 }
 
+// ID returns the store's identity: a random value kept in the store's own
+// metadata since it was created, equal for every spelling of the options
+// that reach the same storage (two paths to one file, two names of one
+// server). Tools compare identities to refuse writing a store into itself.
+// Drivers without the capability give ErrUnsupported; a store created
+// before identities existed, opened with create=false, gives ErrNotFound
+// (a store opened with create, the default, gives it one).
+func (s *Store) ID(ctx context.Context) (string, error) {
+	return call(ctx, s, op{name: "ID"}, func(ctx context.Context, d driver.Identifier) (string, error) {
+		return d.StoreID(ctx)
+	})
+}
+
 // Purge deletes everything the store keeps, and returns what it deleted.
 // Run it only with every instance that uses the store stopped: a range key
 // deleted under a running store would hand out its values again (the

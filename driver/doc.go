@@ -97,8 +97,11 @@
 // PostgreSQL drivers order waiters on the server, so no queue type is
 // shared here.
 //
-// Optional: SlotSeeder (migrations) and Purger (everything deleted; fences
-// kept above the purged ones).
+// Optional: SlotSeeder (migrations), Purger (everything deleted; fences
+// kept above the purged ones) and Identifier (the store's random identity,
+// kept in its metadata). Every driver should accept the option create
+// (OptionCreate): false opens only an existing store, creating and
+// writing nothing. Messages that show an option use Redact.
 //
 // # Operating
 //

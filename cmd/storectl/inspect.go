@@ -17,14 +17,16 @@ import (
 func init() {
 	register(&command{name: "inspect", run: runInspect, usage: `Usage: storectl inspect [--json] STORE FLAGS
 
-Lists every range key (next value, sealed), every namespace (limit, tolerance)
+Shows the store's identity, and lists every range key (next value, sealed),
+every namespace (limit, tolerance)
 with its used slots, and every lock with its holder and waiters. Slot times are
 printed in UTC and relative to now; a slot is live while now, on this machine's
 clock, is before its expiry. A capability the driver lacks is shown as
-"unsupported".
+"unsupported". The store must exist: inspect creates nothing.
 
   --json   print one JSON document instead (schema 1):
-           {"schema", "now", "nowUTC", "keys": [{"key", "next", "sealed"}],
+           {"schema", "id" (the store's identity, or null), "now", "nowUTC",
+            "keys": [{"key", "next", "sealed"}],
             "namespaces": [{"name", "limit", "toleranceMs", "slots": [{"slot",
               "state" (live|expired|released), "owner", "incarnation", "lastOwner",
               "fence", "ttlMs", "toleranceMs", "floor", "expiresAt", "ceiling",
@@ -49,6 +51,9 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if r.ID, r.idNote, err = identity(ctx, st); err != nil {
+		return err
+	}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -62,12 +67,30 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 // A section is nil when the driver lacks the capability.
 type report struct {
 	Schema      int          `json:"schema"`
+	ID          *string      `json:"id"`
 	Now         int64        `json:"now"`
 	NowUTC      string       `json:"nowUTC"`
 	Keys        []keyReport  `json:"keys"`
 	Namespaces  []nsReport   `json:"namespaces"`
 	Locks       []lockReport `json:"locks"`
 	Unsupported []string     `json:"unsupported"`
+
+	idNote string // why ID is nil
+}
+
+// identity reads the store's identity; a driver without the capability, or
+// a store made before identities existed, has none, and note says so.
+func identity(ctx context.Context, st *store.Store) (id *string, note string, err error) {
+	v, err := st.ID(ctx)
+	switch {
+	case err == nil:
+		return &v, "", nil
+	case errors.Is(err, store.ErrUnsupported):
+		return nil, "unsupported by this driver", nil
+	case errors.Is(err, store.ErrNotFound):
+		return nil, "none yet (made before identities existed; its next open by init or a program gives it one)", nil
+	}
+	return nil, "", err
 }
 
 type keyReport struct {
@@ -218,7 +241,11 @@ func surveyLocks(ctx context.Context, st *store.Store) ([]lockReport, error) {
 }
 
 func (r *report) writeText(w io.Writer, desc string) {
-	fmt.Fprintf(w, "store  %s\nnow    %s\n", desc, utc(r.Now))
+	id := r.idNote
+	if r.ID != nil {
+		id = *r.ID
+	}
+	fmt.Fprintf(w, "store  %s\nid     %s\nnow    %s\n", desc, id, utc(r.Now))
 
 	fmt.Fprintln(w)
 	switch {

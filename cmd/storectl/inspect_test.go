@@ -18,9 +18,10 @@ import (
 // jsonReport is the documented --json schema, written out again so that a
 // renamed field fails the test.
 type jsonReport struct {
-	Schema int    `json:"schema"`
-	Now    int64  `json:"now"`
-	NowUTC string `json:"nowUTC"`
+	Schema int     `json:"schema"`
+	ID     *string `json:"id"`
+	Now    int64   `json:"now"`
+	NowUTC string  `json:"nowUTC"`
 	Keys   []struct {
 		Key    string `json:"key"`
 		Next   int64  `json:"next"`
@@ -139,10 +140,15 @@ func populate(t *testing.T, spec storeSpec) (live, released, expired store.Lease
 
 func TestInspectEmpty(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		r := ctl(with(args("inspect"), b.fresh(t).flags())...)
-		r.want(t, exitOK, "RANGES: none", "SLOTS: no namespaces", "LOCKS: none")
+		spec := b.fresh(t)
+		id := created(t, spec)
+		r := ctl(with(args("inspect"), spec.flags())...)
+		r.want(t, exitOK, "id     "+id+"\n", "RANGES: none", "SLOTS: no namespaces", "LOCKS: none")
 		var doc jsonReport
-		decodeJSON(t, ctl(with(args("inspect", "--json"), b.fresh(t).flags())...), &doc)
+		decodeJSON(t, ctl(with(args("inspect", "--json"), spec.flags())...), &doc)
+		if doc.ID == nil || *doc.ID != id {
+			t.Errorf("--json id %v, want %s", doc.ID, id)
+		}
 		if doc.Keys == nil || doc.Namespaces == nil || doc.Locks == nil || doc.Unsupported == nil ||
 			len(doc.Keys)+len(doc.Namespaces)+len(doc.Locks)+len(doc.Unsupported) != 0 {
 			t.Fatalf("empty store: want empty lists, got %+v", doc)

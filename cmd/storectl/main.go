@@ -17,7 +17,12 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+	// Every driver of the module: the tool must open whatever a program
+	// using the module may have created.
 	_ "github.com/cosid-go/store/drivers/memory"
+	_ "github.com/cosid-go/store/drivers/postgres"
+	_ "github.com/cosid-go/store/drivers/sqlite"
 	_ "github.com/cosid-go/store/drivers/zookeeper"
 )
 
@@ -62,8 +67,14 @@ Store specs (migrate --from and --to):
   DRIVER:                         a driver with default options
 
 Registered drivers: %s
-(The memory driver keeps its state inside one process: storectl sees an empty store
-with it. It is there for tests.)
+(The memory driver keeps its state inside one process: storectl finds no store with
+it. It is there for tests.)
+
+Only init and migrate's target create a store that does not exist. Every other
+command opens an existing store only (the driver option create=false): a mistyped
+path, root or schema fails with "no store at ..." and creates nothing.
+Nothing that can carry a secret is printed: passwords in URLs and in password=
+pairs, values of options such as auth or password show as ***.
 
 Exit codes:
   0  done
@@ -114,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(stderr, "storectl: unknown command %q (commands: %s)\nRun 'storectl help' for usage.\n",
-			name, strings.Join(commandNames(), ", "))
+			driver.Redact(name), strings.Join(commandNames(), ", "))
 		return exitUsage
 	}
 	err := c.run(context.Background(), e, rest)
@@ -126,7 +137,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	code := exitCode(err)
-	fmt.Fprintf(stderr, "storectl %s: %v\n", name, err)
+	// Errors quote options and driver messages: hide their secrets.
+	fmt.Fprintf(stderr, "storectl %s: %s\n", name, driver.Redact(err.Error()))
 	if code == exitUsage {
 		fmt.Fprintf(stderr, "Run 'storectl help %s' for usage.\n", name)
 	}
@@ -143,7 +155,7 @@ func help(e *env, args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(e.stderr, "storectl help: unknown command %q (commands: %s)\n",
-		strings.Join(args, " "), strings.Join(commandNames(), ", "))
+		driver.Redact(strings.Join(args, " ")), strings.Join(commandNames(), ", "))
 	return exitUsage
 }
 

@@ -92,6 +92,18 @@ func (s storeSpec) open(t *testing.T, opts ...store.Option) *store.Store {
 	return st
 }
 
+// created makes spec's store exist, empty, and returns its identity (a
+// ZooKeeper store creates its root at the first write, or when asked its
+// identity).
+func created(t *testing.T, spec storeSpec) string {
+	t.Helper()
+	id, err := spec.open(t).ID(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // result is one run of storectl.
 type result struct {
 	code           int
@@ -173,7 +185,9 @@ func TestUsage(t *testing.T) {
 }
 
 func TestBadFlags(t *testing.T) {
-	mem := freshMemory(t).flags()
+	m := freshMemory(t)
+	m.open(t) // the commands open existing stores only
+	mem := m.flags()
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cosid-go/store"
@@ -17,7 +17,8 @@ func init() {
 	register(&command{name: "migrate", run: runMigrate, usage: `Usage: storectl migrate --from SPEC --to SPEC [--config FILE] [--key KEY]... [--namespace NS]... [--force]
 
 Moves range keys and slot histories from one store to another so that IDs stay
-unique across the move. Stop every instance that uses the source first.
+unique across the move. Stop every instance that uses the source first. The
+source must exist; the target is created if it does not.
 
   --from SPEC        the source store
   --to SPEC          the target store
@@ -44,9 +45,11 @@ not moved either: in the target an owner gets its old slot back only as its
 preferred slot.
 
 migrate first reads both stores and changes nothing if something is wrong:
-a named key or namespace missing in the source, a key the target has at a
-lower value or sealed (the portable API cannot reopen a sealed key; purge the
-target with every instance stopped, then migrate again), namespace settings
+--from and --to being one store (their identities are equal, however the
+options are spelled: exit code 3), a named key or namespace missing in the
+source, a key the target has at a lower value or sealed (it moved out of the
+target before: purging the target is suggested only when every key of it is
+sealed, so that no history is lost), namespace settings
 that differ, a target slot with a live term, or a target driver that cannot
 seed slots (exit code 1); a source lease that may still be in use, that is
 whose ceiling (expiry plus clock tolerance) is ahead (exit code 3, unless
@@ -99,19 +102,21 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if srcCfg.Type == dstCfg.Type && maps.Equal(srcCfg.Options, dstCfg.Options) {
-		return usagef("--from and --to are the same store (%s)", srcDesc)
-	}
-	src, _, err := openStore(srcCfg, timeout, srcDesc)
+	// The source must exist; the target may be created. The source opens
+	// first, so a mistyped source creates no target.
+	src, _, err := openStore(srcCfg, timeout, srcDesc, openExisting)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, _, err := openStore(dstCfg, timeout, dstDesc)
+	dst, _, err := openStore(dstCfg, timeout, dstDesc, openOrCreate)
 	if err != nil {
 		return err
 	}
 	defer dst.Close()
+	if err := differentStores(ctx, e, src, dst, srcCfg, dstCfg, srcDesc, dstDesc); err != nil {
+		return err
+	}
 	fmt.Fprintf(e.stdout, "source: %s\ntarget: %s\n", srcDesc, dstDesc)
 
 	m := &migration{e: e, src: src, dst: dst, now: e.now().UnixMilli(), keys: keys, namespaces: namespaces}
@@ -130,6 +135,38 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	return m.apply(ctx, p)
+}
+
+// differentStores refuses (exit code 3) when src and dst are one store,
+// however their options are spelled: their identities are equal. The
+// target's identity is read first: a target that may create writes one if
+// it has none, so a source without one (made before identities existed,
+// and opened without create) is another store.
+func differentStores(ctx context.Context, e *env, src, dst *store.Store, srcCfg, dstCfg config.StoreConfig, srcDesc, dstDesc string) error {
+	dstID, dstErr := dst.ID(ctx)
+	srcID, srcErr := src.ID(ctx)
+	switch {
+	case dstErr == nil && srcErr == nil:
+		if srcID == dstID {
+			return refusedf("--from and --to are the same store (identity %s): %s and %s reach one storage; nothing changed. "+
+				"Check --to: migrating a store into itself would seal every key it hands out", srcID, srcDesc, dstDesc)
+		}
+		return nil
+	case dstErr == nil && errors.Is(srcErr, store.ErrNotFound):
+		return nil
+	case errors.Is(srcErr, store.ErrUnsupported) || errors.Is(dstErr, store.ErrUnsupported):
+		// A driver without identities: only the spelling can be compared.
+		if srcCfg.Type == dstCfg.Type {
+			return refusedf("the %s driver gives no store identity, so storectl cannot tell whether --from and --to are one store; "+
+				"nothing changed", srcCfg.Type)
+		}
+		fmt.Fprintf(e.stderr, "warning: a driver gives no store identity; storectl relies on %s and %s being different drivers' stores\n",
+			srcCfg.Type, dstCfg.Type)
+		return nil
+	case srcErr != nil:
+		return fmt.Errorf("reading the identity of the source: %w", srcErr)
+	}
+	return fmt.Errorf("reading the identity of the target: %w", dstErr)
 }
 
 // migration moves keys and slot histories from src to dst.
@@ -241,8 +278,12 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 			}
 			switch {
 			case dstSealed:
-				problem("key %q: the target has it sealed at %d; the portable API cannot reopen a sealed key: "+
-					"with every instance stopped, purge the target, then migrate again", k, dstNext)
+				advice, err := m.sealedAdvice(ctx, dstKeys)
+				if err != nil {
+					return err
+				}
+				problem("key %q: the target has it sealed at %d (it moved out of the target before), and the portable API "+
+					"cannot reopen a sealed key: %s", k, dstNext, advice)
 			case dstNext < srcNext:
 				problem("key %q: the target has it at %d, below %d in the source: values could repeat", k, dstNext, srcNext)
 			}
@@ -250,6 +291,29 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 		p.keys = append(p.keys, keyStep{key: k, srcSealed: srcSealed})
 	}
 	return nil
+}
+
+// sealedAdvice says what to do about a key sealed in the target. Purging
+// the target is safe only when everything moved out of it: every one of
+// its keys is sealed (their values continue elsewhere). Otherwise a purge
+// would lose the history of its other keys, and values would repeat.
+func (m *migration) sealedAdvice(ctx context.Context, dstKeys []string) (string, error) {
+	var open []string
+	for _, k := range dstKeys {
+		_, sealed, err := m.dst.Ranges().Current(ctx, k)
+		if err != nil {
+			return "", err
+		}
+		if !sealed {
+			open = append(open, strconv.Quote(k))
+		}
+	}
+	if len(open) > 0 {
+		return fmt.Sprintf("choose another target (the target still hands out %s, whose history a purge would lose)",
+			strings.Join(open, ", ")), nil
+	}
+	return "every key of the target is sealed (everything moved out of it), so with every instance stopped " +
+		"you may purge the target, then migrate again; or choose another target", nil
 }
 
 func (m *migration) planSlots(ctx context.Context, p *plan, problem func(string, ...any)) error {
@@ -359,7 +423,7 @@ func (m *migration) apply(ctx context.Context, p *plan) error {
 	steps, failed := 0, 0
 	fail := func(what string, err error) {
 		failed++
-		fmt.Fprintf(m.e.stderr, "%s: FAILED: %v\n", what, err)
+		fmt.Fprintf(m.e.stderr, "%s: FAILED: %s\n", what, driver.Redact(err.Error()))
 	}
 	for _, k := range p.keys {
 		steps++
@@ -434,7 +498,8 @@ func (m *migration) moveKey(ctx context.Context, k keyStep) (string, error) {
 	}
 	switch {
 	case dstSealed:
-		return "", fmt.Errorf("%s; the target has it sealed at %d: purge the target with every instance stopped, then migrate again",
+		return "", fmt.Errorf("%s; the target has it sealed at %d: the key moved out of the target before. "+
+			"Keep both stores as they are and run migrate again with another --to: the source's sealed value carries the key's history",
 			sealed, next)
 	case next < sealedAt:
 		return "", fmt.Errorf("%s; the target has it at %d, below: values could repeat, so the target was left as it is",

@@ -187,7 +187,8 @@ func TestMigrateRoundTrip(t *testing.T) {
 
 		// Back into a: its key is sealed, which the portable API cannot
 		// undo; nothing changes, b included.
-		migrate(b, a).want(t, exitFailed, "nothing changed", `key "orders": the target has it sealed at 200`, "purge the target")
+		migrate(b, a).want(t, exitFailed, "nothing changed", `key "orders": the target has it sealed at 200`,
+			"every key of the target is sealed", "purge the target")
 		if r := next(t, sb, "orders", 1); r.Start != 300 {
 			t.Fatalf("b after the refused move: %v, want it unsealed at 300", r)
 		}
@@ -370,8 +371,7 @@ func TestMigrateUsage(t *testing.T) {
 		{"no --from", args("migrate", "--to", b.spec()), "--from is required"},
 		{"no --to", args("migrate", "--from", a.spec()), "--to is required"},
 		{"not a spec", args("migrate", "--from", "prod", "--to", b.spec()), `--from "prod": want DRIVER:KEY=VALUE`},
-		{"piece without =", args("migrate", "--from", "memory:name", "--to", b.spec()), `"name" is not KEY=VALUE`},
-		{"same store", args("migrate", "--from", a.spec(), "--to", a.spec()), "--from and --to are the same store"},
+		{"piece without =", args("migrate", "--from", "memory:name", "--to", b.spec()), "the first option has no '='"},
 		{"stray argument", args("migrate", "--from", a.spec(), "--to", b.spec(), "orders"), `unexpected argument "orders" (name keys with --key)`},
 		{"bad option", args("migrate", "--from", "memory:bogus=1", "--to", b.spec()), `unknown option "bogus"`},
 		{"unknown driver", args("migrate", "--from", "mongo:", "--to", b.spec()), `unknown driver "mongo"`},
@@ -381,6 +381,8 @@ func TestMigrateUsage(t *testing.T) {
 		})
 	}
 	ctl("migrate", "--from", "test-unreachable:", "--to", b.spec()).want(t, exitFailed, "192.0.2.1:2181")
+	a.open(t)
+	ctl("migrate", "--from", a.spec(), "--to", a.spec()).want(t, exitRefused, "--from and --to are the same store")
 }
 
 func TestParseOptionList(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/config"
+	"github.com/cosid-go/store/driver"
 )
 
 // newFlagSet returns a flag set whose errors come back to run, which
@@ -92,7 +94,7 @@ func takesValue(fs *flag.FlagSet, arg string) bool {
 
 // openWithFlags parses the flags of a command that takes no arguments
 // besides flags: the store flags and the command's own (own adds them),
-// then opens the store. It returns the store and its description.
+// then opens the existing store. It returns the store and its description.
 func openWithFlags(name string, args []string, own func(fs *flag.FlagSet)) (*store.Store, string, error) {
 	fs := newFlagSet(name)
 	var sf storeFlags
@@ -105,8 +107,15 @@ func openWithFlags(name string, args []string, own func(fs *flag.FlagSet)) (*sto
 	if len(pos) > 0 {
 		return nil, "", usagef("unexpected argument %q", pos[0])
 	}
-	return sf.open()
+	return sf.open(openExisting)
 }
+
+// How a command opens a store: only an existing one (create=false), or
+// creating it when missing (init, migrate's target).
+const (
+	openExisting = false
+	openOrCreate = true
+)
 
 // optionFlags collects repeated -o KEY=VALUE flags.
 type optionFlags map[string]string
@@ -169,7 +178,8 @@ const storeFlagsUsage = `Store flags:
 `
 
 // open opens the store the flags select and describes it for messages.
-func (f *storeFlags) open() (*store.Store, string, error) {
+// Without create, only an existing store opens.
+func (f *storeFlags) open(create bool) (*store.Store, string, error) {
 	switch {
 	case f.driver != "" && f.config != "":
 		return nil, "", usagef("give either --driver or --config, not both")
@@ -179,7 +189,7 @@ func (f *storeFlags) open() (*store.Store, string, error) {
 		return nil, "", usagef("-o applies to --driver; a --config store takes its options from the file")
 	case f.driver != "":
 		sc := config.StoreConfig{Type: f.driver, Options: f.options}
-		return openStore(sc, f.timeout, describe("", sc))
+		return openStore(sc, f.timeout, describe("", sc), create)
 	case f.config == "":
 		return nil, "", usagef("no store given: use --driver NAME [-o KEY=VALUE]... or --config FILE [--store NAME]")
 	}
@@ -199,7 +209,7 @@ func (f *storeFlags) open() (*store.Store, string, error) {
 	if !ok {
 		return nil, "", usagef("no store %q in %s (stores: %s)", name, f.config, strings.Join(storeNames(cfg), ", "))
 	}
-	return openStore(sc, f.timeout, describe(name, sc))
+	return openStore(sc, f.timeout, describe(name, sc), create)
 }
 
 func loadConfig(path string) (*config.Config, error) {
@@ -217,8 +227,20 @@ func storeNames(cfg *config.Config) []string {
 // openStore opens sc. A refused option or unknown driver is bad usage; any
 // other failure (an unreachable server) is a failure. The timeout (the
 // flag's, else the config's) bounds the opening too; without one the
-// driver's own options do.
-func openStore(sc config.StoreConfig, timeout durationFlag, desc string) (*store.Store, string, error) {
+// driver's own options do. Without create, the driver option create=false
+// makes the driver open only an existing store (driver.OptionCreate).
+func openStore(sc config.StoreConfig, timeout durationFlag, desc string, create bool) (*store.Store, string, error) {
+	if !create {
+		if v, ok := sc.Options[driver.OptionCreate]; ok && v != "false" {
+			return nil, "", usagef("option %s=%s: this command never creates a store (only init and migrate's target do)",
+				driver.OptionCreate, v)
+		}
+		sc.Options = maps.Clone(sc.Options)
+		if sc.Options == nil {
+			sc.Options = map[string]string{}
+		}
+		sc.Options[driver.OptionCreate] = "false"
+	}
 	var opts []store.Option
 	ctx := context.Background()
 	bound := time.Duration(0)
@@ -242,7 +264,8 @@ func openStore(sc config.StoreConfig, timeout durationFlag, desc string) (*store
 }
 
 // describe names a store for messages: its config name if any, its driver
-// and its options, sorted, with values that look secret hidden.
+// and its options, sorted, each through driver.Redact (passwords in URLs
+// and in password= pairs, values of secret-looking options, are hidden).
 func describe(name string, sc config.StoreConfig) string {
 	var b strings.Builder
 	if name != "" {
@@ -251,26 +274,12 @@ func describe(name string, sc config.StoreConfig) string {
 		b.WriteString(sc.Type)
 	}
 	for _, k := range slices.Sorted(maps.Keys(sc.Options)) {
-		v := sc.Options[k]
-		if secret(k) {
-			v = "***"
-		}
-		fmt.Fprintf(&b, " %s=%s", k, v)
+		b.WriteString(" " + driver.Redact(k+"="+sc.Options[k]))
 	}
 	if name != "" {
 		b.WriteString(")")
 	}
 	return b.String()
-}
-
-func secret(key string) bool {
-	k := strings.ToLower(key)
-	for _, s := range []string{"password", "secret", "token", "credential", "auth"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // parseSpec reads a migrate store spec: NAME (a store of cfg), or
@@ -286,24 +295,30 @@ func parseSpec(flagName, spec string, cfg *config.Config, cfgPath string) (confi
 		}
 	}
 	drv, rest, ok := strings.Cut(spec, ":")
-	if !ok || drv == "" {
+	if !ok || !driverName.MatchString(drv) {
 		if cfg != nil {
 			return config.StoreConfig{}, "", usagef("%s %q: no such store in %s (stores: %s), and not DRIVER:OPTIONS",
-				flagName, spec, cfgPath, strings.Join(storeNames(cfg), ", "))
+				flagName, driver.Redact(spec), cfgPath, strings.Join(storeNames(cfg), ", "))
 		}
 		return config.StoreConfig{}, "", usagef("%s %q: want DRIVER:KEY=VALUE,... (e.g. memory:name=a), or a store NAME with --config",
-			flagName, spec)
+			flagName, driver.Redact(spec))
 	}
 	opts, err := parseOptionList(rest)
 	if err != nil {
-		return config.StoreConfig{}, "", usagef("%s %q: %v", flagName, spec, err)
+		return config.StoreConfig{}, "", usagef("%s %q: %v", flagName, driver.Redact(spec), err)
 	}
 	sc := config.StoreConfig{Type: drv, Options: opts}
 	return sc, describe("", sc), nil
 }
 
+// driverName is what a registered driver may be called, as far as a spec
+// goes: "connString=postgres" (a spec without its driver, cut at the URL's
+// colon) is no driver name, and the rest of it no option list to echo.
+var driverName = regexp.MustCompile(`^[A-Za-z0-9_.\-]+$`)
+
 // parseOptionList reads KEY=VALUE,KEY=VALUE. A piece without '=' belongs
-// to the value before it: connect strings are comma lists themselves.
+// to the value before it: connect strings are comma lists themselves. Its
+// errors quote no piece: a piece may be part of a secret.
 func parseOptionList(s string) (map[string]string, error) {
 	opts := map[string]string{}
 	if s == "" {
@@ -314,13 +329,13 @@ func parseOptionList(s string) (map[string]string, error) {
 		k, v, ok := strings.Cut(piece, "=")
 		if !ok {
 			if last == "" {
-				return nil, fmt.Errorf("%q is not KEY=VALUE", piece)
+				return nil, errors.New("the first option has no '=': want KEY=VALUE pairs separated by commas")
 			}
 			opts[last] += "," + piece
 			continue
 		}
 		if k == "" {
-			return nil, fmt.Errorf("%q has an empty option name", piece)
+			return nil, errors.New("an option has an empty name (a piece starts with '=')")
 		}
 		if _, dup := opts[k]; dup {
 			return nil, fmt.Errorf("option %q is given twice", k)

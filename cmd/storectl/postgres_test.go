@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 
-	_ "github.com/cosid-go/store/drivers/postgres"
 	"github.com/cosid-go/store/internal/pgtest"
 )
 

@@ -43,7 +43,7 @@ func runSeal(ctx context.Context, e *env, args []string) error {
 	if len(keys) == 0 {
 		return usagef("no KEY given")
 	}
-	st, _, err := sf.open()
+	st, _, err := sf.open(openExisting)
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func runInit(ctx context.Context, e *env, args []string) error {
 	if err != nil || value < 0 {
 		return usagef("VALUE %q is not a whole number from 0 to %d", pos[1], int64(1<<63-1))
 	}
-	st, _, err := sf.open()
+	st, _, err := sf.open(openOrCreate)
 	if err != nil {
 		return err
 	}

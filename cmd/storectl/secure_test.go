@@ -122,5 +122,7 @@ func testTLSCtl(t *testing.T, addr string, tlsOptions map[string]string) {
 
 // TestACLUnsupported: acl needs a driver with ACLs.
 func TestACLUnsupported(t *testing.T) {
-	ctl(with(args("acl"), freshMemory(t).flags())...).want(t, exitUsage, "no ACLs")
+	m := freshMemory(t)
+	m.open(t)
+	ctl(with(args("acl"), m.flags())...).want(t, exitUsage, "no ACLs")
 }

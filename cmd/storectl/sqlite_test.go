@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-
-	_ "github.com/cosid-go/store/drivers/sqlite"
 )
 
 // storectl works on a SQLite file (which has no locks): inspect, seal,

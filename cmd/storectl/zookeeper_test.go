@@ -50,6 +50,7 @@ func randomRoot(t *testing.T) string {
 // the binary if a server started in this process is still running.
 func TestMain(m *testing.M) {
 	code := pgtest.Wrap(zktest.Wrap(m)).Run()
+	removeBinary()
 	if err := servers.stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = max(code, 1)

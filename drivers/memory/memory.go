@@ -20,6 +20,10 @@
 //   - name: stores opened with the same non-empty name share one state, as
 //     processes sharing one ZooKeeper ensemble would. Without a name a store
 //     gets a private state of its own.
+//   - create (true): false opens only a state of this name that the process
+//     has already (ErrNotFound otherwise), creating none.
+//
+// Each state has a random identity, made with it (driver.Identifier).
 //
 // A named state lives as long as the program: it outlives the stores that
 // use it, so a store reopened under the same name finds the data again, like
@@ -34,6 +38,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -48,10 +53,21 @@ func init() { store.Register("memory", Open) }
 func Open(options map[string]string) (driver.Store, error) {
 	o := driver.NewOptions(options)
 	name := o.String("name", "")
+	create := o.Bool(driver.OptionCreate, true)
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
+	if !create && !exists(name) {
+		return nil, fmt.Errorf("memory: no store at name %q in this process (create=false): %w", name, driver.ErrNotFound)
+	}
 	return New(name), nil
+}
+
+// exists reports whether the process has a state called name.
+func exists(name string) bool {
+	registry.Lock()
+	defer registry.Unlock()
+	return registry.m[name] != nil
 }
 
 // New opens a memory store on the shared state called name, or on a private
@@ -79,7 +95,17 @@ var (
 	_ driver.SlotSeeder = (*Store)(nil)
 	_ driver.Purger     = (*Store)(nil)
 	_ driver.Pinger     = (*Store)(nil)
+	_ driver.Identifier = (*Store)(nil)
 )
+
+// StoreID returns the state's identity (driver.Identifier).
+func (s *Store) StoreID(ctx context.Context) (string, error) {
+	if err := s.begin(ctx); err != nil {
+		return "", err
+	}
+	defer s.st.mu.Unlock()
+	return s.st.id, nil
+}
 
 // Ping takes the state's mutex once: the round trip of a memory store.
 func (s *Store) Ping(ctx context.Context) error {
@@ -93,6 +119,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // state is what stores of one name share: the stand-in for a server.
 type state struct {
 	mu     sync.Mutex
+	id     string       // the identity, random
 	clock  func() int64 // milliseconds since the epoch; replaced by tests
 	ranges map[string]*rangeEntry
 	spaces map[string]*namespace
@@ -124,6 +151,7 @@ func sharedState(name string) *state {
 
 func newState() *state {
 	return &state{
+		id:     driver.NewStoreID(),
 		clock:  func() int64 { return time.Now().UnixMilli() },
 		ranges: map[string]*rangeEntry{},
 		spaces: map[string]*namespace{},

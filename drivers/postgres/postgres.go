@@ -33,6 +33,13 @@
 // A refused option is named with its value (the password and connString
 // redacted) and the reason; so is a host, port or sslmode inside
 // connString that pgx cannot parse.
+//   - create (true): false opens only a schema that holds the store's
+//     tables already; otherwise Open fails with ErrNotFound ("no store at
+//     schema ..."), having created and written nothing.
+//
+// A store's identity (driver.Identifier) is the store_id row of its
+// cosid_meta table: random, written with the tables (or, for tables made
+// before identities existed, at the next open with create).
 //
 // # Tables
 //
@@ -107,6 +114,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -171,6 +179,7 @@ var (
 	_ driver.SlotSeeder = (*Store)(nil)
 	_ driver.Purger     = (*Store)(nil)
 	_ driver.Pinger     = (*Store)(nil)
+	_ driver.Identifier = (*Store)(nil)
 )
 
 // Open opens a store from options (see the package documentation). It is
@@ -188,6 +197,7 @@ func Open(options map[string]string) (driver.Store, error) {
 	poolSize := o.Int("poolSize", 10, 1, maxPoolSize)
 	connectTimeout := o.Duration("connectTimeout", 10*time.Second, 0, time.Hour)
 	lockTimeout := o.Duration("lockTimeout", 10*time.Second, 100*time.Millisecond, 24*time.Hour)
+	create := o.Bool(driver.OptionCreate, true)
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
@@ -219,7 +229,7 @@ func Open(options map[string]string) (driver.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := New(ctx, pool, Config{Schema: schema, LockTimeout: lockTimeout, ConnConfig: cfg.ConnConfig})
+	s, err := newStore(ctx, pool, Config{Schema: schema, LockTimeout: lockTimeout, ConnConfig: cfg.ConnConfig}, create)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -295,6 +305,12 @@ func withFields(connString string, fields map[string]string) string {
 
 // New opens a store on a pool the caller owns and closes.
 func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	return newStore(ctx, pool, cfg, true)
+}
+
+// newStore is New; without create, only a schema with the tables is
+// opened, and nothing is written.
+func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, create bool) (*Store, error) {
 	if cfg.Schema == "" {
 		cfg.Schema = "public"
 	}
@@ -341,9 +357,17 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		},
 	}
 	h := &health{server: net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))}
-	s, err := sqlstore.Open(ctx, db{pool, h, b}, d)
+	sqlOpen := sqlstore.Open
+	if !create {
+		sqlOpen = sqlstore.OpenExisting
+	}
+	s, err := sqlOpen(ctx, db{pool, h, b}, d)
 	if cerr := connectFailure(err); cerr != nil {
 		return nil, cerr // about the server, not the schema
+	}
+	if errors.Is(err, driver.ErrNotFound) {
+		cc := pool.Config().ConnConfig
+		return nil, fmt.Errorf("postgres: no store at schema %q of database %q on %s: %w", schema, cc.Database, cc.Host, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("schema %q: %w", schema, err)

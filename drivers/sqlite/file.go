@@ -90,12 +90,19 @@ func dsn(path string, busyTimeout time.Duration, wal bool) string {
 // is there. It refuses what is not one store in one file: not a regular
 // file, hard links, an empty file, and companions that outlived their
 // database.
-func openFile(ctx context.Context, path string, busyTimeout time.Duration) (fileInfo, string, error) {
+func openFile(ctx context.Context, path string, busyTimeout time.Duration, mayCreate bool) (fileInfo, string, error) {
 	fi, err := stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if li, lerr := os.Lstat(path); lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
 			return fileInfo{}, "", fmt.Errorf("sqlite %s: a symlink to a missing file: point it at a store, or give the path of the new file: %w",
 				path, driver.ErrConfigMismatch)
+		}
+		if !mayCreate {
+			why := "no such file" // or no such directory: say which
+			if _, derr := os.Lstat(filepath.Dir(path)); derr != nil {
+				why = derr.Error()
+			}
+			return fileInfo{}, "", fmt.Errorf("sqlite: no store at %s: %s, and create=false creates none: %w", path, why, driver.ErrNotFound)
 		}
 		if err := create(ctx, path, busyTimeout); err != nil {
 			return fileInfo{}, "", err

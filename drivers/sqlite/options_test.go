@@ -26,7 +26,7 @@ func TestOptionMessages(t *testing.T) {
 	}{
 		{map[string]string{}, `option "path": value "": a file path is required`, true},
 		{map[string]string{"path": ""}, `option "path": value "": a file path is required`, true},
-		{map[string]string{"pth": "x.db"}, `unknown option "pth" (known: busyTimeout, path)`, true},
+		{map[string]string{"pth": "x.db"}, `unknown option "pth" (known: busyTimeout, create, path)`, true},
 		{map[string]string{"path": filepath.Join(dir, "x.db"), "busyTimeout": "9999999999999999"}, `option "busyTimeout": value "9999999999999999": must be between 0s and 596h`, true},
 		{map[string]string{"path": missing}, "sqlite " + missing + ": lstat " + filepath.Dir(missing) + ": no such file or directory", false},
 		{map[string]string{"path": filepath.Join(file, "ids.db")}, "sqlite " + filepath.Join(file, "ids.db") + ": stat " +

@@ -25,6 +25,14 @@
 //     missing file.
 //   - busyTimeout: how long a statement waits for another process's write
 //     lock; default 5s; 0 (do not wait), or 1ms up to 596h (SQLite's limit).
+//   - create (true): false opens only a file that holds a store already; a
+//     missing file, or a SQLite file without this store's tables, fails
+//     with ErrNotFound ("no store at PATH"), and nothing is created or
+//     written.
+//
+// A store's identity (driver.Identifier) is the store_id row of its
+// cosid_meta table: random, written with the tables; a file made before
+// identities existed gets one at its next open with create.
 //
 // # One store, one file
 //
@@ -158,6 +166,7 @@ var (
 	_ driver.SlotSeeder = (*Store)(nil)
 	_ driver.Purger     = (*Store)(nil)
 	_ driver.Pinger     = (*Store)(nil)
+	_ driver.Identifier = (*Store)(nil)
 )
 
 // Open opens a store from options (see the package documentation). It is
@@ -166,10 +175,11 @@ func Open(options map[string]string) (driver.Store, error) {
 	o := driver.NewOptions(options)
 	path := o.String("path", "")
 	busy := o.Duration("busyTimeout", 5*time.Second, 0, 596*time.Hour) // SQLite keeps ms in an int32
+	create := o.Bool(driver.OptionCreate, true)
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
-	return New(context.Background(), path, busy)
+	return openPath(context.Background(), path, busy, create)
 }
 
 // dialect is SQLite's: numbered ?N placeholders, the host clock, no row
@@ -184,6 +194,12 @@ var dialect = sqlstore.Dialect{
 
 // New opens the store in the file at path.
 func New(ctx context.Context, path string, busyTimeout time.Duration) (*Store, error) {
+	return openPath(ctx, path, busyTimeout, true)
+}
+
+// openPath is New; without create, only a file holding a store is opened,
+// and nothing is created or written.
+func openPath(ctx context.Context, path string, busyTimeout time.Duration, create bool) (*Store, error) {
 	path, err := checkPath(path)
 	if err != nil {
 		return nil, err
@@ -191,14 +207,14 @@ func New(ctx context.Context, path string, busyTimeout time.Duration) (*Store, e
 	if err := checkBusyTimeout(busyTimeout); err != nil {
 		return nil, err
 	}
-	fi, real, err := openFile(ctx, path, busyTimeout)
+	fi, real, err := openFile(ctx, path, busyTimeout, create)
 	if err != nil {
 		return nil, err
 	}
 	if err := claim(path, real, fi.id); err != nil {
 		return nil, err
 	}
-	s, err := openClaimed(ctx, path, real, fi.id, busyTimeout)
+	s, err := openClaimed(ctx, path, real, fi.id, busyTimeout, create)
 	if err != nil {
 		release(fi.id)
 		return nil, err
@@ -207,11 +223,11 @@ func New(ctx context.Context, path string, busyTimeout time.Duration) (*Store, e
 }
 
 // openClaimed opens the store in the file New found and claimed.
-func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout time.Duration) (*Store, error) {
+func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout time.Duration, create bool) (*Store, error) {
 	mu := fileLock(id)
 	// Checked before WAL mode is set, which would rewrite a foreign file's
 	// header.
-	if err := precheck(ctx, path, busyTimeout, mu); err != nil {
+	if err := precheck(ctx, path, busyTimeout, mu, create); err != nil {
 		return nil, err
 	}
 	g := &fileGuard{path: path, real: real, id: id}
@@ -243,7 +259,11 @@ func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout 
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	stmts := &stmtCache{db: sdb, m: map[string]*sql.Stmt{}}
-	s, err := sqlstore.Open(ctx, db{q: sdb, mu: mu, stmts: stmts, g: g}, dialect)
+	sqlOpen := sqlstore.Open
+	if !create {
+		sqlOpen = sqlstore.OpenExisting
+	}
+	s, err := sqlOpen(ctx, db{q: sdb, mu: mu, stmts: stmts, g: g}, dialect)
 	if err != nil {
 		stmts.close()
 		pin.Close()
@@ -255,7 +275,8 @@ func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout 
 
 // precheck reads the file without changing it: it must be SQLite, and
 // either empty, or this store's at a schema version this code knows.
-func precheck(ctx context.Context, path string, busyTimeout time.Duration, mu *sync.Mutex) error {
+// Without create, it must be this store's.
+func precheck(ctx context.Context, path string, busyTimeout time.Duration, mu *sync.Mutex, create bool) error {
 	sdb, err := sql.Open("sqlite", dsn(path, busyTimeout, false))
 	if err != nil {
 		return fmt.Errorf("sqlite %s: %w", path, err)
@@ -267,6 +288,15 @@ func precheck(ctx context.Context, path string, busyTimeout time.Duration, mu *s
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	if !create {
+		var has bool
+		if err := (db{q: sdb, mu: mu}).QueryRow(ctx, dialect.HasMeta).Scan(&has); err != nil {
+			return fmt.Errorf("sqlite %s: %w", path, err)
+		}
+		if !has {
+			return fmt.Errorf("sqlite: no store at %s: the file has no cosid tables, and create=false creates none: %w", path, driver.ErrNotFound)
+		}
 	}
 	return nil
 }

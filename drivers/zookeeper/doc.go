@@ -27,6 +27,10 @@
 //     after a connection loss an operation sleeps base*2^n, at most maxSleep,
 //     and retries at most maxRetries times, always within its context.
 //   - root (/cosid): the absolute path under which every node lives.
+//   - create (true): false makes Open fail with ErrNotFound ("no store at
+//     root ...") when root does not exist, and the store then never
+//     creates root nor writes its identity (read-only tools use it). New
+//     refuses it.
 //   - auth (none): comma-separated scheme:credentials entries added to the
 //     session ("digest:user:password"). Open waits for the server to accept
 //     each (blockUntilConnectedWait must be positive) and fails naming the
@@ -98,6 +102,14 @@
 // go-zookeeper's calls take no context. Each call runs on a goroutine of
 // its own, so an operation returns as soon as its context ends; the call
 // finishes in the background, and Close waits for it.
+//
+// # Identity
+//
+// The store's identity (driver.Identifier) is the line store_id=<random
+// hex> of root's data, written when a store creates root. A root made
+// without it (by hand, or by an older version) gets it at the first
+// StoreID call of a store that may create, by a compare-and-set on the
+// version read. Purge keeps root, and so the identity.
 //
 // # Slot leases
 //

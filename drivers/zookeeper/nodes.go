@@ -37,16 +37,20 @@ func (s *Store) createEmptyNode(ctx context.Context, path string, a *attempts) e
 	return nil
 }
 
-// createParents creates the missing ancestors of path below "/", with
-// empty data, top down.
+// createParents creates the missing ancestors of path below "/", top down:
+// the root with the store's identity (identity.go), the others empty.
 func (s *Store) createParents(ctx context.Context, path string, a *attempts) error {
 	for i := 1; i < len(path); i++ {
 		if path[i] != '/' {
 			continue
 		}
 		parent := path[:i]
+		var data []byte
+		if parent == s.root {
+			data = rootData()
+		}
 		for {
-			_, err := call(ctx, s, func() (string, error) { return s.conn.Create(parent, nil, 0, s.acl) })
+			_, err := call(ctx, s, func() (string, error) { return s.conn.Create(parent, data, 0, s.acl) })
 			if err == nil || errors.Is(err, zk.ErrNodeExists) {
 				break
 			}

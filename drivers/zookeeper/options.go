@@ -40,6 +40,7 @@ type config struct {
 	blockUntilConnectedWait time.Duration
 	retry                   retryPolicy
 	root                    string
+	create                  bool     // a missing root may be created (identity.go)
 	sec                     security // auth, acl, tls (secure.go)
 }
 
@@ -47,6 +48,10 @@ type config struct {
 // and retry.* only for New.
 func parseOptions(m map[string]string, ownConn bool) (config, error) {
 	if !ownConn {
+		if v, ok := m[driver.OptionCreate]; ok {
+			return config{}, fmt.Errorf("option %q: value %q: applies only to Open, which checks the root when it connects; "+
+				"New makes no connection to check it with: %w", driver.OptionCreate, v, driver.ErrInvalidArgument)
+		}
 		for _, k := range append(connectionOptions, securityConnectionOptions...) {
 			if v, ok := m[k]; ok {
 				return config{}, &driver.OptionError{Key: k, Value: v, Secret: secret(k),
@@ -73,6 +78,10 @@ func parseOptions(m map[string]string, ownConn bool) (config, error) {
 	cfg.retry.maxRetries = o.Int("retry.maxRetries", defaultRetryMaxRetries, 0, maxRetries)
 	cfg.retry.maxSleep = o.Duration("retry.maxSleep", defaultRetryMaxSleep, 0, maxBackoff)
 	cfg.root = o.String("root", defaultRoot)
+	cfg.create = true
+	if ownConn {
+		cfg.create = o.Bool(driver.OptionCreate, true)
+	}
 	rawSec := readSecurity(o, m, ownConn)
 	if err := o.Err(); err != nil {
 		return config{}, err

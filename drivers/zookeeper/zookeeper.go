@@ -128,6 +128,12 @@ func (s *Store) Connect(ctx context.Context) error {
 			s.Close()
 			return err
 		}
+		if !s.mayCreate() {
+			if err := s.checkRootExists(wait); err != nil {
+				s.Close()
+				return err
+			}
+		}
 		return nil
 	case <-wait.Done():
 	}

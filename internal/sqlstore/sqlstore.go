@@ -8,7 +8,10 @@
 // Each is created on first use (CREATE TABLE IF NOT EXISTS), under a prefix
 // the driver gives (a schema for PostgreSQL):
 //
-//	cosid_meta       name, value: the row schema_version
+//	cosid_meta       name, value: the rows schema_version and store_id (the
+//	                 store's identity, random, written with the tables; a
+//	                 store made before it existed gets it at the next open
+//	                 that may create), and after a purge slot_fence_floor
 //	cosid_range      key, next, sealed
 //	cosid_namespace  name, slot_limit, tolerance_ms
 //	cosid_slot       namespace, slot, the fields of SPEC 6's slot node, the
@@ -137,6 +140,47 @@ func markersOf(d Dialect) *strings.Replacer {
 	return strings.NewReplacer("{p}", d.Prefix, "{now}", d.Now, "{forupdate}", d.ForUpdate, "{skiplocked}", d.SkipLocked)
 }
 
+// OpenExisting opens a store whose tables exist, writing nothing (the
+// create=false of the drivers): a database without cosid_meta gives an
+// error wrapping driver.ErrNotFound, and one that Open would refuse is
+// refused the same way.
+func OpenExisting(ctx context.Context, db DB, d Dialect) (*Store, error) {
+	s := &Store{db: db, d: d, seenNx: map[string]int64{}, exists: map[string]bool{}, seenFn: map[slotKey]int64{}}
+	s.markers = markersOf(d)
+	s.q = map[string]string{}
+	for name, q := range statements {
+		s.q[name] = s.rewrite(q)
+	}
+	var has bool
+	if err := db.QueryRow(ctx, d.HasMeta).Scan(&has); err != nil {
+		return nil, err
+	}
+	if !has {
+		return nil, fmt.Errorf("no cosid_meta table, and create=false creates none: %w", driver.ErrNotFound)
+	}
+	if err := Check(ctx, db, d); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// StoreID reads the store's identity (driver.Identifier).
+func (s *Store) StoreID(ctx context.Context) (string, error) {
+	var id string
+	err := s.db.QueryRow(ctx, s.rewrite(`SELECT value FROM {p}cosid_meta WHERE name = 'store_id'`)).Scan(&id)
+	if errors.Is(err, ErrNoRows) {
+		return "", fmt.Errorf("the store has no identity yet (made before identities existed): "+
+			"an open with create=true writes one: %w", driver.ErrNotFound)
+	}
+	if err != nil {
+		return "", err
+	}
+	if id == "" {
+		return "", fmt.Errorf("cosid_meta has an empty store_id: %w", driver.ErrCorrupt)
+	}
+	return id, nil
+}
+
 // Q returns the statement text for the dialect: {p} becomes the table
 // prefix, {now} the clock, $n the dialect's placeholder.
 func (s *Store) Q(q string) string { return s.rewrite(q) }
@@ -234,6 +278,13 @@ func (s *Store) setup(ctx context.Context) error {
 		}
 		_, err := tx.Exec(ctx, s.rewrite(`INSERT INTO {p}cosid_meta (name, value) VALUES ('schema_version', $1)
 			ON CONFLICT (name) DO NOTHING`), strconv.Itoa(SchemaVersion))
+		if err != nil {
+			return err
+		}
+		// The identity: made with the tables, or given to a store made
+		// before identities existed; never replaced.
+		_, err = tx.Exec(ctx, s.rewrite(`INSERT INTO {p}cosid_meta (name, value) VALUES ('store_id', $1)
+			ON CONFLICT (name) DO NOTHING`), driver.NewStoreID())
 		return err
 	})
 }

@@ -1,0 +1,116 @@
+package driver
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Redact returns text with every secret it recognises replaced by ***, for
+// messages, logs and tools' output. It knows three forms:
+//
+//   - the password of a URL's userinfo:
+//     postgres://ids:***@db/ids (the user stays);
+//   - the value of a key=value pair whose key looks secret (password,
+//     passwd, pwd, secret, token, credential, auth, apikey, in any case and
+//     inside longer keys: sslpassword, tls.keyPassword): a quoted value
+//     ('...' or "...", with backslash escapes) or one running to a space,
+//     '&' or ';', and across commas while the next piece has no '=' (an
+//     auth list, digest:a:x,digest:b:y, is one value): password=***,
+//     auth=***;
+//   - the password of a ZooKeeper digest credential: digest:alice:***.
+//
+// An option is shown as Redact(key + "=" + value). Text that is not one of
+// these forms is kept as it is: a secret given without a key (a bare
+// password where a host was expected) is not recognised.
+func Redact(text string) string {
+	text = redactURLs(text)
+	text = redactPairs(text)
+	return digestCred.ReplaceAllString(text, "${1}***")
+}
+
+// secretKey matches a key that looks secret, followed by '='.
+var secretKey = regexp.MustCompile(`(?i)[a-z0-9_.\-]*(?:passw(?:or)?d|pwd|secret|token|credential|auth|api_?key)[a-z0-9_.\-]*\s*=\s*`)
+
+// digestCred is a ZooKeeper digest scheme's user:password.
+var digestCred = regexp.MustCompile(`(\bdigest:[^:\s,'"]+:)[^\s,'"]+`)
+
+// redactURLs hides the password of every scheme://user:password@ in text.
+// The authority runs to the first '/', '?', '#', space or quote; its
+// userinfo to the last '@' in it (a password may hold a raw '@').
+func redactURLs(text string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(text, "://")
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		start := i + 3
+		end := start + strings.IndexFunc(text[start:]+" ", func(r rune) bool {
+			return r == '/' || r == '?' || r == '#' || r == ' ' || r == '\t' || r == '\n' || r == '\'' || r == '"' || r == '`'
+		})
+		authority := text[start:end]
+		b.WriteString(text[:start])
+		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+			if user, _, ok := strings.Cut(authority[:at], ":"); ok {
+				authority = user + ":***" + authority[at:]
+			}
+		}
+		b.WriteString(authority)
+		text = text[end:]
+	}
+}
+
+// redactPairs hides the value of every secret-looking key=value pair.
+func redactPairs(text string) string {
+	var b strings.Builder
+	for {
+		loc := secretKey.FindStringIndex(text)
+		if loc == nil {
+			b.WriteString(text)
+			return b.String()
+		}
+		b.WriteString(text[:loc[1]])
+		b.WriteString("***")
+		text = text[loc[1]+valueLen(text[loc[1]:]):]
+	}
+}
+
+// valueLen is the length of the value at the start of s.
+func valueLen(s string) int {
+	if s == "" {
+		return 0
+	}
+	if q := s[0]; q == '\'' || q == '"' {
+		for i := 1; i < len(s); i++ {
+			switch s[i] {
+			case '\\':
+				i++
+			case q:
+				return i + 1
+			}
+		}
+		return len(s)
+	}
+	n := 0
+	for {
+		end := strings.IndexAny(s[n:], " \t\n&;,")
+		if end < 0 {
+			return len(s)
+		}
+		n += end
+		if s[n] != ',' {
+			return n
+		}
+		// A piece after a comma continues the value unless it is a pair
+		// of its own.
+		next := s[n+1:]
+		if stop := strings.IndexAny(next, " \t\n&;,"); stop >= 0 {
+			next = next[:stop]
+		}
+		if strings.Contains(next, "=") {
+			return n
+		}
+		n++
+	}
+}

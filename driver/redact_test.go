@@ -1,0 +1,39 @@
+package driver
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRedact: each form of secret is hidden, and the text around it kept.
+func TestRedact(t *testing.T) {
+	const s = "Hunter2"
+	for _, tc := range []struct{ name, in, want string }{
+		{"url userinfo", "connString=postgres://ids:Hunter2@db:5432/ids", "connString=postgres://ids:***@db:5432/ids"},
+		{"url userinfo with @ and :", "postgresql://ids:Hun:ter@2@db/ids?sslmode=disable", "postgresql://ids:***@db/ids?sslmode=disable"},
+		{"url multi-host", "postgres://ids:Hunter2@h1:5432,h2:5432/ids", "postgres://ids:***@h1:5432,h2:5432/ids"},
+		{"url without password", "postgres://ids@db/ids", "postgres://ids@db/ids"},
+		{"url query password", "postgres://db/ids?sslmode=disable&password=Hunter2&user=ids", "postgres://db/ids?sslmode=disable&password=***&user=ids"},
+		{"conninfo pair", "host=db password=Hunter2 dbname=ids", "host=db password=*** dbname=ids"},
+		{"conninfo quoted", `host=db password='Hun ter\'2' dbname=ids`, "host=db password=*** dbname=ids"},
+		{"conninfo spaced", "host=db password = Hunter2 dbname=ids", "host=db password = *** dbname=ids"},
+		{"option key", "password=Hunter2", "password=***"},
+		{"option in a spec", "postgres:password=Hunter2,schema=s", "postgres:password=***,schema=s"},
+		{"secret-looking keys", "tls.keyPassword=Hunter2 apiToken=Hunter2 AUTH=Hunter2 client_secret=Hunter2",
+			"tls.keyPassword=*** apiToken=*** AUTH=*** client_secret=***"},
+		{"zookeeper auth option", "auth=digest:alice:Hunter2,digest:bob:Hunter2,root=/x", "auth=***,root=/x"},
+		{"zookeeper digest in text", `entry "digest:alice:Hunter2" refused`, `entry "digest:alice:***" refused`},
+		{"double quoted", `password="Hun\"ter2" x`, `password=*** x`},
+		{"nothing secret", `key "orders": sealed at 5 (root=/cosid)`, `key "orders": sealed at 5 (root=/cosid)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Redact(tc.in)
+			if got != tc.want {
+				t.Errorf("Redact(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+			}
+			if strings.Contains(got, s) || strings.Contains(got, "ter2") {
+				t.Errorf("Redact(%q) = %q shows the secret", tc.in, got)
+			}
+		})
+	}
+}
