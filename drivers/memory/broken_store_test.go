@@ -36,6 +36,8 @@ func init() {
 			wrap: func(s *Store) driver.Store { return ceilingBelowFloor{s} }},
 		{name: "renew-no-bounds", catch: "Slots/RenewClockBack", probe: probeRenewClockBack,
 			wrap: func(s *Store) driver.Store { return renewNoBounds{s} }},
+		{name: "lease-times-trusted", catch: "Slots/ForgedLease",
+			wrap: func(s *Store) driver.Store { return leaseTimesTrusted{s} }},
 		{name: "trylock-gap", catch: "Locks/TryLockAtHandover", probe: probeTryLockGap,
 			wrap: func(s *Store) driver.Store { return lockBug{Store: s, gap: true} }},
 		{name: "drop-at-grant", catch: "Locks/CancelAtGrant", probe: probeDropAtGrant,
@@ -191,6 +193,31 @@ func (s ceilingBelowFloor) Acquire(ctx context.Context, req driver.AcquireReques
 	if r.ExpiresMin == 0 { // a term never renewed
 		r.CeilingMin = 0
 		ns.slots[l.Slot] = r
+	}
+	return r.Lease(l.Namespace, l.Slot), nil
+}
+
+// leaseTimesTrusted renews as the slot rules once did: the lease's own
+// ExpiresAt and Ceiling, when higher, become the term's lower bounds, so a
+// lease with a time in microseconds holds the slot for centuries.
+type leaseTimesTrusted struct{ *Store }
+
+func (s leaseTimesTrusted) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+	if err := s.begin(ctx); err != nil {
+		return l, err
+	}
+	defer s.st.mu.Unlock()
+	now := s.st.clock()
+	r, err := s.st.rewrite(l, func(r driver.SlotRecord) (driver.SlotRecord, error) {
+		if !r.Holds(l) {
+			return r.Renewed(l, now) // ErrLeaseLost
+		}
+		n := r
+		n.ExpiresMin, n.CeilingMin, n.Written = max(r.ExpiresAt(), l.ExpiresAt), max(r.Ceiling(), l.Ceiling), now
+		return n, nil
+	})
+	if err != nil {
+		return l, err
 	}
 	return r.Lease(l.Namespace, l.Slot), nil
 }

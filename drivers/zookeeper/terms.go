@@ -10,10 +10,15 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// leaseState returns the state l carries if it describes l's term on path.
+// leaseState returns the state l carries if it describes l's term on path,
+// times included: a lease whose fields were changed after the store
+// returned it is judged on a fresh read of the slot, never on its own state.
 func leaseState(l driver.Lease, path string) *slotState {
 	st, ok := l.State.(*slotState)
-	if !ok || st == nil || st.path != path || !st.node.record(st.mtime).Holds(l) {
+	if !ok || st == nil || st.path != path {
+		return nil
+	}
+	if r := st.node.record(st.mtime); !r.Holds(l) || r.Agrees(l) != nil {
 		return nil
 	}
 	return st
@@ -140,9 +145,9 @@ func (s *Store) abandonSlotWrite(path string, settled func(r slotRead) bool) {
 }
 
 // Renew extends l's term, even after its expiry if nobody took the slot:
-// one compare-and-set on the version the lease carries. The current
-// expiry and ceiling (and the lease's own, should the node ever hold less)
-// become the term's lower bounds, so neither goes back.
+// one compare-and-set on the version the lease carries. The node's current
+// expiry and ceiling become the term's lower bounds, so neither goes back;
+// the lease's own times are only checked (driver.SlotRecord.Agrees).
 func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
 	if err := checkPathText("namespace", l.Namespace, "owner", l.Owner); err != nil {
 		return l, err
