@@ -88,6 +88,21 @@
 // and writes the row back before COMMIT; ZooKeeper compare-and-sets the
 // node on the version it read and, on a conflict, reads and decides again.
 //
+// # Storing a slot record
+//
+// A driver keeps a SlotRecord's fields in a layout of its own (ZooKeeper:
+// name=value lines; SQL: one column per field) or as one value, the output
+// of SlotRecord.MarshalBinary: a versioned encoding that every later release
+// reads back (UnmarshalBinary; data that does not decode is ErrCorrupt).
+// Within a version nothing changes: fields keep their names, units
+// (milliseconds) and meaning; a change of meaning is a new field. When a
+// release adds a field, it adds an encoding version and says here which
+// value records of older versions take. A driver that stores MarshalBinary's
+// output has nothing to migrate. A driver with its own layout must: add the
+// column or line through its schema version (the SQL drivers' cosid_meta
+// row), give existing records that value, and refuse to open storage of a
+// schema version it does not know rather than read it by guessing.
+//
 // Locker: per name, the queue of its holder and waiters and a fence
 // counter that only grows (ZooKeeper: the czxid of the waiter's node; SQL:
 // a sequence). A holder's hold ends with its session (a ZooKeeper session,
