@@ -13,7 +13,7 @@
 //
 //	st, err := store.Open("memory", map[string]string{"name": "orders"})
 //
-// or, without the registry, store.OpenDriver(memory.New("orders")).
+// or, without the registry, memory.OpenStore(&memory.Options{Name: "orders"}).
 //
 // # Options
 //
@@ -52,6 +52,31 @@ func Open(options map[string]string) (driver.Store, error) {
 		return nil, err
 	}
 	return New(name), nil
+}
+
+// Options configure a memory store opened with OpenStore.
+type Options struct {
+	// Name: stores opened with the same non-empty Name share one state, as
+	// processes sharing one server would; with an empty Name a store gets
+	// a private state of its own (see the package documentation).
+	Name string
+}
+
+// OpenStore opens a memory store, on the shared state opts.Name, or on a
+// private state when opts is nil or its Name is empty. storeOpts are the
+// portable settings, as for store.Open.
+func OpenStore(opts *Options, storeOpts ...store.Option) (*store.Store, error) {
+	var name string
+	if opts != nil {
+		name = opts.Name
+	}
+	d := New(name)
+	st, err := store.OpenDriver(d, storeOpts...)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 // New opens a memory store on the shared state called name, or on a private
