@@ -41,17 +41,17 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-func init() { store.Register("memory", Open) }
+func init() { store.Register("memory", fromOptions) }
 
-// Open opens a memory store. It is the driver's factory; the only option is
+// fromOptions opens a memory store. It is the driver's factory; the only option is
 // name (see the package documentation). An unknown option is an error.
-func Open(options map[string]string) (driver.Store, error) {
+func fromOptions(options map[string]string) (driver.Store, error) {
 	o := driver.NewOptions(options)
 	name := o.String("name", "")
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
-	return New(name), nil
+	return newDriver(name), nil
 }
 
 // Options configure a memory store opened with OpenStore.
@@ -70,7 +70,7 @@ func OpenStore(opts *Options, storeOpts ...store.Option) (*store.Store, error) {
 	if opts != nil {
 		name = opts.Name
 	}
-	d := New(name)
+	d := newDriver(name)
 	st, err := store.OpenDriver(d, storeOpts...)
 	if err != nil {
 		d.Close()
@@ -79,16 +79,16 @@ func OpenStore(opts *Options, storeOpts ...store.Option) (*store.Store, error) {
 	return st, nil
 }
 
-// New opens a memory store on the shared state called name, or on a private
+// newDriver opens a memory store on the shared state called name, or on a private
 // state when name is empty.
-func New(name string) *Store {
-	return &Store{st: sharedState(name), done: make(chan struct{}), entries: map[*lockEntry]struct{}{}}
+func newDriver(name string) *driverStore {
+	return &driverStore{st: sharedState(name), done: make(chan struct{}), entries: map[*lockEntry]struct{}{}}
 }
 
-// Store is an open memory store. It implements driver.Store,
+// driverStore is an open memory store. It implements driver.Store,
 // driver.RangeStore, driver.SlotStore and driver.Locker, and the optional
 // driver.SlotSeeder, driver.Purger and driver.Pinger.
-type Store struct {
+type driverStore struct {
 	st   *state
 	done chan struct{} // closed by Close: ends this store's lock waits
 
@@ -98,16 +98,16 @@ type Store struct {
 }
 
 var (
-	_ driver.RangeStore = (*Store)(nil)
-	_ driver.SlotStore  = (*Store)(nil)
-	_ driver.Locker     = (*Store)(nil)
-	_ driver.SlotSeeder = (*Store)(nil)
-	_ driver.Purger     = (*Store)(nil)
-	_ driver.Pinger     = (*Store)(nil)
+	_ driver.RangeStore = (*driverStore)(nil)
+	_ driver.SlotStore  = (*driverStore)(nil)
+	_ driver.Locker     = (*driverStore)(nil)
+	_ driver.SlotSeeder = (*driverStore)(nil)
+	_ driver.Purger     = (*driverStore)(nil)
+	_ driver.Pinger     = (*driverStore)(nil)
 )
 
 // Ping takes the state's mutex once: the round trip of a memory store.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *driverStore) Ping(ctx context.Context) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func newState() *state {
 
 // begin starts an operation: it takes the state's mutex, unless the store is
 // closed or ctx has ended. On success the caller must call s.st.mu.Unlock.
-func (s *Store) begin(ctx context.Context) error {
+func (s *driverStore) begin(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func (s *Store) begin(ctx context.Context) error {
 // their Lost channels closed, as a ZooKeeper session's ephemeral nodes
 // vanish with it. Leases are not touched: they expire as they would after a
 // crash. Closing twice returns nil.
-func (s *Store) Close() error {
+func (s *driverStore) Close() error {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	if s.closed {
