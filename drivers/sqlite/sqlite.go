@@ -10,6 +10,10 @@
 //
 //	st, err := store.Open("sqlite", map[string]string{"path": "/var/lib/app/ids.db"})
 //
+// or, without the registry:
+//
+//	st, err := sqlite.OpenStore(ctx, &sqlite.Options{Path: "/var/lib/app/ids.db"})
+//
 // # Options
 //
 //   - path (required): the database file, on a local file system. If
@@ -160,12 +164,19 @@ var (
 	_ driver.Pinger     = (*Store)(nil)
 )
 
+// The busyTimeout option's default and bound (SQLite keeps milliseconds
+// in an int32).
+const (
+	defaultBusyTimeout = 5 * time.Second
+	maxBusyTimeout     = 596 * time.Hour
+)
+
 // Open opens a store from options (see the package documentation). It is
 // the driver's factory.
 func Open(options map[string]string) (driver.Store, error) {
 	o := driver.NewOptions(options)
 	path := o.String("path", "")
-	busy := o.Duration("busyTimeout", 5*time.Second, 0, 596*time.Hour) // SQLite keeps ms in an int32
+	busy := o.Duration("busyTimeout", defaultBusyTimeout, 0, maxBusyTimeout)
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
