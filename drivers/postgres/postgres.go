@@ -12,7 +12,9 @@
 //	})
 //
 // or, with a pool the program already has (it stays the caller's to
-// close): postgres.New(ctx, pool, postgres.Config{Schema: "cosid"}).
+// close):
+//
+//	st, err := postgres.OpenStore(ctx, pool, &postgres.Config{Schema: "cosid"})
 //
 // # Options
 //
@@ -126,10 +128,11 @@ import (
 
 func init() { store.Register("postgres", Open) }
 
-// Config is what New needs besides a pool.
+// Config configures a store opened with OpenStore, besides its pool: the
+// schema and lockTimeout options of the package documentation.
 type Config struct {
-	Schema      string        // default "public"
-	LockTimeout time.Duration // default 10s
+	Schema      string        // where the tables live; default "public"
+	LockTimeout time.Duration // T of the lock liveness rule, at least 100ms; default 10s
 	// ConnConfig opens the lock session's connection; nil uses the pool's.
 	ConnConfig *pgx.ConnConfig
 }
