@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -47,6 +48,17 @@ func testOptions(addr string, extra map[string]string) map[string]string {
 		o[k] = v
 	}
 	return o
+}
+
+// openWith opens a driver store from options on a connection of its own,
+// waiting for a session as store.Open does: the driver's factory and
+// Connect in one call.
+func openWith(options map[string]string) (driver.Store, error) {
+	s, err := open(options, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // openTest opens a driver store (optionally watching its traffic through

@@ -56,16 +56,9 @@ type Store struct {
 
 var _ driver.RangeStore = (*Store)(nil)
 
-// Open opens a store on a connection it makes from options and closes with
-// the store. It waits up to blockUntilConnectedWait for a session (see the
-// package documentation for the options). store.Open and store.OpenContext
-// use prepare and Connect instead, so that a context bounds the wait.
-func Open(options map[string]string) (driver.Store, error) {
-	return open(options, nil)
-}
-
-// open is Open with a hook that wraps each network connection, for tests
-// that watch the traffic.
+// open opens a store on a connection it makes from options and closes with
+// the store, waiting up to blockUntilConnectedWait for a session, with a hook
+// that wraps each network connection, for tests that watch the traffic.
 func open(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, error) {
 	s, err := prepare(options, wrap)
 	if err != nil {
@@ -140,16 +133,16 @@ func (s *Store) Connect(ctx context.Context) error {
 	return err
 }
 
-// New returns a store on conn, a connection the caller made and still owns:
-// closing the store leaves it open, and the caller closes it after the
-// store. options may set root, acl, the retry options and sessionTimeout: the
-// session timeout conn negotiated (or less), which Lock needs for its
-// liveness rule and go-zookeeper does not expose; without it Lock fails.
-// New does not wait for a session; operations wait for one within their
-// context.
+// New returns OpenStore's driver store on conn, a connection the caller
+// made and still owns: closing the store leaves it open, and the caller
+// closes it after the store. options may set root, acl, the retry options
+// and sessionTimeout: the session timeout conn negotiated (or less), which
+// Lock needs for its liveness rule and go-zookeeper does not expose;
+// without it Lock fails. New does not wait for a session; operations wait
+// for one within their context.
 func New(conn *zk.Conn, options map[string]string) (*Store, error) {
 	if conn == nil {
-		return nil, fmt.Errorf("zookeeper: New: nil *zk.Conn: %w", driver.ErrInvalidArgument)
+		return nil, fmt.Errorf("zookeeper: the connection (*zk.Conn) is nil: %w", driver.ErrInvalidArgument)
 	}
 	cfg, err := parseOptions(options, false)
 	if err != nil {

@@ -50,7 +50,7 @@ type harness struct {
 }
 
 func (h harness) NewStore(context.Context) (driver.Store, error) {
-	return Open(testOptions(h.srv.Addr(), map[string]string{"root": h.root}))
+	return openWith(testOptions(h.srv.Addr(), map[string]string{"root": h.root}))
 }
 
 func (h harness) Close() error { return nil }
@@ -89,7 +89,7 @@ func testTCK(t *testing.T, srv *zktest.Server) {
 		Ranges:  true,
 		Slots:   true,
 		Locks:   true,
-		Factory: Open,
+		Factory: openWith,
 		Options: testOptions(srv.Addr(), nil),
 		MalformedOptions: map[string]string{
 			"sessionTimeout":   "soon",
