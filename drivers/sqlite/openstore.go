@@ -34,7 +34,7 @@ func OpenStore(ctx context.Context, opts *Options, storeOpts ...store.Option) (*
 	if busy == 0 {
 		busy = defaultBusyTimeout
 	}
-	d, err := New(ctx, opts.Path, busy)
+	d, err := newDriver(ctx, opts.Path, busy)
 	if err != nil {
 		return nil, fail(err)
 	}

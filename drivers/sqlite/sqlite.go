@@ -141,12 +141,12 @@ import (
 	"github.com/cosid-go/store/internal/sqlstore"
 )
 
-func init() { store.Register("sqlite", Open) }
+func init() { store.Register("sqlite", fromOptions) }
 
-// Store is an open SQLite store. It implements driver.Store,
+// driverStore is an open SQLite store. It implements driver.Store,
 // driver.RangeStore, driver.SlotStore, driver.SlotSeeder, driver.Purger and
 // driver.Pinger.
-type Store struct {
+type driverStore struct {
 	*sqlstore.Store
 	db    *sql.DB
 	pin   *sql.Conn // the connection that keeps the -wal and -shm files
@@ -157,11 +157,11 @@ type Store struct {
 }
 
 var (
-	_ driver.RangeStore = (*Store)(nil)
-	_ driver.SlotStore  = (*Store)(nil)
-	_ driver.SlotSeeder = (*Store)(nil)
-	_ driver.Purger     = (*Store)(nil)
-	_ driver.Pinger     = (*Store)(nil)
+	_ driver.RangeStore = (*driverStore)(nil)
+	_ driver.SlotStore  = (*driverStore)(nil)
+	_ driver.SlotSeeder = (*driverStore)(nil)
+	_ driver.Purger     = (*driverStore)(nil)
+	_ driver.Pinger     = (*driverStore)(nil)
 )
 
 // The busyTimeout option's default and bound (SQLite keeps milliseconds
@@ -171,16 +171,16 @@ const (
 	maxBusyTimeout     = 596 * time.Hour
 )
 
-// Open opens a store from options (see the package documentation). It is
+// fromOptions opens a store from options (see the package documentation). It is
 // the driver's factory.
-func Open(options map[string]string) (driver.Store, error) {
+func fromOptions(options map[string]string) (driver.Store, error) {
 	o := driver.NewOptions(options)
 	path := o.String("path", "")
 	busy := o.Duration("busyTimeout", defaultBusyTimeout, 0, maxBusyTimeout)
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
-	return New(context.Background(), path, busy)
+	return newDriver(context.Background(), path, busy)
 }
 
 // dialect is SQLite's: numbered ?N placeholders, the host clock, no row
@@ -193,8 +193,8 @@ var dialect = sqlstore.Dialect{
 	HasMeta:  "SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = 'cosid_meta'",
 }
 
-// New opens the store in the file at path.
-func New(ctx context.Context, path string, busyTimeout time.Duration) (*Store, error) {
+// newDriver opens the store in the file at path.
+func newDriver(ctx context.Context, path string, busyTimeout time.Duration) (*driverStore, error) {
 	path, err := checkPath(path)
 	if err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func New(ctx context.Context, path string, busyTimeout time.Duration) (*Store, e
 }
 
 // openClaimed opens the store in the file New found and claimed.
-func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout time.Duration) (*Store, error) {
+func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout time.Duration) (*driverStore, error) {
 	mu := fileLock(id)
 	// Checked before WAL mode is set, which would rewrite a foreign file's
 	// header.
@@ -261,7 +261,7 @@ func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout 
 		sdb.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
-	return &Store{Store: s, db: sdb, pin: pin, stmts: stmts, guard: g}, nil
+	return &driverStore{Store: s, db: sdb, pin: pin, stmts: stmts, guard: g}, nil
 }
 
 // precheck reads the file without changing it: it must be SQLite, and
@@ -283,7 +283,7 @@ func precheck(ctx context.Context, path string, busyTimeout time.Duration, mu *s
 }
 
 // Close closes the file.
-func (s *Store) Close() error {
+func (s *driverStore) Close() error {
 	s.stmts.close()
 	if s.guard.strandedWAL() {
 		// What SQLite would do on closing, had the file not moved: the
