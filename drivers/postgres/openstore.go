@@ -14,9 +14,9 @@ import (
 // OpenStore opens a store on pool, a pool the caller owns: closing the store
 // leaves it open, and the caller closes it after the store. opts may be nil
 // (every default). storeOpts are the portable settings, as for store.Open.
-func OpenStore(ctx context.Context, pool *pgxpool.Pool, opts *Config, storeOpts ...store.Option) (*store.Store, error) {
+func OpenStore(ctx context.Context, pool *pgxpool.Pool, opts *Options, storeOpts ...store.Option) (*store.Store, error) {
 	fail := func(err error) error { return &store.Error{Op: "OpenStore", Key: "postgres", Err: err} }
-	var cfg Config
+	var cfg Options
 	if opts != nil {
 		cfg = *opts
 	}
@@ -26,7 +26,7 @@ func OpenStore(ctx context.Context, pool *pgxpool.Pool, opts *Config, storeOpts 
 	case cfg.LockTimeout != 0 && cfg.LockTimeout < 100*time.Millisecond:
 		return nil, fail(fmt.Errorf("LockTimeout %v: must be at least 100ms (or 0 for the default): %w", cfg.LockTimeout, driver.ErrInvalidArgument))
 	}
-	d, err := New(ctx, pool, cfg)
+	d, err := newDriver(ctx, pool, cfg)
 	if err != nil {
 		return nil, fail(err)
 	}

@@ -51,7 +51,7 @@ func TestOptions(t *testing.T) {
 		{map[string]string{"connString": "postgres://u:" + secret + "@127.0.0.1:1/db", "connectTimeout": "1s"}, `127.0.0.1`},
 		{map[string]string{"host": "127.0.0.1", "port": "1", "password": secret, "connectTimeout": "1s"}, `127.0.0.1`},
 	} {
-		_, err := Open(c.opts)
+		_, err := fromOptions(c.opts)
 		if err == nil {
 			t.Errorf("Open(%v) succeeded", c.opts)
 			continue
@@ -131,7 +131,7 @@ func TestLongSchema(t *testing.T) {
 // A connection failure is about the server: no schema prefix, and the
 // address is named once (pgx names it, the dial error named it again).
 func TestConnectFailureMessage(t *testing.T) {
-	_, err := Open(map[string]string{"host": "127.0.0.1", "port": "1", "connectTimeout": "2s"})
+	_, err := fromOptions(map[string]string{"host": "127.0.0.1", "port": "1", "connectTimeout": "2s"})
 	if err == nil {
 		t.Fatal("Open of a closed port succeeded")
 	}
