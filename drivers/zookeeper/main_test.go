@@ -63,7 +63,7 @@ func openWith(options map[string]string) (driver.Store, error) {
 
 // openTest opens a driver store (optionally watching its traffic through
 // w), closed when the test ends.
-func openTest(t testing.TB, options map[string]string, w *wire) *Store {
+func openTest(t testing.TB, options map[string]string, w *wire) *driverStore {
 	t.Helper()
 	var wrap func(net.Conn) net.Conn
 	if w != nil {
@@ -79,7 +79,7 @@ func openTest(t testing.TB, options map[string]string, w *wire) *Store {
 
 // portable wraps a driver store in the user API, with a timeout long
 // enough for a loaded CI machine.
-func portable(t testing.TB, d *Store) *store.Store {
+func portable(t testing.TB, d *driverStore) *store.Store {
 	t.Helper()
 	st, err := store.OpenDriver(d, store.WithTimeout(10*time.Second))
 	if err != nil {

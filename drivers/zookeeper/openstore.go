@@ -51,7 +51,7 @@ func OpenStore(conn *zk.Conn, opts *Options, storeOpts ...store.Option) (*store.
 	if err != nil {
 		return nil, fail(err)
 	}
-	d, err := New(conn, m)
+	d, err := newOnConn(conn, m)
 	if err != nil {
 		return nil, fail(err)
 	}

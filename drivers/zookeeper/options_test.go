@@ -122,7 +122,7 @@ func TestOptionErrors(t *testing.T) {
 // TestNewOptions: New takes root and the retry options; the connection
 // options are refused, since they would configure nothing.
 func TestNewOptions(t *testing.T) {
-	if _, err := New(nil, nil); !errors.Is(err, driver.ErrInvalidArgument) {
+	if _, err := newOnConn(nil, nil); !errors.Is(err, driver.ErrInvalidArgument) {
 		t.Errorf("New(nil): %v, want ErrInvalidArgument", err)
 	}
 	// A connection to nowhere: New must not use it to check options.
@@ -132,16 +132,16 @@ func TestNewOptions(t *testing.T) {
 	}
 	defer conn.Close()
 	for _, k := range connectionOptions {
-		_, err := New(conn, map[string]string{k: "1s"})
+		_, err := newOnConn(conn, map[string]string{k: "1s"})
 		if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "New") {
 			t.Errorf("New with %s: %v, want ErrInvalidArgument naming it and saying it does not apply to New", k, err)
 		}
 	}
-	_, err = New(conn, map[string]string{"rot": "/x"})
+	_, err = newOnConn(conn, map[string]string{"rot": "/x"})
 	if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), `"rot"`) {
 		t.Errorf("New with a typo: %v", err)
 	}
-	s, err := New(conn, map[string]string{"root": "/x", "retry.maxRetries": "1"})
+	s, err := newOnConn(conn, map[string]string{"root": "/x", "retry.maxRetries": "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestNewOptions(t *testing.T) {
 	}
 	s.Close()
 	// sessionTimeout describes the caller's connection, for locks.
-	s, err = New(conn, map[string]string{"sessionTimeout": "3s"})
+	s, err = newOnConn(conn, map[string]string{"sessionTimeout": "3s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestNewOptions(t *testing.T) {
 	}
 	s.Close()
 	for _, bad := range []string{"0", "soon"} {
-		_, err = New(conn, map[string]string{"sessionTimeout": bad})
+		_, err = newOnConn(conn, map[string]string{"sessionTimeout": bad})
 		if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), "sessionTimeout") {
 			t.Errorf("New with sessionTimeout %q: %v, want ErrInvalidArgument naming it", bad, err)
 		}
@@ -301,7 +301,7 @@ func TestOpenStoreOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := st.Driver().(*Store)
+	s := st.Driver().(*driverStore)
 	if s.root != "/x" || s.retry.maxRetries != 0 || s.retry.base != time.Millisecond || s.lk.sessionTimeout() != 3*time.Second ||
 		len(s.acl) != 1 || s.acl[0].Scheme != "auth" || st.Timeout() != time.Second {
 		t.Errorf("OpenStore made root %q, retries %d, base %v, session timeout %v, acl %v, timeout %v",
@@ -315,7 +315,7 @@ func TestOpenStoreOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := st.Driver().(*Store); s.root != defaultRoot || s.retry.maxRetries != defaultRetryMaxRetries || s.acl[0].Scheme != "world" {
+	if s := st.Driver().(*driverStore); s.root != defaultRoot || s.retry.maxRetries != defaultRetryMaxRetries || s.acl[0].Scheme != "world" {
 		t.Errorf("OpenStore(nil options) made root %q, retries %d, acl %v", s.root, s.retry.maxRetries, s.acl)
 	}
 	st.Close()

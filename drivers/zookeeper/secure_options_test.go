@@ -134,7 +134,7 @@ func TestSecretsNotShown(t *testing.T) {
 	}
 	defer conn.Close()
 	for _, k := range securityConnectionOptions {
-		_, err := New(conn, map[string]string{k: "digest:alice:" + secretWord})
+		_, err := newOnConn(conn, map[string]string{k: "digest:alice:" + secretWord})
 		if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), k) {
 			t.Errorf("New with %s: %v, want ErrInvalidArgument naming it", k, err)
 		}
@@ -143,7 +143,7 @@ func TestSecretsNotShown(t *testing.T) {
 		}
 	}
 	// acl applies to New: the caller's connection may carry auth.
-	s, err := New(conn, map[string]string{"acl": "creator"})
+	s, err := newOnConn(conn, map[string]string{"acl": "creator"})
 	if err != nil {
 		t.Fatalf("New with acl=creator: %v", err)
 	}

@@ -517,7 +517,7 @@ func testSessionExpiry(t *testing.T, addr string) {
 func testCallerConnection(t *testing.T, addr string) {
 	conn := rawConn(t, addr)
 	root := randomRoot()
-	s, err := New(conn, map[string]string{"root": root, "retry.maxRetries": "3"})
+	s, err := newOnConn(conn, map[string]string{"root": root, "retry.maxRetries": "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +571,7 @@ func testNoGoroutineLeft(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(conn, map[string]string{"root": randomRoot()})
+	c, err := newOnConn(conn, map[string]string{"root": randomRoot()})
 	if err != nil {
 		t.Fatal(err)
 	}
