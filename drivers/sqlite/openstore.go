@@ -26,9 +26,9 @@ func OpenStore(ctx context.Context, opts *Options, storeOpts ...store.Option) (*
 	fail := func(err error) error { return &store.Error{Op: "OpenStore", Key: "sqlite", Err: err} }
 	switch {
 	case opts == nil || opts.Path == "":
-		return nil, fail(fmt.Errorf("Options.Path is required: %w", driver.ErrInvalidArgument))
+		return nil, fail(fmt.Errorf("sqlite.Options.Path is required: %w", driver.ErrInvalidArgument))
 	case opts.BusyTimeout < 0 || opts.BusyTimeout > maxBusyTimeout:
-		return nil, fail(fmt.Errorf("Options.BusyTimeout %v is outside [0, %v]: %w", opts.BusyTimeout, maxBusyTimeout, driver.ErrInvalidArgument))
+		return nil, fail(fmt.Errorf("sqlite.Options.BusyTimeout %v is outside [0, %v]: %w", opts.BusyTimeout, maxBusyTimeout, driver.ErrInvalidArgument))
 	}
 	busy := opts.BusyTimeout
 	if busy == 0 {

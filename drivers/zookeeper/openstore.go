@@ -70,7 +70,7 @@ func OpenStore(conn *zk.Conn, opts *Options, storeOpts ...store.Option) (*store.
 // values alike; the ACL, which the map writes as text, is checked here.
 func (o Options) optionMap() (map[string]string, error) {
 	bad := func(field string, v any, why string) error {
-		return fmt.Errorf("Options.%s %v: %s: %w", field, v, why, driver.ErrInvalidArgument)
+		return fmt.Errorf("zookeeper.Options.%s %v: %s: %w", field, v, why, driver.ErrInvalidArgument)
 	}
 	m := map[string]string{}
 	if o.Root != "" {
