@@ -12,8 +12,9 @@ import (
 // returned it (a time in microseconds, MaxInt64 fields, a ceiling moved up,
 // another ttl or floor) is refused by Renew, Release and ReleaseUsed with
 // ErrInvalidArgument, and the slot is unchanged: the listing shows the same
-// term, the real lease still renews and releases, and the next term starts
-// at the stored ceiling, not at anything a forged lease said.
+// term, the real lease still renews and releases (also the first lease
+// given the latest renewal's times), and the next term starts at the stored
+// ceiling, not at anything a forged lease said.
 func checkForgedLease(e *env) {
 	st := e.open()
 	s := st.Slots()
@@ -57,9 +58,14 @@ func checkForgedLease(e *env) {
 	if after, ok := e.slotInfo(st, ns.Name, l.Slot); !ok || after != before {
 		e.t.Errorf("forged leases changed slot %d: before %+v, after %+v", l.Slot, before, after)
 	}
-	// The real lease still holds the term; the next term starts at the
+	// The real lease still holds the term, rebuilt too; so does the first
+	// lease given the times of the latest renewal (they are the term's,
+	// whatever driver state the lease carries). The next term starts at the
 	// stored ceiling.
 	r := e.renew(st, rebuilt(l))
+	mixed := l
+	mixed.ExpiresAt, mixed.Ceiling = r.ExpiresAt, r.Ceiling
+	r = e.renew(st, mixed)
 	e.fatalIf(s.Release(e.ctx, r), "Release of the renewed lease")
 	e.wantReleased(st, ns.Name, l.Slot, r.Ceiling, "release of the real lease: its stored ceiling")
 	next := e.acquire(st, ns, "owner", e.long())
