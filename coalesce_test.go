@@ -16,13 +16,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/driver"
+	_ "github.com/cosid-go/store/drivers/memory"
 )
 
 // gate is a memory store whose Next can be held in flight, or answered as
 // lost after it wrote, and which records the step of every write.
 type gate struct {
-	*memory.Store
+	memoryRanges
 	mu      sync.Mutex
 	steps   []int64 // of every Next that reached the driver, in order
 	holds   []chan struct{}
@@ -35,8 +36,19 @@ type gate struct {
 
 var errLost = errors.New("connection lost before the answer (the write may have happened)")
 
+// memoryRanges is the memory driver's range store, as store.Open hands it
+// out through Driver.
+type memoryRanges interface {
+	driver.Store
+	driver.RangeStore
+}
+
 func newGate(name string) *gate {
-	return &gate{Store: memory.New(name), held: make(chan int64, 16)}
+	st, err := store.Open("memory", map[string]string{"name": name})
+	if err != nil {
+		panic(err) // the memory driver refuses only unknown options
+	}
+	return &gate{memoryRanges: st.Driver().(memoryRanges), held: make(chan int64, 16)}
 }
 
 // hold holds the next write until release is closed.
@@ -68,7 +80,7 @@ func (g *gate) Next(ctx context.Context, key string, step int64) (int64, error) 
 	if delay > 0 {
 		time.Sleep(delay) // stands for the round trip, not for synchronisation
 	}
-	start, err := g.Store.Next(ctx, key, step)
+	start, err := g.memoryRanges.Next(ctx, key, step)
 	if err == nil && lose != nil && lose(step) {
 		g.mu.Lock()
 		g.lost = append(g.lost, store.Range{Start: start, End: start + step})

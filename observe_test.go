@@ -87,7 +87,7 @@ func (b *logBuffer) logger() *slog.Logger {
 
 func TestObserverSeesEveryCallWithItsOutcome(t *testing.T) {
 	var r recorder
-	st, err := store.OpenDriver(memory.New(""), store.WithObserver(r.observer()))
+	st, err := memory.OpenStore(nil, store.WithObserver(r.observer()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestOutcome(t *testing.T) {
 func TestLocksReportedAndLostLocksLogged(t *testing.T) {
 	var r recorder
 	var logs logBuffer
-	st, err := store.OpenDriver(memory.New(""), store.WithObserver(r.observer()), store.WithLogger(logs.logger()))
+	st, err := memory.OpenStore(nil, store.WithObserver(r.observer()), store.WithLogger(logs.logger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,16 +162,17 @@ func TestLocksReportedAndLostLocksLogged(t *testing.T) {
 func TestLeaseLostReportedAndLogged(t *testing.T) {
 	var r recorder
 	var logs logBuffer
-	d := memory.New("")
-	a, err := store.OpenDriver(d, store.WithObserver(r.observer()), store.WithLogger(logs.logger()))
+	shared := &memory.Options{Name: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
+	a, err := memory.OpenStore(shared, store.WithObserver(r.observer()), store.WithLogger(logs.logger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := store.OpenDriver(d) // the same owner restarted: it reclaims the slot
+	b, err := memory.OpenStore(shared) // the same owner restarted: it reclaims the slot
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	ctx := context.Background()
 	ns := store.Namespace{Name: "w", Limit: 1}
 	lease, err := a.Slots().Acquire(ctx, ns, "host", store.AcquireOptions{})
@@ -208,7 +209,7 @@ func TestSilentByDefault(t *testing.T) {
 		t.Error("an unobserved store asked its driver for events")
 	}
 	st.Close()
-	m, err := store.OpenDriver(memory.New(""))
+	m, err := memory.OpenStore(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func TestCorePackagesDoNotImportOpenTelemetry(t *testing.T) {
 }
 
 func benchmarkNext(b *testing.B, opts ...store.Option) {
-	st, err := store.OpenDriver(memory.New(""), opts...)
+	st, err := memory.OpenStore(nil, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func BenchmarkNextHook(b *testing.B) {
 // TestNoLogPerSuccessfulCall: successful calls log nothing, even at Debug.
 func TestNoLogPerSuccessfulCall(t *testing.T) {
 	var logs logBuffer
-	st, err := store.OpenDriver(memory.New(""), store.WithLogger(logs.logger()))
+	st, err := memory.OpenStore(nil, store.WithLogger(logs.logger()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,15 @@ func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string
 // and Ceiling never decrease. If the slot now holds another term:
 // ErrLeaseLost. A renew after ExpiresAt that finds the term untouched
 // continues it. On an error it returns lease unchanged.
+//
+// The store judges a lease by what it keeps: the lease names the term
+// (namespace, slot, owner, incarnation, fence), and the times and bounds
+// written come from the stored term. A lease whose times disagree with
+// that term (a TTL, Tolerance or Floor not the term's, an ExpiresAt or
+// Ceiling above the term's, say a time in microseconds) gives
+// ErrInvalidArgument naming the field, and the slot is not changed; the
+// same holds for Release and ReleaseUsed. An older copy of the lease (one
+// the store returned before a renewal) is fine.
 func (l *SlotLeaseStore) Renew(ctx context.Context, lease Lease) (Lease, error) {
 	o := op{name: "Renew", key: leaseKey(lease), check: checkLease(lease), lease: true, fence: lease.Fence}
 	renewed, err := call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) (Lease, error) {
@@ -77,8 +86,8 @@ func (l *SlotLeaseStore) Renew(ctx context.Context, lease Lease) (Lease, error) 
 }
 
 // Release ends the lease's term without saying which timestamps were used:
-// the next term starts at this term's Ceiling. Call it only after the holder
-// stopped issuing.
+// the next term starts at this term's Ceiling, as stored. Call it only
+// after the holder stopped issuing.
 func (l *SlotLeaseStore) Release(ctx context.Context, lease Lease) error {
 	return l.release(ctx, op{name: "Release", key: leaseKey(lease), check: checkLease(lease)}, lease, -1)
 }

@@ -16,17 +16,36 @@
 // # Writing a driver
 //
 // A driver is a package with a Factory, registered in init, and a typed
-// constructor for programs that skip the registry:
+// constructor for programs that skip the registry. Both keep the driver
+// type unexported, and the constructor returns the checked *store.Store,
+// taking one options struct named Options and the portable settings:
+// nothing exported by the package reaches the storage without the portable
+// layer's checks.
 //
-//	func init() { store.Register("mydb", Open) }
+//	func init() { store.Register("mydb", fromOptions) }
 //
-//	func Open(options map[string]string) (driver.Store, error) {
+//	func fromOptions(options map[string]string) (driver.Store, error) {
 //		o := driver.NewOptions(options)
 //		path := o.String("path", "ids.db")
 //		if err := o.Err(); err != nil { // an unknown or malformed option
 //			return nil, err
 //		}
-//		return New(path)
+//		return open(path)
+//	}
+//
+//	// Options configure a store opened with OpenStore.
+//	type Options struct{ Path string }
+//
+//	func OpenStore(opts *Options, storeOpts ...store.Option) (*store.Store, error) {
+//		d, err := open(opts.Path) // *mydbStore, unexported
+//		if err != nil {
+//			return nil, err
+//		}
+//		st, err := store.OpenDriver(d, storeOpts...)
+//		if err != nil {
+//			d.Close()
+//		}
+//		return st, err
 //	}
 //
 // Which rule lives where:
@@ -82,11 +101,29 @@
 //
 // Renew, Release and SeedSlot load the slot's record, call Renewed,
 // Released or Seeded, and store the result in the same atomic step; the
-// methods return ErrLeaseLost or ErrLocked when the record says so. The
+// methods return ErrLeaseLost or ErrLocked when the record says so, and
+// ErrInvalidArgument for a lease whose times disagree with the stored term
+// (Renewed and Released take nothing but the term's identity from the
+// lease; its State may save a read only if it agrees too). The
 // driver's own state (a version for a compare-and-set) travels in
 // Lease.State. A SQL driver loads the row FOR UPDATE, applies the method
 // and writes the row back before COMMIT; ZooKeeper compare-and-sets the
 // node on the version it read and, on a conflict, reads and decides again.
+//
+// # Storing a slot record
+//
+// A driver keeps a SlotRecord's fields in a layout of its own (ZooKeeper:
+// name=value lines; SQL: one column per field) or as one value, the output
+// of SlotRecord.MarshalBinary: a versioned encoding that every later release
+// reads back (UnmarshalBinary; data that does not decode is ErrCorrupt).
+// Within a version nothing changes: fields keep their names, units
+// (milliseconds) and meaning; a change of meaning is a new field. When a
+// release adds a field, it adds an encoding version and says here which
+// value records of older versions take. A driver that stores MarshalBinary's
+// output has nothing to migrate. A driver with its own layout must: add the
+// column or line through its schema version (the SQL drivers' cosid_meta
+// row), give existing records that value, and refuse to open storage of a
+// schema version it does not know rather than read it by guessing.
 //
 // Locker: per name, the queue of its holder and waiters and a fence
 // counter that only grows (ZooKeeper: the czxid of the waiter's node; SQL:

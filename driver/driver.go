@@ -193,13 +193,25 @@ type SlotStore interface {
 	// the term untouched (nobody took the slot, no seed ended it)
 	// continues it. If the slot holds another term, or none (released,
 	// taken over, seeded after expiry, purged): ErrLeaseLost.
+	//
+	// Only what identifies the term is taken from l: Namespace, Slot,
+	// Owner, Incarnation, Fence and the driver's State. Times and bounds
+	// come from the stored record, never from l. A lease of the slot's
+	// term whose TTL, Tolerance or Floor differ from the term's, whose
+	// ExpiresAt or Ceiling is above the term's current one (an older copy
+	// of the lease has lower ones, and is fine), or whose Ceiling is below
+	// its Floor or its ExpiresAt + Tolerance, gives ErrInvalidArgument
+	// naming the field (SlotRecord.Agrees), and the slot is not changed.
+	// This applies to Release too.
 	Renew(ctx context.Context, l Lease) (Lease, error)
 
 	// Release ends l's term (SlotRecord.Released). used is the highest
 	// timestamp issued, or -1 when unknown; the next floor becomes
-	// clamp(used+1, Floor, Ceiling), or Ceiling when unknown, Ceiling being
-	// the highest any renewal reported (also when l is an older copy of
-	// the lease). The slot is then free; its fence and LastOwner (the
+	// clamp(used+1, Floor, Ceiling), or Ceiling when unknown, Floor and
+	// Ceiling being the stored term's (the highest any renewal reported,
+	// also when l is an older copy of the lease); a lease whose times
+	// disagree with the term gives ErrInvalidArgument as for Renew, and
+	// changes nothing. The slot is then free; its fence and LastOwner (the
 	// releasing owner) stay. Releasing an expired term nobody took
 	// succeeds. A term that is no longer the slot's gives ErrLeaseLost,
 	// so a second Release does too.

@@ -126,36 +126,79 @@ func (r SlotRecord) NewTerm(req AcquireRequest, now int64) SlotRecord {
 }
 
 // Renewed continues l's term at now, even after its expiry when nobody took
-// the slot. The term's current ExpiresAt and Ceiling (and l's own, should
-// the record ever hold less) become lower bounds, so neither goes back when
-// the store's clock does. A record that no longer holds l's term gives
-// ErrLeaseLost.
+// the slot. The term's current ExpiresAt and Ceiling become lower bounds,
+// so neither goes back when the store's clock does. Only l's identity
+// (owner, incarnation, fence) is taken from l: the times come from the
+// record. A record that no longer holds l's term gives ErrLeaseLost; a
+// lease whose times disagree with the term the record holds gives
+// ErrInvalidArgument (see Agrees). In both cases r is returned unchanged.
 func (r SlotRecord) Renewed(l Lease, now int64) (SlotRecord, error) {
-	if !r.Holds(l) {
-		return r, r.lost(l)
+	if err := r.checkTerm(l); err != nil {
+		return r, err
 	}
 	n := r
-	n.ExpiresMin = max(r.ExpiresAt(), l.ExpiresAt)
-	n.CeilingMin = max(r.Ceiling(), l.Ceiling)
+	n.ExpiresMin = r.ExpiresAt()
+	n.CeilingMin = r.Ceiling()
 	n.Written = now
 	return n, nil
 }
 
 // Released ends l's term at now. used is the highest timestamp issued, or
 // negative when unknown: the next floor becomes clamp(used+1, Floor,
-// Ceiling), or Ceiling when unknown (see ReleasedFloor). Fence, Floor, TTL
-// and the bounds stay, for the next term and for tools. Releasing an
-// expired term nobody took succeeds. A record that no longer holds l's term
-// gives ErrLeaseLost.
+// Ceiling), or Ceiling when unknown (see ReleasedFloor), Floor and Ceiling
+// being the record's. Fence, Floor, TTL and the bounds stay, for the next
+// term and for tools. Releasing an expired term nobody took succeeds. A
+// record that no longer holds l's term gives ErrLeaseLost; a lease whose
+// times disagree with it gives ErrInvalidArgument (see Agrees).
 func (r SlotRecord) Released(l Lease, used, now int64) (SlotRecord, error) {
-	if !r.Holds(l) {
-		return r, r.lost(l)
+	if err := r.checkTerm(l); err != nil {
+		return r, err
 	}
 	n := r
-	n.NextFloor = ReleasedFloor(used, r.Floor, max(r.Ceiling(), l.Ceiling))
+	n.NextFloor = ReleasedFloor(used, r.Floor, r.Ceiling())
 	n.LastOwner, n.Owner, n.Incarnation = r.Owner, "", ""
 	n.Written = now
 	return n, nil
+}
+
+func (r SlotRecord) checkTerm(l Lease) error {
+	if !r.Holds(l) {
+		return r.lost(l)
+	}
+	return r.Agrees(l)
+}
+
+// Agrees reports whether l's times and bounds can be those of a lease of
+// the term r holds, as a store returned it: TTL, Tolerance and Floor equal
+// the term's; ExpiresAt and Ceiling are at most the term's current ones
+// (an older copy of the lease has lower ones, never higher), Ceiling at
+// least Floor and ExpiresAt + Tolerance. Otherwise the error wraps
+// ErrInvalidArgument and names the first field that disagrees. A lease
+// rebuilt by hand with a field in the wrong unit, or moved, is refused
+// rather than written into the slot.
+func (r SlotRecord) Agrees(l Lease) error {
+	ms := func(d time.Duration) int64 { return d.Milliseconds() }
+	bad := func(field string, got any, why string, want any) error {
+		return fmt.Errorf("lease of fence %d: %s %v %s %v: it is not a lease the store returned for this term: %w",
+			l.Fence, field, got, why, want, ErrInvalidArgument)
+	}
+	switch {
+	case l.TTL%time.Millisecond != 0 || ms(l.TTL) != r.TTL:
+		return bad("TTL", l.TTL, "differs from the term's", time.Duration(r.TTL)*time.Millisecond)
+	case l.Tolerance%time.Millisecond != 0 || ms(l.Tolerance) != r.Tolerance:
+		return bad("Tolerance", l.Tolerance, "differs from the term's", time.Duration(r.Tolerance)*time.Millisecond)
+	case l.Floor != r.Floor:
+		return bad("Floor", l.Floor, "differs from the term's", r.Floor)
+	case l.ExpiresAt > r.ExpiresAt():
+		return bad("ExpiresAt", l.ExpiresAt, "is above the term's", r.ExpiresAt())
+	case l.Ceiling > r.Ceiling():
+		return bad("Ceiling", l.Ceiling, "is above the term's", r.Ceiling())
+	case l.Ceiling < l.Floor:
+		return bad("Ceiling", l.Ceiling, "is below the lease's Floor", l.Floor)
+	case l.Ceiling < TermCeiling(0, l.ExpiresAt, r.Tolerance):
+		return bad("Ceiling", l.Ceiling, "is below the lease's ExpiresAt + Tolerance", TermCeiling(0, l.ExpiresAt, r.Tolerance))
+	}
+	return nil
 }
 
 // Seeded raises the slot's history at now for a migration (SlotSeeder):

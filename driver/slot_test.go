@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +118,60 @@ func TestSlotRenewed(t *testing.T) {
 	released, _ := live.Released(l, -1, 1050)
 	if _, err := released.Renewed(l, 1060); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("Renewed after Release: %v, want ErrLeaseLost", err)
+	}
+}
+
+// TestSlotForgedLease: Renewed and Released take only the term's identity
+// from the lease; a lease whose times or bounds disagree with the stored
+// term is refused, naming the field, and the record stays as it was. An
+// older copy of the lease (lower ExpiresAt and Ceiling) is still good.
+func TestSlotForgedLease(t *testing.T) {
+	l := live.Lease("ns", 2)
+	renewed, err := live.Renewed(l, 1050) // expires 1150, ceiling 1200
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := renewed.Renewed(l, 1060); err != nil {
+		t.Errorf("Renewed with an older copy of the lease: %v", err)
+	}
+	if got, err := renewed.Released(l, -1, 1060); err != nil || got.NextFloor != 1200 {
+		t.Errorf("Released with an older copy: next floor %d, %v; want the term's ceiling 1200", got.NextFloor, err)
+	}
+	for _, c := range []struct {
+		name, field string
+		spoil       func(*Lease)
+	}{
+		{"ExpiresAt in microseconds", "ExpiresAt", func(l *Lease) { l.ExpiresAt *= 1000 }},
+		{"ExpiresAt MaxInt64", "ExpiresAt", func(l *Lease) { l.ExpiresAt = math.MaxInt64 }},
+		{"Ceiling MaxInt64", "Ceiling", func(l *Lease) { l.Ceiling = math.MaxInt64 }},
+		{"every time MaxInt64", "Floor", func(l *Lease) { l.Floor, l.ExpiresAt, l.Ceiling = math.MaxInt64, math.MaxInt64, math.MaxInt64 }},
+		{"Ceiling moved up", "Ceiling", func(l *Lease) { l.Ceiling += 1000 }},
+		{"Ceiling below Floor", "Ceiling", func(l *Lease) { l.Ceiling = l.Floor - 1 }},
+		{"Ceiling below ExpiresAt + Tolerance", "Ceiling", func(l *Lease) { l.Ceiling = l.ExpiresAt }},
+		{"Floor moved", "Floor", func(l *Lease) { l.Floor++ }},
+		{"TTL changed", "TTL", func(l *Lease) { l.TTL = time.Hour }},
+		{"TTL in microseconds", "TTL", func(l *Lease) { l.TTL += time.Microsecond }},
+		{"Tolerance changed", "Tolerance", func(l *Lease) { l.Tolerance = 0 }},
+	} {
+		f := renewed.Lease("ns", 2)
+		c.spoil(&f)
+		got, err := renewed.Renewed(f, 1060)
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("Renewed with %s: %v; want ErrInvalidArgument naming %s", c.name, err, c.field)
+		}
+		if got != renewed {
+			t.Errorf("Renewed with %s changed the record: %+v", c.name, got)
+		}
+		got, err = renewed.Released(f, 1100, 1060)
+		if !errors.Is(err, ErrInvalidArgument) || got != renewed {
+			t.Errorf("Released with %s: %+v, %v; want ErrInvalidArgument and the record unchanged", c.name, got, err)
+		}
+	}
+	// Another term's lease is lost whatever its times say.
+	other := renewed.Lease("ns", 2)
+	other.Fence, other.ExpiresAt = 2, math.MaxInt64
+	if _, err := renewed.Renewed(other, 1060); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("Renewed with another fence and forged times: %v, want ErrLeaseLost", err)
 	}
 }
 

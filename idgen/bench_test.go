@@ -37,7 +37,7 @@ func perSecond(b *testing.B) {
 }
 
 func benchStore(b *testing.B) *store.Store {
-	st, err := store.OpenDriver(memory.New(""))
+	st, err := memory.OpenStore(nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/drivers/memory"
+	_ "github.com/cosid-go/store/drivers/memory"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -31,7 +31,19 @@ var nameSeq atomic.Int64
 // memoryBackend shares a memory state of the test's own.
 func memoryBackend(t *testing.T) backend {
 	name := fmt.Sprintf("idgen/%s#%d", t.Name(), nameSeq.Add(1))
-	return func(*testing.T) driver.Store { return memory.New(name) }
+	return func(t *testing.T) driver.Store { return rawDriver(t, "memory", map[string]string{"name": name}) }
+}
+
+// rawDriver opens a store through the registry and returns its driver, for
+// a test wrapper (faulty) that sits between it and a store of its own; that
+// store's Close closes the driver.
+func rawDriver(t *testing.T, driverName string, options map[string]string) driver.Store {
+	t.Helper()
+	st, err := store.Open(driverName, options)
+	if err != nil {
+		t.Fatalf("open a %s store: %v", driverName, err)
+	}
+	return st.Driver()
 }
 
 // faulty wraps a driver store; its gates decide each Next, Acquire and

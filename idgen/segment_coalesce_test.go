@@ -9,21 +9,28 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/drivers/memory"
+	_ "github.com/cosid-go/store/drivers/memory"
 	"github.com/cosid-go/store/idgen"
 )
 
 // slowRanges is a memory store whose writes take a round trip, and which
 // counts them.
 type slowRanges struct {
-	*memory.Store
+	memoryRanges
 	writes atomic.Int64
+}
+
+// memoryRanges is the memory driver's range store, as store.Open hands it
+// out through Driver.
+type memoryRanges interface {
+	driver.Store
+	driver.RangeStore
 }
 
 func (s *slowRanges) Next(ctx context.Context, key string, step int64) (int64, error) {
 	s.writes.Add(1)
 	time.Sleep(time.Millisecond) // stands for the round trip, not for synchronisation
-	return s.Store.Next(ctx, key, step)
+	return s.memoryRanges.Next(ctx, key, step)
 }
 
 // TestSegmentsShareWrites: a Segment fetches one range at a time, so its own
@@ -32,7 +39,11 @@ func (s *slowRanges) Next(ctx context.Context, key string, step int64) (int64, e
 // store is opened without it. Either way every ID is handed out once.
 func TestSegmentsShareWrites(t *testing.T) {
 	for _, coalesce := range []bool{true, false} {
-		d := &slowRanges{Store: memory.New("")}
+		mem, err := store.Open("memory", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &slowRanges{memoryRanges: mem.Driver().(memoryRanges)}
 		st, err := store.OpenDriver(d, store.WithCoalescing(coalesce))
 		if err != nil {
 			t.Fatal(err)

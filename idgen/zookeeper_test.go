@@ -11,7 +11,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/drivers/zookeeper"
+	_ "github.com/cosid-go/store/drivers/zookeeper"
 	"github.com/cosid-go/store/idgen"
 	"github.com/cosid-go/store/internal/zktest"
 )
@@ -75,11 +75,7 @@ func zkRootBackend(opts map[string]string, extra ...string) backend {
 	}
 	return func(t *testing.T) driver.Store {
 		t.Helper()
-		d, err := zookeeper.Open(opts)
-		if err != nil {
-			t.Fatalf("open a ZooKeeper store on %s: %v", opts["connectString"], err)
-		}
-		return d
+		return rawDriver(t, "zookeeper", opts)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // same run.
 func BenchmarkNext(b *testing.B) {
 	run := func(b *testing.B, opts ...store.Option) {
-		st, err := store.OpenDriver(memory.New(""), opts...)
+		st, err := memory.OpenStore(nil, opts...)
 		if err != nil {
 			b.Fatal(err)
 		}

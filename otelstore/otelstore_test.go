@@ -122,7 +122,7 @@ func newMetrics(t *testing.T, r *reader, attrs ...attribute.KeyValue) *otelstore
 func TestOperationsLocksAndLeases(t *testing.T) {
 	r := newReader(t)
 	m := newMetrics(t, r, attribute.String("store", "orders"))
-	st, err := store.OpenDriver(memory.New(""), store.WithObserver(m.Observer()))
+	st, err := memory.OpenStore(nil, store.WithObserver(m.Observer()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestOperationsLocksAndLeases(t *testing.T) {
 func TestGeneratorEvents(t *testing.T) {
 	r := newReader(t)
 	m := newMetrics(t, r)
-	st, err := store.OpenDriver(memory.New(""), store.WithObserver(m.Observer()))
+	st, err := memory.OpenStore(nil, store.WithObserver(m.Observer()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestCoreModuleDoesNotImportOpenTelemetry(t *testing.T) {
 func TestSnowflakeLeaseRemaining(t *testing.T) {
 	r := newReader(t)
 	m := newMetrics(t, r)
-	st, err := store.OpenDriver(memory.New(""), store.WithObserver(m.Observer()))
+	st, err := memory.OpenStore(nil, store.WithObserver(m.Observer()))
 	if err != nil {
 		t.Fatal(err)
 	}

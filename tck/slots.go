@@ -36,6 +36,7 @@ func slotChecks() []check {
 		{"ReleaseExpired", needSlots, checkReleaseExpired},
 		{"HighFloor", needSlots, checkHighFloor},
 		{"RenewClockBack", needSlots, checkRenewClockBack},
+		{"ForgedLease", needSlots, checkForgedLease},
 	}
 }
 

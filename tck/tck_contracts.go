@@ -9,7 +9,7 @@
 // and "ZK Slots/X" are TestLocks/<version>/X and TestSlots/<version>/X;
 // "driver X" is package driver's test X (the shared slot rules).
 //
-// package driver (125 sentences)
+// package driver (127 sentences)
 //
 //	D1   a capability it lacks: the user's call fails with ErrUnsupported        Capabilities/Declared
 //	D2   drivers return sentinels; the portable layer adds operation and key     Errors/Wrapped
@@ -145,6 +145,8 @@
 //	D123 Notifier: Notify once, before Connect and any other method              binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
 //	D124 f is never called after Close returns, and does not block for long      needs faults to cause events: ZK TestEvents (every subtest closes its store)
 //	D125 LostCause: once Lost is closed, LostErr says why                        needs a fault: ZK Events/LockLostLoggedWithCause
+//	D126 Renew, Release: only l's identity is taken; times from the record       Slots/ForgedLease; driver TestSlotForgedLease
+//	D127 ... times disagreeing with the term: ErrInvalidArgument, slot unchanged Slots/ForgedLease; driver TestSlotForgedLease
 //
 // SPEC 2, shape (17 sentences)
 //

@@ -16,7 +16,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/drivers/memory"
+	_ "github.com/cosid-go/store/drivers/memory"
 )
 
 // backend gives the tests fresh, isolated stores of one driver. Every test
@@ -154,10 +154,11 @@ func keysOf(t *testing.T, st *store.Store) []string {
 // Test drivers: one with ranges only, and one whose server cannot be reached.
 func init() {
 	store.Register("test-rangesonly", func(options map[string]string) (driver.Store, error) {
-		d, err := memory.Open(options)
+		st, err := store.Open("memory", options)
 		if err != nil {
 			return nil, err
 		}
+		d := st.Driver()
 		return rangesOnly{d.(driver.RangeStore), d}, nil
 	})
 	store.Register("test-unreachable", func(map[string]string) (driver.Store, error) {

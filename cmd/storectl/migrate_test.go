@@ -11,7 +11,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/drivers/memory"
+	_ "github.com/cosid-go/store/drivers/memory"
 )
 
 // forEachPair runs f as a parallel subtest for every source and target
@@ -324,12 +324,12 @@ func TestMigrateConflicts(t *testing.T) {
 // Test drivers without slots, and with slots but no seeding.
 func init() {
 	store.Register("test-noseed", func(options map[string]string) (driver.Store, error) {
-		d, err := memory.Open(options)
+		st, err := store.Open("memory", options)
 		if err != nil {
 			return nil, err
 		}
-		m := d.(*memory.Store)
-		return noSeed{m, m, m, m}, nil
+		m := st.Driver()
+		return noSeed{m.(driver.RangeStore), m.(driver.SlotStore), m.(driver.Locker), m}, nil
 	})
 }
 

@@ -17,5 +17,5 @@ var benchStates atomic.Int64
 //	go test -run '^$' -bench NextConcurrent -benchtime 2000x ./drivers/memory/
 func BenchmarkNextConcurrent(b *testing.B) {
 	name := fmt.Sprintf("bench-%d", benchStates.Add(1))
-	rangebench.Run(b, func(testing.TB) driver.Store { return New(name) })
+	rangebench.Run(b, func(testing.TB) driver.Store { return newDriver(name) })
 }

@@ -20,15 +20,15 @@ import (
 func init() {
 	brokenVariants = append(brokenVariants,
 		brokenVariant{name: "seed-lowers", catch: "History/SeedNeverLowers",
-			wrap: func(s *Store) driver.Store { return seedLowers{s} }},
+			wrap: func(s *driverStore) driver.Store { return seedLowers{s} }},
 		brokenVariant{name: "seed-floor-ignored", catch: "History/SeedAfterExpiry",
-			wrap: func(s *Store) driver.Store { return seedFloorIgnored{s} }},
+			wrap: func(s *driverStore) driver.Store { return seedFloorIgnored{s} }},
 		brokenVariant{name: "purge-forgets-fences", catch: "History/PurgeKeepsSlotFences",
-			wrap: func(s *Store) driver.Store { return purgeForgetsFences{s} }},
+			wrap: func(s *driverStore) driver.Store { return purgeForgetsFences{s} }},
 		brokenVariant{name: "takeover-keeps-last-owner", catch: "History/Listed",
-			wrap: func(s *Store) driver.Store { return takeoverKeepsLastOwner{s} }},
+			wrap: func(s *driverStore) driver.Store { return takeoverKeepsLastOwner{s} }},
 		brokenVariant{name: "forgets-on-restart", catch: "Restart/Survives",
-			wrap: func(s *Store) driver.Store { return s },
+			wrap: func(s *driverStore) driver.Store { return s },
 			suite: func(s *tck.Suite) {
 				// Claims persistence; its storage starts empty after a restart.
 				s.NotPersistent = ""
@@ -42,10 +42,10 @@ func init() {
 
 // seedLowers sets a seeded slot's fence and next floor as given, lowering
 // them, where the sound driver only raises them.
-type seedLowers struct{ *Store }
+type seedLowers struct{ *driverStore }
 
 func (s seedLowers) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
-	if err := s.Store.SeedSlot(ctx, want, n, fence, nextFloor); err != nil {
+	if err := s.driverStore.SeedSlot(ctx, want, n, fence, nextFloor); err != nil {
 		return err
 	}
 	s.st.mu.Lock()
@@ -59,7 +59,7 @@ func (s seedLowers) SeedSlot(ctx context.Context, want driver.Namespace, n int, 
 // seedFloorIgnored leaves an expired term in place when seeding (raising
 // only its next floor), and starts the term that takes it over at the old
 // ceiling, ignoring the next floor.
-type seedFloorIgnored struct{ *Store }
+type seedFloorIgnored struct{ *driverStore }
 
 func (s seedFloorIgnored) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
 	s.st.mu.Lock()
@@ -72,7 +72,7 @@ func (s seedFloorIgnored) SeedSlot(ctx context.Context, want driver.Namespace, n
 		}
 	}
 	s.st.mu.Unlock()
-	return s.Store.SeedSlot(ctx, want, n, fence, nextFloor)
+	return s.driverStore.SeedSlot(ctx, want, n, fence, nextFloor)
 }
 
 func (s seedFloorIgnored) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
@@ -82,7 +82,7 @@ func (s seedFloorIgnored) Acquire(ctx context.Context, req driver.AcquireRequest
 		before = maps.Clone(ns.slots)
 	}
 	s.st.mu.Unlock()
-	l, err := s.Store.Acquire(ctx, req)
+	l, err := s.driverStore.Acquire(ctx, req)
 	if err != nil {
 		return l, err
 	}
@@ -101,7 +101,7 @@ func (s seedFloorIgnored) Acquire(ctx context.Context, req driver.AcquireRequest
 
 // takeoverKeepsLastOwner leaves LastOwner as it was when a term is taken
 // over, so a tool never learns whose term ended.
-type takeoverKeepsLastOwner struct{ *Store }
+type takeoverKeepsLastOwner struct{ *driverStore }
 
 func (s takeoverKeepsLastOwner) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	s.st.mu.Lock()
@@ -110,7 +110,7 @@ func (s takeoverKeepsLastOwner) Acquire(ctx context.Context, req driver.AcquireR
 		before = maps.Clone(ns.slots)
 	}
 	s.st.mu.Unlock()
-	l, err := s.Store.Acquire(ctx, req)
+	l, err := s.driverStore.Acquire(ctx, req)
 	if old, ok := before[l.Slot]; err == nil && ok && old.Fence+1 == l.Fence {
 		s.st.mu.Lock()
 		ns := s.st.spaces[req.Namespace.Name]
@@ -124,10 +124,10 @@ func (s takeoverKeepsLastOwner) Acquire(ctx context.Context, req driver.AcquireR
 
 // purgeForgetsFences purges slot fences with everything else, so that a
 // slot's fences start again at 1.
-type purgeForgetsFences struct{ *Store }
+type purgeForgetsFences struct{ *driverStore }
 
 func (s purgeForgetsFences) Purge(ctx context.Context) ([]string, error) {
-	deleted, err := s.Store.Purge(ctx)
+	deleted, err := s.driverStore.Purge(ctx)
 	s.st.mu.Lock()
 	s.st.slotFenceFloor = 0
 	s.st.mu.Unlock()
@@ -155,12 +155,12 @@ func TestBrokenKitDiffers(t *testing.T) {
 	req := func(owner string) driver.AcquireRequest {
 		return driver.AcquireRequest{Namespace: ns, Owner: owner, Incarnation: "1", TTL: 100 * time.Millisecond}
 	}
-	fresh2 := func(name string) *Store {
-		s := New(name)
+	fresh2 := func(name string) *driverStore {
+		s := newDriver(name)
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	fresh := func() *Store { return fresh2(fmt.Sprintf("kit-%d", kitStates.Add(1))) }
+	fresh := func() *driverStore { return fresh2(fmt.Sprintf("kit-%d", kitStates.Add(1))) }
 	listed := func(s driver.SlotStore) driver.SlotInfo {
 		infos, err := s.Slots(ctx, ns.Name)
 		if err != nil || len(infos) != 1 {
@@ -191,11 +191,11 @@ func TestBrokenKitDiffers(t *testing.T) {
 	t.Run("seed-floor-ignored", func(t *testing.T) {
 		const seeded = 1_000_000_000
 		for _, c := range []struct {
-			wrap      func(*Store) driver.SlotStore
+			wrap      func(*driverStore) driver.SlotStore
 			wantFloor int64
 		}{
-			{func(s *Store) driver.SlotStore { return s }, seeded},
-			{func(s *Store) driver.SlotStore { return seedFloorIgnored{s} }, 1150},
+			{func(s *driverStore) driver.SlotStore { return s }, seeded},
+			{func(s *driverStore) driver.SlotStore { return seedFloorIgnored{s} }, 1150},
 		} {
 			base := fresh()
 			now := int64(1000)
@@ -214,11 +214,11 @@ func TestBrokenKitDiffers(t *testing.T) {
 	})
 	t.Run("takeover-keeps-last-owner", func(t *testing.T) {
 		for _, c := range []struct {
-			wrap func(*Store) driver.SlotStore
+			wrap func(*driverStore) driver.SlotStore
 			want string
 		}{
-			{func(s *Store) driver.SlotStore { return s }, "a"},
-			{func(s *Store) driver.SlotStore { return takeoverKeepsLastOwner{s} }, ""},
+			{func(s *driverStore) driver.SlotStore { return s }, "a"},
+			{func(s *driverStore) driver.SlotStore { return takeoverKeepsLastOwner{s} }, ""},
 		} {
 			base := fresh()
 			now := int64(1000)

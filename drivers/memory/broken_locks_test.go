@@ -17,7 +17,7 @@ import (
 
 // lockBug is the memory driver's Lock with one of four bugs.
 type lockBug struct {
-	*Store
+	*driverStore
 	gap         bool // a waiter handed the lock claims it a moment later; TryLock takes an unclaimed lock
 	dropAtGrant bool // a waiter cancelled as it is handed the lock keeps it, for nobody
 	wakeBehind  bool // a waiter leaving the middle of the queue wakes the one behind it
@@ -49,7 +49,7 @@ func (b lockBug) Lock(ctx context.Context, name, owner string, wait bool) (drive
 		return nil, fmt.Errorf("held: %w", driver.ErrLocked)
 	}
 	st.fences++
-	e := &lockEntry{name: name, owner: owner, fence: st.fences, store: b.Store,
+	e := &lockEntry{name: name, owner: owner, fence: st.fences, store: b.driverStore,
 		head: make(chan struct{}), lost: make(chan struct{})}
 	kick := make(chan struct{})
 	kicks.Store(e, kick)
@@ -109,12 +109,12 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 // lockProbe opens n stores on one fresh state, wrapped, as lockers.
-func lockProbe(wrap func(*Store) driver.Store, n int) ([]driver.Locker, func()) {
+func lockProbe(wrap func(*driverStore) driver.Store, n int) ([]driver.Locker, func()) {
 	name := freshName("lock")
 	var ls []driver.Locker
 	var all []driver.Store
 	for range n {
-		d := wrap(New(name))
+		d := wrap(newDriver(name))
 		all = append(all, d)
 		ls = append(ls, d.(driver.Locker))
 	}
@@ -155,7 +155,7 @@ func awaitQueue(ctx context.Context, k driver.Locker, name string, n int) error 
 }
 
 // probeTryLockGap: rounds of unlock-then-TryLock with a waiter queued.
-func probeTryLockGap(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeTryLockGap(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	ks, done := lockProbe(wrap, 3)
 	defer done()
 	twice := 0
@@ -187,7 +187,7 @@ func probeTryLockGap(ctx context.Context, wrap func(*Store) driver.Store, _ driv
 
 // probeDropAtGrant: rounds of cancel-then-unlock; does the waiter behind
 // get the lock?
-func probeDropAtGrant(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeDropAtGrant(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	stuck := 0
 	for range 20 {
 		ks, done := lockProbe(wrap, 3)
@@ -232,7 +232,7 @@ func probeDropAtGrant(ctx context.Context, wrap func(*Store) driver.Store, _ dri
 
 // probeWakeBehind: a middle waiter cancels; does the one behind it return
 // while the holder holds?
-func probeWakeBehind(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeWakeBehind(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	ks, done := lockProbe(wrap, 3)
 	defer done()
 	if _, err := ks[0].Lock(ctx, "n", "h", true); err != nil {
@@ -260,7 +260,7 @@ func probeWakeBehind(ctx context.Context, wrap func(*Store) driver.Store, _ driv
 }
 
 // probeSorted: waiters w-c then w-a queue behind a holder.
-func probeSorted(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeSorted(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	ks, done := lockProbe(wrap, 3)
 	defer done()
 	if _, err := ks[0].Lock(ctx, "n", "h", true); err != nil {
@@ -278,7 +278,7 @@ func probeSorted(ctx context.Context, wrap func(*Store) driver.Store, _ driver.F
 
 // unlockLostNil reports success for the Unlock of a hold lost when its
 // store closed.
-type unlockLostNil struct{ *Store }
+type unlockLostNil struct{ *driverStore }
 
 type lostNilLock struct{ driver.Lock }
 
@@ -290,14 +290,14 @@ func (l lostNilLock) Unlock(ctx context.Context) error {
 }
 
 func (s unlockLostNil) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	l, err := s.Store.Lock(ctx, name, owner, wait)
+	l, err := s.driverStore.Lock(ctx, name, owner, wait)
 	if err != nil {
 		return nil, err
 	}
 	return lostNilLock{l}, nil
 }
 
-func probeUnlockLost(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeUnlockLost(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	l, err := d.(driver.Locker).Lock(ctx, "n", "a", false)
 	if err != nil {
@@ -311,7 +311,7 @@ func probeUnlockLost(ctx context.Context, wrap func(*Store) driver.Store, _ driv
 
 // lostAfterGrant's Close hands its locks on first and closes their Lost
 // channels a moment later.
-type lostAfterGrant struct{ *Store }
+type lostAfterGrant struct{ *driverStore }
 
 func (s lostAfterGrant) Close() error {
 	s.st.mu.Lock()
@@ -337,7 +337,7 @@ func (s lostAfterGrant) Close() error {
 
 // probeLostAfterGrant: is the closed holder's Lost closed when the waiter
 // is granted the lock?
-func probeLostAfterGrant(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeLostAfterGrant(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	ks, done := lockProbe(wrap, 2)
 	defer done()
 	l, err := ks[0].Lock(ctx, "n", "a", true)

@@ -21,72 +21,74 @@ import (
 func init() {
 	brokenVariants = append(brokenVariants, []brokenVariant{
 		{name: "current-creates", catch: "Ranges/CurrentCreatesNothing", probe: probeCurrentCreates,
-			wrap: func(s *Store) driver.Store { return currentCreates{s} }},
+			wrap: func(s *driverStore) driver.Store { return currentCreates{s} }},
 		{name: "keys-skip-sealed", catch: "Ranges/KeysSealed", probe: probeKeysSkipSealed,
-			wrap: func(s *Store) driver.Store { return keysSkipSealed{s} }},
+			wrap: func(s *driverStore) driver.Store { return keysSkipSealed{s} }},
 		{name: "index-oldest-first", catch: "Slots/MostRecentFirst", probe: probeOldestFirst,
-			wrap: func(s *Store) driver.Store { return acquireBug{Store: s, oldestFirst: true} }},
+			wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, oldestFirst: true} }},
 		{name: "search-skips-expired", catch: "Slots/ExpiredFoundBySearch", probe: probeSearchSkipsExpired,
-			wrap: func(s *Store) driver.Store { return acquireBug{Store: s, searchSkipsExpired: true} }},
+			wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, searchSkipsExpired: true} }},
 		{name: "early-takeover", catch: "Slots/NoEarlyTakeover", probe: probeEarly,
-			wrap: func(s *Store) driver.Store { return acquireBug{Store: s, early: true} }},
+			wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, early: true} }},
 		{name: "release-expired-noop", catch: "Slots/ReleaseExpired", probe: probeReleaseExpired,
-			wrap: func(s *Store) driver.Store { return releaseExpiredNoop{s} }},
+			wrap: func(s *driverStore) driver.Store { return releaseExpiredNoop{s} }},
 		{name: "ceiling-below-floor", catch: "Slots/HighFloor", probe: probeHighFloor,
-			wrap: func(s *Store) driver.Store { return ceilingBelowFloor{s} }},
+			wrap: func(s *driverStore) driver.Store { return ceilingBelowFloor{s} }},
 		{name: "renew-no-bounds", catch: "Slots/RenewClockBack", probe: probeRenewClockBack,
-			wrap: func(s *Store) driver.Store { return renewNoBounds{s} }},
+			wrap: func(s *driverStore) driver.Store { return renewNoBounds{s} }},
+		{name: "lease-times-trusted", catch: "Slots/ForgedLease",
+			wrap: func(s *driverStore) driver.Store { return leaseTimesTrusted{s} }},
 		{name: "trylock-gap", catch: "Locks/TryLockAtHandover", probe: probeTryLockGap,
-			wrap: func(s *Store) driver.Store { return lockBug{Store: s, gap: true} }},
+			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, gap: true} }},
 		{name: "drop-at-grant", catch: "Locks/CancelAtGrant", probe: probeDropAtGrant,
-			wrap: func(s *Store) driver.Store { return lockBug{Store: s, dropAtGrant: true} }},
+			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, dropAtGrant: true} }},
 		{name: "wake-behind", catch: "Locks/MiddleCancel", probe: probeWakeBehind,
-			wrap: func(s *Store) driver.Store { return lockBug{Store: s, wakeBehind: true} }},
+			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, wakeBehind: true} }},
 		{name: "sorted-queue", catch: "Locks/FIFOArrival", probe: probeSorted,
-			wrap: func(s *Store) driver.Store { return lockBug{Store: s, sorted: true} }},
+			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, sorted: true} }},
 		{name: "unknown-beside-name", catch: "Options/UnknownWithValid", probe: probeUnknownBesideName,
-			wrap: func(s *Store) driver.Store { return s }, factory: acceptUnknownBesideName},
+			wrap: func(s *driverStore) driver.Store { return s }, factory: acceptUnknownBesideName},
 		{name: "unlock-lost-nil", catch: "Locks/UnlockAfterLost", probe: probeUnlockLost,
-			wrap: func(s *Store) driver.Store { return unlockLostNil{s} }},
+			wrap: func(s *driverStore) driver.Store { return unlockLostNil{s} }},
 		{name: "lost-after-grant", catch: "Locks/LostBeforeGrant", probe: probeLostAfterGrant,
-			wrap: func(s *Store) driver.Store { return lostAfterGrant{s} }},
+			wrap: func(s *driverStore) driver.Store { return lostAfterGrant{s} }},
 		{name: "bare-store", catch: "Capabilities/AtLeastOne", probe: probeBare,
-			wrap: func(s *Store) driver.Store { return bareStore{s} }},
+			wrap: func(s *driverStore) driver.Store { return bareStore{s} }},
 		{name: "ping-ignores-context", catch: "Capabilities/Ping", probe: probePingIgnoresContext,
-			wrap: func(s *Store) driver.Store { return pingIgnoresContext{s} }},
+			wrap: func(s *driverStore) driver.Store { return pingIgnoresContext{s} }},
 		// The memory driver has no option with a format; these two give it
 		// one (tck.count, a count) so that the malformed-value check runs on
 		// a sound factory and on a lax one.
-		{name: "sound-typed-options", wrap: func(s *Store) driver.Store { return s },
+		{name: "sound-typed-options", wrap: func(s *driverStore) driver.Store { return s },
 			factory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
 		{name: "malformed-accepted", catch: "Options/MalformedValue", probe: probeMalformed,
-			wrap: func(s *Store) driver.Store { return s }, factory: typedFactory(true),
+			wrap: func(s *driverStore) driver.Store { return s }, factory: typedFactory(true),
 			soundFactory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
 	}...)
 }
 
 // currentCreates creates a missing key at 0 when Current reads it.
-type currentCreates struct{ *Store }
+type currentCreates struct{ *driverStore }
 
 func (s currentCreates) Current(ctx context.Context, key string) (int64, bool, error) {
-	next, sealed, err := s.Store.Current(ctx, key)
+	next, sealed, err := s.driverStore.Current(ctx, key)
 	if err == nil && next == 0 && !sealed {
-		err = s.Store.Init(ctx, key, 0)
+		err = s.driverStore.Init(ctx, key, 0)
 	}
 	return next, sealed, err
 }
 
 // keysSkipSealed leaves sealed keys out of Keys.
-type keysSkipSealed struct{ *Store }
+type keysSkipSealed struct{ *driverStore }
 
 func (s keysSkipSealed) Keys(ctx context.Context) ([]string, error) {
-	keys, err := s.Store.Keys(ctx)
+	keys, err := s.driverStore.Keys(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := []string{}
 	for _, k := range keys {
-		if _, sealed, err := s.Store.Current(ctx, k); err != nil {
+		if _, sealed, err := s.driverStore.Current(ctx, k); err != nil {
 			return nil, err
 		} else if !sealed {
 			out = append(out, k)
@@ -97,7 +99,7 @@ func (s keysSkipSealed) Keys(ctx context.Context) ([]string, error) {
 
 // acquireBug is the memory driver's Acquire with one of three bugs.
 type acquireBug struct {
-	*Store
+	*driverStore
 	oldestFirst        bool // tries the owner's last slots oldest first
 	searchSkipsExpired bool // the lowest-free search takes only released or never-used slots
 	early              bool // judges a term expired a tolerance before its ExpiresAt
@@ -159,7 +161,7 @@ func (b acquireBug) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 
 // releaseExpiredNoop answers a release of an expired term with success but
 // writes nothing: the term stays on the slot.
-type releaseExpiredNoop struct{ *Store }
+type releaseExpiredNoop struct{ *driverStore }
 
 func (s releaseExpiredNoop) Release(ctx context.Context, l driver.Lease, used int64) error {
 	s.st.mu.Lock()
@@ -172,15 +174,15 @@ func (s releaseExpiredNoop) Release(ctx context.Context, l driver.Lease, used in
 	if expired {
 		return nil
 	}
-	return s.Store.Release(ctx, l, used)
+	return s.driverStore.Release(ctx, l, used)
 }
 
 // ceilingBelowFloor starts each term with no lower bound on its ceiling, so
 // a floor above now+ttl+tolerance ends up above the ceiling.
-type ceilingBelowFloor struct{ *Store }
+type ceilingBelowFloor struct{ *driverStore }
 
 func (s ceilingBelowFloor) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	l, err := s.Store.Acquire(ctx, req)
+	l, err := s.driverStore.Acquire(ctx, req)
 	if err != nil {
 		return l, err
 	}
@@ -195,8 +197,33 @@ func (s ceilingBelowFloor) Acquire(ctx context.Context, req driver.AcquireReques
 	return r.Lease(l.Namespace, l.Slot), nil
 }
 
+// leaseTimesTrusted renews as the slot rules once did: the lease's own
+// ExpiresAt and Ceiling, when higher, become the term's lower bounds, so a
+// lease with a time in microseconds holds the slot for centuries.
+type leaseTimesTrusted struct{ *driverStore }
+
+func (s leaseTimesTrusted) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+	if err := s.begin(ctx); err != nil {
+		return l, err
+	}
+	defer s.st.mu.Unlock()
+	now := s.st.clock()
+	r, err := s.st.rewrite(l, func(r driver.SlotRecord) (driver.SlotRecord, error) {
+		if !r.Holds(l) {
+			return r.Renewed(l, now) // ErrLeaseLost
+		}
+		n := r
+		n.ExpiresMin, n.CeilingMin, n.Written = max(r.ExpiresAt(), l.ExpiresAt), max(r.Ceiling(), l.Ceiling), now
+		return n, nil
+	})
+	if err != nil {
+		return l, err
+	}
+	return r.Lease(l.Namespace, l.Slot), nil
+}
+
 // renewNoBounds renews from the clock alone, recording no lower bounds.
-type renewNoBounds struct{ *Store }
+type renewNoBounds struct{ *driverStore }
 
 func (s renewNoBounds) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
 	if err := s.begin(ctx); err != nil {
@@ -218,9 +245,9 @@ func (s renewNoBounds) Renew(ctx context.Context, l driver.Lease) (driver.Lease,
 // acceptUnknownBesideName checks unknown keys only when no name is given.
 func acceptUnknownBesideName(options map[string]string) (driver.Store, error) {
 	if name, ok := options["name"]; ok {
-		return New(name), nil
+		return newDriver(name), nil
 	}
-	return Open(options)
+	return fromOptions(options)
 }
 
 // Probes. Each returns what it observed, as text; TestBroken wants the
@@ -229,8 +256,8 @@ func acceptUnknownBesideName(options map[string]string) (driver.Store, error) {
 var probeNames sync.Map
 
 // probeStore opens a store on a private state, wrapped by wrap.
-func probeStore(wrap func(*Store) driver.Store) (driver.Store, *Store) {
-	s := New("")
+func probeStore(wrap func(*driverStore) driver.Store) (driver.Store, *driverStore) {
+	s := newDriver("")
 	return wrap(s), s
 }
 
@@ -245,7 +272,7 @@ func freshName(what string) string {
 	}
 }
 
-func probeCurrentCreates(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeCurrentCreates(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	defer d.Close()
 	r := d.(driver.RangeStore)
@@ -256,7 +283,7 @@ func probeCurrentCreates(ctx context.Context, wrap func(*Store) driver.Store, _ 
 	return fmt.Sprintf("Keys after Current of a missing key: %q", keys), err
 }
 
-func probeKeysSkipSealed(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeKeysSkipSealed(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	defer d.Close()
 	r := d.(driver.RangeStore)
@@ -277,7 +304,7 @@ func req(ns driver.Namespace, owner, inc string, ttl time.Duration, pref int) dr
 
 // probeOldestFirst: an owner held slots 0 then 1 (two runs at once); which
 // does it get back, preferring slot 2?
-func probeOldestFirst(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeOldestFirst(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	defer d.Close()
 	s := d.(driver.SlotStore)
@@ -301,7 +328,7 @@ func probeOldestFirst(ctx context.Context, wrap func(*Store) driver.Store, _ dri
 
 // probeSearchSkipsExpired: slot 0 expired, slot 1 held; a newcomer
 // prefers 1.
-func probeSearchSkipsExpired(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeSearchSkipsExpired(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, raw := probeStore(wrap)
 	defer d.Close()
 	s := d.(driver.SlotStore)
@@ -319,7 +346,7 @@ func probeSearchSkipsExpired(ctx context.Context, wrap func(*Store) driver.Store
 
 // probeEarly: another owner tries a live term at once, with a tolerance as
 // long as the ttl.
-func probeEarly(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeEarly(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	defer d.Close()
 	s := d.(driver.SlotStore)
@@ -332,7 +359,7 @@ func probeEarly(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Fa
 }
 
 // probeReleaseExpired: release a term past its expiry; who owns the slot?
-func probeReleaseExpired(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeReleaseExpired(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, raw := probeStore(wrap)
 	defer d.Close()
 	s := d.(driver.SlotStore)
@@ -350,7 +377,7 @@ func probeReleaseExpired(ctx context.Context, wrap func(*Store) driver.Store, _ 
 }
 
 // probeHighFloor: a short term after a long one released.
-func probeHighFloor(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeHighFloor(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	defer d.Close()
 	s := d.(driver.SlotStore)
@@ -367,7 +394,7 @@ func probeHighFloor(ctx context.Context, wrap func(*Store) driver.Store, _ drive
 }
 
 // probeRenewClockBack: renew after the clock stepped back an hour.
-func probeRenewClockBack(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeRenewClockBack(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, raw := probeStore(wrap)
 	defer d.Close()
 	s := d.(driver.SlotStore)
@@ -381,7 +408,7 @@ func probeRenewClockBack(ctx context.Context, wrap func(*Store) driver.Store, _ 
 }
 
 // probeUnknownBesideName: the factory with a valid and an unknown key.
-func probeUnknownBesideName(_ context.Context, _ func(*Store) driver.Store, factory driver.Factory) (string, error) {
+func probeUnknownBesideName(_ context.Context, _ func(*driverStore) driver.Store, factory driver.Factory) (string, error) {
 	d, err := factory(map[string]string{"name": freshName("options"), "bogus": "1"})
 	if err == nil {
 		d.Close()
@@ -394,16 +421,16 @@ func probeUnknownBesideName(_ context.Context, _ func(*Store) driver.Store, fact
 }
 
 // bareStore implements no capability: only Close.
-type bareStore struct{ s *Store }
+type bareStore struct{ s *driverStore }
 
 func (b bareStore) Close() error { return b.s.Close() }
 
 // pingIgnoresContext answers Ping whatever its context.
-type pingIgnoresContext struct{ *Store }
+type pingIgnoresContext struct{ *driverStore }
 
 func (pingIgnoresContext) Ping(context.Context) error { return nil }
 
-func probePingIgnoresContext(ctx context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probePingIgnoresContext(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	defer d.Close()
 	ended, cancel := context.WithCancel(ctx)
@@ -425,11 +452,11 @@ func typedFactory(lax bool) driver.Factory {
 		if err := o.Err(); err != nil {
 			return nil, err
 		}
-		return New(name), nil
+		return newDriver(name), nil
 	}
 }
 
-func probeBare(_ context.Context, wrap func(*Store) driver.Store, _ driver.Factory) (string, error) {
+func probeBare(_ context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	defer d.Close()
 	_, r := d.(driver.RangeStore)
@@ -438,7 +465,7 @@ func probeBare(_ context.Context, wrap func(*Store) driver.Store, _ driver.Facto
 	return fmt.Sprintf("capabilities: ranges %v, slots %v, locks %v", r, s, k), nil
 }
 
-func probeMalformed(_ context.Context, _ func(*Store) driver.Store, factory driver.Factory) (string, error) {
+func probeMalformed(_ context.Context, _ func(*driverStore) driver.Store, factory driver.Factory) (string, error) {
 	d, err := factory(map[string]string{"name": freshName("malformed"), "tck.count": "many"})
 	if err == nil {
 		d.Close()

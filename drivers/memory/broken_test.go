@@ -28,13 +28,13 @@ const brokenEnv = "COSID_MEMORY_TCK_BROKEN"
 
 type brokenVariant struct {
 	name    string
-	catch   string                    // the check that must fail (group/check); "" for a sound variant
-	wrap    func(*Store) driver.Store // the store the TCK gets
-	factory driver.Factory            // replaces Open as the suite's factory, if set
-	suite   func(*tck.Suite)          // changes the suite further, if set
+	catch   string                          // the check that must fail (group/check); "" for a sound variant
+	wrap    func(*driverStore) driver.Store // the store the TCK gets
+	factory driver.Factory                  // replaces Open as the suite's factory, if set
+	suite   func(*tck.Suite)                // changes the suite further, if set
 	// probe, if set, runs a scenario on the variant (wrap, factory) and on
 	// the sound store (no wrap, soundFactory); the outcomes must differ.
-	probe func(ctx context.Context, wrap func(*Store) driver.Store, factory driver.Factory) (string, error)
+	probe func(ctx context.Context, wrap func(*driverStore) driver.Store, factory driver.Factory) (string, error)
 	// soundFactory is the sound counterpart of factory for the probe
 	// (default Open); malformed is the suite's MalformedOptions.
 	soundFactory driver.Factory
@@ -42,32 +42,32 @@ type brokenVariant struct {
 }
 
 var brokenVariants = []brokenVariant{
-	{name: "sound", wrap: func(s *Store) driver.Store { return s }},
-	{name: "dup-range", catch: "Ranges/NeverTwice", wrap: func(s *Store) driver.Store { return &dupRange{Store: s} }},
-	{name: "forget-seal", catch: "Ranges/Seal", wrap: func(s *Store) driver.Store { return forgetSeal{s} }},
-	{name: "init-overwrite", catch: "Ranges/Init", wrap: func(s *Store) driver.Store { return initOverwrite{s} }},
-	{name: "overflow-pretend", catch: "Ranges/Overflow", wrap: func(s *Store) driver.Store { return overflowPretend{s} }},
-	{name: "keys-parents", catch: "Ranges/Keys", wrap: func(s *Store) driver.Store { return keysParents{s} }},
-	{name: "config-ignored", catch: "Slots/ConfigMismatch", wrap: func(s *Store) driver.Store { return configIgnored{s} }},
-	{name: "ignore-floor", catch: "Slots/Takeover", wrap: func(s *Store) driver.Store { return ignoreFloor{s} }},
-	{name: "ignore-used", catch: "Slots/ReleaseFloor", wrap: func(s *Store) driver.Store { return ignoreUsed{s} }},
-	{name: "static-fence", catch: "Slots/Fence", wrap: func(s *Store) driver.Store { return staticFence{s} }},
-	{name: "ignore-expiry", catch: "Slots/Takeover", wrap: func(s *Store) driver.Store { return ignoreExpiry{s} }},
-	{name: "early-exhausted", catch: "Slots/Exhaustion", wrap: func(s *Store) driver.Store { return earlyExhausted{s} }},
-	{name: "ignore-preferred", catch: "Slots/ChoiceOrder", wrap: func(s *Store) driver.Store { return ignorePreferred{s} }},
-	{name: "renew-back", catch: "Slots/Renew", wrap: func(s *Store) driver.Store { return renewBack{s} }},
-	{name: "lock-fence", catch: "Locks/Exclusion", wrap: func(s *Store) driver.Store { return lockFence{s} }},
-	{name: "double-lock", catch: "Locks/TryLock", wrap: func(s *Store) driver.Store { return doubleLock{s} }},
-	{name: "spin-lock", catch: "Locks/FIFO", wrap: func(s *Store) driver.Store { return spinLock{s} }},
-	{name: "cancel-trace", catch: "Locks/Cancel", wrap: func(s *Store) driver.Store { return cancelTrace{s} }},
-	{name: "stale-unlock", catch: "Locks/UnlockTwice", wrap: func(s *Store) driver.Store { return staleUnlock{s} }},
-	{name: "reentrant", catch: "Locks/NotReentrant", wrap: func(s *Store) driver.Store { return &reentrant{Store: s} }},
-	{name: "forget-close", catch: "Locks/LostOnClose", wrap: func(s *Store) driver.Store { return forgetClose{s} }},
+	{name: "sound", wrap: func(s *driverStore) driver.Store { return s }},
+	{name: "dup-range", catch: "Ranges/NeverTwice", wrap: func(s *driverStore) driver.Store { return &dupRange{driverStore: s} }},
+	{name: "forget-seal", catch: "Ranges/Seal", wrap: func(s *driverStore) driver.Store { return forgetSeal{s} }},
+	{name: "init-overwrite", catch: "Ranges/Init", wrap: func(s *driverStore) driver.Store { return initOverwrite{s} }},
+	{name: "overflow-pretend", catch: "Ranges/Overflow", wrap: func(s *driverStore) driver.Store { return overflowPretend{s} }},
+	{name: "keys-parents", catch: "Ranges/Keys", wrap: func(s *driverStore) driver.Store { return keysParents{s} }},
+	{name: "config-ignored", catch: "Slots/ConfigMismatch", wrap: func(s *driverStore) driver.Store { return configIgnored{s} }},
+	{name: "ignore-floor", catch: "Slots/Takeover", wrap: func(s *driverStore) driver.Store { return ignoreFloor{s} }},
+	{name: "ignore-used", catch: "Slots/ReleaseFloor", wrap: func(s *driverStore) driver.Store { return ignoreUsed{s} }},
+	{name: "static-fence", catch: "Slots/Fence", wrap: func(s *driverStore) driver.Store { return staticFence{s} }},
+	{name: "ignore-expiry", catch: "Slots/Takeover", wrap: func(s *driverStore) driver.Store { return ignoreExpiry{s} }},
+	{name: "early-exhausted", catch: "Slots/Exhaustion", wrap: func(s *driverStore) driver.Store { return earlyExhausted{s} }},
+	{name: "ignore-preferred", catch: "Slots/ChoiceOrder", wrap: func(s *driverStore) driver.Store { return ignorePreferred{s} }},
+	{name: "renew-back", catch: "Slots/Renew", wrap: func(s *driverStore) driver.Store { return renewBack{s} }},
+	{name: "lock-fence", catch: "Locks/Exclusion", wrap: func(s *driverStore) driver.Store { return lockFence{s} }},
+	{name: "double-lock", catch: "Locks/TryLock", wrap: func(s *driverStore) driver.Store { return doubleLock{s} }},
+	{name: "spin-lock", catch: "Locks/FIFO", wrap: func(s *driverStore) driver.Store { return spinLock{s} }},
+	{name: "cancel-trace", catch: "Locks/Cancel", wrap: func(s *driverStore) driver.Store { return cancelTrace{s} }},
+	{name: "stale-unlock", catch: "Locks/UnlockTwice", wrap: func(s *driverStore) driver.Store { return staleUnlock{s} }},
+	{name: "reentrant", catch: "Locks/NotReentrant", wrap: func(s *driverStore) driver.Store { return &reentrant{driverStore: s} }},
+	{name: "forget-close", catch: "Locks/LostOnClose", wrap: func(s *driverStore) driver.Store { return forgetClose{s} }},
 	{
 		name: "ignore-options", catch: "Options/UnknownKey",
-		wrap: func(s *Store) driver.Store { return s },
+		wrap: func(s *driverStore) driver.Store { return s },
 		factory: func(options map[string]string) (driver.Store, error) {
-			return New(options["name"]), nil // every other key ignored
+			return newDriver(options["name"]), nil // every other key ignored
 		},
 	},
 }
@@ -128,13 +128,13 @@ func checkProbe(t *testing.T, v brokenVariant) {
 	t.Helper()
 	factory := v.factory
 	if factory == nil {
-		factory = Open
+		factory = fromOptions
 	}
 	soundFactory := v.soundFactory
 	if soundFactory == nil {
-		soundFactory = Open
+		soundFactory = fromOptions
 	}
-	sound, err := v.probe(t.Context(), func(s *Store) driver.Store { return s }, soundFactory)
+	sound, err := v.probe(t.Context(), func(s *driverStore) driver.Store { return s }, soundFactory)
 	if err != nil {
 		t.Fatalf("probe on the sound store: %v", err)
 	}
@@ -165,7 +165,7 @@ func TestBrokenChild(t *testing.T) {
 				return brokenHarness{h.(tckHarness), v.wrap}, err
 			},
 			Ranges: true, Slots: true, Locks: true,
-			Factory:       Open,
+			Factory:       fromOptions,
 			Options:       map[string]string{"name": "tck-options"},
 			NotPersistent: notPersistent,
 		}
@@ -190,16 +190,16 @@ func TestBrokenChild(t *testing.T) {
 
 type brokenHarness struct {
 	tckHarness
-	wrap func(*Store) driver.Store
+	wrap func(*driverStore) driver.Store
 }
 
 func (h brokenHarness) NewStore(context.Context) (driver.Store, error) {
-	return h.wrap(New(h.name)), nil
+	return h.wrap(newDriver(h.name)), nil
 }
 
 // dupRange hands every seventh range out at the start of the previous one.
 type dupRange struct {
-	*Store
+	*driverStore
 	mu    sync.Mutex
 	calls int
 	last  map[string]int64
@@ -214,7 +214,7 @@ func (d *dupRange) Next(ctx context.Context, key string, step int64) (int64, err
 	if again {
 		return last, nil
 	}
-	start, err := d.Store.Next(ctx, key, step)
+	start, err := d.driverStore.Next(ctx, key, step)
 	if err == nil {
 		d.mu.Lock()
 		if d.last == nil {
@@ -227,19 +227,19 @@ func (d *dupRange) Next(ctx context.Context, key string, step int64) (int64, err
 }
 
 // forgetSeal reports the value Seal would return, but seals nothing.
-type forgetSeal struct{ *Store }
+type forgetSeal struct{ *driverStore }
 
 func (f forgetSeal) Seal(ctx context.Context, key string) (int64, error) {
-	next, _, err := f.Store.Current(ctx, key)
+	next, _, err := f.driverStore.Current(ctx, key)
 	return next, err
 }
 
 // initOverwrite accepts Init at any value of an existing key, changing
 // nothing.
-type initOverwrite struct{ *Store }
+type initOverwrite struct{ *driverStore }
 
 func (s initOverwrite) Init(ctx context.Context, key string, next int64) error {
-	if err := s.Store.Init(ctx, key, next); !errors.Is(err, driver.ErrConfigMismatch) {
+	if err := s.driverStore.Init(ctx, key, next); !errors.Is(err, driver.ErrConfigMismatch) {
 		return err
 	}
 	return nil
@@ -247,22 +247,22 @@ func (s initOverwrite) Init(ctx context.Context, key string, next int64) error {
 
 // overflowPretend answers an allocation past MaxInt64 with the current
 // value instead of ErrExhausted.
-type overflowPretend struct{ *Store }
+type overflowPretend struct{ *driverStore }
 
 func (s overflowPretend) Next(ctx context.Context, key string, step int64) (int64, error) {
-	start, err := s.Store.Next(ctx, key, step)
+	start, err := s.driverStore.Next(ctx, key, step)
 	if errors.Is(err, driver.ErrExhausted) {
-		start, _, err = s.Store.Current(ctx, key)
+		start, _, err = s.driverStore.Current(ctx, key)
 	}
 	return start, err
 }
 
 // keysParents lists the parents of nested keys as keys too, as a listing
 // of every node under a root would.
-type keysParents struct{ *Store }
+type keysParents struct{ *driverStore }
 
 func (s keysParents) Keys(ctx context.Context) ([]string, error) {
-	keys, err := s.Store.Keys(ctx)
+	keys, err := s.driverStore.Keys(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -280,14 +280,14 @@ func (s keysParents) Keys(ctx context.Context) ([]string, error) {
 
 // configIgnored uses a namespace with whatever settings it was created
 // with.
-type configIgnored struct{ *Store }
+type configIgnored struct{ *driverStore }
 
 func (s configIgnored) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	l, err := s.Store.Acquire(ctx, req)
+	l, err := s.driverStore.Acquire(ctx, req)
 	if !errors.Is(err, driver.ErrConfigMismatch) {
 		return l, err
 	}
-	nss, nerr := s.Store.Namespaces(ctx)
+	nss, nerr := s.driverStore.Namespaces(ctx)
 	if nerr != nil {
 		return l, err
 	}
@@ -296,14 +296,14 @@ func (s configIgnored) Acquire(ctx context.Context, req driver.AcquireRequest) (
 			req.Namespace = ns
 		}
 	}
-	return s.Store.Acquire(ctx, req)
+	return s.driverStore.Acquire(ctx, req)
 }
 
 // ignoreFloor starts every term after the first at floor 0.
-type ignoreFloor struct{ *Store }
+type ignoreFloor struct{ *driverStore }
 
 func (f ignoreFloor) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	l, err := f.Store.Acquire(ctx, req)
+	l, err := f.driverStore.Acquire(ctx, req)
 	if l.Fence > 1 {
 		l.Floor = 0
 	}
@@ -312,15 +312,15 @@ func (f ignoreFloor) Acquire(ctx context.Context, req driver.AcquireRequest) (dr
 
 // ignoreUsed releases as if used were never given: safe, but not what
 // SPEC 4 says the next floor is.
-type ignoreUsed struct{ *Store }
+type ignoreUsed struct{ *driverStore }
 
 func (u ignoreUsed) Release(ctx context.Context, l driver.Lease, _ int64) error {
-	return u.Store.Release(ctx, l, -1)
+	return u.driverStore.Release(ctx, l, -1)
 }
 
 // staticFence reports fence 1 for every term, keeping the real one in
 // State so that renewals and releases still work.
-type staticFence struct{ *Store }
+type staticFence struct{ *driverStore }
 
 type realFence struct {
 	fence int64
@@ -341,7 +341,7 @@ func (s staticFence) restore(l driver.Lease) driver.Lease {
 }
 
 func (s staticFence) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	l, err := s.Store.Acquire(ctx, req)
+	l, err := s.driverStore.Acquire(ctx, req)
 	if err != nil {
 		return l, err
 	}
@@ -349,7 +349,7 @@ func (s staticFence) Acquire(ctx context.Context, req driver.AcquireRequest) (dr
 }
 
 func (s staticFence) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
-	r, err := s.Store.Renew(ctx, s.restore(l))
+	r, err := s.driverStore.Renew(ctx, s.restore(l))
 	if err != nil {
 		return l, err
 	}
@@ -357,12 +357,12 @@ func (s staticFence) Renew(ctx context.Context, l driver.Lease) (driver.Lease, e
 }
 
 func (s staticFence) Release(ctx context.Context, l driver.Lease, used int64) error {
-	return s.Store.Release(ctx, s.restore(l), used)
+	return s.driverStore.Release(ctx, s.restore(l), used)
 }
 
 // heldSlots counts the slots of ns with a term, ignoring expiry when live
 // is false, and reports whether the requester could keep or reclaim one.
-func heldSlots(ctx context.Context, s *Store, req driver.AcquireRequest, live bool) (held int, own bool) {
+func heldSlots(ctx context.Context, s *driverStore, req driver.AcquireRequest, live bool) (held int, own bool) {
 	infos, err := s.Slots(ctx, req.Namespace.Name)
 	if err != nil {
 		return 0, false
@@ -381,38 +381,38 @@ func heldSlots(ctx context.Context, s *Store, req driver.AcquireRequest, live bo
 }
 
 // ignoreExpiry treats expired terms as live: no takeover after a crash.
-type ignoreExpiry struct{ *Store }
+type ignoreExpiry struct{ *driverStore }
 
 func (s ignoreExpiry) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	if held, own := heldSlots(ctx, s.Store, req, false); held == req.Namespace.Limit && !own {
+	if held, own := heldSlots(ctx, s.driverStore, req, false); held == req.Namespace.Limit && !own {
 		return driver.Lease{}, fmt.Errorf("every slot has a term: %w", driver.ErrExhausted)
 	}
-	return s.Store.Acquire(ctx, req)
+	return s.driverStore.Acquire(ctx, req)
 }
 
 // earlyExhausted gives up when a single slot is left.
-type earlyExhausted struct{ *Store }
+type earlyExhausted struct{ *driverStore }
 
 func (s earlyExhausted) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	if held, own := heldSlots(ctx, s.Store, req, true); held >= req.Namespace.Limit-1 && held > 0 && !own {
+	if held, own := heldSlots(ctx, s.driverStore, req, true); held >= req.Namespace.Limit-1 && held > 0 && !own {
 		return driver.Lease{}, fmt.Errorf("one slot left: %w", driver.ErrExhausted)
 	}
-	return s.Store.Acquire(ctx, req)
+	return s.driverStore.Acquire(ctx, req)
 }
 
 // ignorePreferred drops the preferred slot (0 is always tried anyway).
-type ignorePreferred struct{ *Store }
+type ignorePreferred struct{ *driverStore }
 
 func (s ignorePreferred) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	req.Preferred = 0
-	return s.Store.Acquire(ctx, req)
+	return s.driverStore.Acquire(ctx, req)
 }
 
 // renewBack reports renewed times just below the ones it was given.
-type renewBack struct{ *Store }
+type renewBack struct{ *driverStore }
 
 func (s renewBack) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
-	r, err := s.Store.Renew(ctx, l)
+	r, err := s.driverStore.Renew(ctx, l)
 	if err == nil {
 		r.ExpiresAt, r.Ceiling = l.ExpiresAt-1, l.Ceiling-1
 	}
@@ -420,14 +420,14 @@ func (s renewBack) Renew(ctx context.Context, l driver.Lease) (driver.Lease, err
 }
 
 // lockFence gives every lock holder fence 1.
-type lockFence struct{ *Store }
+type lockFence struct{ *driverStore }
 
 type fixedFence struct{ driver.Lock }
 
 func (fixedFence) Fence() int64 { return 1 }
 
 func (s lockFence) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	l, err := s.Store.Lock(ctx, name, owner, wait)
+	l, err := s.driverStore.Lock(ctx, name, owner, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -436,7 +436,7 @@ func (s lockFence) Lock(ctx context.Context, name, owner string, wait bool) (dri
 
 // doubleLock lets TryLock of a held lock "succeed" with a lock nobody
 // checks.
-type doubleLock struct{ *Store }
+type doubleLock struct{ *driverStore }
 
 type phantomLock struct{}
 
@@ -445,7 +445,7 @@ func (phantomLock) Fence() int64                 { return 1 }
 func (phantomLock) Lost() <-chan struct{}        { return nil }
 
 func (s doubleLock) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	l, err := s.Store.Lock(ctx, name, owner, wait)
+	l, err := s.driverStore.Lock(ctx, name, owner, wait)
 	if !wait && errors.Is(err, driver.ErrLocked) {
 		return phantomLock{}, nil
 	}
@@ -453,11 +453,11 @@ func (s doubleLock) Lock(ctx context.Context, name, owner string, wait bool) (dr
 }
 
 // spinLock waits by retrying TryLock: no queue, so no order.
-type spinLock struct{ *Store }
+type spinLock struct{ *driverStore }
 
 func (s spinLock) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	for {
-		l, err := s.Store.Lock(ctx, name, owner, false)
+		l, err := s.driverStore.Lock(ctx, name, owner, false)
 		if !wait || !errors.Is(err, driver.ErrLocked) {
 			return l, err
 		}
@@ -471,11 +471,11 @@ func (s spinLock) Lock(ctx context.Context, name, owner string, wait bool) (driv
 
 // cancelTrace returns when the caller's context ends but leaves its wait
 // queued, to take the lock later for nobody.
-type cancelTrace struct{ *Store }
+type cancelTrace struct{ *driverStore }
 
 func (s cancelTrace) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	if !wait {
-		return s.Store.Lock(ctx, name, owner, wait)
+		return s.driverStore.Lock(ctx, name, owner, wait)
 	}
 	type result struct {
 		l   driver.Lock
@@ -483,7 +483,7 @@ func (s cancelTrace) Lock(ctx context.Context, name, owner string, wait bool) (d
 	}
 	ch := make(chan result, 1)
 	go func() {
-		l, err := s.Store.Lock(context.WithoutCancel(ctx), name, owner, true)
+		l, err := s.driverStore.Lock(context.WithoutCancel(ctx), name, owner, true)
 		ch <- result{l, err}
 	}()
 	select {
@@ -496,7 +496,7 @@ func (s cancelTrace) Lock(ctx context.Context, name, owner string, wait bool) (d
 
 // staleUnlock's second Unlock removes whoever holds the lock by then, as
 // an unlock that deletes "the" holder node rather than its own would.
-type staleUnlock struct{ *Store }
+type staleUnlock struct{ *driverStore }
 
 type staleLock struct {
 	driver.Lock
@@ -522,7 +522,7 @@ func (l *staleLock) Unlock(ctx context.Context) error {
 }
 
 func (s staleUnlock) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	l, err := s.Store.Lock(ctx, name, owner, wait)
+	l, err := s.driverStore.Lock(ctx, name, owner, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -531,7 +531,7 @@ func (s staleUnlock) Lock(ctx context.Context, name, owner string, wait bool) (d
 
 // reentrant gives a store's second Lock of a name it holds at once.
 type reentrant struct {
-	*Store
+	*driverStore
 	mu   sync.Mutex
 	held map[string]int
 }
@@ -580,7 +580,7 @@ func (r *reentrant) Lock(ctx context.Context, name, owner string, wait bool) (dr
 		return &reentrantLock{r: r, name: name}, nil
 	}
 	r.mu.Unlock()
-	l, err := r.Store.Lock(ctx, name, owner, wait)
+	l, err := r.driverStore.Lock(ctx, name, owner, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -591,6 +591,6 @@ func (r *reentrant) Lock(ctx context.Context, name, owner string, wait bool) (dr
 }
 
 // forgetClose does not close: holds stay, waits go on.
-type forgetClose struct{ *Store }
+type forgetClose struct{ *driverStore }
 
 func (forgetClose) Close() error { return nil }

@@ -13,7 +13,7 @@ import (
 // ZooKeeper ensemble would.
 func Example() {
 	ctx := context.Background()
-	a, err := store.OpenDriver(memory.New("example"))
+	a, err := memory.OpenStore(&memory.Options{Name: "example"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -21,7 +21,7 @@ type lockEntry struct {
 	name  string
 	owner string
 	fence int64
-	store *Store
+	store *driverStore
 	head  chan struct{} // closed when the entry reaches the head of its queue
 	lost  chan struct{} // closed when the store closes
 	state entryState
@@ -58,7 +58,7 @@ func (st *state) dequeue(e *lockEntry) {
 }
 
 // Lock joins the queue of name and waits (if wait) until it is at its head.
-func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver
 }
 
 // Locks lists every lock name ever used, sorted.
-func (s *Store) Locks(ctx context.Context) ([]string, error) {
+func (s *driverStore) Locks(ctx context.Context) ([]string, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (s *Store) Locks(ctx context.Context) ([]string, error) {
 
 // Waiters lists the holder and the waiters of name, in queue order. A name
 // never used gives ErrNotFound.
-func (s *Store) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+func (s *driverStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}

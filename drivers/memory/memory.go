@@ -13,7 +13,7 @@
 //
 //	st, err := store.Open("memory", map[string]string{"name": "orders"})
 //
-// or, without the registry, store.OpenDriver(memory.New("orders")).
+// or, without the registry, memory.OpenStore(&memory.Options{Name: "orders"}).
 //
 // # Options
 //
@@ -46,11 +46,11 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-func init() { store.Register("memory", Open) }
+func init() { store.Register("memory", fromOptions) }
 
-// Open opens a memory store. It is the driver's factory; the only option is
+// fromOptions opens a memory store. It is the driver's factory; the only option is
 // name (see the package documentation). An unknown option is an error.
-func Open(options map[string]string) (driver.Store, error) {
+func fromOptions(options map[string]string) (driver.Store, error) {
 	o := driver.NewOptions(options)
 	name := o.String("name", "")
 	create := o.Bool(driver.OptionCreate, true)
@@ -60,7 +60,7 @@ func Open(options map[string]string) (driver.Store, error) {
 	if !create && !exists(name) {
 		return nil, fmt.Errorf("memory: no store at name %q in this process (create=false): %w", name, driver.ErrNotFound)
 	}
-	return New(name), nil
+	return newDriver(name), nil
 }
 
 // exists reports whether the process has a state called name.
@@ -70,16 +70,41 @@ func exists(name string) bool {
 	return registry.m[name] != nil
 }
 
-// New opens a memory store on the shared state called name, or on a private
-// state when name is empty.
-func New(name string) *Store {
-	return &Store{st: sharedState(name), done: make(chan struct{}), entries: map[*lockEntry]struct{}{}}
+// Options configure a memory store opened with OpenStore.
+type Options struct {
+	// Name: stores opened with the same non-empty Name share one state, as
+	// processes sharing one server would; with an empty Name a store gets
+	// a private state of its own (see the package documentation).
+	Name string
 }
 
-// Store is an open memory store. It implements driver.Store,
+// OpenStore opens a memory store, on the shared state opts.Name, or on a
+// private state when opts is nil or its Name is empty. storeOpts are the
+// portable settings, as for store.Open.
+func OpenStore(opts *Options, storeOpts ...store.Option) (*store.Store, error) {
+	var name string
+	if opts != nil {
+		name = opts.Name
+	}
+	d := newDriver(name)
+	st, err := store.OpenDriver(d, storeOpts...)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// newDriver opens a memory store on the shared state called name, or on a private
+// state when name is empty.
+func newDriver(name string) *driverStore {
+	return &driverStore{st: sharedState(name), done: make(chan struct{}), entries: map[*lockEntry]struct{}{}}
+}
+
+// driverStore is an open memory store. It implements driver.Store,
 // driver.RangeStore, driver.SlotStore and driver.Locker, and the optional
 // driver.SlotSeeder, driver.Purger and driver.Pinger.
-type Store struct {
+type driverStore struct {
 	st   *state
 	done chan struct{} // closed by Close: ends this store's lock waits
 
@@ -89,17 +114,17 @@ type Store struct {
 }
 
 var (
-	_ driver.RangeStore = (*Store)(nil)
-	_ driver.SlotStore  = (*Store)(nil)
-	_ driver.Locker     = (*Store)(nil)
-	_ driver.SlotSeeder = (*Store)(nil)
-	_ driver.Purger     = (*Store)(nil)
-	_ driver.Pinger     = (*Store)(nil)
-	_ driver.Identifier = (*Store)(nil)
+	_ driver.RangeStore = (*driverStore)(nil)
+	_ driver.SlotStore  = (*driverStore)(nil)
+	_ driver.Locker     = (*driverStore)(nil)
+	_ driver.SlotSeeder = (*driverStore)(nil)
+	_ driver.Purger     = (*driverStore)(nil)
+	_ driver.Pinger     = (*driverStore)(nil)
+	_ driver.Identifier = (*driverStore)(nil)
 )
 
 // StoreID returns the state's identity (driver.Identifier).
-func (s *Store) StoreID(ctx context.Context) (string, error) {
+func (s *driverStore) StoreID(ctx context.Context) (string, error) {
 	if err := s.begin(ctx); err != nil {
 		return "", err
 	}
@@ -108,7 +133,7 @@ func (s *Store) StoreID(ctx context.Context) (string, error) {
 }
 
 // Ping takes the state's mutex once: the round trip of a memory store.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *driverStore) Ping(ctx context.Context) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
@@ -161,7 +186,7 @@ func newState() *state {
 
 // begin starts an operation: it takes the state's mutex, unless the store is
 // closed or ctx has ended. On success the caller must call s.st.mu.Unlock.
-func (s *Store) begin(ctx context.Context) error {
+func (s *driverStore) begin(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -178,7 +203,7 @@ func (s *Store) begin(ctx context.Context) error {
 // their Lost channels closed, as a ZooKeeper session's ephemeral nodes
 // vanish with it. Leases are not touched: they expire as they would after a
 // crash. Closing twice returns nil.
-func (s *Store) Close() error {
+func (s *driverStore) Close() error {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	if s.closed {

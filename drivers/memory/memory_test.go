@@ -54,7 +54,7 @@ func openClocked(t *testing.T, start int64, incarnations ...string) (*fakeClock,
 	clk.set(start)
 	var out []*store.Store
 	for _, inc := range incarnations {
-		d := memory.New(name)
+		d := memory.NewDriver(name)
 		memory.SetClock(d, clk.now)
 		st, err := store.OpenDriver(d, store.WithIncarnation(inc))
 		if err != nil {
@@ -90,12 +90,12 @@ func TestOpen(t *testing.T) {
 	if !slices.Contains(store.Drivers(), "memory") {
 		t.Fatalf("memory is not registered: %v", store.Drivers())
 	}
-	_, err := memory.Open(map[string]string{"nmae": "x"})
+	_, err := store.Open("memory", map[string]string{"nmae": "x"})
 	wantErr(t, err, driver.ErrInvalidArgument)
 	if !strings.Contains(err.Error(), `"nmae"`) {
 		t.Errorf("error %q does not name the unknown option", err)
 	}
-	d, err := memory.Open(nil)
+	d, err := store.Open("memory", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -692,7 +692,7 @@ func TestLockCancel(t *testing.T) {
 
 func TestLockStaleUnlock(t *testing.T) {
 	ctx := t.Context()
-	d := memory.New(uniqueName(t))
+	d := memory.NewDriver(uniqueName(t))
 	defer d.Close()
 	a, err := d.Lock(ctx, "x", "a", false)
 	if err != nil {
@@ -718,7 +718,7 @@ func TestLockStaleUnlock(t *testing.T) {
 func TestClose(t *testing.T) {
 	ctx := t.Context()
 	name := uniqueName(t)
-	closing, staying := memory.New(name), memory.New(name)
+	closing, staying := memory.NewDriver(name), memory.NewDriver(name)
 	defer staying.Close()
 
 	held, err := closing.Lock(ctx, "x", "closing", false)

@@ -19,7 +19,7 @@ import (
 // waiter's Lock fails. Fences keep growing from where they were, so none is
 // handed out twice: lock fences as ZooKeeper's czxids do, and slot fences
 // from the highest one the purge deleted (see driver.Purger).
-func (s *Store) Purge(ctx context.Context) ([]string, error) {
+func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ type rangeEntry struct {
 }
 
 // Next reserves [start, start+step) of key; a missing key starts at 0.
-func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error) {
+func (s *driverStore) Next(ctx context.Context, key string, step int64) (int64, error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, err
 	}
@@ -41,7 +41,7 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 }
 
 // Current returns the next value of key and whether it is sealed.
-func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
+func (s *driverStore) Current(ctx context.Context, key string) (int64, bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, false, err
 	}
@@ -54,7 +54,7 @@ func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
 
 // Seal marks key sealed (creating it at 0 if missing) and returns its next
 // value.
-func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
+func (s *driverStore) Seal(ctx context.Context, key string) (int64, error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, err
 	}
@@ -69,7 +69,7 @@ func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
 }
 
 // Init creates key at next; an existing key must already be at next.
-func (s *Store) Init(ctx context.Context, key string, next int64) error {
+func (s *driverStore) Init(ctx context.Context, key string, next int64) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Store) Init(ctx context.Context, key string, next int64) error {
 }
 
 // Keys lists every existing key, sorted.
-func (s *Store) Keys(ctx context.Context) ([]string, error) {
+func (s *driverStore) Keys(ctx context.Context) ([]string, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}

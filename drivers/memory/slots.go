@@ -32,7 +32,7 @@ func (ns *namespace) slot(n int) driver.SlotRecord {
 
 // Acquire leases a slot: the owner's last slots first, then the preferred
 // slot, then the lowest free one (driver.FirstSlots).
-func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	if err := s.begin(ctx); err != nil {
 		return driver.Lease{}, err
 	}
@@ -114,7 +114,7 @@ func (st *state) rewrite(l driver.Lease, change func(r driver.SlotRecord) (drive
 }
 
 // Renew continues l's term, even after its expiry if nobody took the slot.
-func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+func (s *driverStore) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
 	if err := s.begin(ctx); err != nil {
 		return l, err
 	}
@@ -128,7 +128,7 @@ func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error)
 }
 
 // Release ends l's term; used < 0 means unknown.
-func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
+func (s *driverStore) Release(ctx context.Context, l driver.Lease, used int64) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
 }
 
 // Namespaces lists every namespace, sorted by name.
-func (s *Store) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
+func (s *driverStore) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (s *Store) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
 }
 
 // Slots lists the used slots of a namespace by slot number.
-func (s *Store) Slots(ctx context.Context, name string) ([]driver.SlotInfo, error) {
+func (s *driverStore) Slots(ctx context.Context, name string) ([]driver.SlotInfo, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func (s *Store) Slots(ctx context.Context, name string) ([]driver.SlotInfo, erro
 
 // SeedSlot raises slot n's history for a migration (see driver.SlotSeeder
 // and driver.SlotRecord.Seeded).
-func (s *Store) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
+func (s *driverStore) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func newTCKHarness(context.Context, *testing.T) (tck.Harness, error) {
 }
 
 func (h tckHarness) NewStore(context.Context) (driver.Store, error) {
-	return Open(map[string]string{"name": h.name})
+	return fromOptions(map[string]string{"name": h.name})
 }
 
 // Close has nothing to free: a named state lives as long as the program.
@@ -51,7 +51,7 @@ func TestTCK(t *testing.T) {
 	tck.Run(t, tck.Suite{
 		NewHarness: newTCKHarness,
 		Ranges:     true, Slots: true, Locks: true,
-		Factory:       Open,
+		Factory:       fromOptions,
 		Options:       map[string]string{"name": "tck-options"},
 		NotPersistent: notPersistent,
 	})

@@ -43,7 +43,7 @@ func TestAcquireOppositeOrder(t *testing.T) {
 	// Both hold their first row lock before either searches.
 	var barrier sync.WaitGroup
 	barrier.Add(2)
-	for _, s := range []*Store{x, y} {
+	for _, s := range []*driverStore{x, y} {
 		var once sync.Once
 		setHook(s, func(point string) {
 			if strings.Contains(point, "slot IN (") {
@@ -66,7 +66,7 @@ func TestAcquireOppositeOrder(t *testing.T) {
 	results := make([]result, 2)
 	var wg sync.WaitGroup
 	for i, c := range []struct {
-		s *Store
+		s *driverStore
 		r driver.AcquireRequest
 	}{{x, req("x", 1)}, {y, req("y", 0)}} {
 		wg.Go(func() {
@@ -93,7 +93,7 @@ func TestAcquireStorm(t *testing.T) {
 	srv := pgtest.Shared(t)
 	schema := freshSchema("storm")
 	ns := driver.Namespace{Name: "w", Limit: 8, Tolerance: 10 * time.Millisecond}
-	stores := make([]*Store, 4)
+	stores := make([]*driverStore, 4)
 	for i := range stores {
 		stores[i] = openAt(t, srv.ConnString(), schema, map[string]string{"poolSize": "10"})
 	}

@@ -18,7 +18,7 @@ import (
 // benchStore opens a store through the user API on a fresh schema.
 func benchStore(b *testing.B, srv *pgtest.Server) (*store.Store, string) {
 	schema := freshSchema("bench")
-	d, err := Open(map[string]string{"connString": srv.ConnString(), "schema": schema, "poolSize": "4"})
+	d, err := fromOptions(map[string]string{"connString": srv.ConnString(), "schema": schema, "poolSize": "4"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func BenchmarkNextConcurrent(b *testing.B) {
 	srv := pgtest.Shared(b)
 	schema := freshSchema("bench")
 	rangebench.Run(b, func(tb testing.TB) driver.Store {
-		d, err := Open(map[string]string{"connString": srv.ConnString(), "schema": schema})
+		d, err := fromOptions(map[string]string{"connString": srv.ConnString(), "schema": schema})
 		if err != nil {
 			tb.Fatal(err)
 		}

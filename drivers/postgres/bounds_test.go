@@ -15,7 +15,7 @@ import (
 
 // setHook calls f at the store's named points (and after each query of
 // its pool has read its rows, with the statement as the point).
-func setHook(s *Store, f func(point string)) { s.health.hook.Store(&f) }
+func setHook(s *driverStore, f func(point string)) { s.health.hook.Store(&f) }
 
 // TestSilentClientInEnqueue: store a's network goes silent between its
 // lock enqueue's INSERT and COMMIT, and stays silent past a's lock

@@ -20,7 +20,7 @@ import (
 // them and hands them to observers), and, when no server answered, an
 // error that says so (driver.ErrUnavailable).
 
-var _ driver.Notifier = (*Store)(nil)
+var _ driver.Notifier = (*driverStore)(nil)
 
 // health follows whether the server answers, for events and errors. The
 // database adapter and the lock code report to it.
@@ -36,7 +36,7 @@ type health struct {
 }
 
 // Notify sets the function the store reports events to (driver.Notifier).
-func (s *Store) Notify(f func(driver.Event)) { s.health.notify.Store(&f) }
+func (s *driverStore) Notify(f func(driver.Event)) { s.health.notify.Store(&f) }
 
 func (h *health) report(e driver.Event) {
 	if f := h.notify.Load(); f != nil {
@@ -108,25 +108,25 @@ func (h *health) unavailable(err error) error {
 	return &unavailableError{msg: msg, err: err}
 }
 
-func (s *Store) unavailable(err error) error { return s.health.unavailable(err) }
+func (s *driverStore) unavailable(err error) error { return s.health.unavailable(err) }
 
 // disconnected records a connection failure of the lock session.
-func (s *Store) disconnected(err error) { s.health.failed(err) }
+func (s *driverStore) disconnected(err error) { s.health.failed(err) }
 
 // connected reports a new lock session: the store's session, as the
 // ZooKeeper driver's, with its id and T.
-func (s *Store) connected(se *session) {
+func (s *driverStore) connected(se *session) {
 	s.health.ok()
 	s.health.report(driver.Event{Kind: driver.Connected, Server: s.health.server, SessionID: se.id, Timeout: se.t})
 }
 
 // expired reports a lock session that another store took over, or a purge
 // deleted: its holds are lost.
-func (s *Store) expired(err error) {
+func (s *driverStore) expired(err error) {
 	s.health.report(driver.Event{Kind: driver.Expired, Err: err})
 }
 
-func (s *Store) hook(point string) {
+func (s *driverStore) hook(point string) {
 	if f := s.health.hook.Load(); f != nil {
 		(*f)(point)
 	}

@@ -39,7 +39,7 @@ func (s *syncBuffer) String() string {
 // Connected, and logs both, and the lost lock with its reason.
 func TestServerStopped(t *testing.T) {
 	srv := pgtest.Start(t)
-	d, err := Open(map[string]string{"connString": srv.ConnString(), "schema": freshSchema("stopped"),
+	d, err := fromOptions(map[string]string{"connString": srv.ConnString(), "schema": freshSchema("stopped"),
 		"poolSize": "4", "connectTimeout": "2s", "lockTimeout": "2s"})
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func TestFaults(t *testing.T) {
 	defer func(c string) { clockSQL = c }(clockSQL)
 	clockSQL = "(" + clockSQL + " + (SELECT ms FROM public.cosid_test_step))"
 	const n = 8
-	stores := make([]*Store, n)
+	stores := make([]*driverStore, n)
 	proxies := make([]*pgtest.Proxy, n)
 	freezers := make([]*pgtest.Proxy, n)
 	for i := range n {
@@ -247,7 +247,7 @@ type heldBy struct {
 	store int
 }
 
-func (ex *exclusion) work(ctx context.Context, i int, s *Store) {
+func (ex *exclusion) work(ctx context.Context, i int, s *driverStore) {
 	for ctx.Err() == nil {
 		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		l, err := s.Lock(octx, "x", fmt.Sprintf("s%d", i), true)

@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	_ driver.Locker    = (*Store)(nil)
+	_ driver.Locker    = (*driverStore)(nil)
 	_ driver.LostCause = (*hold)(nil)
 )
 
@@ -26,7 +26,7 @@ var (
 // costs nothing but itself: a row it may have written is removed (in the
 // background if the server does not answer), and the lock session with
 // every other hold of the store lives on.
-func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	se, err := s.locks.get(ctx)
 	if err != nil {
 		return nil, s.unavailable(err)
@@ -106,7 +106,7 @@ func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver
 // It returns the ticket once known, also with an error: the row may then
 // have been written. A transaction the server aborted (a lock wait past
 // lock_timeout, a deadlock) is tried again within ctx.
-func (s *Store) enqueue(ctx context.Context, se *session, name, owner string, wait bool) (int64, error) {
+func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner string, wait bool) (int64, error) {
 	var ticket int64
 	err := retryAborted(ctx, func() error {
 		return pgx.BeginTxFunc(ctx, s.pool, beginBounded(s.cfg.LockTimeout), func(tx pgx.Tx) error {
@@ -142,7 +142,7 @@ func (s *Store) enqueue(ctx context.Context, se *session, name, owner string, wa
 // pass looks at the queue up to ticket: granted when it is the head, else
 // how long until it should look again. It watches the sessions ahead and
 // takes over those this store has seen stand still for their T.
-func (s *Store) pass(ctx context.Context, se *session, name string, ticket int64) (bool, time.Duration, error) {
+func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket int64) (bool, time.Duration, error) {
 	s.passes.Add(1)
 	rows, err := s.pool.Query(ctx, s.Q(qPass), name, ticket)
 	if err != nil {
@@ -210,7 +210,7 @@ func (s *Store) pass(ctx context.Context, se *session, name string, ticket int64
 
 // takeover deletes session id, with its rows, if its counter is still
 // count, and wakes the new heads of its names.
-func (s *Store) takeover(ctx context.Context, id, count int64) error {
+func (s *driverStore) takeover(ctx context.Context, id, count int64) error {
 	b := &pgx.Batch{}
 	b.Queue(s.Q(qLockSessions), id)
 	b.Queue(s.Q(qTakeover), id, count, s.locks.channel)
@@ -229,7 +229,7 @@ func (s *Store) takeover(ctx context.Context, id, count int64) error {
 // (or for the server to end the transaction). If the server does not answer, the removal goes on in
 // the background until it succeeds or the session is lost or closed: the
 // session, and the store's other holds, live on.
-func (s *Store) abandon(se *session, name string, ticket int64) {
+func (s *driverStore) abandon(se *session, name string, ticket int64) {
 	if se.isLost() {
 		return
 	}
@@ -242,7 +242,7 @@ func (s *Store) abandon(se *session, name string, ticket int64) {
 
 // leave deletes the ticket's row and wakes the next head, in one round
 // trip; it reports whether the row was there.
-func (s *Store) leave(ctx context.Context, se *session, name string, ticket int64) (bool, error) {
+func (s *driverStore) leave(ctx context.Context, se *session, name string, ticket int64) (bool, error) {
 	b := &pgx.Batch{}
 	b.Queue(s.Q(qLockNameRow), name)
 	b.Queue(s.Q(qLeave), ticket, se.id, s.locks.channel)
@@ -275,7 +275,7 @@ func countSecond(br pgx.BatchResults) (bool, error) {
 }
 
 // Locks lists every lock name ever used, sorted.
-func (s *Store) Locks(ctx context.Context) ([]string, error) {
+func (s *driverStore) Locks(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, s.Q(qLocks))
 	if err != nil {
 		return nil, err
@@ -292,7 +292,7 @@ func (s *Store) Locks(ctx context.Context) ([]string, error) {
 }
 
 // Waiters lists the live holder and waiters of name, in ticket order.
-func (s *Store) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+func (s *driverStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
 	var exists bool
 	if err := s.pool.QueryRow(ctx, s.Q(qLockRow), name).Scan(&exists); err != nil {
 		return nil, err
@@ -318,7 +318,7 @@ func (s *Store) Waiters(ctx context.Context, name string) ([]driver.Waiter, erro
 
 // hold is a held lock.
 type hold struct {
-	s      *Store
+	s      *driverStore
 	se     *session
 	name   string
 	ticket int64

@@ -14,17 +14,17 @@ import (
 )
 
 // openAt opens a store on connString and schema, closed when the test ends.
-func openAt(t *testing.T, connString, schema string, extra map[string]string) *Store {
+func openAt(t *testing.T, connString, schema string, extra map[string]string) *driverStore {
 	t.Helper()
 	o := map[string]string{"connString": connString, "schema": schema, "poolSize": "4"}
 	for k, v := range extra {
 		o[k] = v
 	}
-	d, err := Open(o)
+	d, err := fromOptions(o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	s := d.(*Store)
+	s := d.(*driverStore)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -55,14 +55,14 @@ func TestLockLostBeforeTakeover(t *testing.T) {
 	faults := []struct {
 		name string
 		// setup returns the holder's connection string and the fault.
-		setup func(t *testing.T, srv *pgtest.Server, a func() *Store) (string, func())
+		setup func(t *testing.T, srv *pgtest.Server, a func() *driverStore) (string, func())
 		own   bool // needs a server of its own
 	}{
-		{"silent network", func(t *testing.T, srv *pgtest.Server, _ func() *Store) (string, func()) {
+		{"silent network", func(t *testing.T, srv *pgtest.Server, _ func() *driverStore) (string, func()) {
 			p := pgtest.NewProxy(t, srv.Addr())
 			return pgtest.ConnStringAt(p.Addr()), p.Freeze
 		}, false},
-		{"backend terminated", func(t *testing.T, srv *pgtest.Server, a func() *Store) (string, func()) {
+		{"backend terminated", func(t *testing.T, srv *pgtest.Server, a func() *driverStore) (string, func()) {
 			return srv.ConnString(), func() {
 				c := superuser(t, srv)
 				var n int
@@ -73,7 +73,7 @@ func TestLockLostBeforeTakeover(t *testing.T) {
 				}
 			}
 		}, false},
-		{"server killed and restarted", func(t *testing.T, srv *pgtest.Server, _ func() *Store) (string, func()) {
+		{"server killed and restarted", func(t *testing.T, srv *pgtest.Server, _ func() *driverStore) (string, func()) {
 			return srv.ConnString(), func() { srv.Kill(); srv.Restart(t) }
 		}, true},
 	}
@@ -87,8 +87,8 @@ func TestLockLostBeforeTakeover(t *testing.T) {
 				srv = pgtest.Shared(t)
 			}
 			schema := freshSchema("lost")
-			var a *Store
-			connA, fault := f.setup(t, srv, func() *Store { return a })
+			var a *driverStore
+			connA, fault := f.setup(t, srv, func() *driverStore { return a })
 			a = openAt(t, connA, schema, opts)
 			ctx := t.Context()
 			la, err := a.Lock(ctx, "x", "a", true)
@@ -155,7 +155,7 @@ func TestLockNoHerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 4
-	waiters := make([]*Store, n)
+	waiters := make([]*driverStore, n)
 	got := make(chan int, n)
 	for i := range waiters {
 		waiters[i] = openAt(t, srv.ConnString(), schema, nil)

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/pgtest"
 )
@@ -51,7 +53,7 @@ func TestOptions(t *testing.T) {
 		{map[string]string{"connString": "postgres://u:" + secret + "@127.0.0.1:1/db", "connectTimeout": "1s"}, `127.0.0.1`},
 		{map[string]string{"host": "127.0.0.1", "port": "1", "password": secret, "connectTimeout": "1s"}, `127.0.0.1`},
 	} {
-		_, err := Open(c.opts)
+		_, err := fromOptions(c.opts)
 		if err == nil {
 			t.Errorf("Open(%v) succeeded", c.opts)
 			continue
@@ -131,7 +133,7 @@ func TestLongSchema(t *testing.T) {
 // A connection failure is about the server: no schema prefix, and the
 // address is named once (pgx names it, the dial error named it again).
 func TestConnectFailureMessage(t *testing.T) {
-	_, err := Open(map[string]string{"host": "127.0.0.1", "port": "1", "connectTimeout": "2s"})
+	_, err := fromOptions(map[string]string{"host": "127.0.0.1", "port": "1", "connectTimeout": "2s"})
 	if err == nil {
 		t.Fatal("Open of a closed port succeeded")
 	}
@@ -139,5 +141,48 @@ func TestConnectFailureMessage(t *testing.T) {
 	t.Log(msg)
 	if strings.HasPrefix(msg, "schema") || strings.Count(msg, "127.0.0.1:1") != 1 || !strings.Contains(msg, "connection refused") {
 		t.Errorf("connection failure reads %q; want the address once, the cause, no schema prefix", msg)
+	}
+}
+
+// TestOpenStore: OpenStore on a caller's pool gives the checked store (a
+// negative step is refused before the driver, and the key keeps its
+// value), checks its Options, and leaves the pool open when it closes.
+func TestOpenStore(t *testing.T) {
+	ctx := t.Context()
+	srv := pgtest.Shared(t)
+	pool, err := pgxpool.New(ctx, srv.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := OpenStore(ctx, nil, nil); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("OpenStore with a nil pool: %v, want ErrInvalidArgument", err)
+	}
+	if _, err := OpenStore(ctx, pool, &Options{LockTimeout: 50 * time.Millisecond}); !errors.Is(err, store.ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "LockTimeout") {
+		t.Errorf("OpenStore with LockTimeout 50ms: %v, want ErrInvalidArgument naming it", err)
+	}
+	schema := freshSchema("openstore")
+	st, err := OpenStore(ctx, pool, &Options{Schema: schema}, store.WithTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Timeout() != 10*time.Second {
+		t.Errorf("store timeout %v, want the WithTimeout given", st.Timeout())
+	}
+	if _, err := st.Ranges().Next(ctx, "k", 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Ranges().Next(ctx, "k", -100); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("Next with step -100: %v, want ErrInvalidArgument", err)
+	}
+	if next, _, err := st.Ranges().Current(ctx, "k"); err != nil || next != 100 {
+		t.Errorf("after the refused Next, Current = %d, %v; want 100", next, err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		t.Errorf("the caller's pool after the store closed: %v", err)
 	}
 }

@@ -84,12 +84,12 @@ func TestLockHolderPaused(t *testing.T) {
 // before the last check that found it open.
 func pausedHolder(v string) {
 	connString, schema, _ := strings.Cut(v, "|")
-	d, err := Open(map[string]string{"connString": connString, "schema": schema, "lockTimeout": "2s"})
+	d, err := fromOptions(map[string]string{"connString": connString, "schema": schema, "lockTimeout": "2s"})
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)
 	}
-	l, err := d.(*Store).Lock(context.Background(), "x", "paused", true)
+	l, err := d.(*driverStore).Lock(context.Background(), "x", "paused", true)
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)

@@ -12,7 +12,9 @@
 //	})
 //
 // or, with a pool the program already has (it stays the caller's to
-// close): postgres.New(ctx, pool, postgres.Config{Schema: "cosid"}).
+// close):
+//
+//	st, err := postgres.OpenStore(ctx, pool, &postgres.Options{Schema: "cosid"})
 //
 // # Options
 //
@@ -132,25 +134,26 @@ import (
 	"github.com/cosid-go/store/internal/sqlstore"
 )
 
-func init() { store.Register("postgres", Open) }
+func init() { store.Register("postgres", fromOptions) }
 
-// Config is what New needs besides a pool.
-type Config struct {
-	Schema      string        // default "public"
-	LockTimeout time.Duration // default 10s
+// Options configures a store opened with OpenStore, besides its pool: the
+// schema and lockTimeout options of the package documentation.
+type Options struct {
+	Schema      string        // where the tables live; default "public"
+	LockTimeout time.Duration // T of the lock liveness rule, at least 100ms; default 10s
 	// ConnConfig opens the lock session's connection; nil uses the pool's.
 	ConnConfig *pgx.ConnConfig
 }
 
-// Store is an open PostgreSQL store. It implements driver.Store,
+// driverStore is an open PostgreSQL store. It implements driver.Store,
 // driver.RangeStore, driver.SlotStore, driver.Locker, driver.SlotSeeder,
 // driver.Purger, driver.Pinger and driver.Notifier.
-type Store struct {
+type driverStore struct {
 	*sqlstore.Store
 	pool    *pgxpool.Pool
 	ownPool bool
 	sockets *sockets // of the pool and lock session, when the store opened the pool
-	cfg     Config
+	cfg     Options
 	locks   *lockSession
 	health  *health
 	obs     observations // other lock sessions' counters, seen by this store
@@ -161,30 +164,30 @@ type Store struct {
 	passes atomic.Int64 // lock queue passes run, for tests
 }
 
-func (s *Store) seenTicket() int64 {
+func (s *driverStore) seenTicket() int64 {
 	s.ticketMu.Lock()
 	defer s.ticketMu.Unlock()
 	return s.lastTicket
 }
 
-func (s *Store) sawTicket(t int64) {
+func (s *driverStore) sawTicket(t int64) {
 	s.ticketMu.Lock()
 	defer s.ticketMu.Unlock()
 	s.lastTicket = max(s.lastTicket, t)
 }
 
 var (
-	_ driver.RangeStore = (*Store)(nil)
-	_ driver.SlotStore  = (*Store)(nil)
-	_ driver.SlotSeeder = (*Store)(nil)
-	_ driver.Purger     = (*Store)(nil)
-	_ driver.Pinger     = (*Store)(nil)
-	_ driver.Identifier = (*Store)(nil)
+	_ driver.RangeStore = (*driverStore)(nil)
+	_ driver.SlotStore  = (*driverStore)(nil)
+	_ driver.SlotSeeder = (*driverStore)(nil)
+	_ driver.Purger     = (*driverStore)(nil)
+	_ driver.Pinger     = (*driverStore)(nil)
+	_ driver.Identifier = (*driverStore)(nil)
 )
 
-// Open opens a store from options (see the package documentation). It is
+// fromOptions opens a store from options (see the package documentation). It is
 // the driver's factory.
-func Open(options map[string]string) (driver.Store, error) {
+func fromOptions(options map[string]string) (driver.Store, error) {
 	o := driver.NewOptions(options)
 	connString := o.String("connString", "")
 	fields := map[string]string{}
@@ -229,7 +232,7 @@ func Open(options map[string]string) (driver.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := newStore(ctx, pool, Config{Schema: schema, LockTimeout: lockTimeout, ConnConfig: cfg.ConnConfig}, create)
+	s, err := newDriver(ctx, pool, Options{Schema: schema, LockTimeout: lockTimeout, ConnConfig: cfg.ConnConfig}, create)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -303,14 +306,9 @@ func withFields(connString string, fields map[string]string) string {
 	return b.String()
 }
 
-// New opens a store on a pool the caller owns and closes.
-func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
-	return newStore(ctx, pool, cfg, true)
-}
-
-// newStore is New; without create, only a schema with the tables is
-// opened, and nothing is written.
-func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, create bool) (*Store, error) {
+// newDriver opens a store on a pool the caller owns and closes; without
+// create, only a schema with the tables is opened, and nothing is written.
+func newDriver(ctx context.Context, pool *pgxpool.Pool, cfg Options, create bool) (*driverStore, error) {
 	if cfg.Schema == "" {
 		cfg.Schema = "public"
 	}
@@ -372,7 +370,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, create bool) 
 	if err != nil {
 		return nil, fmt.Errorf("schema %q: %w", schema, err)
 	}
-	st := &Store{Store: s, pool: pool, cfg: cfg, health: h}
+	st := &driverStore{Store: s, pool: pool, cfg: cfg, health: h}
 	st.locks = newLockSession(st)
 	return st, nil
 }
@@ -384,7 +382,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, create bool) 
 const closeGrace = 2 * time.Second
 
 // Close ends the lock session and, if the store opened the pool, the pool.
-func (s *Store) Close() error {
+func (s *driverStore) Close() error {
 	if !s.ownPool {
 		return s.locks.close()
 	}

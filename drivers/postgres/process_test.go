@@ -24,12 +24,12 @@ const holderEnv = "COSID_PG_LOCK_HOLDER"
 func TestLockHolderKilled(t *testing.T) {
 	if v := os.Getenv(holderEnv); v != "" {
 		connString, schema, _ := strings.Cut(v, "|")
-		d, err := Open(map[string]string{"connString": connString, "schema": schema, "lockTimeout": "2s"})
+		d, err := fromOptions(map[string]string{"connString": connString, "schema": schema, "lockTimeout": "2s"})
 		if err != nil {
 			fmt.Println("ERR", err)
 			os.Exit(2)
 		}
-		l, err := d.(*Store).Lock(context.Background(), "x", "child", true)
+		l, err := d.(*driverStore).Lock(context.Background(), "x", "child", true)
 		if err != nil {
 			fmt.Println("ERR", err)
 			os.Exit(2)

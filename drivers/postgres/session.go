@@ -273,7 +273,7 @@ func (se *session) end(ctx context.Context) error {
 
 // lockSession gives a store its current session, making one when needed.
 type lockSession struct {
-	s       *Store
+	s       *driverStore
 	channel string
 	done    chan struct{} // closed by close: lock waits end
 	ctx     context.Context
@@ -294,7 +294,7 @@ func channelOf(schema string) string {
 	return "cosid_lock_" + hex.EncodeToString(h[:8])
 }
 
-func newLockSession(s *Store) *lockSession {
+func newLockSession(s *driverStore) *lockSession {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &lockSession{s: s, channel: channelOf(s.cfg.Schema), done: make(chan struct{}), ctx: ctx, cancel: cancel}
 }

@@ -48,7 +48,7 @@ func (h harness) options() map[string]string {
 	return o
 }
 
-func (h harness) NewStore(context.Context) (driver.Store, error) { return Open(h.options()) }
+func (h harness) NewStore(context.Context) (driver.Store, error) { return fromOptions(h.options()) }
 
 func (h harness) Close() error {
 	ctx := context.Background()
@@ -68,7 +68,7 @@ func TestTCK(t *testing.T) {
 			return harness{t: t, srv: srv, schema: freshSchema("tck")}, nil
 		},
 		Ranges: true, Slots: true, Locks: true,
-		Factory: Open,
+		Factory: fromOptions,
 		// Each history opens stores on a fresh schema: a few are enough
 		// here, the memory driver's TCK runs many on the same model.
 		Histories: 10,

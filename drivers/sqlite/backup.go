@@ -39,7 +39,7 @@ func Backup(ctx context.Context, path, dest string) error {
 		}
 		return fmt.Errorf("backup destination %s: %w", dst, err)
 	}
-	s, err := New(ctx, src, 5*time.Second)
+	s, err := newDriver(ctx, src, 5*time.Second, false)
 	if err != nil {
 		return err
 	}

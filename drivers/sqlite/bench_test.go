@@ -25,7 +25,7 @@ import (
 //	go test -run '^$' -bench Next -benchtime 3s ./drivers/sqlite/
 func BenchmarkNext(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bench.db")
-	d, err := Open(map[string]string{"path": path})
+	d, err := fromOptions(map[string]string{"path": path})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func BenchmarkNext(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	guard := d.(*Store).guard
+	guard := d.(*driverStore).guard
 	var inNext, inUnchecked, inRaw, inRawTimeout time.Duration
 	b.ResetTimer()
 	for range b.N {
@@ -99,7 +99,7 @@ func BenchmarkNext(b *testing.B) {
 func BenchmarkNextConcurrent(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bench.db")
 	rangebench.Run(b, func(tb testing.TB) driver.Store {
-		d, err := Open(map[string]string{"path": path})
+		d, err := fromOptions(map[string]string{"path": path})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -112,12 +112,12 @@ func BenchmarkNextConcurrent(b *testing.B) {
 //
 //	go test -run '^$' -bench FileCheck ./drivers/sqlite/
 func BenchmarkFileCheck(b *testing.B) {
-	d, err := Open(map[string]string{"path": filepath.Join(b.TempDir(), "bench.db")})
+	d, err := fromOptions(map[string]string{"path": filepath.Join(b.TempDir(), "bench.db")})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.Close() })
-	g := d.(*Store).guard
+	g := d.(*driverStore).guard
 	for b.Loop() {
 		if err := g.check(); err != nil {
 			b.Fatal(err)

@@ -15,7 +15,7 @@ import (
 func TestCreateFalse(t *testing.T) {
 	dir := t.TempDir()
 	readOnly := func(path string) (driver.Store, error) {
-		return Open(map[string]string{"path": path, "create": "false"})
+		return fromOptions(map[string]string{"path": path, "create": "false"})
 	}
 	missing := filepath.Join(dir, "missing.db")
 	if _, err := readOnly(missing); !errors.Is(err, driver.ErrNotFound) {
@@ -58,7 +58,7 @@ func TestCreateFalse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if got, err := d.(*Store).StoreID(t.Context()); err != nil || got != id {
+	if got, err := d.(*driverStore).StoreID(t.Context()); err != nil || got != id {
 		t.Fatalf("identity through create=false: %q (%v), want %q", got, err, id)
 	}
 }
@@ -70,14 +70,14 @@ func TestIdentityOldFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	open(t, path).Close()
 	writeSQLite(t, path, "DELETE FROM cosid_meta WHERE name = 'store_id'")
-	d, err := Open(map[string]string{"path": path, "create": "false"})
+	d, err := fromOptions(map[string]string{"path": path, "create": "false"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.(*Store).StoreID(t.Context()); !errors.Is(err, driver.ErrNotFound) {
+	if _, err := d.(*driverStore).StoreID(t.Context()); !errors.Is(err, driver.ErrNotFound) {
 		t.Fatalf("identity of an old file through create=false: %v, want ErrNotFound", err)
 	}
-	if _, err := d.(*Store).StoreID(t.Context()); !errors.Is(err, driver.ErrNotFound) {
+	if _, err := d.(*driverStore).StoreID(t.Context()); !errors.Is(err, driver.ErrNotFound) {
 		t.Fatalf("create=false wrote an identity: %v", err)
 	}
 	d.Close()

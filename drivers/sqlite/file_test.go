@@ -15,14 +15,14 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-func open(t *testing.T, path string) *Store {
+func open(t *testing.T, path string) *driverStore {
 	t.Helper()
-	d, err := Open(map[string]string{"path": path})
+	d, err := fromOptions(map[string]string{"path": path})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
 	t.Cleanup(func() { d.Close() })
-	return d.(*Store)
+	return d.(*driverStore)
 }
 
 // writeSQLite makes a SQLite file with the given statements.
@@ -63,7 +63,7 @@ func TestRefusesForeignFiles(t *testing.T) {
 		{newer, "schema version 2, newer than this driver's 1", driver.ErrConfigMismatch},
 	} {
 		before := snapshot(t, c.path)
-		_, err := Open(map[string]string{"path": c.path})
+		_, err := fromOptions(map[string]string{"path": c.path})
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, c.is) {
 			t.Errorf("Open(%s) = %v; want an error saying %q, wrapping %v", filepath.Base(c.path), err, c.want, c.is)
 		}

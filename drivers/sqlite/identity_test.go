@@ -36,7 +36,7 @@ func TestOptionsRefused(t *testing.T) {
 		{map[string]string{"path": dir}, "not a regular file", driver.ErrConfigMismatch},
 		{map[string]string{"path": filepath.Join(dir, "dangling.db")}, "a symlink to a missing file", driver.ErrConfigMismatch},
 	} {
-		d, err := Open(c.opts)
+		d, err := fromOptions(c.opts)
 		if err == nil {
 			d.Close()
 		}
@@ -51,7 +51,7 @@ func TestOptionsRefused(t *testing.T) {
 		t.Errorf("a refused busyTimeout created the file: %v", err)
 	}
 	// The longest wait SQLite can hold is accepted.
-	d, err := Open(map[string]string{"path": filepath.Join(dir, "b.db"), "busyTimeout": "596h"})
+	d, err := fromOptions(map[string]string{"path": filepath.Join(dir, "b.db"), "busyTimeout": "596h"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestEmptyFileRefused(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(map[string]string{"path": path})
+	_, err := fromOptions(map[string]string{"path": path})
 	if err == nil || !strings.Contains(err.Error(), "the file exists and is empty: remove it to start a new store") {
 		t.Fatalf("Open of an empty file = %v; want it refused", err)
 	}
@@ -84,14 +84,14 @@ func TestNamesShareMutex(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	var stores []*Store
+	var stores []*driverStore
 	for _, p := range []string{path, filepath.Join(dir, "link.db"), "ids.db", "./link.db"} {
-		d, err := Open(map[string]string{"path": p, "busyTimeout": "1ms"})
+		d, err := fromOptions(map[string]string{"path": p, "busyTimeout": "1ms"})
 		if err != nil {
 			t.Fatalf("Open(%s): %v", p, err)
 		}
 		t.Cleanup(func() { d.Close() })
-		stores = append(stores, d.(*Store))
+		stores = append(stores, d.(*driverStore))
 	}
 	mu := stores[0].Store.DB().(db).mu
 	for i, s := range stores[1:] {
@@ -143,7 +143,7 @@ func TestReplacedInProcess(t *testing.T) {
 		if err := os.Rename(filepath.Join(dir, "copy.db"), path); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Open(map[string]string{"path": path}); err == nil || !strings.Contains(err.Error(), "belongs to another file this process has open") {
+		if _, err := fromOptions(map[string]string{"path": path}); err == nil || !strings.Contains(err.Error(), "belongs to another file this process has open") {
 			t.Errorf("Open of the replaced path = %v; want it refused", err)
 		}
 		if start, err := s1.Next(ctx, "k", 10); !errors.Is(err, driver.ErrCorrupt) {
@@ -164,7 +164,7 @@ func TestReplacedInProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := "this process has the file open as " + a
-		if d, err := Open(map[string]string{"path": b}); !errors.Is(err, driver.ErrCorrupt) || !strings.Contains(err.Error(), want) {
+		if d, err := fromOptions(map[string]string{"path": b}); !errors.Is(err, driver.ErrCorrupt) || !strings.Contains(err.Error(), want) {
 			if err == nil {
 				d.Close()
 			}
@@ -217,9 +217,9 @@ func TestDotDotRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(root, "l") + "/../ids.db" // the kernel reaches a/ids.db
-	d, err := Open(map[string]string{"path": path})
+	d, err := fromOptions(map[string]string{"path": path})
 	if err == nil {
-		start, nerr := d.(*Store).Next(ctx, "k", 10)
+		start, nerr := d.(*driverStore).Next(ctx, "k", 10)
 		d.Close()
 		t.Errorf("Open(%q) opened a store (Next = %d, %v, where a/ids.db, the file the path reaches, handed out 0 already); want it refused", path, start, nerr)
 	} else if want := `".." element`; !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), want) {

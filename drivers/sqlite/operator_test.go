@@ -35,13 +35,13 @@ func serveChild() bool {
 	if path == "" {
 		return false
 	}
-	d, err := Open(map[string]string{"path": path, "busyTimeout": "20s"})
+	d, err := fromOptions(map[string]string{"path": path, "busyTimeout": "20s"})
 	if err != nil {
 		fmt.Printf("O %v\n", oneLine(err))
 		os.Exit(0)
 	}
 	fmt.Println("ok")
-	s := d.(*Store)
+	s := d.(*driverStore)
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		start, err := s.Next(context.Background(), "k", 10)

@@ -32,7 +32,7 @@ func TestOptionMessages(t *testing.T) {
 		{map[string]string{"path": filepath.Join(file, "ids.db")}, "sqlite " + filepath.Join(file, "ids.db") + ": stat " +
 			filepath.Join(file, "ids.db") + ": not a directory", false},
 	} {
-		_, err := Open(c.opts)
+		_, err := fromOptions(c.opts)
 		if err == nil || err.Error() != c.want || errors.Is(err, driver.ErrInvalidArgument) != c.invalid {
 			t.Errorf("Open(%q):\ngot  %v\nwant %s (invalid argument: %v)", c.opts, err, c.want, c.invalid)
 		}

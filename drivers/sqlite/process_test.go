@@ -243,12 +243,12 @@ func checkRecords(t *testing.T, lines []string) {
 // worker allocates and leases until its stdin closes, writing each result
 // to stdout as it gets it (unbuffered: a SIGKILL loses nothing recorded).
 func worker(path string) {
-	d, err := Open(map[string]string{"path": path, "busyTimeout": "30s"})
+	d, err := fromOptions(map[string]string{"path": path, "busyTimeout": "30s"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(2)
 	}
-	s := d.(*Store)
+	s := d.(*driverStore)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)

@@ -10,6 +10,10 @@
 //
 //	st, err := store.Open("sqlite", map[string]string{"path": "/var/lib/app/ids.db"})
 //
+// or, without the registry:
+//
+//	st, err := sqlite.OpenStore(ctx, &sqlite.Options{Path: "/var/lib/app/ids.db"})
+//
 // # Options
 //
 //   - path (required): the database file, on a local file system. If
@@ -145,12 +149,12 @@ import (
 	"github.com/cosid-go/store/internal/sqlstore"
 )
 
-func init() { store.Register("sqlite", Open) }
+func init() { store.Register("sqlite", fromOptions) }
 
-// Store is an open SQLite store. It implements driver.Store,
+// driverStore is an open SQLite store. It implements driver.Store,
 // driver.RangeStore, driver.SlotStore, driver.SlotSeeder, driver.Purger and
 // driver.Pinger.
-type Store struct {
+type driverStore struct {
 	*sqlstore.Store
 	db    *sql.DB
 	pin   *sql.Conn // the connection that keeps the -wal and -shm files
@@ -161,25 +165,32 @@ type Store struct {
 }
 
 var (
-	_ driver.RangeStore = (*Store)(nil)
-	_ driver.SlotStore  = (*Store)(nil)
-	_ driver.SlotSeeder = (*Store)(nil)
-	_ driver.Purger     = (*Store)(nil)
-	_ driver.Pinger     = (*Store)(nil)
-	_ driver.Identifier = (*Store)(nil)
+	_ driver.RangeStore = (*driverStore)(nil)
+	_ driver.SlotStore  = (*driverStore)(nil)
+	_ driver.SlotSeeder = (*driverStore)(nil)
+	_ driver.Purger     = (*driverStore)(nil)
+	_ driver.Pinger     = (*driverStore)(nil)
+	_ driver.Identifier = (*driverStore)(nil)
 )
 
-// Open opens a store from options (see the package documentation). It is
+// The busyTimeout option's default and bound (SQLite keeps milliseconds
+// in an int32).
+const (
+	defaultBusyTimeout = 5 * time.Second
+	maxBusyTimeout     = 596 * time.Hour
+)
+
+// fromOptions opens a store from options (see the package documentation). It is
 // the driver's factory.
-func Open(options map[string]string) (driver.Store, error) {
+func fromOptions(options map[string]string) (driver.Store, error) {
 	o := driver.NewOptions(options)
 	path := o.String("path", "")
-	busy := o.Duration("busyTimeout", 5*time.Second, 0, 596*time.Hour) // SQLite keeps ms in an int32
+	busy := o.Duration("busyTimeout", defaultBusyTimeout, 0, maxBusyTimeout)
 	create := o.Bool(driver.OptionCreate, true)
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
-	return openPath(context.Background(), path, busy, create)
+	return newDriver(context.Background(), path, busy, create)
 }
 
 // dialect is SQLite's: numbered ?N placeholders, the host clock, no row
@@ -192,14 +203,9 @@ var dialect = sqlstore.Dialect{
 	HasMeta:  "SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = 'cosid_meta'",
 }
 
-// New opens the store in the file at path.
-func New(ctx context.Context, path string, busyTimeout time.Duration) (*Store, error) {
-	return openPath(ctx, path, busyTimeout, true)
-}
-
-// openPath is New; without create, only a file holding a store is opened,
-// and nothing is created or written.
-func openPath(ctx context.Context, path string, busyTimeout time.Duration, create bool) (*Store, error) {
+// newDriver opens the store in the file at path; without create, only a
+// file holding a store is opened, and nothing is created or written.
+func newDriver(ctx context.Context, path string, busyTimeout time.Duration, create bool) (*driverStore, error) {
 	path, err := checkPath(path)
 	if err != nil {
 		return nil, err
@@ -223,7 +229,7 @@ func openPath(ctx context.Context, path string, busyTimeout time.Duration, creat
 }
 
 // openClaimed opens the store in the file New found and claimed.
-func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout time.Duration, create bool) (*Store, error) {
+func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout time.Duration, create bool) (*driverStore, error) {
 	mu := fileLock(id)
 	// Checked before WAL mode is set, which would rewrite a foreign file's
 	// header.
@@ -270,7 +276,7 @@ func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout 
 		sdb.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
-	return &Store{Store: s, db: sdb, pin: pin, stmts: stmts, guard: g}, nil
+	return &driverStore{Store: s, db: sdb, pin: pin, stmts: stmts, guard: g}, nil
 }
 
 // precheck reads the file without changing it: it must be SQLite, and
@@ -302,7 +308,7 @@ func precheck(ctx context.Context, path string, busyTimeout time.Duration, mu *s
 }
 
 // Close closes the file.
-func (s *Store) Close() error {
+func (s *driverStore) Close() error {
 	s.stmts.close()
 	if s.guard.strandedWAL() {
 		// What SQLite would do on closing, had the file not moved: the

@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type harness struct{ path string }
 
 func (h harness) NewStore(context.Context) (driver.Store, error) {
-	return Open(map[string]string{"path": h.path})
+	return fromOptions(map[string]string{"path": h.path})
 }
 
 // Close has nothing to do: the test's temp directory goes with the file.
@@ -33,6 +33,6 @@ func TestTCK(t *testing.T) {
 			return harness{path: filepath.Join(t.TempDir(), "store.db")}, nil
 		},
 		Ranges: true, Slots: true, Locks: false,
-		Factory: Open,
+		Factory: fromOptions,
 	})
 }

@@ -29,7 +29,7 @@ func ACLEntry(a zk.ACL) string {
 // ACLs lists the root and every node below it, depth first in path order,
 // with their ACLs. A missing root gives an empty list. Nodes are read one
 // by one, each within ctx; nothing is changed.
-func (s *Store) ACLs(ctx context.Context) ([]NodeACL, error) {
+func (s *driverStore) ACLs(ctx context.Context) ([]NodeACL, error) {
 	var out []NodeACL
 	var visit func(path string) error
 	visit = func(path string) error {

@@ -29,7 +29,7 @@ type slotTurnMap struct {
 	sem map[string]chan struct{}
 }
 
-func (s *Store) takeSlotTurn(ctx context.Context, ns string) (func(), error) {
+func (s *driverStore) takeSlotTurn(ctx context.Context, ns string) (func(), error) {
 	t := &s.slotTurns
 	t.mu.Lock()
 	if t.sem == nil {
@@ -53,7 +53,7 @@ func (s *Store) takeSlotTurn(ctx context.Context, ns string) (func(), error) {
 
 // acquisition is one Acquire in progress.
 type acquisition struct {
-	s          *Store
+	s          *driverStore
 	req        driver.AcquireRequest
 	a          attempts
 	now        int64 // mtime of this acquire's .clock write
@@ -69,7 +69,7 @@ type acquisition struct {
 // one multi that compare-and-sets (or creates) the slot and writes the
 // owner's index. A slot lost to a concurrent acquire is read again and the
 // search goes on.
-func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	if err := checkPathText("namespace", req.Namespace.Name, "owner", req.Owner); err != nil {
 		return driver.Lease{}, err
 	}

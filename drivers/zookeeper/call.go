@@ -20,7 +20,7 @@ import (
 // When call returns a context error or ErrClosed, fn may still be running:
 // a write's outcome is then unknown, and fn must not share memory with the
 // caller beyond what it returns.
-func call[T any](ctx context.Context, s *Store, fn func() (T, error)) (T, error) {
+func call[T any](ctx context.Context, s *driverStore, fn func() (T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
@@ -50,7 +50,7 @@ func call[T any](ctx context.Context, s *Store, fn func() (T, error)) (T, error)
 }
 
 // enter counts a call goroutine in, unless the store is closed.
-func (s *Store) enter() bool {
+func (s *driverStore) enter() bool {
 	s.callsMu.RLock()
 	defer s.callsMu.RUnlock()
 	if s.closed {
@@ -77,7 +77,7 @@ func (p retryPolicy) sleep(n int) time.Duration {
 
 // attempts counts the retries of one operation.
 type attempts struct {
-	s       *Store
+	s       *driverStore
 	n       int
 	unknown error // set by a create whose outcome is unknown, for Next's report
 }

@@ -8,9 +8,11 @@
 //
 //	st, err := store.Open("zookeeper", map[string]string{"connectString": "zk1:2181,zk2:2181"})
 //
-// Open makes its own connection and closes it with the store. To use a
-// connection the application already has, call New and wrap the result with
-// store.OpenDriver; closing that store leaves the connection open.
+// store.Open makes its own connection and closes it with the store. To use
+// a connection the application already has, call OpenStore; closing that
+// store leaves the connection open:
+//
+//	st, err := zookeeper.OpenStore(conn, &zookeeper.Options{Root: "/app", SessionTimeout: 10 * time.Second})
 //
 // # Options
 //
@@ -40,20 +42,20 @@
 //     creates: open (world:anyone, all permissions), creator (all
 //     permissions to the session's authenticated ids), or comma-separated
 //     scheme:id:perms entries with perms among the letters crwda. Existing
-//     nodes keep their ACLs: the store never changes one. New takes acl.
+//     nodes keep their ACLs: the store never changes one. OpenStore takes
+//     it as Options.ACL.
 //   - tls (on when a tls.* option is set), tls.caFile (system roots),
 //     tls.certFile and tls.keyFile (none), tls.serverName (each server's
 //     host): TLS through crypto/tls, to the servers' secureClientPort; the
 //     files are PEM and read by Open.
-//   - sessionTimeout, for New: the session timeout the caller's connection
-//     negotiated (or less); Lock needs it.
+//   - Options.SessionTimeout, for OpenStore: the session timeout the
+//     caller's connection negotiated (or less); Lock needs it.
 //
 // Durations take Go syntax (500ms, 3s) or a bare number of milliseconds. An
-// unknown option is an error that lists the known ones. New accepts only
-// root, acl, the retry options and sessionTimeout (which then describes the
-// caller's connection): the other connection options describe a connection
-// New does not make, so passing one is an error rather than silently
-// ignored.
+// unknown option is an error that lists the known ones. OpenStore's Options
+// has root, acl, the retry options and sessionTimeout (which then describes
+// the caller's connection): the other options describe a connection
+// OpenStore does not make.
 //
 // # Operations
 //
@@ -205,7 +207,7 @@
 // answering pings while the leader expires the session. A lock node found
 // deleted by someone else is lost at once; a confirmation the server
 // refuses (no read permission) is named in the cause of the loss. A store
-// made by Open reads T off each handshake: a reconnect that negotiates
+// made by store.Open reads T off each handshake: a reconnect that negotiates
 // another T (a server restarted with another maxSessionTimeout, or an
 // ensemble member configured differently) computes every hold's deadline
 // again with it, earlier as well as later, and a hold past it is lost at
@@ -213,8 +215,8 @@
 // (CLOCK_BOOTTIME); on other platforms they use Go's monotonic clock, which
 // on some (macOS, the BSDs) stops while the machine sleeps, so there a hold
 // can look valid for up to the time slept after a resume: do not let such
-// a machine sleep while it holds a lock. A store made by New is told T (option
-// sessionTimeout) and refuses to lock without it, and checks the caller's
+// a machine sleep while it holds a lock. A store made by OpenStore is told T
+// (Options.SessionTimeout) and refuses to lock without it, and checks the caller's
 // connection every 50ms for session changes while it has lock nodes. Its
 // Close removes its lock nodes, since the caller's session outlives it. The
 // node of a hold lost while its session may live on is removed in the

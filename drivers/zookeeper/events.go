@@ -19,9 +19,9 @@ import (
 // server answering, an error that says so (driver.ErrUnavailable).
 
 var (
-	_ driver.Notifier  = (*Store)(nil)
-	_ driver.Connector = (*Store)(nil)
-	_ driver.Pinger    = (*Store)(nil)
+	_ driver.Notifier  = (*driverStore)(nil)
+	_ driver.Connector = (*driverStore)(nil)
+	_ driver.Pinger    = (*driverStore)(nil)
 	_ driver.LostCause = (*zkLock)(nil)
 )
 
@@ -30,9 +30,9 @@ var (
 func (l *zkLock) LostErr() error { return l.s.lk.lostErr(l.n) }
 
 // Notify sets the function the store reports events to (driver.Notifier).
-func (s *Store) Notify(f func(driver.Event)) { s.notify.Store(&f) }
+func (s *driverStore) Notify(f func(driver.Event)) { s.notify.Store(&f) }
 
-func (s *Store) report(e driver.Event) {
+func (s *driverStore) report(e driver.Event) {
 	if f := s.notify.Load(); f != nil {
 		(*f)(e)
 	}
@@ -47,7 +47,7 @@ type sessionLog struct {
 
 // reportState reports a session event of go-zookeeper's callback as a
 // driver event, if it changes what was last reported.
-func (s *Store) reportState(ev zk.Event) {
+func (s *driverStore) reportState(ev zk.Event) {
 	var kind driver.EventKind
 	switch ev.State {
 	case zk.StateHasSession:
@@ -77,7 +77,7 @@ func (s *Store) reportState(ev zk.Event) {
 }
 
 // Ping reads the root's stat: one round trip (driver.Pinger).
-func (s *Store) Ping(ctx context.Context) error {
+func (s *driverStore) Ping(ctx context.Context) error {
 	_, err := call(ctx, s, func() (bool, error) {
 		ok, _, err := s.conn.Exists(s.root)
 		return ok, err
@@ -92,7 +92,7 @@ func (s *Store) Ping(ctx context.Context) error {
 var errWaitedEnough = errors.New("blockUntilConnectedWait elapsed")
 
 // noSession is Connect's error when no session came before cause.
-func (s *Store) noSession(cause error) error {
+func (s *driverStore) noSession(cause error) error {
 	msg := fmt.Sprintf("zookeeper: no session with any of %s within %v; state %v",
 		strings.Join(s.cfg.servers, ","), s.waited(cause), zk.State(s.state.Load()))
 	if last := s.dialer.lastError(); last != nil {
@@ -104,7 +104,7 @@ func (s *Store) noSession(cause error) error {
 	return &unavailableError{msg: msg, ctx: cause, ctxSaid: true}
 }
 
-func (s *Store) waited(cause error) string {
+func (s *driverStore) waited(cause error) string {
 	if cause == errWaitedEnough {
 		return fmt.Sprintf("%v (blockUntilConnectedWait)", s.cfg.blockUntilConnectedWait)
 	}
@@ -114,7 +114,7 @@ func (s *Store) waited(cause error) string {
 // unavailable returns err, a context error of an operation that began at
 // start (monoNow), as an unavailableError when no server answered since
 // start or the connection has no session; otherwise err itself.
-func (s *Store) unavailable(err error, start time.Duration) error {
+func (s *driverStore) unavailable(err error, start time.Duration) error {
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrUnavailable) {
 		return err
 	}

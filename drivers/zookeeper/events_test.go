@@ -69,7 +69,7 @@ func (e *events) of(kind driver.EventKind) []driver.Event {
 
 // openNotified opens a store the way the portable layer does: events
 // first, then Connect.
-func openNotified(t *testing.T, addr string, w *wire) (*Store, *events) {
+func openNotified(t *testing.T, addr string, w *wire) (*driverStore, *events) {
 	t.Helper()
 	var wrap = w.wrap
 	s, err := prepare(testOptions(addr, nil), wrap)

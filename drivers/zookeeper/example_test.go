@@ -32,17 +32,14 @@ func Example_open() {
 
 // Using a connection the application already has: closing the store leaves
 // it open, and the application closes it after the store.
-func ExampleNew() {
+func ExampleOpenStore() {
 	conn, _, err := zk.Connect([]string{"zk1:2181"}, 30*time.Second)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer conn.Close()
-	d, err := zookeeper.New(conn, map[string]string{"root": "/cosid"})
-	if err != nil {
-		log.Fatal(err)
-	}
-	st, err := store.OpenDriver(d)
+	st, err := zookeeper.OpenStore(conn, &zookeeper.Options{Root: "/cosid", SessionTimeout: 30 * time.Second},
+		store.WithTimeout(3*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestEnsembleFaults(t *testing.T) {
 // plain read that follows (a slot listing) sees every write acknowledged
 // before: a follower may not have applied the latest writes yet. Retried
 // while the connection recovers from the faults (30s at most).
-func syncRead(t *testing.T, s *Store, path string) {
+func syncRead(t *testing.T, s *driverStore, path string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -62,9 +62,9 @@ type allocation struct {
 // ens through proxies of its own (returned as [store][member]), so a test
 // can cut one store off one member. The short timeouts make faults show
 // within a test's run.
-func openBehindProxies(t *testing.T, ens *zktest.Ensemble, n int, root string) ([]*Store, [][]*zktest.Proxy) {
+func openBehindProxies(t *testing.T, ens *zktest.Ensemble, n int, root string) ([]*driverStore, [][]*zktest.Proxy) {
 	proxies := make([][]*zktest.Proxy, n)
-	sts := make([]*Store, n)
+	sts := make([]*driverStore, n)
 	for i := range n {
 		var addrs []string
 		for _, m := range ens.Members {

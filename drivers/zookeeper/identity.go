@@ -14,7 +14,7 @@ import (
 // fieldStoreID is the root's line holding the store's identity.
 const fieldStoreID = "store_id"
 
-var _ driver.Identifier = (*Store)(nil)
+var _ driver.Identifier = (*driverStore)(nil)
 
 // rootData is the data of a root the store creates: its identity.
 func rootData() []byte { return []byte(fieldStoreID + "=" + driver.NewStoreID() + "\n") }
@@ -24,7 +24,7 @@ func rootData() []byte { return []byte(fieldStoreID + "=" + driver.NewStoreID() 
 // (the create option) creates a missing root, and adds the line, on the
 // version it read, to a root made before identities existed (by hand, or
 // by an older version); one opened with create=false only reads.
-func (s *Store) StoreID(ctx context.Context) (string, error) {
+func (s *driverStore) StoreID(ctx context.Context) (string, error) {
 	a := attempts{s: s}
 	for {
 		rs, err := s.getNodes(ctx, []string{s.root}, &a)
@@ -80,18 +80,18 @@ func (s *Store) StoreID(ctx context.Context) (string, error) {
 }
 
 // mayCreate is false for a store Open made with create=false.
-func (s *Store) mayCreate() bool { return !s.owned || s.cfg.create }
+func (s *driverStore) mayCreate() bool { return !s.owned || s.cfg.create }
 
 // noStore is the error of a store opened with create=false on a root that
 // does not exist.
-func (s *Store) noStore() error {
+func (s *driverStore) noStore() error {
 	return fmt.Errorf("zookeeper: no store at root %s on %s: the node does not exist, and create=false creates nothing: %w",
 		s.root, strings.Join(s.cfg.servers, ","), driver.ErrNotFound)
 }
 
 // checkRootExists fails with noStore when the root is missing, for Connect
 // of a store opened with create=false.
-func (s *Store) checkRootExists(ctx context.Context) error {
+func (s *driverStore) checkRootExists(ctx context.Context) error {
 	a := attempts{s: s}
 	for {
 		ok, err := call(ctx, s, func() (bool, error) {

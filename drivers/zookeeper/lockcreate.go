@@ -32,7 +32,7 @@ import (
 // unknown). A store whose ACL does not let it write the lock's parent
 // falls back to a plain create for good: the multi failed as a whole, so
 // nothing was created.
-func (s *Store) createNode(n *lockNode, prefix string) (path string, czxid int64, err error) {
+func (s *driverStore) createNode(n *lockNode, prefix string) (path string, czxid int64, err error) {
 	if !s.lk.plainCreate.Load() {
 		res, err := s.conn.Multi(
 			&zk.CreateRequest{Path: prefix, Data: []byte(n.owner), Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence},
@@ -64,7 +64,7 @@ type listing struct {
 // carried the frame with n's GUID (the create), and delivers its answer;
 // it delivers nothing if the create was answered without being written
 // (answered closes). It runs on a call goroutine (see call).
-func (s *Store) listBehindCreate(n *lockNode, written, answered <-chan struct{}, out chan<- listing) {
+func (s *driverStore) listBehindCreate(n *lockNode, written, answered <-chan struct{}, out chan<- listing) {
 	defer s.calls.Done()
 	select {
 	case <-written:

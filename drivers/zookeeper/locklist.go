@@ -12,7 +12,7 @@ import (
 )
 
 // Locks lists every lock name that has a parent node, sorted.
-func (s *Store) Locks(ctx context.Context) ([]string, error) {
+func (s *driverStore) Locks(ctx context.Context) ([]string, error) {
 	a := attempts{s: s}
 	names, err := s.children(ctx, s.root+"/lock", &a)
 	if err != nil {
@@ -26,7 +26,7 @@ func (s *Store) Locks(ctx context.Context) ([]string, error) {
 // Waiters lists the holder and waiters of name in lock order, with each
 // node's owner key (its data) and fence (its czxid). Nodes that are not lock
 // nodes are left out, and so are nodes that leave while being read.
-func (s *Store) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+func (s *driverStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
 	if err := checkPathText("lock name", name); err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 // GUID and uses it if found, or creates again. It returns errRequeue if the
 // node may belong to another session than n.sid. It also returns where
 // the answer of a listing sent behind the create comes, or nil.
-func (s *Store) createLockNode(ctx context.Context, n *lockNode) (<-chan listing, error) {
+func (s *driverStore) createLockNode(ctx context.Context, n *lockNode) (<-chan listing, error) {
 	a := attempts{s: s}
 	prefix := n.parent + "/" + lockNodePrefix + n.guid + lockNodeInfix
 	// The node will belong to the session current now: a create sent in
@@ -70,7 +70,7 @@ func (s *Store) createLockNode(ctx context.Context, n *lockNode) (<-chan listing
 // with its own connection it also sends the first listing right behind the
 // create (lockcreate.go) and returns where its answer will come; nil
 // otherwise.
-func (s *Store) sendCreate(ctx context.Context, n *lockNode, prefix string) (<-chan listing, error) {
+func (s *driverStore) sendCreate(ctx context.Context, n *lockNode, prefix string) (<-chan listing, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (s *Store) sendCreate(ctx context.Context, n *lockNode, prefix string) (<-c
 // that lock per entity do not grow the tree without bound. Sequence
 // numbers then start again in a new parent; fences, being czxids, still
 // only grow. Its ancestors are persistent.
-func (s *Store) createLockParent(ctx context.Context, parent string, a *attempts) error {
+func (s *driverStore) createLockParent(ctx context.Context, parent string, a *attempts) error {
 	if err := s.createParents(ctx, parent, a); err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (s *Store) createLockParent(ctx context.Context, parent string, a *attempts
 // never come back, so the same session before and after means the node is
 // of that session). It marks n as possibly having a twin: a create lost in
 // flight that the server applies later.
-func (s *Store) findLockNode(ctx context.Context, n *lockNode, a *attempts) (bool, error) {
+func (s *driverStore) findLockNode(ctx context.Context, n *lockNode, a *attempts) (bool, error) {
 	kids, err := s.lockChildren(ctx, n.parent, a)
 	if errors.Is(err, driver.ErrNotFound) {
 		// No parent (an unused container the server deleted), so no node:
@@ -177,7 +177,7 @@ func (s *Store) findLockNode(ctx context.Context, n *lockNode, a *attempts) (boo
 }
 
 // lockChildren lists a lock's nodes; a missing parent gives ErrNotFound.
-func (s *Store) lockChildren(ctx context.Context, parent string, a *attempts) ([]string, error) {
+func (s *driverStore) lockChildren(ctx context.Context, parent string, a *attempts) ([]string, error) {
 	for {
 		kids, err := call(ctx, s, func() ([]string, error) {
 			kids, _, err := s.conn.Children(parent)
@@ -198,7 +198,7 @@ func (s *Store) lockChildren(ctx context.Context, parent string, a *attempts) ([
 // removeTwins deletes other nodes with n's GUID: creates applied although
 // their answer was lost. They are n's own, so deleting them harms nobody;
 // one that cannot be deleted now stays marked for n's removal to sweep.
-func (s *Store) removeTwins(ctx context.Context, n *lockNode, twins []string) {
+func (s *driverStore) removeTwins(ctx context.Context, n *lockNode, twins []string) {
 	s.lk.mu.Lock()
 	n.twins = true
 	s.lk.mu.Unlock()
@@ -214,7 +214,7 @@ func (s *Store) removeTwins(ctx context.Context, n *lockNode, twins []string) {
 // is in flight or its outcome unknown) on a context of its own, never the
 // caller's, which may have ended. It waits up to wait for the removal,
 // which goes on in the background after that.
-func (s *Store) abandonLockNode(n *lockNode, wait time.Duration) {
+func (s *driverStore) abandonLockNode(n *lockNode, wait time.Duration) {
 	if !s.lk.markAbandoned(n) {
 		return
 	}
@@ -239,7 +239,7 @@ func (s *Store) abandonLockNode(n *lockNode, wait time.Duration) {
 // ctx ends. Deleting by path is safe whatever happened meanwhile: the path
 // holds n's GUID and a sequence number the parent never gives again, so it
 // can only name n's own node.
-func (s *Store) removeLockNode(ctx context.Context, n *lockNode) {
+func (s *driverStore) removeLockNode(ctx context.Context, n *lockNode) {
 	path, inflight, _ := s.lk.nodeState(n)
 	if path == "" && inflight == nil {
 		s.lk.unregister(n)
@@ -284,7 +284,7 @@ func (s *Store) removeLockNode(ctx context.Context, n *lockNode) {
 
 // deleteLockNode deletes path, then, if its path is unknown or it may have
 // twins, every node with n's GUID.
-func (s *Store) deleteLockNode(ctx context.Context, n *lockNode, path string) error {
+func (s *driverStore) deleteLockNode(ctx context.Context, n *lockNode, path string) error {
 	s.lk.mu.Lock()
 	sweep := n.twins || path == ""
 	s.lk.mu.Unlock()

@@ -36,7 +36,7 @@ const (
 	lockGUIDLen    = 32 // hex digits
 )
 
-var _ driver.Locker = (*Store)(nil)
+var _ driver.Locker = (*driverStore)(nil)
 
 // errRequeue: the Lock call's node is gone or not trustworthy (its session
 // ended, or changed around the create); the call starts again with a new
@@ -48,7 +48,7 @@ var errRequeue = errors.New("zookeeper: the lock node was lost with its session"
 // until it succeeds, the session is gone or the store closes).
 const abandonWait = time.Second
 
-func (s *Store) lockParent(name string) string { return s.root + "/lock/" + name }
+func (s *driverStore) lockParent(name string) string { return s.root + "/lock/" + name }
 
 // parseLockNode splits a child name "_c_{guid}-lock-{seq}". The sequence is
 // ZooKeeper's "%010d" of a signed 32-bit counter, so it may be negative
@@ -91,7 +91,7 @@ func newLockGUID() (string, error) {
 // before it returns (or, if the server is out of reach for longer than
 // abandonWait, in the background). Without wait (TryLock) nothing waits
 // but for ctx: see tryLock.
-func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	if err := checkPathText("lock name", name); err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (s *Store) Lock(ctx context.Context, name, owner string, wait bool) (driver
 }
 
 // lockLoop runs attempts of Lock until one is not requeued.
-func (s *Store) lockLoop(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+func (s *driverStore) lockLoop(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	requeues := attempts{s: s}
 	for {
 		l, err := s.lockOnce(ctx, name, owner, wait)
@@ -128,7 +128,7 @@ var errNoSession = errors.New("zookeeper: the connection lost its session")
 // node first, and never waits for a session to come back or for the
 // removal of its own node, which goes on in the background until it is
 // done or the store closes.
-func (s *Store) tryLock(ctx context.Context, name, owner string) (driver.Lock, error) {
+func (s *driverStore) tryLock(ctx context.Context, name, owner string) (driver.Lock, error) {
 	down, err := s.sessionLoss()
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper: trylock %q: %w", name, err)
@@ -151,7 +151,7 @@ func (s *Store) tryLock(ctx context.Context, name, owner string) (driver.Lock, e
 
 // lockOnce is one attempt of Lock, with one node. A Lock call that fails
 // waits up to abandonWait for its node's removal; a TryLock does not.
-func (s *Store) lockOnce(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+func (s *driverStore) lockOnce(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	n, err := s.registerLockNode(name, owner)
 	if err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func (s *Store) lockOnce(ctx context.Context, name, owner string, wait bool) (dr
 // watches only its predecessor, so one release wakes one waiter (no herd),
 // and a predecessor already gone means looking again at once rather than
 // waiting for an event that will not come.
-func (s *Store) awaitTurn(ctx context.Context, n *lockNode, wait bool, early <-chan listing) (int64, error) {
+func (s *driverStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, early <-chan listing) (int64, error) {
 	s.lk.mu.Lock()
 	own, fence := n.path[len(n.parent)+1:], n.czxid
 	s.lk.mu.Unlock()
@@ -256,7 +256,7 @@ func (s *Store) awaitTurn(ctx context.Context, n *lockNode, wait bool, early <-c
 // earlyListing waits for the listing sent behind the create and returns
 // it if it shows own (so it was read after the create); nil if there is
 // none or it does not.
-func (s *Store) earlyListing(ctx context.Context, early <-chan listing, own string) ([]string, error) {
+func (s *driverStore) earlyListing(ctx context.Context, early <-chan listing, own string) ([]string, error) {
 	if early == nil {
 		return nil, nil
 	}
@@ -307,7 +307,7 @@ func queuePlace(kids []string, own, guid string, mySeq int32) queue {
 }
 
 // lockUsable reports why n can no longer become a hold, or nil.
-func (s *Store) lockUsable(n *lockNode) error {
+func (s *driverStore) lockUsable(n *lockNode) error {
 	why := s.lk.lostErr(n)
 	switch {
 	case why == nil && s.conn.SessionID() == n.sid:
@@ -320,7 +320,7 @@ func (s *Store) lockUsable(n *lockNode) error {
 	return fmt.Errorf("%v: %w", why, errRequeue)
 }
 
-func (s *Store) isClosing() bool {
+func (s *driverStore) isClosing() bool {
 	select {
 	case <-s.closing:
 		return true
@@ -334,7 +334,7 @@ func (s *Store) isClosing() bool {
 // one round trip. A missing own node gives a nil Stat. Both reads run in
 // one call, the Stat on a goroutine of its own (go-zookeeper's calls
 // block), so the pass costs one wake-up of the caller, not two.
-func (s *Store) lockPass(ctx context.Context, n *lockNode, withStat bool, a *attempts) ([]string, *zk.Stat, error) {
+func (s *driverStore) lockPass(ctx context.Context, n *lockNode, withStat bool, a *attempts) ([]string, *zk.Stat, error) {
 	type pass struct {
 		kids []string
 		stat *zk.Stat
@@ -381,7 +381,7 @@ func (s *Store) lockPass(ctx context.Context, n *lockNode, withStat bool, a *att
 
 // zkLock is a held lock.
 type zkLock struct {
-	s     *Store
+	s     *driverStore
 	n     *lockNode
 	fence int64
 
@@ -443,7 +443,7 @@ func (l *zkLock) Unlock(ctx context.Context) error {
 
 // releasedLockNode forgets a released node; if it may have twins, a
 // removal sweeps them.
-func (s *Store) releasedLockNode(n *lockNode) {
+func (s *driverStore) releasedLockNode(n *lockNode) {
 	s.lk.mu.Lock()
 	twins := n.twins
 	s.lk.mu.Unlock()

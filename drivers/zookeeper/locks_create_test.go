@@ -174,7 +174,7 @@ func testLockWritersAndFallback(t *testing.T, addr string) {
 	parent := writer.lockParent(name)
 	acl := append(zk.DigestACL(zk.PermAll, "alice", secret), zk.WorldACL(zk.PermCreate|zk.PermRead|zk.PermDelete)...)
 	keepLockParent(t, conn, parent, acl)
-	stores := []*Store{writer, other}
+	stores := []*driverStore{writer, other}
 	held, err := writer.Lock(ctx, name, "s0", true)
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +254,7 @@ func testLockEarlyListingHeld(t *testing.T, addr string) {
 // closeWhileHeld closes s while a request of the Lock call that answers on
 // ch is held: the call returns ErrClosed at once; once the request is
 // released Close returns, and no create watch is left.
-func closeWhileHeld(t *testing.T, s *Store, ch <-chan lockResult, release chan struct{}, what string) {
+func closeWhileHeld(t *testing.T, s *driverStore, ch <-chan lockResult, release chan struct{}, what string) {
 	t.Helper()
 	closed := make(chan struct{})
 	go func() {

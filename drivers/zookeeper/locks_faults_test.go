@@ -94,7 +94,7 @@ func (g *holdLog) ended(h *faultHold) {
 // node comes first (after twins of its own, a create sent twice), and its
 // fence is that node's czxid. Skipped when the read fails or h was lost
 // meanwhile.
-func checkFenceIsCzxid(t *testing.T, ctx context.Context, s *Store, name, owner string, h *faultHold) bool {
+func checkFenceIsCzxid(t *testing.T, ctx context.Context, s *driverStore, name, owner string, h *faultHold) bool {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	ws, err := s.Waiters(rctx, name)
@@ -278,7 +278,7 @@ func waitCommits(t *testing.T, ens *zktest.Ensemble, root string) {
 
 // dumpLockState logs what each store knows and the lock's nodes as each
 // member sees them, for a failure after the faults.
-func dumpLockState(t *testing.T, ens *zktest.Ensemble, sts []*Store, name string) {
+func dumpLockState(t *testing.T, ens *zktest.Ensemble, sts []*driverStore, name string) {
 	for i, s := range sts {
 		t.Logf("store %d: state %v, session %#x, nodes tracked %d", i, s.conn.State(), s.conn.SessionID(), lockedCount(s))
 	}

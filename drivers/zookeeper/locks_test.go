@@ -101,7 +101,7 @@ func TestLocks(t *testing.T) {
 
 // lockOnce locks name on s and unlocks it (which makes the lock's
 // parents), and returns the fence it had.
-func lockOnce(t *testing.T, s *Store, name, owner string) int64 {
+func lockOnce(t *testing.T, s *driverStore, name, owner string) int64 {
 	t.Helper()
 	ctx := t.Context()
 	l, err := s.Lock(ctx, name, owner, true)
@@ -147,7 +147,7 @@ func lockNodes(t *testing.T, conn *zk.Conn, parent string) []string {
 }
 
 // queueLength is the number of nodes of a lock, as the store lists them.
-func queueLength(ctx context.Context, s *Store, name string) int {
+func queueLength(ctx context.Context, s *driverStore, name string) int {
 	ws, err := s.Waiters(ctx, name)
 	if err != nil {
 		return -1
@@ -155,7 +155,7 @@ func queueLength(ctx context.Context, s *Store, name string) int {
 	return len(ws)
 }
 
-func lockedCount(s *Store) int {
+func lockedCount(s *driverStore) int {
 	s.lk.mu.Lock()
 	defer s.lk.mu.Unlock()
 	return len(s.lk.nodes)
@@ -167,7 +167,7 @@ type lockResult struct {
 }
 
 // lockAsync runs Lock in a goroutine the test waits for.
-func lockAsync(t *testing.T, ctx context.Context, s *Store, name, owner string) <-chan lockResult {
+func lockAsync(t *testing.T, ctx context.Context, s *driverStore, name, owner string) <-chan lockResult {
 	ch := make(chan lockResult, 1)
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)
@@ -926,7 +926,7 @@ func testLockCallerConnection(t *testing.T, addr string) {
 	const name = "caller"
 	conn := rawConn(t, addr)
 	root := randomRoot()
-	c, err := New(conn, map[string]string{"root": root, "sessionTimeout": "4s"})
+	c, err := newOnConn(conn, map[string]string{"root": root, "sessionTimeout": "4s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -977,7 +977,7 @@ func testLockCallerConnectionCut(t *testing.T, addr string) {
 	proxy := zktest.NewProxy(t, addr)
 	conn := rawConn(t, proxy.Addr())
 	direct := rawConn(t, addr)
-	c, err := New(conn, map[string]string{"root": randomRoot(), "sessionTimeout": "4s"})
+	c, err := newOnConn(conn, map[string]string{"root": randomRoot(), "sessionTimeout": "4s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1009,7 +1009,7 @@ func testLockCallerConnectionCut(t *testing.T, addr string) {
 	if err := l2.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	bare, err := New(conn, map[string]string{"root": randomRoot()})
+	bare, err := newOnConn(conn, map[string]string{"root": randomRoot()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1063,7 +1063,7 @@ func testLockNoGoroutineLeft(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(conn, map[string]string{"root": opts["root"], "sessionTimeout": "4s"})
+	c, err := newOnConn(conn, map[string]string{"root": opts["root"], "sessionTimeout": "4s"})
 	if err != nil {
 		t.Fatal(err)
 	}

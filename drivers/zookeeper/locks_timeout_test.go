@@ -438,7 +438,7 @@ func testLockCloseRacesLock(t *testing.T, addr string) {
 	root := randomRoot()
 	const name = "race"
 	opts := map[string]string{"root": root, "sessionTimeout": "4s"}
-	first, err := New(conn, opts)
+	first, err := newOnConn(conn, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func testLockCloseRacesLock(t *testing.T, addr string) {
 
 	// Close runs whole between the Lock call being counted in and its
 	// create being marked in flight: the create must not go out.
-	s, err := New(conn, opts)
+	s, err := newOnConn(conn, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func testLockCloseRacesLock(t *testing.T, addr string) {
 	}
 
 	for i := range 100 {
-		s, err := New(conn, opts)
+		s, err := newOnConn(conn, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -157,7 +157,7 @@ func (lk *lockState) spawn(f func()) <-chan struct{} {
 
 // registerLockNode records a node about to be created, so that Close and
 // the session tracking know of it from before its create is sent.
-func (s *Store) registerLockNode(name, owner string) (*lockNode, error) {
+func (s *driverStore) registerLockNode(name, owner string) (*lockNode, error) {
 	// A GUID per node, not per Lock call: a late removal of an earlier
 	// node of the call must never match a later one.
 	guid, err := newLockGUID()
@@ -197,7 +197,7 @@ func (lk *lockState) unregister(n *lockNode) {
 
 // waitLockSession waits until the connection has a session, and returns its
 // ID for a node about to be created.
-func (s *Store) waitLockSession(ctx context.Context) (int64, error) {
+func (s *driverStore) waitLockSession(ctx context.Context) (int64, error) {
 	lk := &s.lk
 	for {
 		lk.mu.Lock()
@@ -221,7 +221,7 @@ func (s *Store) waitLockSession(ctx context.Context) (int64, error) {
 
 // sessionLoss returns a channel closed once the connection loses its
 // session, or ErrUnavailable if it has none now (TryLock).
-func (s *Store) sessionLoss() (<-chan struct{}, error) {
+func (s *driverStore) sessionLoss() (<-chan struct{}, error) {
 	lk := &s.lk
 	lk.mu.Lock()
 	if lk.sessionDown == nil {
@@ -264,7 +264,7 @@ func (lk *lockState) startCreate(n *lockNode) chan struct{} {
 //
 // A create is a write, so the leader answered it: it confirms the session
 // as of sent (see lockwatch_confirm.go).
-func (lk *lockState) createAnswered(s *Store, n *lockNode, done chan struct{}, sent time.Duration, path string, czxid int64, err error) {
+func (lk *lockState) createAnswered(s *driverStore, n *lockNode, done chan struct{}, sent time.Duration, path string, czxid int64, err error) {
 	sid := s.conn.SessionID()
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
@@ -324,7 +324,7 @@ func (lk *lockState) lostErr(n *lockNode) error {
 // markHeld makes n a holder, unless it was lost meanwhile or its session is
 // not proven alive through the leader now (see ensureLive): then the Lock
 // call starts again.
-func (s *Store) markHeld(n *lockNode) error {
+func (s *driverStore) markHeld(n *lockNode) error {
 	lk := &s.lk
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
@@ -354,7 +354,7 @@ func (lk *lockState) markAbandoned(n *lockNode) bool {
 
 // lockCall is call for removals: it is counted for Close separately, and
 // it does not stop when Close begins, only when ctx ends.
-func lockCall[T any](ctx context.Context, s *Store, fn func() (T, error)) (T, error) {
+func lockCall[T any](ctx context.Context, s *driverStore, fn func() (T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err

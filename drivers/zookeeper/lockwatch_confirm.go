@@ -57,7 +57,7 @@ func aliveUntil(t time.Duration, paired bool) time.Duration {
 
 // confirmed records a request sent at sent (lockNow) in session sid that
 // the leader answered. Called with lk.mu held.
-func (s *Store) confirmedLocked(sid int64, sent time.Duration) {
+func (s *driverStore) confirmedLocked(sid int64, sent time.Duration) {
 	lk := &s.lk
 	if sid != lk.confirmSID {
 		lk.confirmSID, lk.recent, lk.latest, lk.deadline = sid, nil, 0, 0
@@ -109,7 +109,7 @@ func deadlineFrom(recent []time.Duration, latest, t time.Duration) time.Duration
 // before the handshake still count: the session lived through them, and
 // the server counts the new timeout from the handshake or later. Called
 // with lk.mu held.
-func (s *Store) rebaseLocked(sid int64) {
+func (s *driverStore) rebaseLocked(sid int64) {
 	lk := &s.lk
 	if sid != lk.confirmSID || len(lk.recent) == 0 || lk.closing {
 		return
@@ -126,7 +126,7 @@ func (s *Store) rebaseLocked(sid int64) {
 }
 
 // confirmed is confirmedLocked for callers without the lock.
-func (s *Store) confirmed(sid int64, sent time.Duration) {
+func (s *driverStore) confirmed(sid int64, sent time.Duration) {
 	s.lk.mu.Lock()
 	defer s.lk.mu.Unlock()
 	s.confirmedLocked(sid, sent)
@@ -140,7 +140,7 @@ func (lk *lockState) liveLocked(sid int64) bool {
 // armDeadlineLocked sets the timer that loses every hold at the deadline.
 // It waits deadlineStep at most at a time and then looks at the lock's
 // clock again: Go's timers do not count time suspended (lockclock.go).
-func (s *Store) armDeadlineLocked() {
+func (s *driverStore) armDeadlineLocked() {
 	lk := &s.lk
 	if lk.closing {
 		return
@@ -165,7 +165,7 @@ func (s *Store) armDeadlineLocked() {
 
 // loseIfPastDeadline does the deadline timer's work now if the deadline
 // has passed and n is still held (see zkLock.Lost).
-func (s *Store) loseIfPastDeadline(n *lockNode) {
+func (s *driverStore) loseIfPastDeadline(n *lockNode) {
 	lk := &s.lk
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
@@ -178,7 +178,7 @@ func (s *Store) loseIfPastDeadline(n *lockNode) {
 // unconfirmedLocked loses every hold: the session may have expired at the
 // leader by now. Each node is removed in the background, in case the
 // session lives on.
-func (s *Store) unconfirmedLocked() {
+func (s *driverStore) unconfirmedLocked() {
 	lk := &s.lk
 	why := fmt.Errorf("zookeeper: session not confirmed through the leader for the session timeout (%v) less a margin", lk.sessionTimeout())
 	if lk.confirmErr != nil {
@@ -195,7 +195,7 @@ func (s *Store) unconfirmedLocked() {
 
 // startConfirmingLocked starts the loop if a hold exists and it is not
 // running. Called with lk.mu held, after a hold was marked.
-func (s *Store) startConfirmingLocked() {
+func (s *driverStore) startConfirmingLocked() {
 	lk := &s.lk
 	if lk.confirming || lk.stopped || lk.closing {
 		return
@@ -219,7 +219,7 @@ func (lk *lockState) holdsLocked() bool {
 }
 
 // confirmLoop sends confirming writes while the store holds a lock.
-func (s *Store) confirmLoop() {
+func (s *driverStore) confirmLoop() {
 	lk := &s.lk
 	defer lk.wg.Done()
 	bg := lk.background()
@@ -259,7 +259,7 @@ func (s *Store) confirmLoop() {
 // confirmOnce sends one confirming write through the leader and records it
 // if it is answered in the session it was sent in. A failure waits a little
 // (the deadline timer, not this loop, decides when holds are lost).
-func (s *Store) confirmOnce(stop <-chan struct{}) {
+func (s *driverStore) confirmOnce(stop <-chan struct{}) {
 	sid := s.conn.SessionID()
 	nodes := s.lk.heldNodes(sid)
 	if len(nodes) > 0 {
@@ -312,7 +312,7 @@ func (lk *lockState) heldNodes(sid int64) []*lockNode {
 // off from its followers answers its own clients' syncs alone until it
 // notices the lost quorum, up to a tick after the others may have elected
 // a new leader and expired the session.
-func (s *Store) confirmRequest(nodes []*lockNode) ([]zk.MultiResponse, error) {
+func (s *driverStore) confirmRequest(nodes []*lockNode) ([]zk.MultiResponse, error) {
 	ops := make([]any, len(nodes))
 	s.lk.mu.Lock()
 	for i, n := range nodes {
@@ -326,7 +326,7 @@ func (s *Store) confirmRequest(nodes []*lockNode) ([]zk.MultiResponse, error) {
 // check found missing was deleted behind the store's back: its hold is lost
 // at once. A refusal is kept to name in the cause of a loss at the deadline:
 // the server answered, but answers nothing that proves the session alive.
-func (s *Store) confirmFailed(nodes []*lockNode, res []zk.MultiResponse, err error) {
+func (s *driverStore) confirmFailed(nodes []*lockNode, res []zk.MultiResponse, err error) {
 	lk := &s.lk
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
@@ -370,7 +370,7 @@ func (lk *lockState) stopConfirmingLocked() {
 // hold: a waiter granted long after its create sends one confirming write
 // (a check of its own node) first. An uncontended Lock is granted on its
 // create's confirmation, with no extra round trip.
-func (s *Store) ensureLive(ctx context.Context, n *lockNode) error {
+func (s *driverStore) ensureLive(ctx context.Context, n *lockNode) error {
 	s.lk.mu.Lock()
 	live := s.lk.liveLocked(n.sid)
 	s.lk.mu.Unlock()

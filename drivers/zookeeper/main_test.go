@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -49,9 +50,20 @@ func testOptions(addr string, extra map[string]string) map[string]string {
 	return o
 }
 
+// openWith opens a driver store from options on a connection of its own,
+// waiting for a session as store.Open does: the driver's factory and
+// Connect in one call.
+func openWith(options map[string]string) (driver.Store, error) {
+	s, err := open(options, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // openTest opens a driver store (optionally watching its traffic through
 // w), closed when the test ends.
-func openTest(t testing.TB, options map[string]string, w *wire) *Store {
+func openTest(t testing.TB, options map[string]string, w *wire) *driverStore {
 	t.Helper()
 	var wrap func(net.Conn) net.Conn
 	if w != nil {
@@ -67,7 +79,7 @@ func openTest(t testing.TB, options map[string]string, w *wire) *Store {
 
 // portable wraps a driver store in the user API, with a timeout long
 // enough for a loaded CI machine.
-func portable(t testing.TB, d *Store) *store.Store {
+func portable(t testing.TB, d *driverStore) *store.Store {
 	t.Helper()
 	st, err := store.OpenDriver(d, store.WithTimeout(10*time.Second))
 	if err != nil {

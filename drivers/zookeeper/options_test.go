@@ -103,17 +103,17 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"root": "/a\x01"}, []string{`"root"`, "U+0001"}},
 		{map[string]string{"root": "/\U0001F600"}, []string{`"root"`, "U+1F600"}},
 	} {
-		_, err := Open(c.options)
+		_, err := openWith(c.options)
 		if err == nil {
-			t.Errorf("Open(%q) succeeded, want an error", c.options)
+			t.Errorf("openWith(%q) succeeded, want an error", c.options)
 			continue
 		}
 		if !errors.Is(err, driver.ErrInvalidArgument) {
-			t.Errorf("Open(%q): %v, want ErrInvalidArgument", c.options, err)
+			t.Errorf("openWith(%q): %v, want ErrInvalidArgument", c.options, err)
 		}
 		for _, w := range c.want {
 			if !strings.Contains(err.Error(), w) {
-				t.Errorf("Open(%q): error %q does not mention %s", c.options, err, w)
+				t.Errorf("openWith(%q): error %q does not mention %s", c.options, err, w)
 			}
 		}
 	}
@@ -122,7 +122,7 @@ func TestOptionErrors(t *testing.T) {
 // TestNewOptions: New takes root and the retry options; the connection
 // options are refused, since they would configure nothing.
 func TestNewOptions(t *testing.T) {
-	if _, err := New(nil, nil); !errors.Is(err, driver.ErrInvalidArgument) {
+	if _, err := newOnConn(nil, nil); !errors.Is(err, driver.ErrInvalidArgument) {
 		t.Errorf("New(nil): %v, want ErrInvalidArgument", err)
 	}
 	// A connection to nowhere: New must not use it to check options.
@@ -132,16 +132,16 @@ func TestNewOptions(t *testing.T) {
 	}
 	defer conn.Close()
 	for _, k := range connectionOptions {
-		_, err := New(conn, map[string]string{k: "1s"})
+		_, err := newOnConn(conn, map[string]string{k: "1s"})
 		if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "New") {
 			t.Errorf("New with %s: %v, want ErrInvalidArgument naming it and saying it does not apply to New", k, err)
 		}
 	}
-	_, err = New(conn, map[string]string{"rot": "/x"})
+	_, err = newOnConn(conn, map[string]string{"rot": "/x"})
 	if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), `"rot"`) {
 		t.Errorf("New with a typo: %v", err)
 	}
-	s, err := New(conn, map[string]string{"root": "/x", "retry.maxRetries": "1"})
+	s, err := newOnConn(conn, map[string]string{"root": "/x", "retry.maxRetries": "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestNewOptions(t *testing.T) {
 	}
 	s.Close()
 	// sessionTimeout describes the caller's connection, for locks.
-	s, err = New(conn, map[string]string{"sessionTimeout": "3s"})
+	s, err = newOnConn(conn, map[string]string{"sessionTimeout": "3s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestNewOptions(t *testing.T) {
 	}
 	s.Close()
 	for _, bad := range []string{"0", "soon"} {
-		_, err = New(conn, map[string]string{"sessionTimeout": bad})
+		_, err = newOnConn(conn, map[string]string{"sessionTimeout": bad})
 		if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), "sessionTimeout") {
 			t.Errorf("New with sessionTimeout %q: %v, want ErrInvalidArgument naming it", bad, err)
 		}
@@ -172,7 +172,7 @@ func TestOpenDeadServer(t *testing.T) {
 	addr := deadAddr(t)
 	const wait = 2 * time.Second
 	began := time.Now()
-	_, err := Open(map[string]string{
+	_, err := openWith(map[string]string{
 		"connectString":           addr,
 		"blockUntilConnectedWait": wait.String(),
 		"connectionTimeout":       "200ms",
@@ -218,7 +218,7 @@ func TestOpenSilentServer(t *testing.T) {
 		}
 	}()
 	began := time.Now()
-	_, err = Open(map[string]string{
+	_, err = openWith(map[string]string{
 		"connectString":           ln.Addr().String(),
 		"blockUntilConnectedWait": "1s",
 		"connectionTimeout":       "300ms",
@@ -282,5 +282,54 @@ func TestOpenContextDeadlineSaidOnce(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, driver.ErrUnavailable) ||
 		strings.Count(err.Error(), "context deadline exceeded") != 1 || !strings.Contains(err.Error(), addr) {
 		t.Errorf("Open ended by its context: %v; want ErrUnavailable and DeadlineExceeded, said once, naming %s", err, addr)
+	}
+}
+
+// TestOpenStoreOptions: OpenStore's Options say what New's option map says,
+// checked alike, and give a checked store.
+func TestOpenStoreOptions(t *testing.T) {
+	if _, err := OpenStore(nil, nil); !errors.Is(err, driver.ErrInvalidArgument) {
+		t.Errorf("OpenStore(nil conn): %v, want ErrInvalidArgument", err)
+	}
+	conn, _, err := zk.Connect([]string{deadAddr(t)}, time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	st, err := OpenStore(conn, &Options{Root: "/x", SessionTimeout: 3 * time.Second, RetryMaxRetries: -1,
+		RetryBaseSleepTime: time.Millisecond, ACL: zk.AuthACL(zk.PermAll)}, store.WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.Driver().(*driverStore)
+	if s.root != "/x" || s.retry.maxRetries != 0 || s.retry.base != time.Millisecond || s.lk.sessionTimeout() != 3*time.Second ||
+		len(s.acl) != 1 || s.acl[0].Scheme != "auth" || st.Timeout() != time.Second {
+		t.Errorf("OpenStore made root %q, retries %d, base %v, session timeout %v, acl %v, timeout %v",
+			s.root, s.retry.maxRetries, s.retry.base, s.lk.sessionTimeout(), s.acl, st.Timeout())
+	}
+	if _, err := st.Ranges().Next(t.Context(), "k", -100); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("Next with step -100 on OpenStore's store: %v, want ErrInvalidArgument from the portable layer", err)
+	}
+	st.Close()
+	st, err = OpenStore(conn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := st.Driver().(*driverStore); s.root != defaultRoot || s.retry.maxRetries != defaultRetryMaxRetries || s.acl[0].Scheme != "world" {
+		t.Errorf("OpenStore(nil options) made root %q, retries %d, acl %v", s.root, s.retry.maxRetries, s.acl)
+	}
+	st.Close()
+	for name, o := range map[string]Options{
+		"Root":               {Root: "x"},
+		"SessionTimeout":     {SessionTimeout: -time.Second},
+		"RetryMaxSleep":      {RetryMaxSleep: -time.Second},
+		"ACL":                {ACL: []zk.ACL{}},
+		"ACL[0]":             {ACL: []zk.ACL{{Scheme: "world", ID: "anyone"}}},
+		"RetryBaseSleepTime": {RetryBaseSleepTime: -1},
+	} {
+		_, err := OpenStore(conn, &o)
+		if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(name)) {
+			t.Errorf("OpenStore with a bad %s: %v, want ErrInvalidArgument naming it", name, err)
+		}
 	}
 }

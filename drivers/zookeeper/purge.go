@@ -13,7 +13,7 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-var _ driver.Purger = (*Store)(nil)
+var _ driver.Purger = (*driverStore)(nil)
 
 // purgeNode is a node found by Purge, with the version it had then.
 type purgeNode struct {
@@ -36,7 +36,7 @@ type purgeNode struct {
 // child) stops the purge with an error rather than vanish under a running
 // instance. Each level of the tree is listed, and deleted, in one round
 // trip.
-func (s *Store) Purge(ctx context.Context) ([]string, error) {
+func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 	a := attempts{s: s}
 	var levels [][]purgeNode // levels[d]: the nodes at depth d+1 below root
 	parents := []string{s.root}
@@ -89,7 +89,7 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 }
 
 // listAll lists the children of paths in one round trip (see readAll).
-func (s *Store) listAll(ctx context.Context, paths []string, a *attempts) ([]tripReply, error) {
+func (s *driverStore) listAll(ctx context.Context, paths []string, a *attempts) ([]tripReply, error) {
 	return s.readAll(ctx, "list", s.tripChildren, paths, a)
 }
 
@@ -99,7 +99,7 @@ func (s *Store) listAll(ctx context.Context, paths []string, a *attempts) ([]tri
 // an unknown outcome came first. A node at version -1 is deleted on "any
 // version": that is what a purge means, and it runs with every instance
 // stopped.
-func (s *Store) deleteAll(ctx context.Context, nodes []purgeNode, a *attempts) ([]string, error) {
+func (s *driverStore) deleteAll(ctx context.Context, nodes []purgeNode, a *attempts) ([]string, error) {
 	var deleted []string
 	tried := make([]bool, len(nodes)) // sent with an unknown outcome
 	todo := make([]int, len(nodes))
@@ -150,7 +150,7 @@ func (s *Store) deleteAll(ctx context.Context, nodes []purgeNode, a *attempts) (
 // of the slots (and fence floor of the namespaces) the purge found, before
 // anything is deleted. A slot whose fence line does not parse stops the
 // purge: its fence cannot be kept.
-func (s *Store) keepSlotFences(ctx context.Context, levels [][]purgeNode, a *attempts) error {
+func (s *driverStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a *attempts) error {
 	base := s.root + "/slot/"
 	paths := []string{s.root}
 	for _, level := range levels {
@@ -215,7 +215,7 @@ func (s *Store) keepSlotFences(ctx context.Context, levels [][]purgeNode, a *att
 
 // rootFenceFloor reads the root's slot fence floor, for a namespace being
 // created; a missing root has none.
-func (s *Store) rootFenceFloor(ctx context.Context, a *attempts) (int64, error) {
+func (s *driverStore) rootFenceFloor(ctx context.Context, a *attempts) (int64, error) {
 	rs, err := s.getNodes(ctx, []string{s.root}, a)
 	if err != nil {
 		return 0, err

@@ -41,10 +41,10 @@ type rangeNode struct {
 	stat   zk.Stat
 }
 
-func (s *Store) rangePath(key string) string { return s.root + "/range/" + key }
+func (s *driverStore) rangePath(key string) string { return s.root + "/range/" + key }
 
 // lockKey takes the store's turn on key.
-func (s *Store) lockKey(ctx context.Context, key string) (*rangeKey, func(), error) {
+func (s *driverStore) lockKey(ctx context.Context, key string) (*rangeKey, func(), error) {
 	if err := checkPathText("key", key); err != nil {
 		return nil, nil, err
 	}
@@ -67,7 +67,7 @@ func (s *Store) lockKey(ctx context.Context, key string) (*rangeKey, func(), err
 
 // Next reserves [start, start+step) of key. In steady state it is one
 // compare-and-set on the version the store last wrote.
-func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error) {
+func (s *driverStore) Next(ctx context.Context, key string, step int64) (int64, error) {
 	k, unlock, err := s.lockKey(ctx, key)
 	if err != nil {
 		return 0, err
@@ -147,7 +147,7 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 }
 
 // Current reads key's next value and whether it is sealed.
-func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
+func (s *driverStore) Current(ctx context.Context, key string) (int64, bool, error) {
 	k, unlock, err := s.lockKey(ctx, key)
 	if err != nil {
 		return 0, false, err
@@ -177,7 +177,7 @@ func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
 
 // Seal marks key sealed and returns its final next value; a missing key is
 // created sealed at 0.
-func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
+func (s *driverStore) Seal(ctx context.Context, key string) (int64, error) {
 	k, unlock, err := s.lockKey(ctx, key)
 	if err != nil {
 		return 0, err
@@ -218,7 +218,7 @@ func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
 }
 
 // Init creates key at next, or checks that it is already there.
-func (s *Store) Init(ctx context.Context, key string, next int64) error {
+func (s *driverStore) Init(ctx context.Context, key string, next int64) error {
 	k, unlock, err := s.lockKey(ctx, key)
 	if err != nil {
 		return err
@@ -260,7 +260,7 @@ func (s *Store) Init(ctx context.Context, key string, next int64) error {
 // Keys walks {root}/range and lists every node holding a value. Nodes with
 // empty data are parents of longer keys, not keys; data that does not parse
 // fails the walk with ErrCorrupt rather than hide a key from a migration.
-func (s *Store) Keys(ctx context.Context) ([]string, error) {
+func (s *driverStore) Keys(ctx context.Context) ([]string, error) {
 	base := s.root + "/range"
 	keys := []string{}
 	level := []string{""} // keys (relative to base) whose children are listed next
@@ -311,7 +311,7 @@ var errTryAgain = errors.New("try again")
 
 // writeRange compare-and-sets key's node to (next, sealed) on the version
 // cached in k, which the caller has just read.
-func (s *Store) writeRange(ctx context.Context, k *rangeKey, path string, next int64, sealed bool, a *attempts) error {
+func (s *driverStore) writeRange(ctx context.Context, k *rangeKey, path string, next int64, sealed bool, a *attempts) error {
 	version := k.version
 	if err := checkVersion(path, version); err != nil {
 		return err
@@ -347,7 +347,7 @@ func (s *Store) writeRange(ctx context.Context, k *rangeKey, path string, next i
 // The create and a set-data of the same data go in one multi: go-zookeeper's
 // create answers only a path, while the set-data answers the Stat, whose
 // czxid the store remembers; the node starts at version 1.
-func (s *Store) createRange(ctx context.Context, path string, data []byte, a *attempts) (*zk.Stat, error) {
+func (s *driverStore) createRange(ctx context.Context, path string, data []byte, a *attempts) (*zk.Stat, error) {
 	for {
 		res, err := call(ctx, s, func() ([]zk.MultiResponse, error) {
 			return s.conn.Multi(
@@ -379,7 +379,7 @@ func (s *Store) createRange(ctx context.Context, path string, data []byte, a *at
 }
 
 // readRange reads and parses a range node, retrying transient failures.
-func (s *Store) readRange(ctx context.Context, path string, a *attempts) (rangeNode, error) {
+func (s *driverStore) readRange(ctx context.Context, path string, a *attempts) (rangeNode, error) {
 	type got struct {
 		data []byte
 		stat *zk.Stat
@@ -409,7 +409,7 @@ func (s *Store) readRange(ctx context.Context, path string, a *attempts) (rangeN
 
 // sync makes the connected server catch up with the leader, so that the
 // reads that follow see every write committed before it.
-func (s *Store) sync(ctx context.Context, path string, a *attempts) error {
+func (s *driverStore) sync(ctx context.Context, path string, a *attempts) error {
 	for {
 		_, err := call(ctx, s, func() (string, error) { return s.conn.Sync(path) })
 		if err == nil || errors.Is(err, zk.ErrNoNode) {

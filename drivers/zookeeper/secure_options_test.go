@@ -51,22 +51,22 @@ func TestSecurityOptionErrors(t *testing.T) {
 		{map[string]string{"tls.keyFile": notPEM}, []string{`"tls.keyFile"`, "needs tls.certFile"}},
 		{map[string]string{"tls.certFile": notPEM, "tls.keyFile": notPEM}, []string{`"tls.certFile"`, "tls.keyFile"}},
 	} {
-		_, err := Open(c.options)
+		_, err := openWith(c.options)
 		if err == nil {
-			t.Errorf("Open(%v) succeeded, want an error", c.options)
+			t.Errorf("openWith(%v) succeeded, want an error", c.options)
 			continue
 		}
 		if !errors.Is(err, driver.ErrInvalidArgument) {
-			t.Errorf("Open(%v): %v, want ErrInvalidArgument", c.options, err)
+			t.Errorf("openWith(%v): %v, want ErrInvalidArgument", c.options, err)
 		}
 		msg := err.Error()
 		for _, w := range c.want {
 			if !strings.Contains(msg, w) {
-				t.Errorf("Open(%v): error %q does not mention %s", c.options, msg, w)
+				t.Errorf("openWith(%v): error %q does not mention %s", c.options, msg, w)
 			}
 		}
 		if strings.Contains(msg, secretWord) {
-			t.Errorf("Open(%v): error %q shows the secret", c.options, msg)
+			t.Errorf("openWith(%v): error %q shows the secret", c.options, msg)
 		}
 	}
 }
@@ -134,7 +134,7 @@ func TestSecretsNotShown(t *testing.T) {
 	}
 	defer conn.Close()
 	for _, k := range securityConnectionOptions {
-		_, err := New(conn, map[string]string{k: "digest:alice:" + secretWord})
+		_, err := newOnConn(conn, map[string]string{k: "digest:alice:" + secretWord})
 		if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), k) {
 			t.Errorf("New with %s: %v, want ErrInvalidArgument naming it", k, err)
 		}
@@ -143,7 +143,7 @@ func TestSecretsNotShown(t *testing.T) {
 		}
 	}
 	// acl applies to New: the caller's connection may carry auth.
-	s, err := New(conn, map[string]string{"acl": "creator"})
+	s, err := newOnConn(conn, map[string]string{"acl": "creator"})
 	if err != nil {
 		t.Fatalf("New with acl=creator: %v", err)
 	}

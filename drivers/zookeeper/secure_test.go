@@ -53,7 +53,7 @@ type digestHarness struct {
 }
 
 func (h digestHarness) NewStore(context.Context) (driver.Store, error) {
-	return Open(testOptions(h.srv.Addr(), map[string]string{"root": h.root, "auth": h.auth}))
+	return openWith(testOptions(h.srv.Addr(), map[string]string{"root": h.root, "auth": h.auth}))
 }
 
 func (h digestHarness) Close() error { return nil }
@@ -81,7 +81,7 @@ func testDigestTCK(t *testing.T, srv *zktest.Server) {
 		Ranges:    true,
 		Slots:     true,
 		Locks:     true,
-		Factory:   Open,
+		Factory:   openWith,
 		TimeScale: 2,
 	})
 	if t.Failed() {
@@ -284,7 +284,7 @@ func testAuthAfterReconnect(t *testing.T, addr string) {
 func testRejectedAuth(t *testing.T, addr string) {
 	const wait = 20 * time.Second
 	start := time.Now()
-	_, err := Open(testOptions(addr, map[string]string{
+	_, err := openWith(testOptions(addr, map[string]string{
 		"auth":                    "digest:alice:" + newSecret() + ",ldap:alice:" + newSecret(),
 		"blockUntilConnectedWait": wait.String(),
 	}))

@@ -16,7 +16,7 @@ import (
 // would end it (its next floor takes in its ceiling); a live term gives
 // ErrLocked. Whether a term is live is judged by the mtime of a .clock
 // write, as in an acquire.
-func (s *Store) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fence, nextFloor int64) error {
+func (s *driverStore) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fence, nextFloor int64) error {
 	if err := checkPathText("namespace", ns.Name); err != nil {
 		return err
 	}

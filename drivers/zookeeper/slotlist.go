@@ -17,7 +17,7 @@ import (
 const slotListChunk = 1024
 
 // Namespaces lists every namespace with its settings, sorted by name.
-func (s *Store) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
+func (s *driverStore) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
 	a := attempts{s: s}
 	base := s.root + "/slot"
 	names, err := s.children(ctx, base, &a)
@@ -54,7 +54,7 @@ func (s *Store) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
 // the namespace that is not a slot number below the limit, or a slot whose
 // data does not parse, fails the listing with ErrCorrupt naming its path:
 // a tool must not silently miss a slot.
-func (s *Store) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error) {
+func (s *driverStore) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error) {
 	if err := checkPathText("namespace", ns); err != nil {
 		return nil, err
 	}

@@ -28,16 +28,16 @@ import (
 // in one round trip in trip.go.
 
 var (
-	_ driver.SlotStore  = (*Store)(nil)
-	_ driver.SlotSeeder = (*Store)(nil)
+	_ driver.SlotStore  = (*driverStore)(nil)
+	_ driver.SlotSeeder = (*driverStore)(nil)
 )
 
 // clockName is the child of a namespace node whose mtime is an acquire's now.
 const clockName = ".clock"
 
-func (s *Store) nsPath(ns string) string          { return s.root + "/slot/" + ns }
-func (s *Store) slotPath(ns string, n int) string { return s.nsPath(ns) + "/" + strconv.Itoa(n) }
-func (s *Store) ownerPath(ns, owner string) string {
+func (s *driverStore) nsPath(ns string) string          { return s.root + "/slot/" + ns }
+func (s *driverStore) slotPath(ns string, n int) string { return s.nsPath(ns) + "/" + strconv.Itoa(n) }
+func (s *driverStore) ownerPath(ns, owner string) string {
 	return s.root + "/owner/" + ns + "/" + owner
 }
 
@@ -87,7 +87,7 @@ func (r slotRead) record(fenceFloor int64) driver.SlotRecord {
 // transient failures). A missing node is a slot never used; data that does
 // not parse is reported in the slot's bad, not as an error, so that an
 // acquire can pass over it.
-func (s *Store) readSlots(ctx context.Context, ns string, nums []int, a *attempts) ([]slotRead, error) {
+func (s *driverStore) readSlots(ctx context.Context, ns string, nums []int, a *attempts) ([]slotRead, error) {
 	out := make([]slotRead, len(nums))
 	paths := make([]string, len(nums))
 	for i, n := range nums {
@@ -111,7 +111,7 @@ func (s *Store) readSlots(ctx context.Context, ns string, nums []int, a *attempt
 // seeSlotZxid records the mzxid of a slot node read or written. The highest
 // is a lower bound of the server's zxid: a write sent later that lands gets
 // a higher one, which tells it from a write made before (rewriteTerm).
-func (s *Store) seeSlotZxid(z int64) {
+func (s *driverStore) seeSlotZxid(z int64) {
 	for {
 		old := s.slotZxid.Load()
 		if z <= old || s.slotZxid.CompareAndSwap(old, z) {
@@ -120,7 +120,7 @@ func (s *Store) seeSlotZxid(z int64) {
 	}
 }
 
-func (s *Store) readSlot(ctx context.Context, ns string, n int, a *attempts) (slotRead, error) {
+func (s *driverStore) readSlot(ctx context.Context, ns string, n int, a *attempts) (slotRead, error) {
 	rs, err := s.readSlots(ctx, ns, []int{n}, a)
 	if err != nil {
 		return slotRead{}, err
@@ -151,7 +151,7 @@ type ownerIndex struct {
 //
 // The .clock write is unconditional on purpose: it carries only time, and
 // a write (not a read) gives a now no older than this acquire.
-func (s *Store) clockIn(ctx context.Context, ns driver.Namespace, owner string, a *attempts) (now, fenceFloor int64, idx ownerIndex, err error) {
+func (s *driverStore) clockIn(ctx context.Context, ns driver.Namespace, owner string, a *attempts) (now, fenceFloor int64, idx ownerIndex, err error) {
 	nsPath := s.nsPath(ns.Name)
 	clock := nsPath + "/" + clockName
 	idxPath := s.ownerPath(ns.Name, owner)
@@ -233,7 +233,7 @@ func decodeOwnerIndex(path string, r tripReply) (ownerIndex, error) {
 }
 
 // readOwnerIndex reads an owner's index alone, after a concurrent write to it.
-func (s *Store) readOwnerIndex(ctx context.Context, path string, a *attempts) (ownerIndex, error) {
+func (s *driverStore) readOwnerIndex(ctx context.Context, path string, a *attempts) (ownerIndex, error) {
 	for {
 		rs, err := inOneTrip(ctx, s, s.tripGet(path))
 		if err != nil {
@@ -252,7 +252,7 @@ func (s *Store) readOwnerIndex(ctx context.Context, path string, a *attempts) (o
 // createNamespace creates a namespace node with its .clock, and the parents
 // they need. A namespace another store created meanwhile is fine: the
 // caller reads it again and compares the settings.
-func (s *Store) createNamespace(ctx context.Context, ns driver.Namespace, a *attempts) error {
+func (s *driverStore) createNamespace(ctx context.Context, ns driver.Namespace, a *attempts) error {
 	path := s.nsPath(ns.Name)
 	floor, err := s.rootFenceFloor(ctx, a)
 	if err != nil {

@@ -56,7 +56,7 @@ func slotRequest(ns driver.Namespace, owner, inc string) driver.AcquireRequest {
 	return driver.AcquireRequest{Namespace: ns, Owner: owner, Incarnation: inc, TTL: 10 * time.Minute}
 }
 
-func mustAcquire(t *testing.T, s *Store, req driver.AcquireRequest) driver.Lease {
+func mustAcquire(t *testing.T, s *driverStore, req driver.AcquireRequest) driver.Lease {
 	t.Helper()
 	l, err := s.Acquire(t.Context(), req)
 	if err != nil {
@@ -81,7 +81,7 @@ func getSlotNode(t *testing.T, conn *zk.Conn, path string) (slotNode, *zk.Stat) 
 
 // handNamespace creates a namespace node (with .clock) and its owner
 // directory by hand.
-func handNamespace(t *testing.T, conn *zk.Conn, s *Store, ns driver.Namespace) {
+func handNamespace(t *testing.T, conn *zk.Conn, s *driverStore, ns driver.Namespace) {
 	t.Helper()
 	mustCreatePath(t, conn, s.nsPath(ns.Name), string(formatNamespace(ns.Limit, ns.Tolerance.Milliseconds())))
 	if _, err := conn.Create(s.nsPath(ns.Name)+"/"+clockName, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -92,7 +92,7 @@ func handNamespace(t *testing.T, conn *zk.Conn, s *Store, ns driver.Namespace) {
 
 // handLiveSlots creates slots [from, to) of ns by hand, each holding a live
 // term of its own owner, in multis of 100 creates.
-func handLiveSlots(t *testing.T, conn *zk.Conn, s *Store, ns string, from, to int) {
+func handLiveSlots(t *testing.T, conn *zk.Conn, s *driverStore, ns string, from, to int) {
 	t.Helper()
 	for start := from; start < to; start += 100 {
 		var ops []any
@@ -389,7 +389,7 @@ func (r *slotRounds) setCut(f func(op int32) (before, after bool)) {
 }
 
 // openRounds opens a store whose traffic r watches.
-func openRounds(t *testing.T, addr string, r *slotRounds) *Store {
+func openRounds(t *testing.T, addr string, r *slotRounds) *driverStore {
 	t.Helper()
 	s, err := open(testOptions(addr, nil), r.wrap)
 	if err != nil {

@@ -10,10 +10,15 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// leaseState returns the state l carries if it describes l's term on path.
+// leaseState returns the state l carries if it describes l's term on path,
+// times included: a lease whose fields were changed after the store
+// returned it is judged on a fresh read of the slot, never on its own state.
 func leaseState(l driver.Lease, path string) *slotState {
 	st, ok := l.State.(*slotState)
-	if !ok || st == nil || st.path != path || !st.node.record(st.mtime).Holds(l) {
+	if !ok || st == nil || st.path != path {
+		return nil
+	}
+	if r := st.node.record(st.mtime); !r.Holds(l) || r.Agrees(l) != nil {
 		return nil
 	}
 	return st
@@ -36,7 +41,7 @@ func leaseLost(path string, l driver.Lease, r slotRead) error {
 
 // currentTerm reads l's slot and returns its state if the slot still holds l's
 // term on the node of creation zxid czxid (any node when czxid is 0).
-func (s *Store) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a *attempts) (*slotState, slotRead, error) {
+func (s *driverStore) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a *attempts) (*slotState, slotRead, error) {
 	r, err := s.readSlot(ctx, l.Namespace, l.Slot, a)
 	switch {
 	case err != nil:
@@ -63,7 +68,7 @@ func (s *Store) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a 
 // (a second Release, an older copy of the lease) is never taken for ours.
 // A write some earlier call gave up on may have landed unseen, above that
 // bound: until a write on the slot succeeds, nothing is settled so.
-func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st *slotState) (slotNode, error),
+func (s *driverStore) rewriteTerm(ctx context.Context, l driver.Lease, change func(st *slotState) (slotNode, error),
 	settled func(r slotRead) bool) (*slotState, error) {
 	path := s.slotPath(l.Namespace, l.Slot)
 	a := attempts{s: s}
@@ -133,17 +138,17 @@ func (s *Store) rewriteTerm(ctx context.Context, l driver.Lease, change func(st 
 // abandonSlotWrite remembers a write on path given up with its outcome
 // unknown, if it could be taken for a later call's (it has a settled rule:
 // a Release's; a Renew's leaves the term held, never settles anything).
-func (s *Store) abandonSlotWrite(path string, settled func(r slotRead) bool) {
+func (s *driverStore) abandonSlotWrite(path string, settled func(r slotRead) bool) {
 	if settled != nil {
 		s.slotAbandoned.Store(path, true)
 	}
 }
 
 // Renew extends l's term, even after its expiry if nobody took the slot:
-// one compare-and-set on the version the lease carries. The current
-// expiry and ceiling (and the lease's own, should the node ever hold less)
-// become the term's lower bounds, so neither goes back.
-func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+// one compare-and-set on the version the lease carries. The node's current
+// expiry and ceiling become the term's lower bounds, so neither goes back;
+// the lease's own times are only checked (driver.SlotRecord.Agrees).
+func (s *driverStore) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
 	if err := checkPathText("namespace", l.Namespace, "owner", l.Owner); err != nil {
 		return l, err
 	}
@@ -159,7 +164,7 @@ func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error)
 
 // Release ends l's term; used < 0 means unknown. The term's floors, bounds
 // and fence stay in the node for the next term.
-func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
+func (s *driverStore) Release(ctx context.Context, l driver.Lease, used int64) error {
 	if err := checkPathText("namespace", l.Namespace, "owner", l.Owner); err != nil {
 		return err
 	}

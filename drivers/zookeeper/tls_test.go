@@ -65,7 +65,7 @@ type tlsHarness struct {
 }
 
 func (h tlsHarness) NewStore(context.Context) (driver.Store, error) {
-	return Open(h.env.options(map[string]string{"root": h.root}))
+	return openWith(h.env.options(map[string]string{"root": h.root}))
 }
 
 func (h tlsHarness) Close() error { return nil }
@@ -82,7 +82,7 @@ func testTLSTCK(t *testing.T, env tlsEnv) {
 		Ranges:    true,
 		Slots:     true,
 		Locks:     true,
-		Factory:   Open,
+		Factory:   openWith,
 		TimeScale: 2,
 	})
 }
@@ -94,7 +94,7 @@ func openFails(t *testing.T, options map[string]string, want ...string) {
 	const wait = 8 * time.Second
 	options["blockUntilConnectedWait"] = wait.String()
 	start := time.Now()
-	s, err := Open(options)
+	s, err := openWith(options)
 	took := time.Since(start)
 	if err == nil {
 		s.Close()
@@ -187,7 +187,7 @@ func testTLSNoGoroutineLeft(t *testing.T, env tlsEnv) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(env.options(map[string]string{"auth": "ldap:" + newSecret()})); !errors.Is(err, zk.ErrAuthFailed) {
+	if _, err := openWith(env.options(map[string]string{"auth": "ldap:" + newSecret()})); !errors.Is(err, zk.ErrAuthFailed) {
 		t.Errorf("Open with a rejected auth over TLS: %v, want ErrAuthFailed", err)
 	}
 }

@@ -16,10 +16,10 @@ import (
 
 func init() { store.Register("zookeeper", factory) }
 
-// Store is an open ZooKeeper store. It implements driver.Store,
+// driverStore is an open ZooKeeper store. It implements driver.Store,
 // driver.RangeStore, driver.SlotStore, driver.Locker, and the optional
 // driver.SlotSeeder and driver.Purger, and is safe for concurrent use.
-type Store struct {
+type driverStore struct {
 	conn  *zk.Conn
 	root  string
 	retry retryPolicy
@@ -54,19 +54,12 @@ type Store struct {
 	lk lockState // lock nodes and the session as the Locker sees it (lockwatch.go)
 }
 
-var _ driver.RangeStore = (*Store)(nil)
+var _ driver.RangeStore = (*driverStore)(nil)
 
-// Open opens a store on a connection it makes from options and closes with
-// the store. It waits up to blockUntilConnectedWait for a session (see the
-// package documentation for the options). store.Open and store.OpenContext
-// use prepare and Connect instead, so that a context bounds the wait.
-func Open(options map[string]string) (driver.Store, error) {
-	return open(options, nil)
-}
-
-// open is Open with a hook that wraps each network connection, for tests
-// that watch the traffic.
-func open(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, error) {
+// open opens a store on a connection it makes from options and closes with
+// the store, waiting up to blockUntilConnectedWait for a session, with a hook
+// that wraps each network connection, for tests that watch the traffic.
+func open(options map[string]string, wrap func(net.Conn) net.Conn) (*driverStore, error) {
 	s, err := prepare(options, wrap)
 	if err != nil {
 		return nil, err
@@ -82,7 +75,7 @@ func open(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, erro
 func factory(options map[string]string) (driver.Store, error) { return prepare(options, nil) }
 
 // prepare parses options into a store that Connect connects.
-func prepare(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, error) {
+func prepare(options map[string]string, wrap func(net.Conn) net.Conn) (*driverStore, error) {
 	cfg, err := parseOptions(options, true)
 	if err != nil {
 		return nil, err
@@ -100,7 +93,7 @@ func prepare(options map[string]string, wrap func(net.Conn) net.Conn) (*Store, e
 // blockUntilConnectedWait and while ctx lasts (driver.Connector). On a
 // failure it closes the store and names the servers, the state reached and
 // the last failure seen. A store made by New is connected already.
-func (s *Store) Connect(ctx context.Context) error {
+func (s *driverStore) Connect(ctx context.Context) error {
 	if !s.owned || s.conn != nil {
 		return nil
 	}
@@ -146,16 +139,16 @@ func (s *Store) Connect(ctx context.Context) error {
 	return err
 }
 
-// New returns a store on conn, a connection the caller made and still owns:
-// closing the store leaves it open, and the caller closes it after the
-// store. options may set root, acl, the retry options and sessionTimeout: the
-// session timeout conn negotiated (or less), which Lock needs for its
-// liveness rule and go-zookeeper does not expose; without it Lock fails.
-// New does not wait for a session; operations wait for one within their
-// context.
-func New(conn *zk.Conn, options map[string]string) (*Store, error) {
+// newOnConn returns OpenStore's driver store on conn, a connection the caller
+// made and still owns: closing the store leaves it open, and the caller
+// closes it after the store. options may set root, acl, the retry options
+// and sessionTimeout: the session timeout conn negotiated (or less), which
+// Lock needs for its liveness rule and go-zookeeper does not expose;
+// without it Lock fails. newOnConn does not wait for a session; operations wait
+// for one within their context.
+func newOnConn(conn *zk.Conn, options map[string]string) (*driverStore, error) {
 	if conn == nil {
-		return nil, fmt.Errorf("zookeeper: New: nil *zk.Conn: %w", driver.ErrInvalidArgument)
+		return nil, fmt.Errorf("zookeeper: the connection (*zk.Conn) is nil: %w", driver.ErrInvalidArgument)
 	}
 	cfg, err := parseOptions(options, false)
 	if err != nil {
@@ -167,8 +160,8 @@ func New(conn *zk.Conn, options map[string]string) (*Store, error) {
 	return s, nil
 }
 
-func newStore(cfg config) *Store {
-	return &Store{
+func newStore(cfg config) *driverStore {
+	return &driverStore{
 		root:    cfg.root,
 		retry:   cfg.retry,
 		acl:     cfg.sec.acl,
@@ -180,7 +173,7 @@ func newStore(cfg config) *Store {
 // onEvent follows the session state. go-zookeeper's event channel drops
 // events when full, so the callback, which sees every event, is used
 // instead. It must not block.
-func (s *Store) onEvent(ev zk.Event) {
+func (s *driverStore) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
 	}
@@ -198,7 +191,7 @@ func (s *Store) onEvent(ev zk.Event) {
 // connection is left open; Close then still waits for the requests it sent
 // on it, which go-zookeeper always completes (with an answer, or an error
 // once the connection is lost). Closing twice returns nil.
-func (s *Store) Close() error {
+func (s *driverStore) Close() error {
 	s.closeOnce.Do(func() {
 		s.callsMu.Lock()
 		s.closed = true

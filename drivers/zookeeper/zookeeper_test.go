@@ -50,7 +50,7 @@ type harness struct {
 }
 
 func (h harness) NewStore(context.Context) (driver.Store, error) {
-	return Open(testOptions(h.srv.Addr(), map[string]string{"root": h.root}))
+	return openWith(testOptions(h.srv.Addr(), map[string]string{"root": h.root}))
 }
 
 func (h harness) Close() error { return nil }
@@ -89,7 +89,7 @@ func testTCK(t *testing.T, srv *zktest.Server) {
 		Ranges:  true,
 		Slots:   true,
 		Locks:   true,
-		Factory: Open,
+		Factory: openWith,
 		Options: testOptions(srv.Addr(), nil),
 		MalformedOptions: map[string]string{
 			"sessionTimeout":   "soon",
@@ -517,7 +517,7 @@ func testSessionExpiry(t *testing.T, addr string) {
 func testCallerConnection(t *testing.T, addr string) {
 	conn := rawConn(t, addr)
 	root := randomRoot()
-	s, err := New(conn, map[string]string{"root": root, "retry.maxRetries": "3"})
+	s, err := newOnConn(conn, map[string]string{"root": root, "retry.maxRetries": "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +571,7 @@ func testNoGoroutineLeft(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(conn, map[string]string{"root": randomRoot()})
+	c, err := newOnConn(conn, map[string]string{"root": randomRoot()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/drivers/memory"
+	_ "github.com/cosid-go/store/drivers/memory"
 	prefix "github.com/cosid-go/store/examples/prefixdriver"
 	"github.com/cosid-go/store/tck"
 )
@@ -16,7 +16,7 @@ import (
 type harness struct{ name string }
 
 func (h harness) NewStore(context.Context) (driver.Store, error) {
-	return prefix.Wrap(memory.New(h.name), "app"), nil
+	return prefix.Open(map[string]string{"prefix": "app", "inner.name": h.name})
 }
 func (harness) Close() error { return nil }
 
