@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -67,4 +68,28 @@ type Event struct {
 	Value     int64         // UnknownOutcome: the first value skipped
 	Count     int64         // UnknownOutcome: how many values
 	Err       error         // the failure behind the event, if any
+}
+
+// Retried tells the portable layer that the call running under ctx tries
+// its operation again (a Retry), for the call's observers (OpEvent.Retries
+// and the traces built on it). It does nothing when no one counts.
+func Retried(ctx context.Context) {
+	if c, ok := ctx.Value(retriesKey{}).(*RetryCounter); ok {
+		c.n.Add(1)
+	}
+}
+
+// RetryCounter counts the retries of one call; the portable layer makes
+// one per observed call (CountRetries).
+type RetryCounter struct{ n atomic.Int64 }
+
+// N is the number of retries counted.
+func (c *RetryCounter) N() int64 { return c.n.Load() }
+
+type retriesKey struct{}
+
+// CountRetries returns ctx carrying a counter that Retried adds to.
+func CountRetries(ctx context.Context) (context.Context, *RetryCounter) {
+	c := new(RetryCounter)
+	return context.WithValue(ctx, retriesKey{}, c), c
 }
