@@ -116,7 +116,7 @@ func TestSpans(t *testing.T) {
 		"store":               attribute.StringValue("orders"),
 	} {
 		if got, ok := attr(next, k); !ok || got != want {
-			t.Errorf("Next's span: %s = %v (%v), want %v", k, got.Emit(), ok, want.Emit())
+			t.Errorf("Next's span: %s = %v (%v), want %v", k, got.String(), ok, want.String())
 		}
 	}
 	if next.Status.Code != codes.Unset || next.SpanKind != trace.SpanKindClient {
