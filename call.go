@@ -34,9 +34,9 @@ func call[D, T any](ctx context.Context, s *Store, o op, f func(context.Context,
 	}
 	start := time.Now()
 	ctx = s.opStart(ctx, o)
-	rctx, retries := driver.CountRetries(ctx)
-	v, err := run(rctx, s, o, f)
-	s.opDone(ctx, o, time.Since(start), retries.N(), err)
+	counted := driver.CountRetries(ctx) // ctx, counting the driver's retries
+	v, err := run(counted, s, o, f)
+	s.opDone(ctx, o, time.Since(start), counted.N(), err)
 	if err != nil {
 		s.failed(o, err)
 	}

@@ -79,17 +79,26 @@ func Retried(ctx context.Context) {
 	}
 }
 
-// RetryCounter counts the retries of one call; the portable layer makes
-// one per observed call (CountRetries).
-type RetryCounter struct{ n atomic.Int64 }
-
-// N is the number of retries counted.
-func (c *RetryCounter) N() int64 { return c.n.Load() }
+// RetryCounter is a context that counts the retries of the call running
+// under it (Retried); the portable layer makes one per observed call. It is
+// one allocation, where a context value and a counter would be two.
+type RetryCounter struct {
+	context.Context
+	n atomic.Int64
+}
 
 type retriesKey struct{}
 
-// CountRetries returns ctx carrying a counter that Retried adds to.
-func CountRetries(ctx context.Context) (context.Context, *RetryCounter) {
-	c := new(RetryCounter)
-	return context.WithValue(ctx, retriesKey{}, c), c
+// CountRetries returns a context derived from ctx that counts retries.
+func CountRetries(ctx context.Context) *RetryCounter { return &RetryCounter{Context: ctx} }
+
+// Value finds the counter for Retried, and ctx's values.
+func (c *RetryCounter) Value(key any) any {
+	if key == (retriesKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
 }
+
+// N is the number of retries counted.
+func (c *RetryCounter) N() int64 { return c.n.Load() }
