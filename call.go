@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/cosid-go/store/driver"
 )
 
 // op is one call of the portable API: its name and subject for the error,
@@ -23,7 +25,7 @@ type op struct {
 // result is returned even with an error (Purge reports what it deleted).
 // Observers see every call, whatever its driver.
 func call[D, T any](ctx context.Context, s *Store, o op, f func(context.Context, D) (T, error)) (T, error) {
-	if len(s.onOp) == 0 {
+	if len(s.onOp) == 0 && len(s.onStart) == 0 {
 		v, err := run(ctx, s, o, f)
 		if err != nil {
 			s.failed(o, err)
@@ -31,8 +33,10 @@ func call[D, T any](ctx context.Context, s *Store, o op, f func(context.Context,
 		return v, err
 	}
 	start := time.Now()
-	v, err := run(ctx, s, o, f)
-	s.opDone(o, time.Since(start), err)
+	ctx = s.opStart(ctx, o)
+	counted := driver.CountRetries(ctx) // ctx, counting the driver's retries
+	v, err := run(counted, s, o, f)
+	s.opDone(ctx, o, time.Since(start), counted.N(), err)
 	if err != nil {
 		s.failed(o, err)
 	}

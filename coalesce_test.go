@@ -340,11 +340,20 @@ func TestCoalescedObserverSeesEachCaller(t *testing.T) {
 	var mu sync.Mutex
 	var ops []string
 	g := newGate("")
-	st := openGate(t, g, store.WithObserver(store.Observer{Op: func(e store.OpEvent) {
-		mu.Lock()
-		ops = append(ops, e.Op+" "+e.Key+" "+e.Outcome)
-		mu.Unlock()
-	}}))
+	spans := map[*int]int{} // each call's own context, from Start to Op
+	st := openGate(t, g, store.WithObserver(store.Observer{
+		Start: func(ctx context.Context, _ store.OpStart) context.Context {
+			return context.WithValue(ctx, spanKey{}, new(int))
+		},
+		Op: func(ctx context.Context, e store.OpEvent) {
+			mu.Lock()
+			ops = append(ops, e.Op+" "+e.Key+" "+e.Outcome)
+			if p, ok := ctx.Value(spanKey{}).(*int); ok {
+				spans[p]++
+			}
+			mu.Unlock()
+		},
+	}))
 	first, release := holdFirst(t, g, st, "k")
 	b := queue(t, t.Context(), st, "k", 2)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -362,7 +371,12 @@ func TestCoalescedObserverSeesEachCaller(t *testing.T) {
 	if w := []string{"Next k canceled", "Next k ok", "Next k ok", "Next k ok"}; !slices.Equal(ops, w) {
 		t.Errorf("observed %q, want %q (one per call)", ops, w)
 	}
+	if len(spans) != 4 {
+		t.Errorf("Op saw %d contexts from Start, want 4 (one per call): %v", len(spans), spans)
+	}
 }
+
+type spanKey struct{}
 
 func TestCoalescedWaitIsBoundedByTheTimeout(t *testing.T) {
 	const timeout = time.Second

@@ -15,8 +15,15 @@ import (
 // the store's goroutine making it), possibly concurrently: they must be
 // quick and must not block, nor call Close.
 type Observer struct {
-	// Op is called once per call of the portable API, when it returns.
-	Op func(OpEvent)
+	// Start is called once per call of the portable API, as it begins,
+	// with the caller's context; the context it returns is the one the
+	// driver gets and Op is given (a tracer puts its span there). It must
+	// derive from ctx. The Start hooks of several observers are chained in
+	// the order of WithObserver.
+	Start func(ctx context.Context, e OpStart) context.Context
+	// Op is called once per call of the portable API, when it returns,
+	// with the context Start returned (the caller's if no Start).
+	Op func(ctx context.Context, e OpEvent)
 	// Event is called for everything that is not the result of a call:
 	// connection state changes and retries from drivers that report them
 	// (driver.Notifier), locks taken, released and lost, leases lost, and
@@ -28,6 +35,9 @@ type Observer struct {
 // calls; Event calls come from what the driver and the caller report.
 func WithObserver(o Observer) Option {
 	return func(s *Store) error {
+		if o.Start != nil {
+			s.onStart = append(s.onStart, o.Start)
+		}
 		if o.Op != nil {
 			s.onOp = append(s.onOp, o.Op)
 		}
@@ -38,13 +48,24 @@ func WithObserver(o Observer) Option {
 	}
 }
 
-// OpEvent is one call of the portable API.
+// OpStart is a call of the portable API as it begins.
+type OpStart struct {
+	Op  string // "Next", "Acquire", "Lock", ...
+	Key string // the key, namespace, slot ("ns/3") or lock name; "" for listings
+}
+
+// OpEvent is one call of the portable API, once it returned.
 type OpEvent struct {
 	Op       string // "Next", "Acquire", "Lock", ...
 	Key      string // the key, namespace, slot ("ns/3") or lock name; "" for listings
 	Duration time.Duration
 	Err      error  // nil on success
 	Outcome  string // "ok", or the kind of Err (see Outcome)
+	// Retries counts the times the driver tried the operation again after
+	// a connection loss (drivers that retry: zookeeper). The retries of a
+	// write shared by coalesced calls of Next are counted once, by the call
+	// whose context the write carries (the first of its batch).
+	Retries int
 }
 
 // Outcome names the kind of err in a few words fit for a metric label:
@@ -152,10 +173,19 @@ func (s *Store) Report(e Event) {
 // observed reports whether anything listens to the store's events.
 func (s *Store) observed() bool { return len(s.onEvent) > 0 || s.logger != nil }
 
+// opStart reports the start of a call of the portable API and returns the
+// context the call goes on with.
+func (s *Store) opStart(ctx context.Context, o op) context.Context {
+	for _, f := range s.onStart {
+		ctx = f(ctx, OpStart{Op: o.name, Key: o.key})
+	}
+	return ctx
+}
+
 // opDone reports the end of a call of the portable API.
-func (s *Store) opDone(o op, d time.Duration, err error) {
-	e := OpEvent{Op: o.name, Key: o.key, Duration: d, Err: err, Outcome: Outcome(err)}
+func (s *Store) opDone(ctx context.Context, o op, d time.Duration, retries int64, err error) {
+	e := OpEvent{Op: o.name, Key: o.key, Duration: d, Err: err, Outcome: Outcome(err), Retries: int(retries)}
 	for _, f := range s.onOp {
-		f(e)
+		f(ctx, e)
 	}
 }

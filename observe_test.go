@@ -28,7 +28,7 @@ type recorder struct {
 
 func (r *recorder) observer() store.Observer {
 	return store.Observer{
-		Op: func(e store.OpEvent) {
+		Op: func(_ context.Context, e store.OpEvent) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.ops = append(r.ops, e)
@@ -330,7 +330,7 @@ func BenchmarkNextHook(b *testing.B) {
 	b.Run("none", func(b *testing.B) { benchmarkNext(b) })
 	b.Run("observed", func(b *testing.B) {
 		var n int
-		benchmarkNext(b, store.WithObserver(store.Observer{Op: func(store.OpEvent) { n++ }}))
+		benchmarkNext(b, store.WithObserver(store.Observer{Op: func(context.Context, store.OpEvent) { n++ }}))
 	})
 }
 
@@ -369,5 +369,64 @@ func TestNoLogPerSuccessfulCall(t *testing.T) {
 	}
 	if got := logs.String(); got != "" {
 		t.Errorf("successful calls logged:\n%s", got)
+	}
+}
+
+// retrier is a memory store whose Next retries twice, as a driver does
+// after connection losses, and keeps the context value tag it was given.
+type retrier struct {
+	memoryRanges
+	mu   sync.Mutex
+	tags []any
+}
+
+func (r *retrier) Next(ctx context.Context, key string, step int64) (int64, error) {
+	r.mu.Lock()
+	r.tags = append(r.tags, ctx.Value(spanKey{}))
+	r.mu.Unlock()
+	driver.Retried(ctx)
+	driver.Retried(ctx)
+	return r.memoryRanges.Next(ctx, key, step)
+}
+
+// TestObserverStartCarriesContext: the context Start returns is the
+// driver's and Op's, chained over observers, and Op counts the driver's
+// retries; a call refused before the driver still starts and ends.
+func TestObserverStartCarriesContext(t *testing.T) {
+	d := &retrier{memoryRanges: newGate("").memoryRanges}
+	var mu sync.Mutex
+	var ends []string
+	tag := func(name string) store.Observer {
+		return store.Observer{
+			Start: func(ctx context.Context, s store.OpStart) context.Context {
+				prev, _ := ctx.Value(spanKey{}).(string)
+				return context.WithValue(ctx, spanKey{}, prev+name+":"+s.Op+" "+s.Key+";")
+			},
+			Op: func(ctx context.Context, e store.OpEvent) {
+				mu.Lock()
+				defer mu.Unlock()
+				ends = append(ends, fmt.Sprintf("%v retries=%d %s", ctx.Value(spanKey{}), e.Retries, e.Outcome))
+			},
+		}
+	}
+	st, err := store.OpenDriver(d, store.WithObserver(tag("a")), store.WithObserver(tag("b")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Ranges().Next(t.Context(), "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	st.Ranges().Next(t.Context(), "k", 0) // refused: invalid step
+	want := "a:Next k;b:Next k;"
+	if len(d.tags) != 1 || d.tags[0] != want {
+		t.Errorf("the driver saw %q, want [%q]", d.tags, want)
+	}
+	wantEnds := []string{
+		want + " retries=2 ok", want + " retries=2 ok",
+		want + " retries=0 invalid_argument", want + " retries=0 invalid_argument",
+	}
+	if diff := cmp.Diff(wantEnds, ends); diff != "" {
+		t.Errorf("Op saw (-want +got):\n%s", diff)
 	}
 }

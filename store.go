@@ -73,12 +73,14 @@ type Store struct {
 	owner       string
 	incarnation string
 
-	logger  *slog.Logger    // nil: silent
-	onOp    []func(OpEvent) // Observer.Op of every WithObserver
-	onEvent []func(Event)   // Observer.Event of every WithObserver
-	watches sync.WaitGroup  // lock watchers (locks.go), ended by Close
-	single  bool            // WithCoalescing(false): one write per Next
-	batches coalescer       // Next calls sharing writes (coalesce.go)
+	onStart []func(context.Context, OpStart) context.Context // Observer.Start of every WithObserver
+	onOp    []func(context.Context, OpEvent)                 // Observer.Op of every WithObserver
+
+	logger  *slog.Logger   // nil: silent
+	onEvent []func(Event)  // Observer.Event of every WithObserver
+	watches sync.WaitGroup // lock watchers (locks.go), ended by Close
+	single  bool           // WithCoalescing(false): one write per Next
+	batches coalescer      // Next calls sharing writes (coalesce.go)
 
 	mu     sync.RWMutex
 	closed bool

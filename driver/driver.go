@@ -247,7 +247,7 @@ type Locker interface {
 
 	// Locks lists, sorted, the names of every lock held or waited on, and
 	// of locks taken before that the driver still keeps (a driver may
-	// forget unused names, SPEC 5), as an empty (non-nil) slice when there
+	// forget unused names, docs/design.md, Locks), as an empty (non-nil) slice when there
 	// is none.
 	Locks(ctx context.Context) ([]string, error)
 

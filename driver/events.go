@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -68,3 +69,36 @@ type Event struct {
 	Count     int64         // UnknownOutcome: how many values
 	Err       error         // the failure behind the event, if any
 }
+
+// Retried tells the portable layer that the call running under ctx tries
+// its operation again (a Retry), for the call's observers (OpEvent.Retries
+// and the traces built on it). It does nothing when no one counts.
+func Retried(ctx context.Context) {
+	if c, ok := ctx.Value(retriesKey{}).(*RetryCounter); ok {
+		c.n.Add(1)
+	}
+}
+
+// RetryCounter is a context that counts the retries of the call running
+// under it (Retried); the portable layer makes one per observed call. It is
+// one allocation, where a context value and a counter would be two.
+type RetryCounter struct {
+	context.Context
+	n atomic.Int64
+}
+
+type retriesKey struct{}
+
+// CountRetries returns a context derived from ctx that counts retries.
+func CountRetries(ctx context.Context) *RetryCounter { return &RetryCounter{Context: ctx} }
+
+// Value finds the counter for Retried, and ctx's values.
+func (c *RetryCounter) Value(key any) any {
+	if key == (retriesKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// N is the number of retries counted.
+func (c *RetryCounter) N() int64 { return c.n.Load() }

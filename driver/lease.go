@@ -2,7 +2,7 @@ package driver
 
 import "math"
 
-// The lease arithmetic of SPEC 4, shared by every driver so that each
+// The lease arithmetic of docs/design.md (Slot leases), shared by every driver so that each
 // computes the same times from the same stored fields. All values are
 // milliseconds; sums saturate at math.MaxInt64, because a stored value may
 // be huge (a hand-written node) and a wrapped sum would end a term before it

@@ -8,7 +8,7 @@ import (
 )
 
 // SlotRecord is everything a driver keeps of one slot, and the slot rules
-// of SPEC 4 as methods on it. A driver stores the fields (a ZooKeeper node,
+// of docs/design.md (Slot leases) as methods on it. A driver stores the fields (a ZooKeeper node,
 // a table row), loads a record, asks it for a decision and writes back what
 // the decision returns, all in one atomic read-modify-write of its own (a
 // compare-and-set on a version, a transaction). The methods are pure: they
@@ -35,7 +35,7 @@ type SlotRecord struct {
 	Written     int64  // the store-clock time of the write that made this record
 }
 
-// ExpiresAt is when the holder stops issuing: SPEC 4's
+// ExpiresAt is when the holder stops issuing (docs/design.md, Slot leases):
 // max(ExpiresMin, Written + TTL).
 func (r SlotRecord) ExpiresAt() int64 { return TermExpiresAt(r.ExpiresMin, r.Written, r.TTL) }
 

@@ -1,12 +1,21 @@
 // Package otelstore turns what a store reports (store.Observer) into
-// OpenTelemetry metrics, through the OpenTelemetry metric API: the
-// application chooses the SDK and the exporter (Prometheus, OTLP, ...).
+// OpenTelemetry metrics (Metrics) and traces (Tracer), through the
+// OpenTelemetry APIs: the application chooses the SDK and the exporter
+// (Prometheus, OTLP, ...).
 // The core packages do not import OpenTelemetry; only programs that import
 // this package compile it.
 //
 //	m, err := otelstore.New(otel.GetMeterProvider(), attribute.String("store", "orders"))
 //	defer m.Close()
-//	st, err := store.Open("zookeeper", options, store.WithObserver(m.Observer()))
+//	t := otelstore.NewTracer(otel.GetTracerProvider())
+//	st, err := store.Open("zookeeper", options,
+//		store.WithObserver(m.Observer()), store.WithObserver(t.Observer()))
+//
+// # Traces
+//
+// A span per call of the portable API, "cosid.store " and the operation,
+// with the attributes cosid.store.key, cosid.store.outcome and
+// cosid.store.retries (see Tracer).
 //
 // # Metrics
 //
@@ -154,8 +163,7 @@ func (m *Metrics) with(kv ...attribute.KeyValue) metric.MeasurementOption {
 	return metric.WithAttributes(append(kv, m.attrs...)...)
 }
 
-func (m *Metrics) op(e store.OpEvent) {
-	ctx := context.Background()
+func (m *Metrics) op(ctx context.Context, e store.OpEvent) {
 	o := m.opAttrs(e.Op, e.Outcome)
 	m.ops.Add(ctx, 1, o)
 	m.duration.Record(ctx, e.Duration.Seconds(), o)

@@ -18,6 +18,7 @@ import (
 	"github.com/cosid-go/store"
 	_ "github.com/cosid-go/store/drivers/zookeeper"
 	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/otelstore"
 )
 
 // TestZooKeeperOutage kills ZooKeeper under a running store and checks what
@@ -35,6 +36,7 @@ func testOutage(t *testing.T, version string) {
 	addr := srv.Addr()
 	r := newReader(t)
 	m := newMetrics(t, r)
+	tr, _, spans := newTracer(t)
 	var logs syncBuffer
 	conn := make(chan store.EventKind, 100)
 	watch := store.Observer{Event: func(e store.Event) {
@@ -49,7 +51,7 @@ func testOutage(t *testing.T, version string) {
 	st, err := store.OpenContext(open, "zookeeper", map[string]string{
 		"connectString": addr, "root": randomRoot(), "sessionTimeout": "4s", "connectionTimeout": "2s"},
 		store.WithTimeout(2*time.Second),
-		store.WithObserver(m.Observer()), store.WithObserver(watch),
+		store.WithObserver(m.Observer()), store.WithObserver(tr.Observer()), store.WithObserver(watch),
 		store.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +63,7 @@ func testOutage(t *testing.T, version string) {
 	}
 
 	srv.Kill()
+	spans.Reset()
 	_, err = st.Ranges().Next(ctx, "k", 10)
 	if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Next with the server killed = %v, want ErrUnavailable and DeadlineExceeded", err)
@@ -69,6 +72,14 @@ func testOutage(t *testing.T, version string) {
 		t.Errorf("error %q does not say since when no server answered and which were tried", err)
 	}
 	t.Logf("Next with the server killed: %v", err)
+	// Its span says it failed after retries on the lost connection.
+	down := spanOf(t, spans, "cosid.store Next")
+	if got, _ := attr(down, otelstore.OutcomeAttr); got.AsString() != "unavailable" {
+		t.Errorf("span of Next with the server killed: outcome %q, want unavailable", got.AsString())
+	}
+	if got, _ := attr(down, otelstore.RetriesAttr); got.AsInt64() < 1 {
+		t.Errorf("span of Next with the server killed: %d retries, want at least 1", got.AsInt64())
+	}
 	waitFor(t, conn, store.Disconnected)
 	rm := r.collect()
 	want(t, rm, 0, "cosid.store.connected")

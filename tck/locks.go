@@ -390,7 +390,7 @@ func checkNotReentrant(e *env) {
 
 // checkLockNames: Locks lists every name that has a holder or waiter,
 // sorted. A released name may stay listed or vanish (a driver may delete
-// unused names, SPEC 5): Waiters of it then shows no one, or ErrNotFound.
+// unused names, docs/design.md, Locks): Waiters of it then shows no one, or ErrNotFound.
 func checkLockNames(e *env) {
 	st := e.open()
 	names, err := st.Locks().Locks(e.ctx)

@@ -1,7 +1,7 @@
 // # Contracts and checks
 //
 // Every sentence of the contracts in package driver (its doc comments) and
-// in sections 2 to 5 of the specification (SPEC.md) is listed below, in
+// of the contracts of docs/design.md (S2 to S5: shape, ranges, slots, locks) is listed below, in
 // short, with the checks that test it (group/check). A sentence the kit
 // cannot test from outside a driver (it needs a network fault, or it binds
 // the repository, the portable layer or the caller) names the tests that
@@ -148,7 +148,7 @@
 //	D126 Renew, Release: only l's identity is taken; times from the record       Slots/ForgedLease; driver TestSlotForgedLease
 //	D127 ... times disagreeing with the term: ErrInvalidArgument, slot unchanged Slots/ForgedLease; driver TestSlotForgedLease
 //
-// SPEC 2, shape (17 sentences)
+// S2, shape (17 sentences; docs/design.md, Contracts)
 //
 //	S2.1  module path and root package                                    not a driver's: go.mod
 //	S2.2  top-level files and folders                                     not a driver's: the repository
@@ -170,7 +170,7 @@
 //	S2.17 configuration (YAML, JSON) opens in one call; a failure         package config: TestParseYAML, TestParseJSONMatchesYAML, TestOpenAll,
 //	                                                                      TestOpenFailureClosesAndReportsEvery
 //
-// SPEC 3, RangeStore (12 sentences)
+// S3, RangeStore (12 sentences; docs/design.md, Ranges)
 //
 //	S3.1  Next reserves step values and returns [start, end)            Ranges/FirstRange, Ranges/NeverTwice
 //	S3.2  a key that does not exist starts at 0                         Ranges/FirstRange
@@ -186,7 +186,7 @@
 //	S3.11 a gap only when a write's outcome was unknown                 Ranges/NeverTwice (no gap without faults); ZK LostAnswerIsAGap
 //	S3.12 the key rules (segments, characters, 1024 bytes)              Ranges/Keys, Ranges/InvalidArguments
 //
-// SPEC 4, SlotLeaseStore (27 sentences)
+// S4, SlotLeaseStore (27 sentences; docs/design.md, Slot leases)
 //
 //	S4.1  a namespace: a single segment, limit slots, a tolerance       Slots/InvalidArguments, Slots/ConcurrentAcquire, Slots/Exhaustion
 //	S4.2  an owner key is a single segment                              Slots/InvalidArguments
@@ -222,7 +222,7 @@
 //	S4.26 a new term writes expiresMin 0, ceilingMin floor              Slots/HighFloor, Slots/FirstTerm
 //	S4.27 settings fixed at creation; others: ErrConfigMismatch         Slots/ConfigMismatch
 //
-// SPEC 5, Locker (16 sentences)
+// S5, Locker (16 sentences; docs/design.md, Locks)
 //
 //	S5.1  Lock blocks until held or the context ends                     Locks/Exclusion, Errors/Deadline, Locks/NotReentrant
 //	S5.2  TryLock never waits                                            Locks/TryLock, Locks/TryLockAtHandover

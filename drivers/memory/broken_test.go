@@ -311,7 +311,7 @@ func (f ignoreFloor) Acquire(ctx context.Context, req driver.AcquireRequest) (dr
 }
 
 // ignoreUsed releases as if used were never given: safe, but not what
-// SPEC 4 says the next floor is.
+// docs/design.md (Slot leases) says the next floor is.
 type ignoreUsed struct{ *driverStore }
 
 func (u ignoreUsed) Release(ctx context.Context, l driver.Lease, _ int64) error {

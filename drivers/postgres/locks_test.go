@@ -45,7 +45,7 @@ type lockResult struct {
 	granted time.Time
 }
 
-// TestLockLostBeforeTakeover proves SPEC 5's liveness rule on PostgreSQL:
+// TestLockLostBeforeTakeover proves the lock rule of docs/design.md (Locks on PostgreSQL):
 // when the holder's session fails (its network goes silent, its backend is
 // terminated, the server is killed and restarted), another store gets the
 // lock, and only after the holder's Lost has closed.

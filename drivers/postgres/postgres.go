@@ -1,6 +1,6 @@
 // Package postgres is the PostgreSQL driver of package store, on pgx v5:
 // ranges, slot leases, fair locks, seeding and purge, with the database's
-// clock as the store's clock (SPEC 11).
+// clock as the store's clock (docs/design.md, The store's clock).
 //
 // # Opening
 //
@@ -66,7 +66,7 @@
 // for T on its own monotonic clock, and only if the counter is still that
 // value: so Lost closes before anyone else can be granted, whatever
 // happened to the connection and whatever any wall clock, the database's
-// included, did (SPEC 5). A holder whose process dies frees its locks
+// included, did (docs/design.md, Locks on PostgreSQL). A holder whose process dies frees its locks
 // about T after a waiter first looks at it; Close frees them at once. A
 // failed or cancelled Lock, wait or Unlock costs nothing but itself: a row
 // it may have left is removed, in the background if the server does not

@@ -62,7 +62,8 @@ type acquisition struct {
 	passed     map[int]error // slots passed over, and why
 }
 
-// Acquire leases a slot of req.Namespace in the round trips of SPEC 6:
+// Acquire leases a slot of req.Namespace in the round trips of
+// docs/design.md (ZooKeeper node layout):
 // (1) write .clock, read the namespace and the owner's index; (2) read the
 // owner's last slots and the preferred slot; (3) if none of them is free,
 // read the slots in batches of 32, 64, 128, 256, 256, ... until one is; (4)

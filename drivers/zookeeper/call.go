@@ -99,6 +99,7 @@ func (a *attempts) retry(ctx context.Context, err error) error {
 	defer timer.Stop()
 	a.n++
 	a.s.report(driver.Event{Kind: driver.Retry, Attempt: a.n, Err: err})
+	driver.Retried(ctx)
 	start := monoNow()
 	select {
 	case <-timer.C:

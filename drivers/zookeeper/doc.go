@@ -195,7 +195,8 @@
 //
 // Lost closes when the session expires or is replaced, when the store
 // closes, or when requests through the leader no longer prove the session
-// alive (SPEC 5): while the store holds a lock, one loop sends a write the
+// alive (docs/design.md, Lock liveness on ZooKeeper): while the store
+// holds a lock, one loop sends a write the
 // leader commits only with a quorum (a multi checking that the store's held
 // lock nodes exist, which needs only read permission on them; a sync will
 // not do, an isolated leader answers those alone) every 0.3 T (T the

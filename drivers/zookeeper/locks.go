@@ -18,7 +18,8 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// The lock recipe (SPEC 5 and 6). Each Lock call creates an ephemeral
+// The lock recipe (docs/design.md, ZooKeeper node layout and Lock liveness
+// on ZooKeeper). Each Lock call creates an ephemeral
 // sequential node {root}/lock/{name}/_c_{guid}-lock-{seq} holding the owner
 // key; the node with the lowest sequence number holds the lock and each
 // other node waits for the one just before it. The GUID lets the creator

@@ -225,7 +225,7 @@ func injectLockFaults(t *testing.T, ens *zktest.Ensemble, proxies [][]*zktest.Pr
 	deadline := time.Now().Add(duration)
 	for round := 0; time.Now().Before(deadline) && !t.Failed(); round++ {
 		switch round % 5 {
-		case 0: // a follower, as in SPEC 5's partition (the leader's own isolation is an election)
+		case 0: // a follower, as in docs/design.md's partition (the leader's own isolation is an election)
 			m := (max(ens.Leader(), 0) + 1 + rnd.IntN(len(ens.Members)-1)) % len(ens.Members)
 			ens.Isolate(m)
 			hold(3 * time.Second)

@@ -24,7 +24,8 @@ func proofRounds(t *testing.T) int {
 	return 2
 }
 
-// TestLockPartition is the proof of SPEC 5's liveness rule: on a 3-member
+// TestLockPartition is the proof of the liveness rule (docs/design.md, Lock
+// liveness on ZooKeeper): on a 3-member
 // ensemble, store A holds a lock through one follower only, store B waits
 // through the other two members; then the follower's links to the others
 // are frozen (it keeps answering A's pings). In every round A's Lost must

@@ -10,7 +10,8 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// The liveness rule of SPEC 5: a hold is trusted only as long as requests
+// The liveness rule (docs/design.md, Lock liveness on ZooKeeper): a hold
+// is trusted only as long as requests
 // that went through the leader prove its session alive. A follower cut off
 // from the leader keeps answering pings while the leader expires the
 // session, so nothing heard from the connected server counts.

@@ -13,7 +13,7 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// Option defaults (SPEC 7).
+// Option defaults (the package documentation, Options).
 const (
 	defaultConnectString           = "localhost:2181"
 	defaultSessionTimeout          = 60 * time.Second

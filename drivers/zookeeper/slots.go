@@ -12,7 +12,7 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// Slot leases (SPEC 4), on the nodes of SPEC 6:
+// Slot leases (docs/design.md, Slot leases), on these nodes (ZooKeeper node layout):
 //
 //	{root}/slot/{ns}              limit=..., tolerance=...
 //	{root}/slot/{ns}/.clock       written by each acquire: its mtime is the acquire's now

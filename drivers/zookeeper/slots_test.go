@@ -106,7 +106,8 @@ func handLiveSlots(t *testing.T, conn *zk.Conn, s *driverStore, ns string, from,
 	}
 }
 
-// testSlotNodeLayout: the nodes are those of SPEC 6, holding what it says.
+// testSlotNodeLayout: the nodes are those of docs/design.md (ZooKeeper node
+// layout), holding what it says.
 func testSlotNodeLayout(t *testing.T, addr string) {
 	s := openTest(t, testOptions(addr, nil), nil)
 	conn := rawConn(t, addr)

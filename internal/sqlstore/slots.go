@@ -71,7 +71,8 @@ type acquire struct {
 	index []int // the owner's index, read at the start
 }
 
-// judge applies SPEC 4's rule to a row (nil: never used). A slot whose
+// judge applies the slot rule (docs/design.md, Slot leases) to a row (nil:
+// never used). A slot whose
 // fence cannot grow is busy; the search never offers it either.
 func (a *acquire) judge(r *slotRow) driver.SlotVerdict {
 	var rec driver.SlotRecord

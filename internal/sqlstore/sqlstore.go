@@ -1,6 +1,7 @@
 // Package sqlstore is the SQL logic shared by the postgres and sqlite
 // drivers: the tables, ranges, slot leases, seeding, purge and the
-// regression guard of SPEC 11, written once over a small database interface
+// regression guard (docs/design.md, The store's clock), written once over
+// a small database interface
 // and a Dialect that says how the two databases differ.
 //
 // # Tables
@@ -14,7 +15,7 @@
 //	                 that may create), and after a purge slot_fence_floor
 //	cosid_range      key, next, sealed
 //	cosid_namespace  name, slot_limit, tolerance_ms
-//	cosid_slot       namespace, slot, the fields of SPEC 6's slot node, the
+//	cosid_slot       namespace, slot, the fields of a ZooKeeper slot node, the
 //	                 store time of its last write (mtime), the expiry and
 //	                 ceiling they give (so the database can search free
 //	                 slots), and a version for compare-and-set
