@@ -1,0 +1,157 @@
+package zookeeper
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/zktest"
+)
+
+// Adversarial tests of the lock's deadline: a hold must be reported lost
+// before another store can be granted its lock, also when the store holds
+// more locks than one confirmation checks, and when a confirmation never
+// gets out.
+
+// TestLockManyHoldsTimeoutShrinks: store A holds 100 locks (more than one
+// confirmation checks) with a 20s session, the server restarts with a
+// 10s maximum right after a confirmation, A reconnects in the same session
+// at 10s, B waits for one of the locks and A's network goes silent. Every
+// one of A's holds must be lost before B is granted, not only the one B
+// waits for.
+func TestLockManyHoldsTimeoutShrinks(t *testing.T) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) {
+			srv := zktest.StartServer(t, version)
+			root := randomRoot()
+			proxy := zktest.NewProxy(t, srv.Addr())
+			w := &wire{}
+			a := openTest(t, testOptions(proxy.Addr(), map[string]string{"root": root, "sessionTimeout": "20s"}), w)
+			defer a.Close()
+			defer proxy.Thaw()
+			ctx := t.Context()
+			const holds = 100
+			var ls []driver.Lock
+			for i := range holds {
+				l, err := a.Lock(ctx, fmt.Sprintf("many%03d", i), "a", true)
+				if err != nil {
+					t.Fatalf("A's Lock %d: %v", i, err)
+				}
+				ls = append(ls, l)
+			}
+			sid := a.conn.SessionID()
+			sent := w.requests(opMulti)
+			lockEventually(t, 20*time.Second, "A confirmed its holds", func() bool { return w.requests(opMulti) > sent })
+
+			srv.Stop()
+			srv.SetSessionTimeouts(0, 10*time.Second)
+			srv.Start()
+			lockEventually(t, 30*time.Second, "A reconnected at 10s", func() bool {
+				return a.conn.State() == zk.StateHasSession && a.lk.sessionTimeout() == 10*time.Second
+			})
+			if a.conn.SessionID() != sid {
+				t.Fatalf("A's session %#x did not survive the restart (now %#x): the test proves nothing", sid, a.conn.SessionID())
+			}
+			b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root}), nil)
+			defer b.Close()
+			const target = "many099"
+			chB := lockAsync(t, ctx, b, target, "b")
+			lockEventually(t, 20*time.Second, "B queued or granted", func() bool {
+				return len(chB) > 0 || queueLength(ctx, b, target) == 2
+			})
+			heldAtFreeze := 0
+			for _, l := range ls {
+				if !isClosed(l.Lost()) {
+					heldAtFreeze++
+				}
+			}
+			faultAt := monoNow()
+			proxy.Freeze()
+			var r lockResult
+			select {
+			case r = <-chB:
+			case <-time.After(40 * time.Second):
+				t.Fatal("B not granted the lock within 40s of the freeze")
+			}
+			grantAt := monoNow()
+			if r.err != nil {
+				t.Fatalf("B's Lock: %v", r.err)
+			}
+			defer r.l.Unlock(ctx)
+			held := 0
+			for _, l := range ls {
+				if !isClosed(l.Lost()) {
+					held++
+				}
+			}
+			t.Logf("A's holds not lost at the freeze: %d; B granted %v after the freeze; A's holds not lost then: %d of %d",
+				heldAtFreeze, grantAt-faultAt, held, holds)
+			if held > 0 {
+				t.Errorf("%d of A's %d holds not lost when B was granted %s: two holders", held, holds, target)
+			}
+		})
+	}
+}
+
+// TestLockConfirmationStuck: A (4s session) holds a lock and B waits for
+// it; A's next confirmation is held before it is written, which also stops
+// go-zookeeper's pings behind it, so the server expires A's session and
+// grants B. A's Lost must close first: the deadline may not wait for the
+// stuck confirmation's answer.
+func TestLockConfirmationStuck(t *testing.T) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) {
+			srv := zktest.StartServer(t, version)
+			root := randomRoot()
+			w := &wire{}
+			a := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root, "sessionTimeout": "4s"}), w)
+			defer a.Close()
+			ctx := t.Context()
+			la, err := a.Lock(ctx, "stuck", "a", true)
+			if err != nil {
+				t.Fatalf("A's Lock: %v", err)
+			}
+			b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root}), nil)
+			defer b.Close()
+			chB := lockAsync(t, ctx, b, "stuck", "b")
+			lockEventually(t, 20*time.Second, "B queued", func() bool { return queueLength(ctx, b, "stuck") == 2 })
+			heldCh, release := w.holdFirst(opMulti)
+			defer close(release) // before A's Close (deferred earlier)
+			select {
+			case <-heldCh:
+			case <-time.After(20 * time.Second):
+				t.Fatal("A sent no confirmation within 20s")
+			}
+			stuckAt := monoNow()
+			lost := make(chan time.Duration, 1)
+			go func() {
+				<-la.Lost()
+				lost <- monoNow()
+			}()
+			var r lockResult
+			select {
+			case r = <-chB:
+			case <-time.After(30 * time.Second):
+				t.Fatal("B not granted the lock within 30s of A's stuck confirmation")
+			}
+			grantAt := monoNow()
+			if r.err != nil {
+				t.Fatalf("B's Lock: %v", r.err)
+			}
+			defer r.l.Unlock(ctx)
+			select {
+			case lostAt := <-lost:
+				t.Logf("A lost at %v, B granted at %v after the stuck confirmation: margin %v (A's cause: %v)",
+					lostAt-stuckAt, grantAt-stuckAt, grantAt-lostAt, la.(*zkLock).LostErr())
+				if lostAt >= grantAt {
+					t.Errorf("A's Lost closed at %v, not before B's grant at %v: two holders", lostAt-stuckAt, grantAt-stuckAt)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("B was granted %v after A's confirmation got stuck and A's Lost did not close: two holders", grantAt-stuckAt)
+			}
+		})
+	}
+}
