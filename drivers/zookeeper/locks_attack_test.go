@@ -155,3 +155,76 @@ func TestLockConfirmationStuck(t *testing.T) {
 		})
 	}
 }
+
+// TestLockCallerConnTimeoutShrinks: the timeout shrink on a store made by
+// OpenStore, which does not see its caller's handshakes. The caller's connection
+// negotiated 20s; the server restarts with a 4s maximum and the connection
+// reconnects in the same session at 4s (go-zookeeper asks again for 20s,
+// the server grants 4s); B waits and A's network goes silent. Told 4s, as
+// the documentation asks (no more than any member's maximum), A's Lost
+// must close before B's grant. (Told the 20s it negotiated first, A still
+// held when B was granted: the documented limit of OpenStore.)
+func TestLockCallerConnTimeoutShrinks(t *testing.T) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) {
+			srv := zktest.StartServer(t, version)
+			root := randomRoot()
+			proxy := zktest.NewProxy(t, srv.Addr())
+			conn, _, err := zk.Connect([]string{proxy.Addr()}, 20*time.Second, zk.WithLogInfo(false))
+			if err != nil {
+				t.Fatalf("zk.Connect: %v", err)
+			}
+			defer conn.Close()
+			lockEventually(t, 20*time.Second, "a session", func() bool { return conn.State() == zk.StateHasSession })
+			a, err := newOnConn(conn, map[string]string{"root": root, "sessionTimeout": "4s"})
+			if err != nil {
+				t.Fatalf("newOnConn: %v", err)
+			}
+			defer a.Close()
+			defer proxy.Thaw() // A's Close then reaches the server
+			ctx := t.Context()
+			la, err := a.Lock(ctx, "caller", "a", true)
+			if err != nil {
+				t.Fatalf("A's Lock: %v", err)
+			}
+			sid := conn.SessionID()
+			srv.Stop()
+			srv.SetSessionTimeouts(0, 4*time.Second)
+			srv.Start()
+			lockEventually(t, 30*time.Second, "A reconnected", func() bool {
+				if conn.State() != zk.StateHasSession {
+					return false
+				}
+				_, _, err := conn.Exists("/")
+				return err == nil
+			})
+			if conn.SessionID() != sid {
+				t.Fatalf("A's session %#x did not survive the restart (now %#x): the test proves nothing", sid, conn.SessionID())
+			}
+			b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root}), nil)
+			defer b.Close()
+			chB := lockAsync(t, ctx, b, "caller", "b")
+			lockEventually(t, 20*time.Second, "B queued or granted", func() bool {
+				return len(chB) > 0 || queueLength(ctx, b, "caller") == 2
+			})
+			heldAtFreeze := !isClosed(la.Lost())
+			faultAt := monoNow()
+			proxy.Freeze()
+			var r lockResult
+			select {
+			case r = <-chB:
+			case <-time.After(40 * time.Second):
+				t.Fatal("B not granted the lock within 40s of the freeze")
+			}
+			grantAt := monoNow()
+			if r.err != nil {
+				t.Fatalf("B's Lock: %v", r.err)
+			}
+			defer r.l.Unlock(ctx)
+			t.Logf("A held at the freeze: %v; B granted %v after the freeze; A lost: %v (%v)", heldAtFreeze, grantAt-faultAt, isClosed(la.Lost()), la.(*zkLock).LostErr())
+			if !isClosed(la.Lost()) {
+				t.Errorf("A held at the freeze: %v; B granted %v after the freeze and A's Lost is not closed: two holders", heldAtFreeze, grantAt-faultAt)
+			}
+		})
+	}
+}
