@@ -228,3 +228,50 @@ func TestLockCallerConnTimeoutShrinks(t *testing.T) {
 		})
 	}
 }
+
+// TestLockUnlockChurnKeepsHolds: A holds 10 locks (4s session) while it
+// locks and unlocks 20 other names as fast as it can for 2T, so Unlocks
+// race the confirmations that check those nodes. A check that finds a node
+// Unlock deleted fails the whole multi; the holds must not be lost for it.
+func TestLockUnlockChurnKeepsHolds(t *testing.T) {
+	srv := zktest.StartServer(t, zktest.Versions()[len(zktest.Versions())-1])
+	a := openTest(t, testOptions(srv.Addr(), map[string]string{"root": randomRoot(), "sessionTimeout": "4s"}), nil)
+	defer a.Close()
+	ctx := t.Context()
+	var ls []driver.Lock
+	for i := range 10 {
+		l, err := a.Lock(ctx, fmt.Sprintf("stable%d", i), "a", true)
+		if err != nil {
+			t.Fatalf("Lock stable%d: %v", i, err)
+		}
+		ls = append(ls, l)
+	}
+	end := time.Now().Add(8 * time.Second)
+	errs := make(chan error, 20)
+	for g := range 20 {
+		go func() {
+			name := fmt.Sprintf("churn%d", g)
+			for time.Now().Before(end) {
+				l, err := a.Lock(ctx, name, "a", true)
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", name, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 20 {
+		if err := <-errs; err != nil {
+			t.Errorf("churn: %v", err)
+		}
+	}
+	for i, l := range ls {
+		if isClosed(l.Lost()) {
+			t.Errorf("stable%d lost during the churn: %v", i, l.(*zkLock).LostErr())
+		}
+	}
+}
