@@ -18,8 +18,8 @@ import (
 
 // TestLockManyHoldsTimeoutShrinks: store A holds 100 locks (more than one
 // confirmation checks) with a 20s session, the server restarts with a
-// 10s maximum right after a confirmation, A reconnects in the same session
-// at 10s, B waits for one of the locks and A's network goes silent. Every
+// 12s maximum right after a confirmation, A reconnects in the same session
+// at 12s, B waits for one of the locks and A's network goes silent. Every
 // one of A's holds must be lost before B is granted, not only the one B
 // waits for.
 func TestLockManyHoldsTimeoutShrinks(t *testing.T) {
@@ -47,10 +47,10 @@ func TestLockManyHoldsTimeoutShrinks(t *testing.T) {
 			lockEventually(t, 20*time.Second, "A confirmed its holds", func() bool { return w.requests(opMulti) > sent })
 
 			srv.Stop()
-			srv.SetSessionTimeouts(0, 10*time.Second)
+			srv.SetSessionTimeouts(0, 12*time.Second)
 			srv.Start()
-			lockEventually(t, 30*time.Second, "A reconnected at 10s", func() bool {
-				return a.conn.State() == zk.StateHasSession && a.lk.sessionTimeout() == 10*time.Second
+			lockEventually(t, 30*time.Second, "A reconnected at 12s", func() bool {
+				return a.conn.State() == zk.StateHasSession && a.lk.sessionTimeout() == 12*time.Second
 			})
 			if a.conn.SessionID() != sid {
 				t.Fatalf("A's session %#x did not survive the restart (now %#x): the test proves nothing", sid, a.conn.SessionID())
