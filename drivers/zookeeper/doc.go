@@ -49,7 +49,13 @@
 //     host): TLS through crypto/tls, to the servers' secureClientPort; the
 //     files are PEM and read by Open.
 //   - Options.SessionTimeout, for OpenStore: the session timeout the
-//     caller's connection negotiated (or less); Lock needs it.
+//     caller's connection negotiated (or less); Lock needs it. It must stay
+//     at or below every timeout a reconnect of that connection can
+//     negotiate: no more than the maxSessionTimeout of any ensemble member,
+//     now and after a config change. The store does not see the caller's
+//     handshakes, so a reconnect granted less is not followed, and a hold
+//     can then outlive its session (two holders); Open follows every
+//     handshake.
 //
 // Durations take Go syntax (500ms, 3s) or a bare number of milliseconds. An
 // unknown option is an error that lists the known ones. OpenStore's Options

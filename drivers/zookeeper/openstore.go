@@ -25,7 +25,10 @@ type Options struct {
 	ACL []zk.ACL
 	// SessionTimeout is the session timeout conn negotiated, or less. Lock
 	// needs it for its liveness rule (go-zookeeper does not expose it) and
-	// fails without it; ranges and slots do not.
+	// fails without it; ranges and slots do not. Keep it at or below the
+	// maxSessionTimeout of every ensemble member, also after a config
+	// change: the store does not see conn's reconnects, and one granted a
+	// shorter timeout would leave Lost late (two holders).
 	SessionTimeout time.Duration
 	// After a connection loss an operation sleeps RetryBaseSleepTime*2^n,
 	// at most RetryMaxSleep, and retries at most RetryMaxRetries times,
