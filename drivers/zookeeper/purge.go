@@ -31,7 +31,9 @@ type purgeNode struct {
 // delete into the root's slot_fence_floor line; namespaces created later
 // copy it, and their slots start above it.
 //
-// It is for an operator who stopped every instance. Each node is deleted
+// It is for an operator who stopped every instance. While a lock node of
+// a live session is there (a lock held or waited on), it deletes nothing
+// and gives ErrLocked. Each node is deleted
 // on the version the walk saw, so a node written meanwhile (or given a new
 // child) stops the purge with an error rather than vanish under a running
 // instance. Each level of the tree is listed, and deleted, in one round
@@ -51,6 +53,13 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 			for i, r := range rs {
 				if r.err != nil {
 					continue // gone since it was listed (an ended session's lock node)
+				}
+				if r.stat != nil && r.stat.EphemeralOwner != 0 {
+					// A live session's lock node (held or waited on): it
+					// stays, so that a purge never ends a hold; a lock
+					// node made after this walk stops the purge too (its
+					// parent's delete finds it not empty).
+					return nil, fmt.Errorf("zookeeper: purge: lock node %s of a live session: %w", chunk[i], driver.ErrLocked)
 				}
 				if len(levels) > 0 {
 					// A node's own version comes with the listing of its
