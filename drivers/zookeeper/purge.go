@@ -157,7 +157,7 @@ func (s *driverStore) deleteAll(ctx context.Context, nodes []purgeNode, a *attem
 
 // keepSlotFences raises the root's slot fence floor to the highest fence
 // of the slots (and fence floor of the namespaces) the purge found, before
-// anything is deleted. A slot whose fence line does not parse stops the
+// anything is deleted, and writes the root in any case. A slot whose fence line does not parse stops the
 // purge: its fence cannot be kept.
 func (s *driverStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a *attempts) error {
 	base := s.root + "/slot/"
@@ -169,6 +169,7 @@ func (s *driverStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, 
 			}
 		}
 	}
+	var rootFound bool // a store that never wrote has no root, nor leases
 	var rootData []byte
 	var rootVersion int32
 	var rootFloor, floor int64
@@ -187,7 +188,7 @@ func (s *driverStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, 
 			case r.err != nil:
 				return fmt.Errorf("zookeeper: purge: read %s: %w", path, r.err)
 			case path == s.root:
-				rootData, rootVersion = r.data, r.stat.Version
+				rootFound, rootData, rootVersion = true, r.data, r.stat.Version
 				f, err = parseFenceFloor(r.data, fieldSlotFenceFloor)
 				rootFloor = f
 			case !strings.Contains(strings.TrimPrefix(path, base), "/"):
@@ -203,10 +204,15 @@ func (s *driverStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, 
 			floor = max(floor, f)
 		}
 	}
-	if floor <= rootFloor {
+	// The root is written even when the floor stays: its new version
+	// stops the writes of leases taken before the purge (slotState.root).
+	if !rootFound {
 		return nil
 	}
-	data, err := withLine(rootData, fieldSlotFenceFloor, strconv.FormatInt(floor, 10))
+	data, err := rootData, error(nil)
+	if floor > rootFloor {
+		data, err = withLine(rootData, fieldSlotFenceFloor, strconv.FormatInt(floor, 10))
+	}
 	if err == nil {
 		err = checkVersion(s.root, rootVersion)
 	}
