@@ -309,14 +309,18 @@ type SlotSeeder interface {
 // root's slot_fence_floor). The slot fence floor is store-wide: every
 // namespace created after the purge starts above it.
 //
+// While any lock is held or waited on (by a session the storage still
+// counts as live: ZooKeeper's ephemeral lock nodes, PostgreSQL's lock rows
+// until their session is taken over), Purge deletes nothing and gives
+// ErrLocked naming the lock: a purge never ends a hold, since its holder
+// may be paused and still count on it, so it never makes two holders. A
+// lock taken while the purge runs either stops it or waits for it to end.
+//
 // A store still open on the purged storage sees what a crash of the
 // storage's other users would leave: its leases' Renew and Release give
-// ErrLeaseLost; its lock holds are lost (Lost closes, Unlock gives
-// ErrLeaseLost) and its lock waits end promptly with an error, never with
-// the lock, so nobody holds or waits for a lock the purge deleted; a hold
-// is lost before any other store can be granted its lock. Its range calls
-// may fail for a key it used before (ErrCorrupt, ErrRecreated, or an
-// error of the driver's own), rather than hand its values out again.
+// ErrLeaseLost. Its range calls may fail for a key it used before
+// (ErrCorrupt, ErrRecreated, or an error of the driver's own), rather than
+// hand its values out again.
 type Purger interface {
 	Purge(ctx context.Context) (deleted []string, err error)
 }

@@ -19,10 +19,7 @@ func generalChecks() []check {
 }
 
 func purgeChecks() []check {
-	// Purge/EndsLocks (checkPurgeEndsLocks) is not in the list yet: the
-	// ZooKeeper and PostgreSQL drivers do not pass it (two holders after a
-	// purge under a live hold).
-	return []check{{"Everything", needNothing, checkPurge}}
+	return []check{{"Everything", needNothing, checkPurge}, {"Locked", needLocks, checkPurgeLocked}}
 }
 
 func optionChecks() []check {
@@ -326,24 +323,25 @@ func checkPing(e *env) {
 	e.wantIs(st.Ping(ended), context.Canceled, "Ping with a cancelled context")
 }
 
-// checkPurgeEndsLocks: a purge under a store that still holds a lock, and
-// has a waiter queued, ends both at once: the hold is lost (Lost closes)
-// before another store can be granted the lock, and the wait returns an
-// error, never the lock. Otherwise a purge run by mistake under running
-// instances makes two holders.
-//
-//lint:ignore U1000 listed in purgeChecks once every driver passes it
-func checkPurgeEndsLocks(e *env) {
+// checkPurgeLocked: a purge run by mistake while one store holds a lock and
+// another waits for it deletes nothing and gives ErrLocked; the hold stays
+// good and the wait goes on (ending a hold would make two holders: the
+// holder may be paused). Once the lock is free the purge goes through.
+func checkPurgeLocked(e *env) {
 	a, b := e.open(), e.open()
 	if !is[driver.Purger](a.Driver()) {
 		e.t.Skip("the driver does not implement the optional driver.Purger")
+	}
+	var before store.Range
+	if e.suite.Ranges {
+		before = e.next(a, "purge-locked", 1)
 	}
 	held := e.lock(a, "purge")
 	waited := make(chan error, 1)
 	e.goroutine(func() {
 		k, err := b.Locks().Lock(e.timeout(e.lockWait), "purge")
 		if err == nil {
-			_ = k.Unlock(e.ctx) // the failure is reported below
+			err = k.Unlock(e.ctx)
 		}
 		waited <- err
 	})
@@ -353,30 +351,32 @@ func checkPurgeEndsLocks(e *env) {
 	}) {
 		e.t.Fatal("the waiter never showed in Waiters")
 	}
-	_, err := e.open().Purge(e.ctx)
-	e.fatalIf(err, "Purge")
-	// Another store asks at once: it may get the lock only once the old
-	// hold is known lost.
-	k, err := e.open().Locks().TryLock(e.ctx, "purge")
-	lostBefore := isClosed(held.Lost())
-	if err == nil {
-		defer func() { _ = k.Unlock(e.ctx) }()
-		if !lostBefore {
-			e.t.Errorf("after a purge, another store got the lock (fence %d) while the old hold (fence %d) was not lost: two holders "+
-				"(see driver.Purger: a store's lock holds are lost, Lost closes)", k.Fence(), held.Fence())
-		}
+	op := e.open()
+	deleted, err := op.Purge(e.ctx)
+	e.wantIs(err, store.ErrLocked, "Purge while a lock is held and waited on (deleted %q)", deleted)
+	if isClosed(held.Lost()) {
+		e.t.Fatal("the refused purge lost the hold (see driver.Purger)")
 	}
-	select {
-	case <-held.Lost():
-	case <-time.After(e.prompt):
-		e.t.Errorf("the hold's Lost did not close within %v of the purge (see driver.Purger)", e.prompt)
+	if _, err := op.Locks().TryLock(e.ctx, "purge"); !errors.Is(err, store.ErrLocked) {
+		e.t.Fatalf("TryLock after a refused purge: %v, want ErrLocked (a still holds the lock)", err)
+	}
+	if e.suite.Ranges {
+		if got := e.next(op, "purge-locked", 1); got.Start < before.End {
+			e.t.Errorf("after a refused purge Next gave %v, after %v: the purge deleted the key", got, before)
+		}
 	}
 	select {
 	case err := <-waited:
-		if err == nil {
-			e.t.Errorf("the waiter got the lock after the purge; its wait must end with an error (see driver.Purger)")
-		}
-	case <-time.After(e.prompt):
-		e.t.Errorf("the waiter's Lock did not return within %v of the purge (see driver.Purger: waits end promptly)", e.prompt)
+		e.t.Fatalf("the wait ended at the refused purge: %v", err)
+	default:
 	}
+	e.unlock(held)
+	select {
+	case err := <-waited:
+		e.fatalIf(err, "the waiter's Lock once the holder unlocked")
+	case <-time.After(e.lockWait):
+		e.t.Fatal("the waiter was not granted the lock after the holder unlocked")
+	}
+	_, err = op.Purge(e.ctx)
+	e.fatalIf(err, "Purge once no lock is held or waited on")
 }

@@ -78,7 +78,7 @@ const (
 	holdWaiting holdState = iota
 	holdHeld
 	holdUnlocked
-	holdLost     // its store closed or a purge deleted it while held
+	holdLost     // its store closed while held
 	holdReported // a lost hold whose Unlock reported ErrLeaseLost once
 	holdFailed   // a wait that ended without the lock
 )
@@ -439,7 +439,8 @@ func (m *model) closeStore(i int) []*modelHold {
 	return granted
 }
 
-// purge deletes everything; fences keep growing.
+// purge deletes everything; fences keep growing. It runs only when no
+// lock is in use.
 func (m *model) purge() {
 	clear(m.keys)
 	for _, sp := range m.spaces {
@@ -449,15 +450,10 @@ func (m *model) purge() {
 		}
 	}
 	clear(m.spaces)
+	// Only a purge with no lock in use goes through (see driver.Purger):
+	// every queue is empty.
 	for _, l := range m.locks {
-		for _, h := range l.queue {
-			if h.state == holdHeld {
-				h.state = holdLost
-			} else {
-				h.state = holdFailed
-			}
-		}
-		l.queue, l.used = nil, false
+		l.used = false
 	}
 }
 

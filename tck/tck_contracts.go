@@ -9,7 +9,7 @@
 // and "ZK Slots/X" are TestLocks/<version>/X and TestSlots/<version>/X;
 // "driver X" is package driver's test X (the shared slot rules).
 //
-// package driver (127 sentences)
+// package driver (128 sentences)
 //
 //	D1   a capability it lacks: the user's call fails with ErrUnsupported        Capabilities/Declared
 //	D2   drivers return sentinels; the portable layer adds operation and key     Errors/Wrapped
@@ -137,6 +137,7 @@
 //	D116 Purge deletes everything the store keeps: a new store finds nothing     Purge/Everything
 //	D117 ... and returns what it deleted, one readable entry per thing           Purge/Everything
 //	D118 after a purge, lock and slot fences stay above every earlier one        Purge/Everything, History/PurgeKeepsSlotFences; ZK TestPurgeFences
+//	D118a a lock held or waited on: Purge gives ErrLocked and deletes nothing     Purge/Locked, History (Purge); postgres TestPurgeWhileWaiting
 //	D119 Connector: Notify, then Connect once, before any other method           binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
 //	D120 Connect returns when ctx ends, wrapping ctx.Err() (and ErrUnavailable)  needs a silent server: package store TestOpenContextEndsWithItsContext;
 //	                                                                             ZK TestOpenContextEndsWithItsContext

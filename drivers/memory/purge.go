@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/cosid-go/store/driver"
 )
 
 // Purge deletes everything the shared state keeps: range keys, namespaces
@@ -13,10 +15,11 @@ import (
 // purge deletes nodes: "range orders", "slot workers/3",
 // "owner workers/host-a", "namespace workers", "lock rebalance".
 //
-// It is meant for a state no instance uses. Whatever still uses it sees what
-// it would see on ZooKeeper once the nodes are gone: a lease's Renew and
-// Release give ErrLeaseLost, a held lock is lost (Lost is closed) and a
-// waiter's Lock fails. Fences keep growing from where they were, so none is
+// It is meant for a state no instance uses. While a lock is held or waited
+// on it deletes nothing and gives ErrLocked: a purge never ends a hold, so
+// it never makes two holders. A lease still in use sees what it would see
+// on ZooKeeper once the nodes are gone: its Renew and Release give
+// ErrLeaseLost. Fences keep growing from where they were, so none is
 // handed out twice: lock fences as ZooKeeper's czxids do, and slot fences
 // from the highest one the purge deleted (see driver.Purger).
 func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
@@ -24,6 +27,11 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer s.st.mu.Unlock()
+	for _, name := range slices.Sorted(maps.Keys(s.st.locks)) {
+		if es := s.st.locks[name].entries; len(es) > 0 {
+			return nil, fmt.Errorf("memory: purge: lock %q is held by %s (fence %d): %w", name, es[0].owner, es[0].fence, driver.ErrLocked)
+		}
+	}
 	deleted := []string{}
 	for _, key := range slices.Sorted(maps.Keys(s.st.ranges)) {
 		deleted = append(deleted, "range "+key)
@@ -41,18 +49,6 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 		deleted = append(deleted, "namespace "+name)
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.st.locks)) {
-		for i, e := range s.st.locks[name].entries {
-			what := "waiter"
-			if i == 0 {
-				what = "holder"
-			} else {
-				// Wake the waiter: it finds its entry lost and fails.
-				close(e.head)
-			}
-			delete(e.store.entries, e)
-			e.lose()
-			deleted = append(deleted, fmt.Sprintf("lock %s %s %s (fence %d)", name, what, e.owner, e.fence))
-		}
 		deleted = append(deleted, "lock "+name)
 	}
 	clear(s.st.ranges)

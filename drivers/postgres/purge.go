@@ -2,16 +2,39 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/cosid-go/store/driver"
 
 	"github.com/cosid-go/store/internal/sqlstore"
 )
 
 // purgeLocks deletes the lock tables' rows in Purge's transaction and lists
 // them: "lock rebalance holder host-a (fence 7)", then "lock rebalance".
-// The ticket sequence is kept, so fences never repeat after a purge. Every
-// session row goes too, so the stores still holding locks lose them.
+// The ticket sequence is kept, so fences never repeat after a purge. The
+// session rows go too (sessions holding nothing: they start again at their
+// next Lock).
+//
+// While a lock is held or waited on (a waiter row) it gives ErrLocked and
+// the transaction rolls back: a purge never ends a hold, as ending one
+// would make two holders while its holder still counts on its last
+// confirmation. A session's rows go only by a takeover, after its
+// confirmations stood still for its lock timeout. The tables are locked
+// first, so no row written meanwhile escapes the check.
 func purgeLocks(ctx context.Context, tx sqlstore.Querier, q func(string) string) ([]string, error) {
+	if _, err := tx.Exec(ctx, q(`LOCK TABLE {p}cosid_lock, {p}cosid_lock_session, {p}cosid_lock_waiter IN SHARE ROW EXCLUSIVE MODE`)); err != nil {
+		return nil, err
+	}
+	var name, owner string
+	var ticket int64
+	err := tx.QueryRow(ctx, q(`SELECT name, owner, ticket FROM {p}cosid_lock_waiter ORDER BY ticket LIMIT 1`)).Scan(&name, &owner, &ticket)
+	switch {
+	case err == nil:
+		return nil, fmt.Errorf("postgres: purge: lock %q is held or waited on by %s (fence %d): %w", name, owner, ticket, driver.ErrLocked)
+	case !errors.Is(err, sqlstore.ErrNoRows):
+		return nil, err
+	}
 	rows, err := tx.Query(ctx, q(`SELECT l.name, w.owner, w.ticket FROM {p}cosid_lock l
 		LEFT JOIN {p}cosid_lock_waiter w ON w.name = l.name ORDER BY l.name, w.ticket`))
 	if err != nil {

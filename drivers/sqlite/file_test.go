@@ -162,3 +162,28 @@ func TestPurgeAtTheLastFence(t *testing.T) {
 		t.Fatalf("Namespaces = %v, %v; want the namespace v", nss, err)
 	}
 }
+
+// TestPurgedUnderSealInit: a store open across a purge refuses Seal and
+// Init of a key it saw higher before (ErrCorrupt: the key went back), and
+// writes nothing: the key stays gone, neither sealed nor created at 0.
+// (Found by the TCK's random histories: the refused write stayed.)
+func TestPurgedUnderSealInit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ids.db")
+	a, op := open(t, path), open(t, path)
+	ctx := context.Background()
+	if _, err := a.Next(ctx, "k", 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if next, err := a.Seal(ctx, "k"); !errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("Seal of a key purged under the store = %d, %v; want ErrCorrupt", next, err)
+	}
+	if err := a.Init(ctx, "k", 0); !errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("Init(0) of a key purged under the store = %v; want ErrCorrupt", err)
+	}
+	if keys, err := op.Keys(ctx); err != nil || len(keys) != 0 {
+		t.Fatalf("Keys after the refused Seal and Init = %q, %v; want none: a refused call wrote", keys, err)
+	}
+}

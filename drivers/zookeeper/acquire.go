@@ -58,6 +58,7 @@ type acquisition struct {
 	a          attempts
 	now        int64 // mtime of this acquire's .clock write
 	fenceFloor int64 // the namespace's: never-used slots start above it
+	root       int32 // the root's version, read before any slot (see slotState.root)
 	index      ownerIndex
 	passed     map[int]error // slots passed over, and why
 }
@@ -80,7 +81,7 @@ func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (d
 	}
 	defer done()
 	q := &acquisition{s: s, req: req, a: attempts{s: s}, passed: map[int]error{}}
-	q.now, q.fenceFloor, q.index, err = s.clockIn(ctx, req.Namespace, req.Owner, &q.a)
+	q.now, q.fenceFloor, q.index, err = s.clockIn(ctx, req.Namespace, req.Owner, &q.root, &q.a)
 	if err != nil {
 		return driver.Lease{}, err
 	}
@@ -95,7 +96,7 @@ func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (d
 	// retried acquire must get the term it already has.
 	for _, r := range reads {
 		if q.judge(r) == driver.SlotOwn {
-			return r.state().lease(req.Namespace.Name, r.n), nil
+			return r.state(q.root).lease(req.Namespace.Name, r.n), nil
 		}
 	}
 	for _, r := range reads {
@@ -159,7 +160,7 @@ func (q *acquisition) try(ctx context.Context, r slotRead) (driver.Lease, bool, 
 		case driver.SlotBusy:
 			return driver.Lease{}, false, nil
 		case driver.SlotOwn:
-			return r.state().lease(q.req.Namespace.Name, r.n), true, nil
+			return r.state(q.root).lease(q.req.Namespace.Name, r.n), true, nil
 		}
 		st, again, err := q.take(ctx, r)
 		if err != nil || st != nil {
@@ -188,7 +189,7 @@ func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRea
 		if len(res) != len(ops) || res[slotOps-1].Stat == nil {
 			return nil, r, fmt.Errorf("zookeeper: %s: acquire answered %d results, want %d with a Stat", r.path, len(res), len(ops))
 		}
-		return newSlotState(r.path, node, res[slotOps-1].Stat), r, nil
+		return newSlotState(r.path, node, res[slotOps-1].Stat, q.root), r, nil
 	case definite(err):
 		again, err := q.refused(ctx, r, res, slotOps, err)
 		return nil, again, err
@@ -260,7 +261,7 @@ func (q *acquisition) settle(ctx context.Context, r slotRead, node slotNode, err
 		return nil, r, err
 	}
 	if again.exists && again.bad == nil && again.record(0).Holds(driver.Lease{Owner: node.owner, Incarnation: node.incarnation, Fence: node.fence}) {
-		return again.state(), again, nil
+		return again.state(q.root), again, nil
 	}
 	return nil, again, nil
 }

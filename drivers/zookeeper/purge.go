@@ -31,7 +31,9 @@ type purgeNode struct {
 // delete into the root's slot_fence_floor line; namespaces created later
 // copy it, and their slots start above it.
 //
-// It is for an operator who stopped every instance. Each node is deleted
+// It is for an operator who stopped every instance. While a lock node of
+// a live session is there (a lock held or waited on), it deletes nothing
+// and gives ErrLocked. Each node is deleted
 // on the version the walk saw, so a node written meanwhile (or given a new
 // child) stops the purge with an error rather than vanish under a running
 // instance. Each level of the tree is listed, and deleted, in one round
@@ -51,6 +53,13 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 			for i, r := range rs {
 				if r.err != nil {
 					continue // gone since it was listed (an ended session's lock node)
+				}
+				if r.stat != nil && r.stat.EphemeralOwner != 0 {
+					// A live session's lock node (held or waited on): it
+					// stays, so that a purge never ends a hold; a lock
+					// node made after this walk stops the purge too (its
+					// parent's delete finds it not empty).
+					return nil, fmt.Errorf("zookeeper: purge: lock node %s of a live session: %w", chunk[i], driver.ErrLocked)
 				}
 				if len(levels) > 0 {
 					// A node's own version comes with the listing of its
@@ -148,7 +157,7 @@ func (s *driverStore) deleteAll(ctx context.Context, nodes []purgeNode, a *attem
 
 // keepSlotFences raises the root's slot fence floor to the highest fence
 // of the slots (and fence floor of the namespaces) the purge found, before
-// anything is deleted. A slot whose fence line does not parse stops the
+// anything is deleted, and writes the root in any case. A slot whose fence line does not parse stops the
 // purge: its fence cannot be kept.
 func (s *driverStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a *attempts) error {
 	base := s.root + "/slot/"
@@ -160,6 +169,7 @@ func (s *driverStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, 
 			}
 		}
 	}
+	var rootFound bool // a store that never wrote has no root, nor leases
 	var rootData []byte
 	var rootVersion int32
 	var rootFloor, floor int64
@@ -178,7 +188,7 @@ func (s *driverStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, 
 			case r.err != nil:
 				return fmt.Errorf("zookeeper: purge: read %s: %w", path, r.err)
 			case path == s.root:
-				rootData, rootVersion = r.data, r.stat.Version
+				rootFound, rootData, rootVersion = true, r.data, r.stat.Version
 				f, err = parseFenceFloor(r.data, fieldSlotFenceFloor)
 				rootFloor = f
 			case !strings.Contains(strings.TrimPrefix(path, base), "/"):
@@ -194,10 +204,15 @@ func (s *driverStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, 
 			floor = max(floor, f)
 		}
 	}
-	if floor <= rootFloor {
+	// The root is written even when the floor stays: its new version
+	// stops the writes of leases taken before the purge (slotState.root).
+	if !rootFound {
 		return nil
 	}
-	data, err := withLine(rootData, fieldSlotFenceFloor, strconv.FormatInt(floor, 10))
+	data, err := rootData, error(nil)
+	if floor > rootFloor {
+		data, err = withLine(rootData, fieldSlotFenceFloor, strconv.FormatInt(floor, 10))
+	}
 	if err == nil {
 		err = checkVersion(s.root, rootVersion)
 	}

@@ -67,3 +67,30 @@ func TestPurgeFences(t *testing.T) {
 		})
 	}
 }
+
+// TestPurgeStaleRelease: a lease taken before a purge cannot write the slot
+// node recreated after it, even at the same version (both nodes are at
+// version 1 after their acquire): its Release gives ErrLeaseLost, and the
+// new term keeps its fence. Before, the stale Release compare-and-set the
+// new node back to the old term's fence, and fences repeated.
+func TestPurgeStaleRelease(t *testing.T) {
+	for _, version := range zktest.Versions() {
+		t.Run(version, func(t *testing.T) {
+			addr := zktest.StartServer(t, version).Addr()
+			s := openTest(t, testOptions(addr, nil), nil)
+			ctx := t.Context()
+			ns := driver.Namespace{Name: "stale", Limit: 1}
+			old := mustAcquire(t, s, slotRequest(ns, "a", "run"))
+			if _, err := s.Purge(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cur := mustAcquire(t, s, slotRequest(ns, "b", "run"))
+			if err := s.Release(ctx, old, 1); !errors.Is(err, driver.ErrLeaseLost) {
+				t.Errorf("Release of a lease taken before the purge: %v, want ErrLeaseLost", err)
+			}
+			if _, err := s.Renew(ctx, cur); err != nil {
+				t.Errorf("the term after the purge (fence %d) was overwritten by a stale Release: Renew: %v", cur.Fence, err)
+			}
+		})
+	}
+}

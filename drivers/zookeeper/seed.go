@@ -26,7 +26,7 @@ func (s *driverStore) SeedSlot(ctx context.Context, ns driver.Namespace, n int, 
 	}
 	defer done()
 	a := attempts{s: s}
-	now, fenceFloor, _, err := s.clockIn(ctx, ns, "", &a)
+	now, fenceFloor, _, err := s.clockIn(ctx, ns, "", nil, &a)
 	if err != nil {
 		return err
 	}

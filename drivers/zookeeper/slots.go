@@ -48,12 +48,16 @@ type slotState struct {
 	path    string
 	czxid   int64 // the node's identity: a node recreated at the path is another
 	version int32
-	mtime   int64
-	node    slotNode
+	// root is the root's version, read before the node: a purge rewrites
+	// the root before deleting, so a write checking it cannot land on a
+	// node recreated since, even one at the same version.
+	root  int32
+	mtime int64
+	node  slotNode
 }
 
-func newSlotState(path string, node slotNode, stat *zk.Stat) *slotState {
-	return &slotState{path: path, czxid: stat.Czxid, version: stat.Version, mtime: stat.Mtime, node: node}
+func newSlotState(path string, node slotNode, stat *zk.Stat, root int32) *slotState {
+	return &slotState{path: path, czxid: stat.Czxid, version: stat.Version, mtime: stat.Mtime, node: node, root: root}
 }
 
 func (st *slotState) lease(ns string, slot int) driver.Lease {
@@ -72,7 +76,8 @@ type slotRead struct {
 	bad    error // the data does not parse (ErrCorrupt): the node is never written
 }
 
-func (r slotRead) state() *slotState { return newSlotState(r.path, r.node, &r.stat) }
+// state is r as a lease's state; root is the root's version read before r.
+func (r slotRead) state(root int32) *slotState { return newSlotState(r.path, r.node, &r.stat, root) }
 
 // record is the slot as a driver.SlotRecord. A slot never used has only a
 // fence: its namespace's fence floor (non-zero after a purge, see Purge).
@@ -150,8 +155,9 @@ type ownerIndex struct {
 // ErrConfigMismatch.
 //
 // The .clock write is unconditional on purpose: it carries only time, and
-// a write (not a read) gives a now no older than this acquire.
-func (s *driverStore) clockIn(ctx context.Context, ns driver.Namespace, owner string, a *attempts) (now, fenceFloor int64, idx ownerIndex, err error) {
+// a write (not a read) gives a now no older than this acquire. If root is
+// not nil, the root's version is read too, into it (see slotState.root).
+func (s *driverStore) clockIn(ctx context.Context, ns driver.Namespace, owner string, root *int32, a *attempts) (now, fenceFloor int64, idx ownerIndex, err error) {
 	nsPath := s.nsPath(ns.Name)
 	clock := nsPath + "/" + clockName
 	idxPath := s.ownerPath(ns.Name, owner)
@@ -165,6 +171,9 @@ func (s *driverStore) clockIn(ctx context.Context, ns driver.Namespace, owner st
 		}
 		if owner != "" {
 			ops = append(ops, s.tripGet(idxPath))
+		}
+		if root != nil {
+			ops = append(ops, s.tripGet(s.root))
 		}
 		rs, err := inOneTrip(ctx, s, ops...)
 		if err != nil {
@@ -208,6 +217,13 @@ func (s *driverStore) clockIn(ctx context.Context, ns driver.Namespace, owner st
 			return 0, 0, ownerIndex{}, fmt.Errorf("zookeeper: write %s: %w", clock, cr.err)
 		}
 		now = rs[0].stat.Mtime
+		if root != nil {
+			rr := rs[len(rs)-1]
+			if rr.err != nil {
+				return 0, 0, ownerIndex{}, fmt.Errorf("zookeeper: read %s: %w", s.root, rr.err)
+			}
+			*root = rr.stat.Version
+		}
 		if owner == "" {
 			return now, fenceFloor, ownerIndex{}, nil
 		}

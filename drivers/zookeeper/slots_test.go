@@ -447,9 +447,9 @@ func testSlotRoundTrips(t *testing.T, addr string) {
 	if l.Slot != 3 || l.Fence != 2 {
 		t.Fatalf("acquire of the owner's last slot got slot %d fence %d, want slot 3 fence 2", l.Slot, l.Fence)
 	}
-	// (1) .clock, namespace, index; (2) slot 3 and preferred slot 0; (3) multi.
+	// (1) .clock, namespace, index, root; (2) slot 3 and preferred slot 0; (3) multi.
 	wantTrips(t, "acquire of the owner's last slot", trips, reqs, 3,
-		map[string]int{"setData": 1, "getData": 4, "multi": 1, "all": 6})
+		map[string]int{"setData": 1, "getData": 5, "multi": 1, "all": 7})
 
 	c = r.snapshot()
 	again := mustAcquire(t, s, slotRequest(ns, "me", "run-2"))
@@ -457,7 +457,7 @@ func testSlotRoundTrips(t *testing.T, addr string) {
 	if again.Fence != l.Fence || again.Slot != l.Slot {
 		t.Errorf("retried acquire got slot %d fence %d, want the live term, slot %d fence %d", again.Slot, again.Fence, l.Slot, l.Fence)
 	}
-	wantTrips(t, "acquire returning the live term", trips, reqs, 2, map[string]int{"setData": 1, "getData": 4, "all": 5})
+	wantTrips(t, "acquire returning the live term", trips, reqs, 2, map[string]int{"setData": 1, "getData": 5, "all": 6})
 
 	c = r.snapshot()
 	l, err := s.Renew(t.Context(), l)
@@ -465,14 +465,15 @@ func testSlotRoundTrips(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	trips, reqs = r.since(c)
-	wantTrips(t, "renew", trips, reqs, 1, map[string]int{"setData": 1, "all": 1})
+	// One multi: the root's version checked, the slot written.
+	wantTrips(t, "renew", trips, reqs, 1, map[string]int{"multi": 1, "all": 1})
 
 	c = r.snapshot()
 	if err := s.Release(t.Context(), l, l.Floor); err != nil {
 		t.Fatal(err)
 	}
 	trips, reqs = r.since(c)
-	wantTrips(t, "release", trips, reqs, 1, map[string]int{"setData": 1, "all": 1})
+	wantTrips(t, "release", trips, reqs, 1, map[string]int{"multi": 1, "all": 1})
 
 	// A new owner in a namespace whose first 3 slots are held: slot 0 (the
 	// preferred) in round trip 2, the first batch in 3, the multi in 4.
@@ -483,7 +484,7 @@ func testSlotRoundTrips(t *testing.T, addr string) {
 		t.Errorf("newcomer got slot %d, want 3", n.Slot)
 	}
 	wantTrips(t, "acquire of the lowest free slot", trips, reqs, 4,
-		map[string]int{"setData": 1, "getData": 2 + 1 + 31, "multi": 1})
+		map[string]int{"setData": 1, "getData": 3 + 1 + 31, "multi": 1})
 }
 
 // testSlotFullNamespace: with all 1024 slots held, an acquire reads every
@@ -505,10 +506,10 @@ func testSlotFullNamespace(t *testing.T, addr string) {
 	if lost := r.snapshot().conns - c.conns; lost > 0 {
 		t.Errorf("the connection was lost %d times during the acquire: its trips are not the driver's plan", lost)
 	}
-	// 2 round trips before the batches: (1) .clock, namespace, index; (2)
-	// the preferred slot 0, which the batches then skip.
+	// 2 round trips before the batches: (1) .clock, namespace, index,
+	// root; (2) the preferred slot 0, which the batches then skip.
 	wantTrips(t, "acquire in a full namespace of 1024", trips, reqs, 2+7,
-		map[string]int{"setData": 1, "getData": 2 + 1024, "all": 1 + 2 + 1024})
+		map[string]int{"setData": 1, "getData": 3 + 1024, "all": 1 + 3 + 1024})
 }
 
 // testSlotThousandLive: a namespace with 1000 live leases still gives slot
@@ -838,12 +839,12 @@ func testSlotLostReleaseAnswer(t *testing.T, addr string) {
 	l := mustAcquire(t, s, slotRequest(ns, "me", "run"))
 	var armed atomic.Bool
 	armed.Store(true)
-	r.setCut(func(op int32) (bool, bool) { return false, op == opSetData && armed.CompareAndSwap(true, false) })
+	r.setCut(func(op int32) (bool, bool) { return false, op == opMulti && armed.CompareAndSwap(true, false) })
 	if err := s.Release(t.Context(), l, l.Floor+1); err != nil {
 		t.Errorf("Release across a lost answer: %v", err)
 	}
 	if armed.Load() {
-		t.Fatal("no setData was sent")
+		t.Fatal("no write (multi) was sent")
 	}
 	n, _ := getSlotNode(t, conn, s.slotPath(ns.Name, 0))
 	if n.owner != "" || n.lastOwner != "me" || n.nextFloor != l.Floor+2 {
@@ -853,7 +854,7 @@ func testSlotLostReleaseAnswer(t *testing.T, addr string) {
 	armed.Store(true)
 	wantIs(t, s.Release(t.Context(), l, -1), driver.ErrLeaseLost, "a third Release, its answer lost")
 	if armed.Load() {
-		t.Fatal("the third Release sent no setData")
+		t.Fatal("the third Release sent no write (multi)")
 	}
 }
 
@@ -872,7 +873,7 @@ func testSlotAbandonedRelease(t *testing.T, addr string) {
 	var armed atomic.Bool
 	armed.Store(true)
 	r.setCut(func(op int32) (bool, bool) {
-		if op == opSetData && armed.CompareAndSwap(true, false) {
+		if op == opMulti && armed.CompareAndSwap(true, false) {
 			cancel() // the caller gives up once the write is on the wire
 			return false, true
 		}
@@ -902,10 +903,10 @@ func testSlotAbandonedRelease(t *testing.T, addr string) {
 		t.Fatalf("Namespaces after the cut: %v", err)
 	}
 	armed.Store(true)
-	r.setCut(func(op int32) (bool, bool) { return false, op == opSetData && armed.CompareAndSwap(true, false) })
+	r.setCut(func(op int32) (bool, bool) { return false, op == opMulti && armed.CompareAndSwap(true, false) })
 	wantIs(t, s.Release(t.Context(), l, -1), driver.ErrLeaseLost, "a second Release, its answer lost")
 	if armed.Load() {
-		t.Fatal("the second Release sent no setData")
+		t.Fatal("the second Release sent no write (multi)")
 	}
 }
 

@@ -42,6 +42,10 @@ func leaseLost(path string, l driver.Lease, r slotRead) error {
 // currentTerm reads l's slot and returns its state if the slot still holds l's
 // term on the node of creation zxid czxid (any node when czxid is 0).
 func (s *driverStore) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a *attempts) (*slotState, slotRead, error) {
+	root, err := s.rootVersion(ctx, a)
+	if err != nil {
+		return nil, slotRead{}, err
+	}
 	r, err := s.readSlot(ctx, l.Namespace, l.Slot, a)
 	switch {
 	case err != nil:
@@ -56,7 +60,19 @@ func (s *driverStore) currentTerm(ctx context.Context, l driver.Lease, czxid int
 	case r.stat.Version == -1:
 		return nil, r, checkVersion(r.path, -1)
 	}
-	return r.state(), r, nil
+	return r.state(root), r, nil
+}
+
+// rootVersion reads the root's version (see slotState.root).
+func (s *driverStore) rootVersion(ctx context.Context, a *attempts) (int32, error) {
+	rs, err := s.getNodes(ctx, []string{s.root}, a)
+	if err != nil {
+		return 0, err
+	}
+	if rs[0].err != nil {
+		return 0, fmt.Errorf("zookeeper: read %s: %w", s.root, rs[0].err)
+	}
+	return rs[0].stat.Version, nil
 }
 
 // rewriteTerm compare-and-sets l's slot from st (the state last seen) to the
@@ -106,7 +122,21 @@ func (s *driverStore) rewriteTerm(ctx context.Context, l driver.Lease, change fu
 		data, version := formatSlot(node), st.version
 		seen := s.slotZxid.Load()
 		_, gaveUp := s.slotAbandoned.Load(path)
-		stat, err := call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(path, data, version) })
+		// With the root's version checked: a purge rewrites the root
+		// before it deletes, so the write never lands on a node recreated
+		// since st was read, even one at the same version.
+		root := st.root
+		res, err := call(ctx, s, func() ([]zk.MultiResponse, error) {
+			return s.conn.Multi(&zk.CheckVersionRequest{Path: s.root, Version: root},
+				&zk.SetDataRequest{Path: path, Data: data, Version: version})
+		})
+		var stat *zk.Stat
+		if err == nil {
+			if len(res) != 2 || res[1].Stat == nil {
+				return nil, fmt.Errorf("zookeeper: write %s answered %d results, want 2 with a Stat", path, len(res))
+			}
+			stat = res[1].Stat
+		}
 		switch {
 		case err == nil:
 			s.seeSlotZxid(stat.Mzxid)
@@ -117,9 +147,9 @@ func (s *driverStore) rewriteTerm(ctx context.Context, l driver.Lease, change fu
 				return nil, fmt.Errorf("zookeeper: %s was deleted and recreated (czxid %#x, was %#x): %w (%w)",
 					path, stat.Czxid, st.czxid, driver.ErrLeaseLost, driver.ErrRecreated)
 			}
-			return newSlotState(path, node, stat), nil
+			return newSlotState(path, node, stat, root), nil
 		case errors.Is(err, zk.ErrBadVersion):
-			st = nil // written meanwhile: is the term still ours?
+			st = nil // written meanwhile, or a purge began: is the term still ours?
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, fmt.Errorf("zookeeper: %s was deleted: %w (%w)", path, driver.ErrLeaseLost, driver.ErrRecreated)
 		default:

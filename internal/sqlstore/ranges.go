@@ -27,6 +27,10 @@ var statements = map[string]string{
 	"seal": `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, 0, TRUE)
 		ON CONFLICT (key) DO UPDATE SET sealed = TRUE
 		RETURNING next`,
+	// Seal of a key this store saw above 0: only where it has not gone
+	// back, so that a refusal leaves nothing written.
+	"seal.update": `UPDATE {p}cosid_range SET sealed = TRUE WHERE key = $1 AND next >= $2
+		RETURNING next`,
 	"init": `INSERT INTO {p}cosid_range (key, next, sealed) VALUES ($1, $2, FALSE)
 		ON CONFLICT (key) DO NOTHING`,
 	"keys": `SELECT key FROM {p}cosid_range`,
@@ -102,7 +106,21 @@ func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
 func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
 	floor := s.seenNext(key)
 	var next int64
-	if err := s.db.QueryRow(ctx, s.q["seal"], key).Scan(&next); err != nil {
+	var err error
+	if floor > 0 {
+		err = s.db.QueryRow(ctx, s.q["seal.update"], key, floor).Scan(&next)
+		if errors.Is(err, ErrNoRows) {
+			// Gone or went back (ErrCorrupt from Current's guard).
+			cur, _, err := s.Current(ctx, key)
+			if err != nil {
+				return 0, err
+			}
+			return 0, fmt.Errorf("key changed during Seal (now at %d); not sealed", cur)
+		}
+	} else {
+		err = s.db.QueryRow(ctx, s.q["seal"], key).Scan(&next)
+	}
+	if err != nil {
 		return 0, err
 	}
 	s.sawRow(key)
@@ -112,9 +130,14 @@ func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
 // Init creates key at next; an existing key must already be at next.
 func (s *Store) Init(ctx context.Context, key string, next int64) error {
 	floor := s.seenNext(key)
-	n, err := s.db.Exec(ctx, s.q["init"], key, next)
-	if err != nil {
-		return err
+	var n int64
+	if next >= floor {
+		// Below a value this store saw, the key exists elsewhere or went
+		// back: either way Init fails, and must not write first.
+		var err error
+		if n, err = s.db.Exec(ctx, s.q["init"], key, next); err != nil {
+			return err
+		}
 	}
 	if n == 1 {
 		s.sawRow(key)
