@@ -239,7 +239,10 @@ type Locker interface {
 	// not block the next; one cancelled at the instant it is granted the
 	// lock passes it on. With wait false it never waits and returns
 	// ErrLocked if another holds or waits for the lock (also right after
-	// an unlock while a waiter is queued). Not reentrant: a second Lock of
+	// an unlock while a waiter is queued). A queue entry that a failed
+	// try or an ended wait leaves may be removed in the background after
+	// the call returns: until then Waiters lists it, and a try of the name
+	// by any store may fail with ErrLocked on it. Not reentrant: a second Lock of
 	// a held name by the same store waits like any other. owner is
 	// recorded for tools. A store's Close ends its waits (ErrClosed) and
 	// holds (their Lost closes, the next waiter gets the lock).

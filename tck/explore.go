@@ -615,6 +615,30 @@ func (h *history) tryLock(t *rapid.T) {
 	} else {
 		rh.done = true
 		rh.mh.state = holdFailed
+		h.settle(i, name, what)
+	}
+}
+
+// settle waits until a queue entry that a failed TryLock or a cancelled
+// Lock left behind is gone: a driver removes it in the background (see
+// driver.Locker.TryLock), and until then Waiters lists it and other
+// TryLocks of the name may fail on it.
+func (h *history) settle(i int, name, what string) {
+	h.t.Helper()
+	want := 0
+	if l := h.m.locks[name]; l != nil {
+		want = len(l.queue)
+	}
+	deadline := time.Now().Add(h.e.prompt)
+	for {
+		ws, err := h.store(i).Locks().Waiters(h.ctx(), name)
+		if err == nil && len(ws) == want || want == 0 && errors.Is(err, store.ErrNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: its queue entry was not removed within %v: Waiters lists %v, %v; the contract says %d entries\n\t(see driver.Locker.TryLock)", what, h.e.prompt, ws, errText(err), want)
+		}
+		time.Sleep(5 * time.Millisecond) // a bounded poll of the driver's own state
 	}
 }
 
@@ -731,6 +755,7 @@ func (h *history) cancel(t *rapid.T) {
 	r := h.result(rh, what)
 	t.Logf("%s -> %v", what, r.err)
 	h.wantErr(what, "driver.Locker.Lock: a waiter whose context ends returns the context's error", r.err, context.Canceled)
+	h.settle(rh.mh.store, rh.mh.name, what)
 }
 
 // result waits for the answer of rh's Lock call.

@@ -145,7 +145,9 @@ var linModel = porcupine.Model{
 			return out.err == "" && out.value == s.next, s
 		case "TryLock", "Lock":
 			if out.err == "locked" {
-				return in.op == "TryLock" && s.holder >= 0, s
+				// A TryLock may also fail on another store's entry that
+				// is still being removed (driver.Locker.TryLock).
+				return in.op == "TryLock", s
 			}
 			if out.err != "" || s.holder >= 0 || out.value <= s.fence {
 				return false, s
