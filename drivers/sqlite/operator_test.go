@@ -262,6 +262,17 @@ func copyStore(t *testing.T, from, to string) {
 	}
 }
 
+// replaceWithCopy moves a copy of the store at path over it, as a restore
+// does.
+func replaceWithCopy(t *testing.T, path string) {
+	t.Helper()
+	cp := filepath.Join(filepath.Dir(path), "copy.db")
+	copyStore(t, path, cp)
+	if err := os.Rename(cp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A hard link to a store's file is refused by every process opening
 // either name, and the store running when the link appeared stops: SQLite
 // would give each name a WAL of its own, two databases over the same pages.
@@ -293,14 +304,10 @@ func TestReplacedFile(t *testing.T) {
 	if serveChild() {
 		return
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "ids.db")
+	path := filepath.Join(t.TempDir(), "ids.db")
 	h := &handedOut{t: t}
 	p1 := h.spawnNext("first process", path, 5)
-	copyStore(t, path, filepath.Join(dir, "copy.db"))
-	if err := os.Rename(filepath.Join(dir, "copy.db"), path); err != nil {
-		t.Fatal(err)
-	}
+	replaceWithCopy(t, path)
 	want := fmt.Sprintf("ids.db-shm is in use by process %d, which does not have this file open", p1.cmd.Process.Pid)
 	h.wantRefused("second process", path, want, "opening the replaced file while the first process runs")
 	wantStopped(t, "first process", p1, h, "the file was replaced while in use")
@@ -317,14 +324,10 @@ func TestReplacedFileAndCompanions(t *testing.T) {
 	if serveChild() {
 		return
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "ids.db")
+	path := filepath.Join(t.TempDir(), "ids.db")
 	h := &handedOut{t: t}
 	p1 := h.spawnNext("first process", path, 5)
-	copyStore(t, path, filepath.Join(dir, "copy.db"))
-	if err := os.Rename(filepath.Join(dir, "copy.db"), path); err != nil {
-		t.Fatal(err)
-	}
+	replaceWithCopy(t, path)
 	for _, c := range []string{"-wal", "-shm"} {
 		if err := os.Remove(path + c); err != nil {
 			t.Fatal(err)
