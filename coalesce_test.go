@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/rangecheck"
 )
 
 // gate is a memory store whose Next can be held in flight, or answered as
@@ -453,31 +453,6 @@ func TestCoalescedCloseEndsTheWaits(t *testing.T) {
 	}
 }
 
-// allocs collects the ranges handed out, to check that none overlap.
-type allocs struct {
-	mu sync.Mutex
-	rs []store.Range
-}
-
-func (a *allocs) add(r store.Range) {
-	a.mu.Lock()
-	a.rs = append(a.rs, r)
-	a.mu.Unlock()
-}
-
-// check fails on overlapping ranges, and returns the ranges sorted.
-func (a *allocs) check(t *testing.T) []store.Range {
-	t.Helper()
-	rs := slices.Clone(a.rs)
-	slices.SortFunc(rs, func(x, y store.Range) int { return cmp.Compare(x.Start, y.Start) })
-	for i := 1; i < len(rs); i++ {
-		if rs[i].Start < rs[i-1].End {
-			t.Fatalf("%v overlaps %v: a value was handed out twice", rs[i], rs[i-1])
-		}
-	}
-	return rs
-}
-
 // TestCoalescedManyCallersSeveralStores: goroutines of four stores on one
 // key, with writes that take a round trip, some answers lost after the
 // write and some callers cancelled: every range has its step, and no value
@@ -496,7 +471,7 @@ func TestCoalescedManyCallersSeveralStores(t *testing.T) {
 		gates = append(gates, g)
 		sts = append(sts, openGate(t, g))
 	}
-	var got allocs
+	var got rangecheck.Handed
 	var ok, lost, cancelled atomic.Int64
 	var wg sync.WaitGroup
 	for i, st := range sts {
@@ -514,11 +489,8 @@ func TestCoalescedManyCallersSeveralStores(t *testing.T) {
 					cancel()
 					switch {
 					case err == nil:
-						if r.Len() != step {
-							t.Errorf("range %v for a step of %d", r, step)
-						}
 						ok.Add(1)
-						got.add(r)
+						got.Step(t, i, r, step)
 					case errors.Is(err, errLost):
 						lost.Add(1)
 					case errors.Is(err, context.Canceled):
@@ -531,17 +503,17 @@ func TestCoalescedManyCallersSeveralStores(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	rs := got.check(t)
+	rs := got.Check(t)
 	writes := 0
-	for _, g := range gates {
+	for i, g := range gates {
 		writes += len(g.writes())
 		g.mu.Lock()
 		for _, r := range g.lost {
-			got.add(r) // a lost write's values are never handed out either
+			got.Add(i, r) // a lost write's values are never handed out either
 		}
 		g.mu.Unlock()
 	}
-	got.check(t)
+	got.Check(t)
 	next, _, err := sts[0].Ranges().Current(t.Context(), "k")
 	if err != nil {
 		t.Fatal(err)
@@ -568,7 +540,7 @@ func TestCoalescedRangesTile(t *testing.T) {
 		g.delay = 100 * time.Microsecond
 		sts = append(sts, openGate(t, g))
 	}
-	var got allocs
+	var got rangecheck.Handed
 	var wg sync.WaitGroup
 	for i, st := range sts {
 		for w := range 16 {
@@ -580,13 +552,13 @@ func TestCoalescedRangesTile(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					got.add(r)
+					got.Add(i, r)
 				}
 			})
 		}
 	}
 	wg.Wait()
-	rs := got.check(t)
+	rs := got.Check(t)
 	end := int64(0)
 	for _, r := range rs {
 		if r.Start != end {
@@ -689,7 +661,7 @@ func TestCoalescedExhaustionManyStores(t *testing.T) {
 	if err := sts[0].Ranges().Init(t.Context(), "k", math.MaxInt64-room); err != nil {
 		t.Fatal(err)
 	}
-	var got allocs
+	var got rangecheck.Handed
 	var refused atomic.Int64
 	var wg sync.WaitGroup
 	for i, st := range sts {
@@ -712,7 +684,7 @@ func TestCoalescedExhaustionManyStores(t *testing.T) {
 						if r.Len() != step || r.Start < math.MaxInt64-room {
 							t.Errorf("range %v for a step of %d", r, step)
 						}
-						got.add(r)
+						got.Add(i, r)
 					case errors.Is(err, store.ErrExhausted):
 						refused.Add(1)
 						next, _, err := st.Ranges().Current(t.Context(), "k")
@@ -728,15 +700,15 @@ func TestCoalescedExhaustionManyStores(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	for _, g := range gates {
+	for i, g := range gates {
 		g.mu.Lock()
 		for _, r := range g.lost {
-			got.add(r)
+			got.Add(i, r)
 		}
 		g.mu.Unlock()
 	}
-	got.check(t)
-	t.Logf("%d ranges, %d refused", len(got.rs), refused.Load())
+	got.Check(t)
+	t.Logf("%d ranges, %d refused", got.Len(), refused.Load())
 	if refused.Load() == 0 {
 		t.Error("nothing was refused: the test did not reach the end of the range")
 	}
@@ -749,7 +721,7 @@ func TestCoalescedExhaustionManyStores(t *testing.T) {
 func TestCoalescedCloseUnderLoad(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	name := fmt.Sprintf("coalesce-%d", rand.Int64())
-	var got allocs
+	var got rangecheck.Handed
 	for round := range 3 {
 		g := newGate(name)
 		g.delay = 200 * time.Microsecond
@@ -775,11 +747,8 @@ func TestCoalescedCloseUnderLoad(t *testing.T) {
 					cancel()
 					switch {
 					case err == nil:
-						if r.Len() != step {
-							t.Errorf("range %v for a step of %d", r, step)
-						}
 						ok.Add(1)
-						got.add(r)
+						got.Step(t, round, r, step)
 					case errors.Is(err, store.ErrClosed):
 						return
 					case errors.Is(err, errLost), errors.Is(err, context.Canceled):
@@ -797,11 +766,11 @@ func TestCoalescedCloseUnderLoad(t *testing.T) {
 		wg.Wait()
 		g.mu.Lock()
 		for _, r := range g.lost {
-			got.add(r)
+			got.Add(round, r)
 		}
 		g.mu.Unlock()
 	}
-	got.check(t)
+	got.Check(t)
 }
 
 // TestCoalescedSealRacesNext: a key sealed while callers of four stores
@@ -815,7 +784,7 @@ func TestCoalescedSealRacesNext(t *testing.T) {
 		g.delay = 100 * time.Microsecond
 		sts = append(sts, openGate(t, g))
 	}
-	var got allocs
+	var got rangecheck.Handed
 	var sealedAt atomic.Int64
 	sealedAt.Store(-1)
 	var wg sync.WaitGroup
@@ -831,7 +800,7 @@ func TestCoalescedSealRacesNext(t *testing.T) {
 						t.Errorf("%v handed out by a call started after Seal returned", r)
 						return
 					case err == nil:
-						got.add(r)
+						got.Add(i, r)
 					case errors.Is(err, store.ErrSealed):
 						return
 					default:
@@ -843,9 +812,7 @@ func TestCoalescedSealRacesNext(t *testing.T) {
 		}
 	}
 	eventually(t, "300 ranges handed out", func() bool {
-		got.mu.Lock()
-		defer got.mu.Unlock()
-		return len(got.rs) >= 300
+		return got.Len() >= 300
 	})
 	next, err := sts[1].Ranges().Seal(t.Context(), "k")
 	if err != nil {
@@ -853,7 +820,7 @@ func TestCoalescedSealRacesNext(t *testing.T) {
 	}
 	sealedAt.Store(next)
 	wg.Wait()
-	for _, r := range got.check(t) {
+	for _, r := range got.Check(t) {
 		if r.End > next {
 			t.Errorf("%v handed out past the sealed value %d", r, next)
 		}

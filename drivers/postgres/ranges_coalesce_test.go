@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/rangecheck"
 )
 
 // TestCoalescedNext: goroutines of four stores call Next on one key, their
@@ -58,14 +58,7 @@ func TestCoalescedNext(t *testing.T) {
 		}
 	})
 
-	type alloc struct {
-		r     store.Range
-		store int
-	}
-	var (
-		mu     sync.Mutex
-		handed []alloc
-	)
+	var handed rangecheck.Handed
 	var ok, cancelled, failed atomic.Int64
 	var wg sync.WaitGroup
 	for i, st := range sts {
@@ -82,13 +75,8 @@ func TestCoalescedNext(t *testing.T) {
 					cancel()
 					switch {
 					case err == nil:
-						if r.Len() != step {
-							t.Errorf("store %d: range %v for a step of %d", i, r, step)
-						}
 						ok.Add(1)
-						mu.Lock()
-						handed = append(handed, alloc{r, i})
-						mu.Unlock()
+						handed.Step(t, i, r, step)
 					case errors.Is(err, context.Canceled):
 						cancelled.Add(1)
 					case errors.Is(err, store.ErrSealed), errors.Is(err, store.ErrExhausted),
@@ -105,12 +93,7 @@ func TestCoalescedNext(t *testing.T) {
 	close(stop)
 	cutter.Wait()
 
-	slices.SortFunc(handed, func(a, b alloc) int { return cmpInt64(a.r.Start, b.r.Start) })
-	for j := 1; j < len(handed); j++ {
-		if a, b := handed[j-1], handed[j]; b.r.Start < a.r.End {
-			t.Fatalf("%v (store %d) overlaps %v (store %d): a value was handed out twice", b.r, b.store, a.r, a.store)
-		}
-	}
+	rs := handed.Check(t)
 	t.Logf("%d calls got a range, %d cancelled, %d failed; %d cuts", ok.Load(), cancelled.Load(), failed.Load(), cuts.Load())
 	// The last cut may still cost a connection attempt on a loaded machine.
 	var next int64
@@ -123,20 +106,10 @@ func TestCoalescedNext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end := handed[len(handed)-1].r.End; end > next {
+	if end := rs[len(rs)-1].End; end > next {
 		t.Errorf("a range ends at %d, past the key's next value %d", end, next)
 	}
 	if failed.Load() == 0 || cancelled.Load() == 0 {
 		t.Errorf("no call failed on a cut connection, or none was cancelled: the test proved less than it claims")
 	}
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

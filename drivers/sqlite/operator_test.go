@@ -206,6 +206,31 @@ func (h *handedOut) mustNext(who string, p *proc, n int) {
 	}
 }
 
+// spawnNext starts a store process on path, wants its open to succeed, and
+// takes n ranges from it.
+func (h *handedOut) spawnNext(who, path string, n int) *proc {
+	h.t.Helper()
+	p, msg := spawn(h.t, path)
+	if p == nil {
+		h.t.Fatalf("%s: opening %s: %s", who, path, msg)
+	}
+	h.mustNext(who, p, n)
+	return p
+}
+
+// wantRefused wants a store process opening path refused with an error
+// saying want; what names the open in the failure. A process that opens
+// anyway has its ranges checked too.
+func (h *handedOut) wantRefused(who, path, want, what string) {
+	h.t.Helper()
+	if p, msg := spawn(h.t, path); p != nil || !strings.Contains(msg, want) {
+		if p != nil {
+			h.mustNext(who, p, 5)
+		}
+		h.t.Errorf("%s: %q; want it refused, saying %q", what, msg, want)
+	}
+}
+
 // wantStopped asks p for a range twice and wants both refused with an
 // error naming want.
 func wantStopped(t *testing.T, who string, p *proc, h *handedOut, want string) {
@@ -237,6 +262,17 @@ func copyStore(t *testing.T, from, to string) {
 	}
 }
 
+// replaceWithCopy moves a copy of the store at path over it, as a restore
+// does.
+func replaceWithCopy(t *testing.T, path string) {
+	t.Helper()
+	cp := filepath.Join(filepath.Dir(path), "copy.db")
+	copyStore(t, path, cp)
+	if err := os.Rename(cp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A hard link to a store's file is refused by every process opening
 // either name, and the store running when the link appeared stops: SQLite
 // would give each name a WAL of its own, two databases over the same pages.
@@ -247,18 +283,13 @@ func TestHardLink(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
 	h := &handedOut{t: t}
-	p1, _ := spawn(t, a)
-	h.mustNext("first process on a.db", p1, 5)
+	p1 := h.spawnNext("first process on a.db", a, 5)
 	if err := os.Link(a, b); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{b, a} {
-		if p, msg := spawn(t, path); p != nil || !strings.Contains(msg, "the file has 2 hard links") {
-			if p != nil {
-				h.mustNext("process on "+filepath.Base(path), p, 5)
-			}
-			t.Errorf("opening %s, hard-linked, in another process: %q; want it refused, saying the file has 2 hard links", filepath.Base(path), msg)
-		}
+		name := filepath.Base(path)
+		h.wantRefused("process on "+name, path, "the file has 2 hard links", "opening "+name+", hard-linked, in another process")
 	}
 	wantStopped(t, "first process on a.db", p1, h, "the file has 2 hard links now")
 	p1.close()
@@ -273,29 +304,15 @@ func TestReplacedFile(t *testing.T) {
 	if serveChild() {
 		return
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "ids.db")
+	path := filepath.Join(t.TempDir(), "ids.db")
 	h := &handedOut{t: t}
-	p1, _ := spawn(t, path)
-	h.mustNext("first process", p1, 5)
-	copyStore(t, path, filepath.Join(dir, "copy.db"))
-	if err := os.Rename(filepath.Join(dir, "copy.db"), path); err != nil {
-		t.Fatal(err)
-	}
+	p1 := h.spawnNext("first process", path, 5)
+	replaceWithCopy(t, path)
 	want := fmt.Sprintf("ids.db-shm is in use by process %d, which does not have this file open", p1.cmd.Process.Pid)
-	if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, want) {
-		if p2 != nil {
-			h.mustNext("second process", p2, 5)
-		}
-		t.Errorf("opening the replaced file while the first process runs: %q; want it refused, saying %q", msg, want)
-	}
+	h.wantRefused("second process", path, want, "opening the replaced file while the first process runs")
 	wantStopped(t, "first process", p1, h, "the file was replaced while in use")
 	p1.close()
-	p2, msg := spawn(t, path)
-	if p2 == nil {
-		t.Fatalf("opening the replaced file after the first process ended: %s", msg)
-	}
-	h.mustNext("second process", p2, 5)
+	p2 := h.spawnNext("second process", path, 5)
 	p2.close()
 }
 
@@ -307,25 +324,16 @@ func TestReplacedFileAndCompanions(t *testing.T) {
 	if serveChild() {
 		return
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "ids.db")
+	path := filepath.Join(t.TempDir(), "ids.db")
 	h := &handedOut{t: t}
-	p1, _ := spawn(t, path)
-	h.mustNext("first process", p1, 5)
-	copyStore(t, path, filepath.Join(dir, "copy.db"))
-	if err := os.Rename(filepath.Join(dir, "copy.db"), path); err != nil {
-		t.Fatal(err)
-	}
+	p1 := h.spawnNext("first process", path, 5)
+	replaceWithCopy(t, path)
 	for _, c := range []string{"-wal", "-shm"} {
 		if err := os.Remove(path + c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p2, msg := spawn(t, path)
-	if p2 == nil {
-		t.Fatalf("opening the replaced file: %s", msg)
-	}
-	h.mustNext("second process", p2, 5)
+	p2 := h.spawnNext("second process", path, 5)
 	wantStopped(t, "first process", p1, h, "the file was replaced while in use")
 	p1.close()
 	h.mustNext("second process, after the first ended", p2, 5)
@@ -341,17 +349,11 @@ func TestDeletedFile(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "ids.db")
 	h := &handedOut{t: t}
-	p1, _ := spawn(t, path)
-	h.mustNext("first process", p1, 5)
+	p1 := h.spawnNext("first process", path, 5)
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, "the store was deleted or moved while in use") {
-		if p2 != nil {
-			h.mustNext("second process", p2, 5)
-		}
-		t.Errorf("opening the path of a deleted store in use: %q; want it refused, saying the store was deleted", msg)
-	}
+	h.wantRefused("second process", path, "the store was deleted or moved while in use", "opening the path of a deleted store in use")
 	wantStopped(t, "first process", p1, h, "the file was deleted or moved while in use")
 	p1.close()
 }
@@ -367,41 +369,25 @@ func TestCompanionDeleted(t *testing.T) {
 	t.Run("shm", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "ids.db")
 		h := &handedOut{t: t}
-		p1, _ := spawn(t, path)
-		h.mustNext("first process", p1, 5)
+		p1 := h.spawnNext("first process", path, 5)
 		if err := os.Remove(path + "-shm"); err != nil {
 			t.Fatal(err)
 		}
 		want := fmt.Sprintf("process %d has this file open with another -wal and -shm", p1.cmd.Process.Pid)
-		if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, want) {
-			if p2 != nil {
-				h.mustNext("second process", p2, 5)
-			}
-			t.Errorf("opening the file after its -shm was deleted: %q; want it refused, saying %q", msg, want)
-		}
+		h.wantRefused("second process", path, want, "opening the file after its -shm was deleted")
 		wantStopped(t, "first process", p1, h, "ids.db-shm was") // deleted, or made again by the second process
 		p1.close()
-		p2, msg := spawn(t, path)
-		if p2 == nil {
-			t.Fatalf("opening the file after the first process ended: %s", msg)
-		}
-		h.mustNext("second process", p2, 5)
+		p2 := h.spawnNext("second process", path, 5)
 		p2.close()
 	})
 	t.Run("wal", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "ids.db")
 		h := &handedOut{t: t}
-		p1, _ := spawn(t, path)
-		h.mustNext("first process", p1, 5)
+		p1 := h.spawnNext("first process", path, 5)
 		if err := os.Remove(path + "-wal"); err != nil {
 			t.Fatal(err)
 		}
-		if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, "ids.db-shm exists and ids.db-wal does not") {
-			if p2 != nil {
-				h.mustNext("second process", p2, 5)
-			}
-			t.Errorf("opening the file after its -wal was deleted: %q; want it refused", msg)
-		}
+		h.wantRefused("second process", path, "ids.db-shm exists and ids.db-wal does not", "opening the file after its -wal was deleted")
 		wantStopped(t, "first process", p1, h, "ids.db-wal was deleted while in use")
 		p1.close()
 	})
@@ -410,18 +396,12 @@ func TestCompanionDeleted(t *testing.T) {
 	t.Run("wal after a crash", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "ids.db")
 		h := &handedOut{t: t}
-		p1, _ := spawn(t, path)
-		h.mustNext("first process", p1, 5)
+		p1 := h.spawnNext("first process", path, 5)
 		p1.kill()
 		if err := os.Remove(path + "-wal"); err != nil {
 			t.Fatal(err)
 		}
-		if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, "ids.db-shm exists and ids.db-wal does not: the WAL was deleted") {
-			if p2 != nil {
-				h.mustNext("second process", p2, 5)
-			}
-			t.Errorf("opening the file after a crash and its -wal deleted: %q; want it refused", msg)
-		}
+		h.wantRefused("second process", path, "ids.db-shm exists and ids.db-wal does not: the WAL was deleted", "opening the file after a crash and its -wal deleted")
 	})
 }
 
@@ -434,18 +414,12 @@ func TestEmptiedFile(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "ids.db")
 	h := &handedOut{t: t}
-	p1, _ := spawn(t, path)
-	h.mustNext("first process", p1, 5)
+	p1 := h.spawnNext("first process", path, 5)
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
 	want := "the file exists and is empty: remove it to start a new store"
-	if p2, msg := spawn(t, path); p2 != nil || !strings.Contains(msg, want) {
-		if p2 != nil {
-			h.mustNext("second process", p2, 5)
-		}
-		t.Errorf("opening the emptied file: %q; want it refused, saying %q", msg, want)
-	}
+	h.wantRefused("second process", path, want, "opening the emptied file")
 	wantStopped(t, "first process", p1, h, "the file was emptied while in use")
 	p1.close()
 }
@@ -493,25 +467,15 @@ func TestRenamedFile(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
 	h := &handedOut{t: t}
-	p1, _ := spawn(t, a)
-	h.mustNext("first process on a.db", p1, 5)
+	p1 := h.spawnNext("first process on a.db", a, 5)
 	if err := os.Rename(a, b); err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("process %d has this file open with another -wal and -shm", p1.cmd.Process.Pid)
-	if p2, msg := spawn(t, b); p2 != nil || !strings.Contains(msg, want) {
-		if p2 != nil {
-			h.mustNext("second process on b.db", p2, 5)
-		}
-		t.Errorf("opening the renamed file while the first process runs: %q; want it refused, saying %q", msg, want)
-	}
+	h.wantRefused("second process on b.db", b, want, "opening the renamed file while the first process runs")
 	wantStopped(t, "first process on a.db", p1, h, "the file was deleted or moved while in use")
 	p1.close()
-	p2, msg := spawn(t, b)
-	if p2 == nil {
-		t.Fatalf("opening the renamed file after the first process ended: %s", msg)
-	}
-	h.mustNext("second process on b.db", p2, 5)
+	p2 := h.spawnNext("second process on b.db", b, 5)
 	p2.close()
 }
 
@@ -530,8 +494,7 @@ func TestDirectoryBecomesSymlink(t *testing.T) {
 	}
 	path := filepath.Join(dir, "ids.db")
 	h := &handedOut{t: t}
-	p1, _ := spawn(t, path)
-	h.mustNext("first process", p1, 3)
+	p1 := h.spawnNext("first process", path, 3)
 	if err := os.Rename(dir, moved); err != nil {
 		t.Fatal(err)
 	}

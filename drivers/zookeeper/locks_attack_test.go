@@ -16,6 +16,24 @@ import (
 // more locks than one confirmation checks, and when a confirmation never
 // gets out.
 
+// grantedB waits up to bound for B's Lock, started by lockAsync, and
+// returns B's lock and when it was granted; since names what the bound
+// counts from.
+func grantedB(t *testing.T, chB <-chan lockResult, bound time.Duration, since string) (driver.Lock, time.Duration) {
+	t.Helper()
+	var r lockResult
+	select {
+	case r = <-chB:
+	case <-time.After(bound):
+		t.Fatalf("B not granted the lock within %v of %s", bound, since)
+	}
+	grantAt := monoNow()
+	if r.err != nil {
+		t.Fatalf("B's Lock: %v", r.err)
+	}
+	return r.l, grantAt
+}
+
 // TestLockManyHoldsTimeoutShrinks: store A holds 100 locks (more than one
 // confirmation checks) with a 20s session, the server restarts with a
 // 12s maximum right after a confirmation, A reconnects in the same session
@@ -70,17 +88,8 @@ func TestLockManyHoldsTimeoutShrinks(t *testing.T) {
 			}
 			faultAt := monoNow()
 			proxy.Freeze()
-			var r lockResult
-			select {
-			case r = <-chB:
-			case <-time.After(40 * time.Second):
-				t.Fatal("B not granted the lock within 40s of the freeze")
-			}
-			grantAt := monoNow()
-			if r.err != nil {
-				t.Fatalf("B's Lock: %v", r.err)
-			}
-			defer r.l.Unlock(ctx)
+			lb, grantAt := grantedB(t, chB, 40*time.Second, "the freeze")
+			defer lb.Unlock(ctx)
 			held := 0
 			for _, l := range ls {
 				if !isClosed(l.Lost()) {
@@ -131,17 +140,8 @@ func TestLockConfirmationStuck(t *testing.T) {
 				<-la.Lost()
 				lost <- monoNow()
 			}()
-			var r lockResult
-			select {
-			case r = <-chB:
-			case <-time.After(30 * time.Second):
-				t.Fatal("B not granted the lock within 30s of A's stuck confirmation")
-			}
-			grantAt := monoNow()
-			if r.err != nil {
-				t.Fatalf("B's Lock: %v", r.err)
-			}
-			defer r.l.Unlock(ctx)
+			lb, grantAt := grantedB(t, chB, 30*time.Second, "A's stuck confirmation")
+			defer lb.Unlock(ctx)
 			select {
 			case lostAt := <-lost:
 				t.Logf("A lost at %v, B granted at %v after the stuck confirmation: margin %v (A's cause: %v)",
@@ -210,17 +210,8 @@ func TestLockCallerConnTimeoutShrinks(t *testing.T) {
 			heldAtFreeze := !isClosed(la.Lost())
 			faultAt := monoNow()
 			proxy.Freeze()
-			var r lockResult
-			select {
-			case r = <-chB:
-			case <-time.After(40 * time.Second):
-				t.Fatal("B not granted the lock within 40s of the freeze")
-			}
-			grantAt := monoNow()
-			if r.err != nil {
-				t.Fatalf("B's Lock: %v", r.err)
-			}
-			defer r.l.Unlock(ctx)
+			lb, grantAt := grantedB(t, chB, 40*time.Second, "the freeze")
+			defer lb.Unlock(ctx)
 			t.Logf("A held at the freeze: %v; B granted %v after the freeze; A lost: %v (%v)", heldAtFreeze, grantAt-faultAt, isClosed(la.Lost()), la.(*zkLock).LostErr())
 			if !isClosed(la.Lost()) {
 				t.Errorf("A held at the freeze: %v; B granted %v after the freeze and A's Lost is not closed: two holders", heldAtFreeze, grantAt-faultAt)

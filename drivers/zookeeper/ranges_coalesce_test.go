@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/rangecheck"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -30,8 +30,8 @@ func testCoalescedNext(t *testing.T, addr string) {
 	const stores, goroutines, calls, drops = 4, 16, 40, 3
 	root := randomRoot()
 	var (
+		handed  rangecheck.Handed
 		mu      sync.Mutex
-		handed  []allocation // ranges handed out
 		skipped []allocation // writes reported with an unknown outcome
 	)
 	wires := make([]*wire, stores)
@@ -94,13 +94,8 @@ func testCoalescedNext(t *testing.T, addr string) {
 					cancel()
 					switch {
 					case err == nil:
-						if r.Len() != step {
-							t.Errorf("store %d: range %v for a step of %d", i, r, step)
-						}
 						ok.Add(1)
-						mu.Lock()
-						handed = append(handed, allocation{r.Start, r.End, i})
-						mu.Unlock()
+						handed.Step(t, i, r, step)
 					case errors.Is(err, context.Canceled):
 						cancelled.Add(1)
 					default:
@@ -118,20 +113,14 @@ func testCoalescedNext(t *testing.T, addr string) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	slices.SortFunc(handed, func(a, b allocation) int { return cmpInt64(a.start, b.start) })
-	for j := 1; j < len(handed); j++ {
-		if a, b := handed[j-1], handed[j]; b.start < a.end {
-			t.Fatalf("[%d, %d) (store %d) overlaps [%d, %d) (store %d): a value was handed out twice",
-				a.start, a.end, a.store, b.start, b.end, b.store)
-		}
-	}
+	rs := handed.Check(t)
 	next, _, err := sts[0].Ranges().Current(t.Context(), "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range handed {
-		if a.end > next {
-			t.Fatalf("[%d, %d) handed out past the key's next value %d", a.start, a.end, next)
+	for _, r := range rs {
+		if r.End > next {
+			t.Fatalf("%v handed out past the key's next value %d", r, next)
 		}
 	}
 	t.Logf("%d calls got a range, %d cancelled; %d answers dropped, %d writes with an unknown outcome; %d writes in all",

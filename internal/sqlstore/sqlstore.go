@@ -125,16 +125,23 @@ type slotKey struct {
 // Open makes the tables if needed, checks the schema version and returns
 // the store.
 func Open(ctx context.Context, db DB, d Dialect) (*Store, error) {
+	s := newStore(db, d)
+	if err := s.setup(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newStore is a Store on db with its statements written for d; it
+// touches nothing in the database.
+func newStore(db DB, d Dialect) *Store {
 	s := &Store{db: db, d: d, seenNx: map[string]int64{}, exists: map[string]bool{}, seenFn: map[slotKey]int64{}}
 	s.markers = markersOf(d)
 	s.q = map[string]string{}
 	for name, q := range statements {
 		s.q[name] = s.rewrite(q)
 	}
-	if err := s.setup(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s
 }
 
 func markersOf(d Dialect) *strings.Replacer {
@@ -146,12 +153,7 @@ func markersOf(d Dialect) *strings.Replacer {
 // error wrapping driver.ErrNotFound, and one that Open would refuse is
 // refused the same way.
 func OpenExisting(ctx context.Context, db DB, d Dialect) (*Store, error) {
-	s := &Store{db: db, d: d, seenNx: map[string]int64{}, exists: map[string]bool{}, seenFn: map[slotKey]int64{}}
-	s.markers = markersOf(d)
-	s.q = map[string]string{}
-	for name, q := range statements {
-		s.q[name] = s.rewrite(q)
-	}
+	s := newStore(db, d)
 	var has bool
 	if err := db.QueryRow(ctx, d.HasMeta).Scan(&has); err != nil {
 		return nil, err
