@@ -60,12 +60,15 @@ func TestCoalescedNext(t *testing.T) {
 
 	var handed rangecheck.Handed
 	var ok, cancelled, failed atomic.Int64
+	// Callers go on past their calls until a fault and a cancellation were
+	// seen (bounded): a fast run may end before the first fault.
+	proofBy := time.Now().Add(60 * time.Second)
 	var wg sync.WaitGroup
 	for i, st := range sts {
 		for g := range goroutines {
 			wg.Go(func() {
 				rnd := rand.New(rand.NewPCG(uint64(i), uint64(g)+1))
-				for range calls {
+				for n := 0; n < calls || (failed.Load() == 0 || cancelled.Load() == 0) && time.Now().Before(proofBy); n++ {
 					step := 1 + rnd.Int64N(20)
 					ctx, cancel := context.WithCancel(t.Context())
 					if rnd.IntN(8) == 0 {

@@ -77,12 +77,15 @@ func testCoalescedNext(t *testing.T, addr string) {
 	}
 
 	var ok, cancelled atomic.Int64
+	// Callers go on past their calls until a fault and a cancellation were
+	// seen (bounded): a fast run may end before the first fault.
+	proofBy := time.Now().Add(60 * time.Second)
 	var wg sync.WaitGroup
 	for i, st := range sts {
 		for g := range goroutines {
 			wg.Go(func() {
 				rnd := rand.New(rand.NewPCG(uint64(i), uint64(g)+1))
-				for range calls {
+				for n := 0; n < calls || (dropped.Load() == 0 || cancelled.Load() == 0) && time.Now().Before(proofBy); n++ {
 					step := 1 + rnd.Int64N(20)
 					ctx, cancel := context.WithCancel(t.Context())
 					if rnd.IntN(8) == 0 {
