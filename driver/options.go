@@ -188,19 +188,23 @@ func (o *Options) Err() error {
 	return &optionError{fmt.Sprintf("unknown option %s (known: %s)", strings.Join(unknown, ", "), strings.Join(names, ", "))}
 }
 
-// OptionError is a refused option value: the key, the value (shown unless
-// Secret) and the reason. It is ErrInvalidArgument for errors.Is without
-// appending that sentinel's text to a message that says it already.
+// OptionError is a refused option value: the key, the value and the
+// reason. It is ErrInvalidArgument for errors.Is without appending that
+// sentinel's text to a message that says it already.
+//
+// The value is printed through the same rule as Redact: never when the key
+// looks secret (Redact's key list) or Secret is set, and with any secret
+// Redact recognises inside it (a URL's password) hidden otherwise.
 type OptionError struct {
 	Key    string
 	Value  string
-	Secret bool // the value is never printed
+	Secret bool // the value is never printed, whatever the key
 	Reason string
 }
 
 func (e *OptionError) Error() string {
-	v := strconv.Quote(e.Value)
-	if e.Secret {
+	v := strconv.Quote(Redact(e.Value))
+	if e.Secret || secretKey.MatchString(e.Key+"=") {
 		v = "(redacted)"
 	}
 	return fmt.Sprintf("option %q: value %s: %s", e.Key, v, e.Reason)

@@ -93,6 +93,25 @@ func TestRequired(t *testing.T) {
 	}
 }
 
+// TestOptionErrorRedacts: an option error hides a value by the rule Redact
+// uses, so a driver that forgets Secret leaks nothing Redact would hide.
+func TestOptionErrorRedacts(t *testing.T) {
+	for _, c := range []struct {
+		key, value, want string
+	}{
+		{"sslpassword", "hunter2", `option "sslpassword": value (redacted): bad`},
+		{"auth", "digest:alice:hunter2", `option "auth": value (redacted): bad`},
+		{"tls.keyPassword", "hunter2", `option "tls.keyPassword": value (redacted): bad`},
+		{"connString", "postgres://ids:hunter2@db/ids", `option "connString": value "postgres://ids:***@db/ids": bad`},
+		{"hosts", "127.0.0.1:2181", `option "hosts": value "127.0.0.1:2181": bad`},
+	} {
+		e := &driver.OptionError{Key: c.key, Value: c.value, Reason: "bad"}
+		if got := e.Error(); got != c.want {
+			t.Errorf("%s=%s: error reads %q, want %q", c.key, c.value, got, c.want)
+		}
+	}
+}
+
 // FuzzOptionValue: whatever the value, a getter either returns a value
 // within its bounds or refuses it, returning the default (nothing taken
 // from it) with an error naming the key and the value.
