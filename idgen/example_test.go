@@ -125,7 +125,7 @@ func ExampleSession() {
 	ctx := context.Background()
 
 	ns := store.Namespace{Name: "workers", Limit: 16, Tolerance: time.Second}
-	s, err := idgen.NewSession(ctx, st, ns, "host-a", store.AcquireOptions{TTL: 30 * time.Second})
+	s, err := idgen.NewSession(ctx, st, ns, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: 30 * time.Second}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -82,14 +82,14 @@ func TestSessionReportsItsLease(t *testing.T) {
 	ev := newEvents()
 	stA, _ := open(t, b, ev.options()...)
 	stB, _ := open(t, b)
-	a := newSession(t, stA, "host-a", store.AcquireOptions{TTL: 2 * time.Second})
+	a := newSession(t, stA, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: 2 * time.Second}})
 	key := "workers/0"
 	if got := ev.await(t, store.LeaseAcquired); got.Key != key || got.Fence != a.Lease().Fence || time.Until(got.Deadline) <= 0 {
 		t.Errorf("acquired: %+v, want %s, its fence and a deadline ahead", got, key)
 	}
 	ev.await(t, store.LeaseRenewed)
 	// A restarted host-a takes the slot back: A's next renewal finds it lost.
-	newSession(t, stB, "host-a", store.AcquireOptions{TTL: time.Minute, Reclaim: true})
+	newSession(t, stB, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: time.Minute, Reclaim: true}})
 	ended(t, a)
 	lost := ev.await(t, store.LeaseLost)
 	if lost.Key != key || !errors.Is(lost.Err, store.ErrLeaseLost) {
@@ -114,7 +114,7 @@ func TestSessionReportsItsLease(t *testing.T) {
 func TestSessionReportsLossByTimeAndRelease(t *testing.T) {
 	ev := newEvents()
 	st, f := open(t, memoryBackend(t), ev.options()...)
-	a := newSession(t, st, "host-a", store.AcquireOptions{TTL: 2 * time.Second})
+	a := newSession(t, st, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: 2 * time.Second}})
 	f.renew.setFail(errors.New("store down")) // renewals fail until the validity ends
 	lost := ev.await(t, store.LeaseLost)
 	if !errors.Is(lost.Err, idgen.ErrLeaseLost) || !strings.Contains(lost.Err.Error(), "not renewed") {

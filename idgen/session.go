@@ -54,39 +54,31 @@ type term struct {
 	changed    chan struct{} // closed when a renewal replaces this view, or the session ends
 }
 
-// SessionOption tunes NewSession.
-type SessionOption func(*sessionConfig)
+// SessionOptions tune NewSession. The zero value is the default.
+type SessionOptions struct {
+	Acquire store.AcquireOptions // ttl, preferred slot, reclaim of the slot
 
-type sessionConfig struct {
-	margin    time.Duration
-	marginSet bool
-}
-
-// WithMargin sets how long before the locally measured expiry the session
-// stops trusting its lease (default ttl/10). It covers the local clock
-// running slower than the store's; it must be less than the ttl. A large
-// margin makes the session renew more often: it renews every ttl/3, or
-// every half of ttl less margin if that is shorter.
-func WithMargin(d time.Duration) SessionOption {
-	return func(c *sessionConfig) { c.margin, c.marginSet = d, true }
+	// Margin is how long before the locally measured expiry the session
+	// stops trusting its lease (zero: ttl/10). It covers the local clock
+	// running slower than the store's; it must be less than the ttl. A
+	// large margin makes the session renew more often: it renews every
+	// ttl/3, or every half of ttl less margin if that is shorter.
+	Margin time.Duration
 }
 
 // NewSession acquires a slot of ns for owner (see store.SlotLeaseStore.Acquire)
 // and starts renewing it. Each session needs its own owner key within one
 // store: the store would hand a second session of the same owner the very
 // same term, so that is refused with ErrInUse.
-func NewSession(ctx context.Context, st *store.Store, ns store.Namespace, owner string, acq store.AcquireOptions, opts ...SessionOption) (*Session, error) {
-	var cfg sessionConfig
-	for _, o := range opts {
-		o(&cfg)
-	}
+func NewSession(ctx context.Context, st *store.Store, ns store.Namespace, owner string, opts SessionOptions) (*Session, error) {
+	acq := opts.Acquire
 	ttl := acq.TTL
 	if ttl == 0 {
 		ttl = store.DefaultTTL
 	}
 	margin := ttl / 10
-	if cfg.marginSet {
-		margin = cfg.margin
+	if opts.Margin != 0 {
+		margin = opts.Margin
 	}
 	if margin < 0 || margin >= ttl {
 		return nil, invalid("session margin %v is outside [0, ttl %v)", margin, ttl)

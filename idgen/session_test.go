@@ -12,9 +12,9 @@ import (
 
 var ns = store.Namespace{Name: "workers", Limit: 4, Tolerance: 50 * time.Millisecond}
 
-func newSession(t *testing.T, st *store.Store, owner string, acq store.AcquireOptions, opts ...idgen.SessionOption) *idgen.Session {
+func newSession(t *testing.T, st *store.Store, owner string, opts idgen.SessionOptions) *idgen.Session {
 	t.Helper()
-	s, err := idgen.NewSession(t.Context(), st, ns, owner, acq, opts...)
+	s, err := idgen.NewSession(t.Context(), st, ns, owner, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func testSessionRenews(t *testing.T, b backend) {
 	st, f := open(t, b)
 	// Renewals every 667ms, each with 1.8s to be answered: ample under load.
 	const ttl = 2 * time.Second
-	s := newSession(t, st, "host-a", store.AcquireOptions{TTL: ttl})
+	s := newSession(t, st, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: ttl}})
 	first := s.Lease()
 	// Outlive the first term's expiry by renewing.
 	waitUntil(first.ExpiresAt + 100)
@@ -68,7 +68,7 @@ func testSessionRenews(t *testing.T, b backend) {
 		t.Errorf("Check after Close: %v", err)
 	}
 	// Released: another owner gets the slot at once.
-	other := newSession(t, st, "host-b", store.AcquireOptions{})
+	other := newSession(t, st, "host-b", idgen.SessionOptions{Acquire: store.AcquireOptions{}})
 	if got := other.Lease(); got.Slot != l.Slot || got.Floor < l.Ceiling {
 		t.Errorf("after Close another owner got %+v, want slot %d with floor at least %d", got, l.Slot, l.Ceiling)
 	}
@@ -83,9 +83,9 @@ func TestSessionLostToReclaim(t *testing.T) {
 	stB, _ := open(t, b)
 	// Its acquire has 1.8s to be answered; the loss shows at the first
 	// renewal, 667ms later.
-	a := newSession(t, stA, "host-a", store.AcquireOptions{TTL: 2 * time.Second})
+	a := newSession(t, stA, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: 2 * time.Second}})
 	// A restarted host-a (another incarnation) takes the slot back.
-	bs := newSession(t, stB, "host-a", store.AcquireOptions{TTL: time.Minute, Reclaim: true})
+	bs := newSession(t, stB, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: time.Minute, Reclaim: true}})
 	if bs.Lease().Slot != a.Lease().Slot {
 		t.Fatalf("reclaim got slot %d, want %d", bs.Lease().Slot, a.Lease().Slot)
 	}
@@ -115,7 +115,7 @@ func testSessionEndsBeforeExpiry(t *testing.T, b backend) {
 	defer release()
 	// The session ends 2s after the send, at least 2s before the expiry:
 	// room for a slow acquire and a slow wake-up of this test.
-	s := newSession(t, st, "host-a", store.AcquireOptions{TTL: 4 * time.Second}, idgen.WithMargin(2*time.Second))
+	s := newSession(t, st, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: 4 * time.Second}, Margin: 2 * time.Second})
 	lease := s.Lease()
 	f.renew.waitHeld(t)
 	ended(t, s)
@@ -136,7 +136,7 @@ func TestSessionEndedTermIsNotReused(t *testing.T) {
 	defer release()
 	// The session ends a second after acquiring, nine seconds before its
 	// term expires: ample time to reuse the term while it is still live.
-	s := newSession(t, st, "host-a", store.AcquireOptions{TTL: 10 * time.Second}, idgen.WithMargin(9*time.Second))
+	s := newSession(t, st, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: 10 * time.Second}, Margin: 9 * time.Second})
 	old := s.Lease()
 	ended(t, s)
 	release()
@@ -146,7 +146,7 @@ func TestSessionEndedTermIsNotReused(t *testing.T) {
 	// The store would hand this store the same live term again; what the
 	// ended session issued under it is unknown, so a new session must not
 	// continue it but take a new term above its ceiling.
-	n := newSession(t, st, "host-a", store.AcquireOptions{TTL: 2 * time.Second})
+	n := newSession(t, st, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: 2 * time.Second}})
 	l := n.Lease()
 	if l.Slot != old.Slot || l.Fence != old.Fence+1 || l.Floor < old.Ceiling {
 		t.Fatalf("new session got slot %d fence %d floor %d; want slot %d fence %d floor >= %d",
@@ -156,23 +156,28 @@ func TestSessionEndedTermIsNotReused(t *testing.T) {
 
 func TestSessionInUse(t *testing.T) {
 	st, _ := open(t, memoryBackend(t))
-	newSession(t, st, "host-a", store.AcquireOptions{})
-	_, err := idgen.NewSession(t.Context(), st, ns, "host-a", store.AcquireOptions{})
+	newSession(t, st, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{}})
+	_, err := idgen.NewSession(t.Context(), st, ns, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{}})
 	if !errors.Is(err, idgen.ErrInUse) {
 		t.Fatalf("second session of one owner on one store: %v, want ErrInUse", err)
 	}
-	newSession(t, st, "host-b", store.AcquireOptions{})
+	newSession(t, st, "host-b", idgen.SessionOptions{Acquire: store.AcquireOptions{}})
 }
 
 func TestSessionOptions(t *testing.T) {
 	st, _ := open(t, memoryBackend(t))
 	for _, m := range []time.Duration{-time.Millisecond, time.Second, 2 * time.Second} {
-		_, err := idgen.NewSession(t.Context(), st, ns, "host-a", store.AcquireOptions{TTL: time.Second}, idgen.WithMargin(m))
+		_, err := idgen.NewSession(t.Context(), st, ns, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: time.Second}, Margin: m})
 		if !errors.Is(err, store.ErrInvalidArgument) {
 			t.Errorf("margin %v with ttl 1s: %v, want ErrInvalidArgument", m, err)
 		}
 	}
-	if _, err := idgen.NewSession(t.Context(), st, ns, "a/b", store.AcquireOptions{}); !errors.Is(err, store.ErrInvalidArgument) {
+	// A Snowflake's margin is its session's.
+	_, err := idgen.NewSnowflake(t.Context(), st, ns, "host-a", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: time.Second}, Margin: time.Second})
+	if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "margin") {
+		t.Errorf("snowflake with margin 1s and ttl 1s: %v, want ErrInvalidArgument naming the margin", err)
+	}
+	if _, err := idgen.NewSession(t.Context(), st, ns, "a/b", idgen.SessionOptions{Acquire: store.AcquireOptions{}}); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Errorf("bad owner: %v", err)
 	}
 }
@@ -181,7 +186,7 @@ func TestSessionOptions(t *testing.T) {
 // term's floor is 5001: a floor of its own, well below its ceiling.
 func seedFloor(t *testing.T, st *store.Store, space store.Namespace) int64 {
 	t.Helper()
-	s, err := idgen.NewSession(t.Context(), st, space, "seed", store.AcquireOptions{})
+	s, err := idgen.NewSession(t.Context(), st, space, "seed", idgen.SessionOptions{Acquire: store.AcquireOptions{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +208,7 @@ func TestSessionAcquireTookTheValidity(t *testing.T) {
 	defer release()
 	failed := make(chan error, 1)
 	go func() {
-		s, err := idgen.NewSession(t.Context(), st, space, "host-a", store.AcquireOptions{TTL: ttl})
+		s, err := idgen.NewSession(t.Context(), st, space, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: ttl}})
 		if err == nil {
 			s.Close(t.Context())
 		}
@@ -233,7 +238,7 @@ func TestSessionStoreClockBehind(t *testing.T) {
 	space := store.Namespace{Name: "behind", Limit: 1, Tolerance: time.Second}
 	floor := seedFloor(t, st, space)
 	f.skew.Store(time.Minute.Milliseconds())
-	_, err := idgen.NewSession(t.Context(), st, space, "host-a", store.AcquireOptions{TTL: 30 * time.Second})
+	_, err := idgen.NewSession(t.Context(), st, space, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: 30 * time.Second}})
 	if !errors.Is(err, idgen.ErrLeaseLost) {
 		t.Fatalf("NewSession on a store a minute behind: %v, want ErrLeaseLost", err)
 	}
@@ -251,7 +256,7 @@ func TestSessionStoreClockBehind(t *testing.T) {
 func TestSessionLargeMargin(t *testing.T) {
 	st, f := open(t, memoryBackend(t))
 	// 1.5s of validity after each renewal's send.
-	s := newSession(t, st, "host-a", store.AcquireOptions{TTL: 6 * time.Second}, idgen.WithMargin(4500*time.Millisecond))
+	s := newSession(t, st, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: 6 * time.Second}, Margin: 4500 * time.Millisecond})
 	eventually(t, "three renewals or the end of the session", func() bool {
 		select {
 		case <-s.Done():

@@ -20,7 +20,7 @@ const (
 type SnowflakeOptions struct {
 	Layout  Layout               // zero fields take defaults, see Layout.Resolve
 	Acquire store.AcquireOptions // ttl, preferred slot, reclaim of the slot
-	Session []SessionOption      // e.g. WithMargin
+	Margin  time.Duration        // the session's, see SessionOptions
 
 	// Clock is the wall clock the timestamps come from, also compared with
 	// the lease's ExpiresAt (nil: time.Now); replace it in tests. Whatever
@@ -130,7 +130,7 @@ func NewSnowflake(ctx context.Context, st *store.Store, ns store.Namespace, owne
 	if now := g.clock(); now.Before(layout.Epoch) {
 		return nil, invalid("layout epoch %s is after the clock's time %s", layout.Epoch.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
-	sess, err := NewSession(ctx, st, ns, owner, opts.Acquire, opts.Session...)
+	sess, err := NewSession(ctx, st, ns, owner, SessionOptions{Acquire: opts.Acquire, Margin: opts.Margin})
 	if err != nil {
 		return nil, err
 	}
