@@ -58,26 +58,25 @@ func checkName(what, name string) error {
 }
 
 func checkSegment(what, whole, seg string) error {
-	q := quoteName(whole)
 	if seg == "." || seg == ".." {
 		if seg == whole {
 			return invalidValue(whole, "%s must not be %q", what, seg)
 		}
-		return invalidValue(whole, "%s %s must not have a %q segment", what, q, seg)
+		return invalidValue(whole, "%s %s must not have a %q segment", what, quoteName(whole), seg)
 	}
 	if !utf8.ValidString(seg) {
-		return invalidValue(whole, "%s %s is not valid UTF-8", what, q)
+		return invalidValue(whole, "%s %s is not valid UTF-8", what, quoteName(whole))
 	}
 	for _, r := range seg {
 		if driver.ForbiddenInName(r) || unicode.In(r, unicode.Cc, unicode.Cf) {
-			return invalidValue(whole, "%s %s must not contain the character %U", what, q, r)
+			return invalidValue(whole, "%s %s must not contain the character %U", what, quoteName(whole), r)
 		}
 	}
 	if strings.TrimFunc(seg, unicode.IsSpace) == "" {
 		if seg == whole {
-			return invalidValue(whole, "%s %s must not be only white space", what, q)
+			return invalidValue(whole, "%s %s must not be only white space", what, quoteName(whole))
 		}
-		return invalidValue(whole, "%s %s must not have a segment of white space only", what, q)
+		return invalidValue(whole, "%s %s must not have a segment of white space only", what, quoteName(whole))
 	}
 	return nil
 }
