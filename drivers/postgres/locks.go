@@ -143,7 +143,7 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 // how long until it should look again. It watches the sessions ahead and
 // takes over those this store has seen stand still for their T.
 func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket int64) (bool, time.Duration, error) {
-	s.passes.Add(1)
+	s.hook("pass")
 	rows, err := s.pool.Query(ctx, s.lq.Pass, name, ticket)
 	if err != nil {
 		return false, 0, err

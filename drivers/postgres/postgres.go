@@ -123,7 +123,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -163,8 +162,6 @@ type driverStore struct {
 
 	ticketMu   sync.Mutex
 	lastTicket int64 // the regression guard of lock fences
-
-	passes atomic.Int64 // lock queue passes run, for tests
 }
 
 func (s *driverStore) seenTicket() int64 {
