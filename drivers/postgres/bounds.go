@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -11,6 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cosid-go/store/internal/sqlstore"
+	"github.com/cosid-go/store/internal/sqlstore/pgdialect"
 )
 
 // The server-side bounds, so that a client gone silent cannot stall the
@@ -78,17 +80,7 @@ func beginBounded(t time.Duration) pgx.TxOptions { return boundsOf(t).begin() }
 // aborted reports an error after which the server rolled the transaction
 // back and it may simply be tried again: a serialization failure, a
 // deadlock, a lock wait past lock_timeout.
-func aborted(err error) bool {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return false
-	}
-	switch pgErr.Code {
-	case "40001", "40P01", "55P03":
-		return true
-	}
-	return false
-}
+func aborted(err error) bool { return pgdialect.Classify(err) == sqlstore.Aborted }
 
 // retryAborted runs fn, a whole transaction, again after a short random
 // pause while it fails with an aborted transaction and ctx lasts.

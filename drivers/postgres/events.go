@@ -32,7 +32,7 @@ type health struct {
 	mu      sync.Mutex
 	lastErr error // the last connection failure
 
-	hook atomic.Pointer[func(point string)] // tests only: called at named points
+	hook atomic.Pointer[func(point string)] // tests only: called at named points ("pass", "enqueue", a query read)
 }
 
 // Notify sets the function the store reports events to (driver.Notifier).

@@ -1,5 +1,7 @@
 package postgres
 
+import "github.com/cosid-go/store/internal/sqlstore"
+
 // The lock tables and statements. A session is one store's lock session:
 // its own connection, which confirms the row every T/3 (T = lockTimeout),
 // adding one to its confirmations. A waiter row belongs to a session and is
@@ -28,55 +30,75 @@ var lockTables = []string{
 	`CREATE INDEX IF NOT EXISTS cosid_lock_waiter_session ON {p}cosid_lock_waiter (session)`,
 }
 
-const (
-	// A session row, written by the session's own connection.
-	qSessionStart = `INSERT INTO {p}cosid_lock_session (id, pid, confirmed_at, timeout_ms)
-		VALUES (nextval('{p}cosid_lock_ticket'), pg_backend_pid(), {now}, $1) RETURNING id`
-	// The confirmation: only the session's own backend can make it, and
-	// only while the row exists. It also reads every session's counter
-	// (as they were before it), which the store watches for takeovers; the
-	// last column says whether the row was confirmed.
-	qSessionConfirm = `WITH u AS (UPDATE {p}cosid_lock_session SET confirmed_at = {now}, confirmations = confirmations + 1
+// lockStatements are the lock code's statements, written for the
+// store's dialect once when it opens (Dialect.Prepare checks each is set).
+type lockStatements struct {
+	SessionStart, SessionConfirm, LockNameRow, LockSessions, SessionEnd string
+	LockName, LockHead, Enqueue, Pass, Takeover, Leave                  string
+	Locks, LockRow, Waiters                                             string
+	PurgeLockTables, PurgeHead, PurgeList                               string
+	PurgeDelete                                                         []string
+}
+
+func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
+	st := &lockStatements{
+		// A session row, written by the session's own connection.
+		SessionStart: `INSERT INTO {p}cosid_lock_session (id, pid, confirmed_at, timeout_ms)
+		VALUES (nextval('{p}cosid_lock_ticket'), pg_backend_pid(), {now}, $1) RETURNING id`,
+		// The confirmation: only the session's own backend can make it, and
+		// only while the row exists. It also reads every session's counter
+		// (as they were before it), which the store watches for takeovers; the
+		// last column says whether the row was confirmed.
+		SessionConfirm: `WITH u AS (UPDATE {p}cosid_lock_session SET confirmed_at = {now}, confirmations = confirmations + 1
 		WHERE id = $1 AND pid = pg_backend_pid() RETURNING id)
-		SELECT s.id, s.confirmations, s.timeout_ms, (SELECT count(*) FROM u) FROM {p}cosid_lock_session s`
-	// Leaving and ending a session first lock the names they change (in
-	// the same implicit transaction, a batch), so that two leaving at once
-	// run one after the other and the second sees the first's delete: else
-	// each could wake the other, both leaving, and the real next head sleep.
-	qLockNameRow  = `SELECT 1 FROM {p}cosid_lock WHERE name = $1 FOR UPDATE`
-	qLockSessions = `SELECT 1 FROM {p}cosid_lock WHERE name IN
-		(SELECT name FROM {p}cosid_lock_waiter WHERE session = $1) ORDER BY name FOR UPDATE`
-	// Ending a session deletes its rows and wakes the new head of each name.
-	qSessionEnd = `WITH d AS (DELETE FROM {p}cosid_lock_waiter WHERE session = $1 RETURNING name),
+		SELECT s.id, s.confirmations, s.timeout_ms, (SELECT count(*) FROM u) FROM {p}cosid_lock_session s`,
+		// Leaving and ending a session first lock the names they change (in
+		// the same implicit transaction, a batch), so that two leaving at once
+		// run one after the other and the second sees the first's delete: else
+		// each could wake the other, both leaving, and the real next head sleep.
+		LockNameRow: `SELECT 1 FROM {p}cosid_lock WHERE name = $1 FOR UPDATE`,
+		LockSessions: `SELECT 1 FROM {p}cosid_lock WHERE name IN
+		(SELECT name FROM {p}cosid_lock_waiter WHERE session = $1) ORDER BY name FOR UPDATE`,
+		// Ending a session deletes its rows and wakes the new head of each name.
+		SessionEnd: `WITH d AS (DELETE FROM {p}cosid_lock_waiter WHERE session = $1 RETURNING name),
 		n AS (SELECT DISTINCT name FROM d),
 		x AS (DELETE FROM {p}cosid_lock_session WHERE id = $1)
 		SELECT pg_notify($2, coalesce((SELECT min(w.ticket) FROM {p}cosid_lock_waiter w
-			WHERE w.name = n.name AND w.session <> $1)::text, '0')) FROM n`
-	// Locks the name's row, so that tickets of one name commit in order,
-	// and takes the ticket while holding it: the ticket is known before
-	// the waiter row is written, so a Lock whose commit has an unknown
-	// outcome can remove its row.
-	qLockName = `INSERT INTO {p}cosid_lock AS l (name) VALUES ($1)
-		ON CONFLICT (name) DO UPDATE SET name = l.name RETURNING nextval('{p}cosid_lock_ticket')`
-	// The holder or first waiter of a name, for TryLock.
-	qLockHead = `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket LIMIT 1`
-	qEnqueue  = `INSERT INTO {p}cosid_lock_waiter (ticket, name, owner, session) VALUES ($1, $2, $3, $4)`
-	// One pass: the rows up to ours, with their sessions' counters.
-	qPass = `SELECT w.ticket, w.session, s.confirmations, s.timeout_ms
+			WHERE w.name = n.name AND w.session <> $1)::text, '0')) FROM n`,
+		// Locks the name's row, so that tickets of one name commit in order,
+		// and takes the ticket while holding it: the ticket is known before
+		// the waiter row is written, so a Lock whose commit has an unknown
+		// outcome can remove its row.
+		LockName: `INSERT INTO {p}cosid_lock AS l (name) VALUES ($1)
+		ON CONFLICT (name) DO UPDATE SET name = l.name RETURNING nextval('{p}cosid_lock_ticket')`,
+		// The holder or first waiter of a name, for TryLock.
+		LockHead: `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket LIMIT 1`,
+		Enqueue:  `INSERT INTO {p}cosid_lock_waiter (ticket, name, owner, session) VALUES ($1, $2, $3, $4)`,
+		// One pass: the rows up to ours, with their sessions' counters.
+		Pass: `SELECT w.ticket, w.session, s.confirmations, s.timeout_ms
 		FROM {p}cosid_lock_waiter w JOIN {p}cosid_lock_session s ON s.id = w.session
-		WHERE w.name = $1 AND w.ticket <= $2 ORDER BY w.ticket`
-	// A takeover deletes a session (its waiter rows go with it) only if its
-	// counter is still the one seen standing still, and wakes the new head
-	// of each name it had rows in. qLockSessions comes first, as for an end.
-	qTakeover = `WITH x AS (DELETE FROM {p}cosid_lock_session WHERE id = $1 AND confirmations = $2 RETURNING id),
+		WHERE w.name = $1 AND w.ticket <= $2 ORDER BY w.ticket`,
+		// A takeover deletes a session (its waiter rows go with it) only if its
+		// counter is still the one seen standing still, and wakes the new head
+		// of each name it had rows in. LockSessions comes first, as for an end.
+		Takeover: `WITH x AS (DELETE FROM {p}cosid_lock_session WHERE id = $1 AND confirmations = $2 RETURNING id),
 		n AS (SELECT DISTINCT name FROM {p}cosid_lock_waiter WHERE session = $1)
 		SELECT pg_notify($3, coalesce((SELECT min(w.ticket) FROM {p}cosid_lock_waiter w
-			WHERE w.name = n.name AND w.session <> $1)::text, '0')) FROM n WHERE EXISTS (SELECT 1 FROM x)`
-	// Leaving (unlock or a cancelled wait) wakes the next head only.
-	qLeave = `WITH d AS (DELETE FROM {p}cosid_lock_waiter WHERE ticket = $1 AND session = $2 RETURNING name)
+			WHERE w.name = n.name AND w.session <> $1)::text, '0')) FROM n WHERE EXISTS (SELECT 1 FROM x)`,
+		// Leaving (unlock or a cancelled wait) wakes the next head only.
+		Leave: `WITH d AS (DELETE FROM {p}cosid_lock_waiter WHERE ticket = $1 AND session = $2 RETURNING name)
 		SELECT pg_notify($3, coalesce((SELECT min(w.ticket) FROM {p}cosid_lock_waiter w
-			WHERE w.name = d.name AND w.ticket <> $1)::text, '0')) FROM d`
-	qLocks   = `SELECT name FROM {p}cosid_lock`
-	qLockRow = `SELECT EXISTS (SELECT 1 FROM {p}cosid_lock WHERE name = $1)`
-	qWaiters = `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket`
-)
+			WHERE w.name = d.name AND w.ticket <> $1)::text, '0')) FROM d`,
+		Locks:   `SELECT name FROM {p}cosid_lock`,
+		LockRow: `SELECT EXISTS (SELECT 1 FROM {p}cosid_lock WHERE name = $1)`,
+		Waiters: `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket`,
+		// Purge locks the tables first, so no row written meanwhile
+		// escapes its check of the waiters.
+		PurgeLockTables: `LOCK TABLE {p}cosid_lock, {p}cosid_lock_session, {p}cosid_lock_waiter IN SHARE ROW EXCLUSIVE MODE`,
+		PurgeHead:       `SELECT name, owner, ticket FROM {p}cosid_lock_waiter ORDER BY ticket LIMIT 1`,
+		PurgeList: `SELECT l.name, w.owner, w.ticket FROM {p}cosid_lock l
+			LEFT JOIN {p}cosid_lock_waiter w ON w.name = l.name ORDER BY l.name, w.ticket`,
+		PurgeDelete: []string{`DELETE FROM {p}cosid_lock_waiter`, `DELETE FROM {p}cosid_lock_session`, `DELETE FROM {p}cosid_lock`},
+	}
+	return st, d.Prepare(st)
+}

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/sqlstore"
+	"github.com/cosid-go/store/internal/sqlstore/pgdialect"
 )
 
 var (
@@ -40,8 +41,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 	}
 	floor := s.seenTicket()
 	ticket, err := s.enqueue(ctx, se, name, owner, wait)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+	if pgdialect.Classify(err) == sqlstore.MissingParent {
 		// The session row is gone (taken over or purged): its holds are
 		// lost, and this call, which holds nothing yet, joins again on a
 		// new session.
@@ -52,7 +52,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 		ticket, err = s.enqueue(ctx, se, name, owner, wait)
 	}
 	if err != nil {
-		if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+		if pgdialect.Classify(err) == sqlstore.MissingParent {
 			// The session row is gone again: taken over or purged.
 			se.lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
 			return nil, fmt.Errorf("lock session expired while joining the queue: %w", driver.ErrLeaseLost)
@@ -111,13 +111,13 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 	err := retryAborted(ctx, func() error {
 		return pgx.BeginTxFunc(ctx, s.pool, beginBounded(s.cfg.LockTimeout), func(tx pgx.Tx) error {
 			var t int64
-			if err := tx.QueryRow(ctx, s.Q(qLockName), name).Scan(&t); err != nil {
+			if err := tx.QueryRow(ctx, s.lq.LockName, name).Scan(&t); err != nil {
 				return err
 			}
 			if !wait {
 				var holder string
 				var fence int64
-				err := tx.QueryRow(ctx, s.Q(qLockHead), name).Scan(&holder, &fence)
+				err := tx.QueryRow(ctx, s.lq.LockHead, name).Scan(&holder, &fence)
 				if err == nil {
 					return fmt.Errorf("held by %s with fence %d: %w", holder, fence, driver.ErrLocked)
 				}
@@ -126,7 +126,7 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 				}
 			}
 			ticket = t
-			if _, err := tx.Exec(ctx, s.Q(qEnqueue), t, name, owner, se.id); err != nil {
+			if _, err := tx.Exec(ctx, s.lq.Enqueue, t, name, owner, se.id); err != nil {
 				return err
 			}
 			s.hook("enqueue")
@@ -143,8 +143,8 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 // how long until it should look again. It watches the sessions ahead and
 // takes over those this store has seen stand still for their T.
 func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket int64) (bool, time.Duration, error) {
-	s.passes.Add(1)
-	rows, err := s.pool.Query(ctx, s.Q(qPass), name, ticket)
+	s.hook("pass")
+	rows, err := s.pool.Query(ctx, s.lq.Pass, name, ticket)
 	if err != nil {
 		return false, 0, err
 	}
@@ -212,8 +212,8 @@ func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket
 // count, and wakes the new heads of its names.
 func (s *driverStore) takeover(ctx context.Context, id, count int64) error {
 	b := &pgx.Batch{}
-	b.Queue(s.Q(qLockSessions), id)
-	b.Queue(s.Q(qTakeover), id, count, s.locks.channel)
+	b.Queue(s.lq.LockSessions, id)
+	b.Queue(s.lq.Takeover, id, count, s.locks.channel)
 	if _, err := countSecond(s.pool.SendBatch(ctx, b)); err != nil {
 		return err
 	}
@@ -244,8 +244,8 @@ func (s *driverStore) abandon(se *session, name string, ticket int64) {
 // trip; it reports whether the row was there.
 func (s *driverStore) leave(ctx context.Context, se *session, name string, ticket int64) (bool, error) {
 	b := &pgx.Batch{}
-	b.Queue(s.Q(qLockNameRow), name)
-	b.Queue(s.Q(qLeave), ticket, se.id, s.locks.channel)
+	b.Queue(s.lq.LockNameRow, name)
+	b.Queue(s.lq.Leave, ticket, se.id, s.locks.channel)
 	return countSecond(s.pool.SendBatch(ctx, b))
 }
 
@@ -276,7 +276,7 @@ func countSecond(br pgx.BatchResults) (bool, error) {
 
 // Locks lists every lock name ever used, sorted.
 func (s *driverStore) Locks(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, s.Q(qLocks))
+	rows, err := s.pool.Query(ctx, s.lq.Locks)
 	if err != nil {
 		return nil, err
 	}
@@ -294,13 +294,13 @@ func (s *driverStore) Locks(ctx context.Context) ([]string, error) {
 // Waiters lists the live holder and waiters of name, in ticket order.
 func (s *driverStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
 	var exists bool
-	if err := s.pool.QueryRow(ctx, s.Q(qLockRow), name).Scan(&exists); err != nil {
+	if err := s.pool.QueryRow(ctx, s.lq.LockRow, name).Scan(&exists); err != nil {
 		return nil, err
 	}
 	if !exists {
 		return nil, fmt.Errorf("no lock %q: %w", name, driver.ErrNotFound)
 	}
-	rows, err := s.pool.Query(ctx, s.Q(qWaiters), name)
+	rows, err := s.pool.Query(ctx, s.lq.Waiters, name)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,9 +157,15 @@ func TestLockNoHerd(t *testing.T) {
 	}
 	const n = 4
 	waiters := make([]*driverStore, n)
+	passes := make([]atomic.Int64, n) // each waiter's passes over the queue
 	got := make(chan int, n)
 	for i := range waiters {
 		waiters[i] = openAt(t, srv.ConnString(), schema, nil)
+		setHook(waiters[i], func(point string) {
+			if point == "pass" {
+				passes[i].Add(1)
+			}
+		})
 		wg.Go(func() {
 			l, err := waiters[i].Lock(ctx, "x", "w", true)
 			if err != nil {
@@ -189,15 +196,15 @@ func TestLockNoHerd(t *testing.T) {
 	// after its row is visible. Count from once each has begun it (a pass
 	// counts at its start; after it the waiter sleeps).
 	before := make([]int64, n)
-	for i, w := range waiters {
+	for i := range waiters {
 		deadline := time.Now().Add(10 * time.Second)
-		for w.passes.Load() == 0 {
+		for passes[i].Load() == 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("waiter %d made no pass over the queue", i)
 			}
 			time.Sleep(5 * time.Millisecond) // the Lock call's own progress, not an event it reports
 		}
-		before[i] = w.passes.Load()
+		before[i] = passes[i].Load()
 	}
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -205,9 +212,9 @@ func TestLockNoHerd(t *testing.T) {
 	if i := <-got; i != 0 {
 		t.Fatalf("waiter %d got the lock first, want waiter 0", i)
 	}
-	for i, w := range waiters[1:] {
-		if d := w.passes.Load() - before[i+1]; d != 0 {
-			t.Errorf("waiter %d ran %d passes when the holder unlocked; only waiter 0 should wake", i+1, d)
+	for i := 1; i < n; i++ {
+		if d := passes[i].Load() - before[i]; d != 0 {
+			t.Errorf("waiter %d ran %d passes when the holder unlocked; only waiter 0 should wake", i, d)
 		}
 	}
 }

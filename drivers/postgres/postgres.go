@@ -123,7 +123,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -132,6 +131,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/sqlstore"
+	"github.com/cosid-go/store/internal/sqlstore/pgdialect"
 )
 
 func init() { store.Register("postgres", fromOptions) }
@@ -158,10 +158,10 @@ type driverStore struct {
 	health  *health
 	obs     observations // other lock sessions' counters, seen by this store
 
+	lq *lockStatements
+
 	ticketMu   sync.Mutex
 	lastTicket int64 // the regression guard of lock fences
-
-	passes atomic.Int64 // lock queue passes run, for tests
 }
 
 func (s *driverStore) seenTicket() int64 {
@@ -243,7 +243,7 @@ func fromOptions(options map[string]string) (driver.Store, error) {
 
 // clockSQL is the store's clock: the database's, in ms since the epoch.
 // Tests put a step in it.
-var clockSQL = "(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint"
+var clockSQL = pgdialect.Clock
 
 // maxPoolSize bounds poolSize, far above any server's max_connections and
 // within pgx's int32.
@@ -327,33 +327,14 @@ func newDriver(ctx context.Context, pool *pgxpool.Pool, cfg Options, create bool
 	if err := checkSchema(schema); err != nil {
 		return nil, err
 	}
-	d := sqlstore.Dialect{
-		Tables:     lockTables,
-		HasMeta:    "SELECT to_regclass('" + pgx.Identifier{schema, "cosid_meta"}.Sanitize() + "') IS NOT NULL",
-		PurgeMore:  purgeLocks,
-		Name:       "postgres",
-		Prefix:     pgx.Identifier{schema}.Sanitize() + ".",
-		Now:        clockSQL,
-		ForUpdate:  " FOR UPDATE",
-		SkipLocked: " FOR UPDATE SKIP LOCKED",
-		NoWait:     " FOR UPDATE NOWAIT",
-		Setup: func(ctx context.Context, tx sqlstore.Querier) error {
-			// Stores opening at once on a new schema would race to create
-			// the same tables; one at a time, per database.
-			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(7161541250637836288)"); err != nil {
-				return err
-			}
-			var exists bool
-			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil {
-				return err
-			}
-			if !exists {
-				_, err := tx.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
-				return err
-			}
-			return nil
-		},
+	d := pgdialect.New(schema)
+	d.Now = clockSQL
+	lq, err := newLockStatements(d)
+	if err != nil {
+		return nil, err
 	}
+	d.Tables = lockTables
+	d.PurgeMore = func(ctx context.Context, tx sqlstore.Querier) ([]string, error) { return purgeLocks(ctx, tx, lq) }
 	h := &health{server: net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))}
 	sqlOpen := sqlstore.Open
 	if !create {
@@ -370,7 +351,7 @@ func newDriver(ctx context.Context, pool *pgxpool.Pool, cfg Options, create bool
 	if err != nil {
 		return nil, fmt.Errorf("schema %q: %w", schema, err)
 	}
-	st := &driverStore{Store: s, pool: pool, cfg: cfg, health: h}
+	st := &driverStore{Store: s, pool: pool, cfg: cfg, health: h, lq: lq}
 	st.locks = newLockSession(st)
 	return st, nil
 }

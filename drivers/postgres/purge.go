@@ -22,21 +22,20 @@ import (
 // confirmation. A session's rows go only by a takeover, after its
 // confirmations stood still for its lock timeout. The tables are locked
 // first, so no row written meanwhile escapes the check.
-func purgeLocks(ctx context.Context, tx sqlstore.Querier, q func(string) string) ([]string, error) {
-	if _, err := tx.Exec(ctx, q(`LOCK TABLE {p}cosid_lock, {p}cosid_lock_session, {p}cosid_lock_waiter IN SHARE ROW EXCLUSIVE MODE`)); err != nil {
+func purgeLocks(ctx context.Context, tx sqlstore.Querier, lq *lockStatements) ([]string, error) {
+	if _, err := tx.Exec(ctx, lq.PurgeLockTables); err != nil {
 		return nil, err
 	}
 	var name, owner string
 	var ticket int64
-	err := tx.QueryRow(ctx, q(`SELECT name, owner, ticket FROM {p}cosid_lock_waiter ORDER BY ticket LIMIT 1`)).Scan(&name, &owner, &ticket)
+	err := tx.QueryRow(ctx, lq.PurgeHead).Scan(&name, &owner, &ticket)
 	switch {
 	case err == nil:
 		return nil, fmt.Errorf("postgres: purge: lock %q is held or waited on by %s (fence %d): %w", name, owner, ticket, driver.ErrLocked)
 	case !errors.Is(err, sqlstore.ErrNoRows):
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, q(`SELECT l.name, w.owner, w.ticket FROM {p}cosid_lock l
-		LEFT JOIN {p}cosid_lock_waiter w ON w.name = l.name ORDER BY l.name, w.ticket`))
+	rows, err := tx.Query(ctx, lq.PurgeList)
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +67,8 @@ func purgeLocks(ctx context.Context, tx sqlstore.Querier, q func(string) string)
 	if current != "" {
 		deleted = append(deleted, "lock "+current)
 	}
-	for _, t := range []string{"cosid_lock_waiter", "cosid_lock_session", "cosid_lock"} {
-		if _, err := tx.Exec(ctx, q(`DELETE FROM {p}`+t)); err != nil {
+	for _, q := range lq.PurgeDelete {
+		if _, err := tx.Exec(ctx, q); err != nil {
 			return nil, err
 		}
 	}

@@ -56,7 +56,7 @@ func (ls *lockSession) startSession(ctx context.Context) (*session, error) {
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 		wakes: map[int64]chan struct{}{}}
 	sent := time.Now()
-	err = conn.QueryRow(ctx, ls.s.Q(qSessionStart), se.t.Milliseconds()).Scan(&se.id)
+	err = conn.QueryRow(ctx, ls.s.lq.SessionStart, se.t.Milliseconds()).Scan(&se.id)
 	if err == nil {
 		_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{ls.channel}.Sanitize())
 	}
@@ -191,7 +191,7 @@ func (se *session) run(sent time.Time) {
 // confirm bumps the session's counter, and records the other sessions'
 // counters; it reports whether the row was there to confirm.
 func (se *session) confirm(ctx context.Context) (bool, error) {
-	rows, err := se.conn.Query(ctx, se.ls.s.Q(qSessionConfirm), se.id)
+	rows, err := se.conn.Query(ctx, se.ls.s.lq.SessionConfirm, se.id)
 	if err != nil {
 		return false, err
 	}
@@ -263,8 +263,8 @@ func (se *session) halt() {
 func (se *session) end(ctx context.Context) error {
 	se.halt()
 	b := &pgx.Batch{}
-	b.Queue(se.ls.s.Q(qLockSessions), se.id)
-	b.Queue(se.ls.s.Q(qSessionEnd), se.id, se.ls.channel)
+	b.Queue(se.ls.s.lq.LockSessions, se.id)
+	b.Queue(se.ls.s.lq.SessionEnd, se.id, se.ls.channel)
 	if _, err := countSecond(se.ls.s.pool.SendBatch(ctx, b)); err != nil {
 		return fmt.Errorf("ending lock session %d (its rows expire after %v): %w", se.id, se.t, err)
 	}

@@ -137,8 +137,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -147,6 +145,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/sqlstore"
+	"github.com/cosid-go/store/internal/sqlstore/sqlitedialect"
 )
 
 func init() { store.Register("sqlite", fromOptions) }
@@ -193,15 +192,8 @@ func fromOptions(options map[string]string) (driver.Store, error) {
 	return newDriver(context.Background(), path, busy, create)
 }
 
-// dialect is SQLite's: numbered ?N placeholders, the host clock, no row
-// locks (a write transaction holds the whole file).
-var dialect = sqlstore.Dialect{
-	Name:     "sqlite",
-	Now:      "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
-	Numbered: func(n int) string { return "?" + strconv.Itoa(n) },
-	OwnsFile: true,
-	HasMeta:  "SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = 'cosid_meta'",
-}
+// dialect is SQLite's (package sqlitedialect).
+var dialect = sqlitedialect.New()
 
 // newDriver opens the store in the file at path; without create, only a
 // file holding a store is opened, and nothing is created or written.
@@ -289,7 +281,7 @@ func precheck(ctx context.Context, path string, busyTimeout time.Duration, mu *s
 	}
 	defer sdb.Close()
 	err = sqlstore.Check(ctx, db{q: sdb, mu: mu}, dialect)
-	if err != nil && strings.Contains(err.Error(), "file is not a database") {
+	if dialect.Kind(err) == sqlstore.NotADatabase {
 		return fmt.Errorf("sqlite %s: not a SQLite database, refusing to touch it: %v: %w", path, err, driver.ErrConfigMismatch)
 	}
 	if err != nil {

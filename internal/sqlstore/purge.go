@@ -20,26 +20,26 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 	deleted := []string{}
 	err := s.db.Tx(ctx, func(tx Querier) error {
 		deleted = deleted[:0]
-		keys, err := strings1(ctx, tx, s.Q(`SELECT key FROM {p}cosid_range`))
+		keys, err := strings1(ctx, tx, s.q.Keys)
 		if err != nil {
 			return err
 		}
 		for _, k := range keys {
 			deleted = append(deleted, "range "+k)
 		}
-		names, err := strings1(ctx, tx, s.Q(`SELECT name FROM {p}cosid_namespace`))
+		names, err := strings1(ctx, tx, s.q.PurgeNamespaces)
 		if err != nil {
 			return err
 		}
 		for _, ns := range names {
-			slots, err := strings1(ctx, tx, s.Q(`SELECT CAST(slot AS TEXT) FROM {p}cosid_slot WHERE namespace = $1`), ns)
+			slots, err := strings1(ctx, tx, s.q.PurgeSlots, ns)
 			if err != nil {
 				return err
 			}
 			for _, n := range slots {
 				deleted = append(deleted, fmt.Sprintf("slot %s/%s", ns, n))
 			}
-			owners, err := strings1(ctx, tx, s.Q(`SELECT owner FROM {p}cosid_owner WHERE namespace = $1`), ns)
+			owners, err := strings1(ctx, tx, s.q.PurgeOwners, ns)
 			if err != nil {
 				return err
 			}
@@ -51,13 +51,13 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 		if err := s.raiseFenceFloor(ctx, tx); err != nil {
 			return err
 		}
-		for _, t := range []string{"cosid_range", "cosid_slot", "cosid_owner", "cosid_namespace"} {
-			if _, err := tx.Exec(ctx, s.Q(`DELETE FROM {p}`+t)); err != nil {
+		for _, q := range s.q.PurgeDelete {
+			if _, err := tx.Exec(ctx, q); err != nil {
 				return err
 			}
 		}
 		if s.d.PurgeMore != nil {
-			more, err := s.d.PurgeMore(ctx, tx, s.Q)
+			more, err := s.d.PurgeMore(ctx, tx)
 			if err != nil {
 				return err
 			}
@@ -94,7 +94,7 @@ func strings1(ctx context.Context, q Querier, query string, args ...any) ([]stri
 // fenceFloor returns the highest slot fence a purge deleted (0 if none).
 func (s *Store) fenceFloor(ctx context.Context, q Querier) (int64, error) {
 	var v string
-	err := q.QueryRow(ctx, s.Q(`SELECT value FROM {p}cosid_meta WHERE name = 'slot_fence_floor'`)).Scan(&v)
+	err := q.QueryRow(ctx, s.q.FenceFloor).Scan(&v)
 	if errors.Is(err, ErrNoRows) {
 		return 0, nil
 	}
@@ -115,13 +115,12 @@ func (s *Store) raiseFenceFloor(ctx context.Context, q Querier) error {
 		return err
 	}
 	var top *int64
-	if err := q.QueryRow(ctx, s.Q(`SELECT max(fence) FROM {p}cosid_slot`)).Scan(&top); err != nil {
+	if err := q.QueryRow(ctx, s.q.MaxFence).Scan(&top); err != nil {
 		return err
 	}
 	if top == nil || *top <= floor {
 		return nil
 	}
-	_, err = q.Exec(ctx, s.Q(`INSERT INTO {p}cosid_meta AS m (name, value) VALUES ('slot_fence_floor', $1)
-		ON CONFLICT (name) DO UPDATE SET value = $1`), strconv.FormatInt(*top, 10))
+	_, err = q.Exec(ctx, s.q.RaiseFenceFloor, strconv.FormatInt(*top, 10))
 	return err
 }

@@ -10,40 +10,14 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// statements are rewritten for the dialect when a store opens.
-var statements = map[string]string{
-	// One round trip: add step unless sealed or past math.MaxInt64; a new
-	// key starts at 0, so its new next value is step.
-	"next": `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, $2, FALSE)
-		ON CONFLICT (key) DO UPDATE SET next = r.next + $2
-		WHERE NOT r.sealed AND r.next <= 9223372036854775807 - $2
-		RETURNING next`,
-	// The same for a key this store has seen: a plain UPDATE, cheaper than
-	// an upsert's speculative insert.
-	"next.update": `UPDATE {p}cosid_range SET next = next + $2
-		WHERE key = $1 AND NOT sealed AND next <= 9223372036854775807 - $2
-		RETURNING next`,
-	"current": `SELECT next, sealed FROM {p}cosid_range WHERE key = $1`,
-	"seal": `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, 0, TRUE)
-		ON CONFLICT (key) DO UPDATE SET sealed = TRUE
-		RETURNING next`,
-	// Seal of a key this store saw above 0: only where it has not gone
-	// back, so that a refusal leaves nothing written.
-	"seal.update": `UPDATE {p}cosid_range SET sealed = TRUE WHERE key = $1 AND next >= $2
-		RETURNING next`,
-	"init": `INSERT INTO {p}cosid_range (key, next, sealed) VALUES ($1, $2, FALSE)
-		ON CONFLICT (key) DO NOTHING`,
-	"keys": `SELECT key FROM {p}cosid_range`,
-}
-
 // Next reserves [start, start+step) of key in one statement: an upsert, or
 // an update once the key is known to exist (a key seen once and missing
 // later fails the regression guard instead of starting again at 0).
 func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error) {
 	floor, known := s.seenNextKnown(key)
-	q := s.q["next"]
+	q := s.q.Next
 	if known {
-		q = s.q["next.update"]
+		q = s.q.NextUpdate
 	}
 	var next int64
 	err := s.db.QueryRow(ctx, q, key, step).Scan(&next)
@@ -90,7 +64,7 @@ func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
 	floor := s.seenNext(key)
 	var next int64
 	var sealed bool
-	err := s.db.QueryRow(ctx, s.q["current"], key).Scan(&next, &sealed)
+	err := s.db.QueryRow(ctx, s.q.Current, key).Scan(&next, &sealed)
 	if errors.Is(err, ErrNoRows) {
 		err, next = nil, 0
 	} else if err == nil {
@@ -108,7 +82,7 @@ func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
 	var next int64
 	var err error
 	if floor > 0 {
-		err = s.db.QueryRow(ctx, s.q["seal.update"], key, floor).Scan(&next)
+		err = s.db.QueryRow(ctx, s.q.SealUpdate, key, floor).Scan(&next)
 		if errors.Is(err, ErrNoRows) {
 			// Gone or went back (ErrCorrupt from Current's guard).
 			cur, _, err := s.Current(ctx, key)
@@ -118,7 +92,7 @@ func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
 			return 0, fmt.Errorf("key changed during Seal (now at %d); not sealed", cur)
 		}
 	} else {
-		err = s.db.QueryRow(ctx, s.q["seal"], key).Scan(&next)
+		err = s.db.QueryRow(ctx, s.q.Seal, key).Scan(&next)
 	}
 	if err != nil {
 		return 0, err
@@ -135,7 +109,7 @@ func (s *Store) Init(ctx context.Context, key string, next int64) error {
 		// Below a value this store saw, the key exists elsewhere or went
 		// back: either way Init fails, and must not write first.
 		var err error
-		if n, err = s.db.Exec(ctx, s.q["init"], key, next); err != nil {
+		if n, err = s.db.Exec(ctx, s.q.Init, key, next); err != nil {
 			return err
 		}
 	}
@@ -155,7 +129,7 @@ func (s *Store) Init(ctx context.Context, key string, next int64) error {
 
 // Keys lists every key, sorted bytewise (whatever the database's collation).
 func (s *Store) Keys(ctx context.Context) ([]string, error) {
-	rows, err := s.db.Query(ctx, s.q["keys"])
+	rows, err := s.db.Query(ctx, s.q.Keys)
 	if err != nil {
 		return nil, err
 	}

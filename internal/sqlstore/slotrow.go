@@ -61,17 +61,6 @@ func (r *slotRow) lease(ns string) driver.Lease {
 	return l
 }
 
-func init() {
-	statements["slot.insert"] = `INSERT INTO {p}cosid_slot (namespace, ` + slotCols + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-		ON CONFLICT (namespace, slot) DO NOTHING`
-	statements["slot.update"] = `UPDATE {p}cosid_slot SET owner = $3, incarnation = $4, last_owner = $5,
-		fence = $6, ttl_ms = $7, tolerance_ms = $8, floor = $9, expires_min = $10, ceiling_min = $11,
-		next_floor = $12, mtime = $13, expires_at = $14, ceiling = $15, version = $16
-		WHERE namespace = $1 AND slot = $2 AND version = $17`
-	statements["slot.read"] = `SELECT ` + slotCols + `, {now} FROM {p}cosid_slot WHERE namespace = $1 AND slot = $2`
-}
-
 // write stores r: an insert when old is nil, else a compare-and-set on
 // old's version. It reports whether the row was written.
 func (s *Store) write(ctx context.Context, q Querier, ns string, r *slotRow, oldVersion int64, insert bool) (bool, error) {
@@ -80,10 +69,10 @@ func (s *Store) write(ctx context.Context, q Querier, ns string, r *slotRow, old
 	var err error
 	if insert {
 		r.version = 1
-		n, err = q.Exec(ctx, s.q["slot.insert"], r.args(ns)...)
+		n, err = q.Exec(ctx, s.q.SlotInsert, r.args(ns)...)
 	} else {
 		r.version = oldVersion + 1
-		n, err = q.Exec(ctx, s.q["slot.update"], append(r.args(ns), oldVersion)...)
+		n, err = q.Exec(ctx, s.q.SlotUpdate, append(r.args(ns), oldVersion)...)
 	}
 	return n == 1, err
 }
@@ -93,7 +82,7 @@ func (s *Store) readSlot(ctx context.Context, q Querier, ns string, slot int) (*
 	floor := s.seenFence(ns, slot)
 	r := &slotRow{}
 	var now int64
-	err := q.QueryRow(ctx, s.q["slot.read"], ns, slot).Scan(append(r.dest(), &now)...)
+	err := q.QueryRow(ctx, s.q.SlotRead, ns, slot).Scan(append(r.dest(), &now)...)
 	if errors.Is(err, ErrNoRows) {
 		return nil, 0, nil
 	}

@@ -12,32 +12,6 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-func init() {
-	statements["ns.create"] = `INSERT INTO {p}cosid_namespace (name, slot_limit, tolerance_ms) VALUES ($1, $2, $3)
-		ON CONFLICT (name) DO NOTHING`
-	statements["ns.read"] = `SELECT slot_limit, tolerance_ms, {now} FROM {p}cosid_namespace WHERE name = $1`
-	statements["ns.list"] = `SELECT name, slot_limit, tolerance_ms FROM {p}cosid_namespace`
-	statements["owner.read"] = `SELECT slots FROM {p}cosid_owner WHERE namespace = $1 AND owner = $2`
-	statements["owner.write"] = `INSERT INTO {p}cosid_owner AS o (namespace, owner, slots) VALUES ($1, $2, $3)
-		ON CONFLICT (namespace, owner) DO UPDATE SET slots = $3`
-	// The lowest free slot: released, expired, or one this request may
-	// take or return (its own owner: the same incarnation, or a reclaim).
-	// Rows another acquire has locked are skipped (PostgreSQL).
-	statements["slot.free"] = `SELECT ` + slotCols + ` FROM {p}cosid_slot
-		WHERE namespace = $1 AND slot < $2
-		AND (owner = '' OR expires_at <= $3 OR (owner = $4 AND (incarnation = $5 OR $6)))
-		AND fence < 9223372036854775807
-		ORDER BY slot LIMIT 1{lock}`
-	// The lowest slot never used.
-	statements["slot.gap"] = `SELECT s FROM (
-		SELECT 0 AS s WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = 0)
-		UNION ALL
-		SELECT a.slot + 1 FROM {p}cosid_slot a WHERE a.namespace = $1 AND a.slot + 1 < $2
-		AND NOT EXISTS (SELECT 1 FROM {p}cosid_slot b WHERE b.namespace = $1 AND b.slot = a.slot + 1)
-		) g ORDER BY s LIMIT 1`
-	statements["slot.list"] = `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 ORDER BY slot`
-}
-
 // Acquire leases a slot in one transaction: the owner's last slots, the
 // preferred slot, then the lowest free slot the database finds.
 func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
@@ -110,13 +84,9 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 			}
 		}
 	}
-	wait := a.s.d.ForUpdate
-	if a.s.d.NoWait != "" {
-		wait = a.s.d.NoWait
-	}
-	for _, lock := range []string{a.s.d.SkipLocked, wait} {
+	for _, free := range a.s.q.SlotFree {
 		for {
-			n, r, found, err := a.lowestFree(ctx, lock)
+			n, r, found, err := a.lowestFree(ctx, free)
 			if err != nil || !found {
 				if err != nil {
 					return driver.Lease{}, err
@@ -136,17 +106,20 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 	return driver.Lease{}, fmt.Errorf("all %d slots are held: %w", a.req.Namespace.Limit, driver.ErrExhausted)
 }
 
-// lockRows reads (and on PostgreSQL locks) the listed slots.
+// lockRows reads, and locks (Dialect.ForUpdate), the listed slots.
 func (a *acquire) lockRows(ctx context.Context, slots []int) (map[int]*slotRow, error) {
-	marks := make([]string, len(slots))
+	var q strings.Builder
+	q.WriteString(a.s.q.SlotsHead)
 	args := []any{a.ns}
 	for i, n := range slots {
-		marks[i] = "$" + strconv.Itoa(i+2)
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(a.s.d.Placeholder(i + 2))
 		args = append(args, n)
 	}
-	q := a.s.Q(`SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 AND slot IN (` +
-		strings.Join(marks, ", ") + `) ORDER BY slot{forupdate}`)
-	return a.s.readRows(ctx, a.tx, a.ns, q, args...)
+	q.WriteString(a.s.q.SlotsTail)
+	return a.s.readRows(ctx, a.tx, a.ns, q.String(), args...)
 }
 
 // readRows runs a query of slot rows and accepts each.
@@ -184,12 +157,10 @@ func (s *Store) fenceFloors(ns string) map[int]int64 {
 	return out
 }
 
-// lowestFree finds the lowest slot this request may take: a row (locked
-// with lock) or, when r is nil, a slot never used.
-func (a *acquire) lowestFree(ctx context.Context, lock string) (n int, r *slotRow, found bool, err error) {
-	// {lock} goes in before the rewrite, which puts in the prefix.
-	q := a.s.rewrite(strings.ReplaceAll(statements["slot.free"], "{lock}", lock))
-	rows, err := a.s.readRows(ctx, a.tx, a.ns, q, a.ns, a.req.Namespace.Limit, a.now,
+// lowestFree finds the lowest slot this request may take with statement
+// free (one of SlotFree): a row, or, when r is nil, a slot never used.
+func (a *acquire) lowestFree(ctx context.Context, free string) (n int, r *slotRow, found bool, err error) {
+	rows, err := a.s.readRows(ctx, a.tx, a.ns, free, a.ns, a.req.Namespace.Limit, a.now,
 		a.req.Owner, a.req.Incarnation, a.req.Reclaim)
 	if err != nil {
 		return 0, nil, false, err
@@ -198,7 +169,7 @@ func (a *acquire) lowestFree(ctx context.Context, lock string) (n int, r *slotRo
 		n, r, found = row.slot, row, true
 	}
 	var gap int64
-	err = a.tx.QueryRow(ctx, a.s.q["slot.gap"], a.ns, a.req.Namespace.Limit).Scan(&gap)
+	err = a.tx.QueryRow(ctx, a.s.q.SlotGap, a.ns, a.req.Namespace.Limit).Scan(&gap)
 	switch {
 	case errors.Is(err, ErrNoRows):
 		return n, r, found, nil
@@ -247,11 +218,11 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 // namespace creates the namespace if missing, checks its settings, and
 // returns the store's time.
 func (s *Store) namespace(ctx context.Context, q Querier, want driver.Namespace) (int64, error) {
-	if _, err := q.Exec(ctx, s.q["ns.create"], want.Name, want.Limit, want.Tolerance.Milliseconds()); err != nil {
+	if _, err := q.Exec(ctx, s.q.NamespaceCreate, want.Name, want.Limit, want.Tolerance.Milliseconds()); err != nil {
 		return 0, err
 	}
 	var limit, tol, now int64
-	if err := q.QueryRow(ctx, s.q["ns.read"], want.Name).Scan(&limit, &tol, &now); err != nil {
+	if err := q.QueryRow(ctx, s.q.NamespaceRead, want.Name).Scan(&limit, &tol, &now); err != nil {
 		return 0, err
 	}
 	if limit != int64(want.Limit) || tol != want.Tolerance.Milliseconds() {
@@ -264,7 +235,7 @@ func (s *Store) namespace(ctx context.Context, q Querier, want driver.Namespace)
 // ownerIndex returns the slots owner held last, most recent first.
 func (s *Store) ownerIndex(ctx context.Context, q Querier, ns, owner string) ([]int, error) {
 	var list string
-	err := q.QueryRow(ctx, s.q["owner.read"], ns, owner).Scan(&list)
+	err := q.QueryRow(ctx, s.q.OwnerRead, ns, owner).Scan(&list)
 	if errors.Is(err, ErrNoRows) {
 		return nil, nil
 	}
@@ -291,7 +262,7 @@ func (s *Store) remember(ctx context.Context, q Querier, ns, owner string, idx [
 	for _, m := range driver.RememberSlot(idx, n) {
 		list = append(list, strconv.Itoa(m))
 	}
-	_, err := q.Exec(ctx, s.q["owner.write"], ns, owner, strings.Join(list, ","))
+	_, err := q.Exec(ctx, s.q.OwnerWrite, ns, owner, strings.Join(list, ","))
 	return err
 }
 
@@ -354,7 +325,7 @@ func (s *Store) current(ctx context.Context, l driver.Lease) (*slotRow, int64, e
 
 // Namespaces lists every namespace, sorted by name.
 func (s *Store) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
-	rows, err := s.db.Query(ctx, s.q["ns.list"])
+	rows, err := s.db.Query(ctx, s.q.NamespaceList)
 	if err != nil {
 		return nil, err
 	}
@@ -379,14 +350,14 @@ func (s *Store) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
 // Slots lists the used slots of a namespace by slot number.
 func (s *Store) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error) {
 	var limit, tol, now int64
-	err := s.db.QueryRow(ctx, s.q["ns.read"], ns).Scan(&limit, &tol, &now)
+	err := s.db.QueryRow(ctx, s.q.NamespaceRead, ns).Scan(&limit, &tol, &now)
 	if errors.Is(err, ErrNoRows) {
 		return nil, fmt.Errorf("no namespace %q: %w", ns, driver.ErrNotFound)
 	}
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.readRows(ctx, s.db, ns, s.q["slot.list"], ns)
+	rows, err := s.readRows(ctx, s.db, ns, s.q.SlotList, ns)
 	if err != nil {
 		return nil, err
 	}

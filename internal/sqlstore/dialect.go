@@ -1,0 +1,194 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Dialect is everything the shared logic leaves to the database: its SQL
+// that differs, and what its errors mean. The shared files name no
+// database; each dialect lives in a package of its own (sqlitedialect,
+// pgdialect), so a program linking one driver links one database library.
+type Dialect struct {
+	Name string
+	// Prefix goes before every table name: `"myschema".` or "".
+	Prefix string
+	// Now is an SQL expression: the database's clock, ms since the epoch.
+	Now string
+	// ForUpdate ends a SELECT of slot rows that Acquire may then write,
+	// so that it locks them; empty where a write transaction holds the
+	// whole database anyway.
+	ForUpdate string
+	// FreeSearch ends the free-slot search, one pass per entry, in order,
+	// until a pass finds nothing: with row locks, first a pass that skips
+	// rows other acquirers hold, then one that takes their locks without
+	// queueing (a lock it cannot have at once fails the transaction, and
+	// DB.Tx tries it again), so two acquirers never wait on each other.
+	// Where a write transaction is exclusive, one pass with no ending.
+	FreeSearch []string
+	// Numbered turns placeholder n into the database's form; nil keeps $n.
+	Numbered func(n int) string
+	// HasMeta is a query whose one boolean says whether cosid_meta exists.
+	HasMeta string
+	// ListTables, if set, lists every table of a database the store has to
+	// itself: one with tables but no cosid_meta is someone else's and is
+	// refused. Nil where the store's tables sit among others' (a schema).
+	ListTables func(ctx context.Context, tx Querier) ([]string, error)
+	// Setup runs before the tables are created, in the same transaction
+	// (a lock against concurrent creation, a schema).
+	Setup func(ctx context.Context, tx Querier) error
+	// Tables are the driver's own, created after the shared ones.
+	Tables []string
+	// PurgeMore deletes the driver's own tables in Purge's transaction
+	// and says what it deleted.
+	PurgeMore func(ctx context.Context, tx Querier) ([]string, error)
+	// Classify says what an error of the database means, from its code
+	// (never its message); nil classifies every error Other.
+	Classify func(error) Kind
+}
+
+// Kind is what a database error means to the store.
+type Kind int
+
+const (
+	// Other is any error the store does not act on.
+	Other Kind = iota
+	// NotADatabase: the file is not a database of the dialect's kind.
+	NotADatabase
+	// Aborted: the database rolled the transaction back (a deadlock, a
+	// lock it could not have, a serialization failure); it changed
+	// nothing and may be tried again.
+	Aborted
+	// MissingParent: a row referred to a row that is gone (a foreign key).
+	MissingParent
+)
+
+func (k Kind) String() string {
+	switch k {
+	case NotADatabase:
+		return "not a database"
+	case Aborted:
+		return "aborted"
+	case MissingParent:
+		return "missing parent"
+	}
+	return "other"
+}
+
+// Kind classifies err with the dialect's Classify.
+func (d Dialect) Kind(err error) Kind {
+	if err == nil || d.Classify == nil {
+		return Other
+	}
+	return d.Classify(err)
+}
+
+// check refuses a dialect missing what the shared logic needs.
+func (d Dialect) check() error {
+	var missing []string
+	for _, f := range []struct {
+		name  string
+		empty bool
+	}{
+		{"Name", d.Name == ""},
+		{"Now", d.Now == ""},
+		{"HasMeta", d.HasMeta == ""},
+		{"FreeSearch", len(d.FreeSearch) == 0},
+	} {
+		if f.empty {
+			missing = append(missing, f.name)
+		}
+	}
+	if missing != nil {
+		return fmt.Errorf("sqlstore: dialect %q has no %s", d.Name, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// Placeholder is placeholder n in the database's form.
+func (d Dialect) Placeholder(n int) string {
+	if d.Numbered == nil {
+		return "$" + strconv.Itoa(n)
+	}
+	return d.Numbered(n)
+}
+
+// Rewrite returns statement q for the database: {p} becomes the table
+// prefix, {now} the clock, {forupdate} the row lock, $n the dialect's
+// placeholder. The markers are replaced in one pass: what goes in (a
+// schema name in the prefix) is never searched again.
+func (d Dialect) Rewrite(q string) string {
+	q = strings.NewReplacer("{p}", d.Prefix, "{now}", d.Now, "{forupdate}", d.ForUpdate).Replace(q)
+	if d.Numbered == nil {
+		return q
+	}
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		if q[i] == '$' && i+1 < len(q) && q[i+1] >= '0' && q[i+1] <= '9' {
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			n, _ := strconv.Atoi(q[i+1 : j])
+			b.WriteString(d.Numbered(n))
+			i = j - 1
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	return b.String()
+}
+
+// marker is what a statement template may hold between braces.
+var marker = regexp.MustCompile(`\{[a-z]*\}`)
+
+// Prepare rewrites, in place, every statement of *stmts, a struct whose
+// fields are strings or slices of strings, for the database (Rewrite). It
+// fails naming each field left empty and each marker it does not know: a
+// statement forgotten or mistyped fails the first open of a store, in
+// every test, instead of a user's call.
+func (d Dialect) Prepare(stmts any) error {
+	v := reflect.ValueOf(stmts)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("sqlstore: Prepare takes a pointer to a struct of statements, not %T", stmts)
+	}
+	v = v.Elem()
+	var errs []error
+	one := func(name string, s reflect.Value) {
+		q := s.String()
+		if strings.TrimSpace(q) == "" {
+			errs = append(errs, fmt.Errorf("%s is empty", name))
+		}
+		for _, m := range marker.FindAllString(q, -1) {
+			if m != "{p}" && m != "{now}" && m != "{forupdate}" {
+				errs = append(errs, fmt.Errorf("%s has the unknown marker %s", name, m))
+			}
+		}
+		s.SetString(d.Rewrite(q))
+	}
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Name()+"."+v.Type().Field(i).Name
+		switch {
+		case f.Kind() == reflect.String:
+			one(name, f)
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
+			if f.Len() == 0 {
+				errs = append(errs, fmt.Errorf("%s is empty", name))
+			}
+			for j := range f.Len() {
+				one(fmt.Sprintf("%s[%d]", name, j), f.Index(j))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%s is a %s, not a statement", name, f.Type()))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlstore: statements for %s: %w", d.Name, err)
+	}
+	return nil
+}

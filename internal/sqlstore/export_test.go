@@ -1,0 +1,28 @@
+package sqlstore
+
+import (
+	"reflect"
+	"strconv"
+)
+
+// Statements returns every shared statement written for d, by field name
+// (a list's entries as Name[i]).
+func Statements(d Dialect) (map[string]string, error) {
+	st, err := newStatements(d)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	v := reflect.ValueOf(st).Elem()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		if f.Kind() == reflect.String {
+			out[name] = f.String()
+			continue
+		}
+		for j := range f.Len() {
+			out[name+"["+strconv.Itoa(j)+"]"] = f.Index(j).String()
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,71 @@
+// Package pgdialect is PostgreSQL's sqlstore.Dialect, on pgx.
+package pgdialect
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cosid-go/store/internal/sqlstore"
+)
+
+// Clock is the database's clock in ms since the epoch: clock_timestamp(),
+// which moves within a transaction, unlike now().
+const Clock = "(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint"
+
+// New returns PostgreSQL's dialect for the tables in schema (a name the
+// driver checked): row locks, so the free-slot search first passes over
+// the rows other acquirers hold, then takes their locks without waiting.
+// The schema is created if missing.
+func New(schema string) sqlstore.Dialect {
+	return sqlstore.Dialect{
+		Name:       "postgres",
+		Prefix:     pgx.Identifier{schema}.Sanitize() + ".",
+		Now:        Clock,
+		ForUpdate:  " FOR UPDATE",
+		FreeSearch: []string{" FOR UPDATE SKIP LOCKED", " FOR UPDATE NOWAIT"},
+		HasMeta:    "SELECT to_regclass('" + pgx.Identifier{schema, "cosid_meta"}.Sanitize() + "') IS NOT NULL",
+		Setup: func(ctx context.Context, tx sqlstore.Querier) error {
+			// Stores opening at once on a new schema would race to create
+			// the same tables; one at a time, per database.
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(7161541250637836288)"); err != nil {
+				return err
+			}
+			var exists bool
+			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				_, err := tx.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
+				return err
+			}
+			return nil
+		},
+		Classify: Classify,
+	}
+}
+
+// The SQLSTATE codes the store acts on (PostgreSQL's Appendix A).
+const (
+	serializationFailure = "40001"
+	deadlockDetected     = "40P01"
+	lockNotAvailable     = "55P03"
+	foreignKeyViolation  = "23503"
+)
+
+// Classify reads the server's SQLSTATE code.
+func Classify(err error) sqlstore.Kind {
+	var e *pgconn.PgError
+	if !errors.As(err, &e) {
+		return sqlstore.Other
+	}
+	switch e.Code {
+	case serializationFailure, deadlockDetected, lockNotAvailable:
+		return sqlstore.Aborted
+	case foreignKeyViolation:
+		return sqlstore.MissingParent
+	}
+	return sqlstore.Other
+}

@@ -1,0 +1,155 @@
+package sqlstore
+
+import "slices"
+
+// statements are every statement of the shared logic, written for a
+// store's dialect once, when it opens (newStatements), and checked then:
+// each field must be set (Dialect.Prepare).
+type statements struct {
+	Create []string // the tables, the dialect's own last
+
+	// cosid_meta
+	InitVersion, InitStoreID, StoreID, SchemaVersion string
+	FenceFloor, RaiseFenceFloor, MaxFence            string
+
+	// Ranges. Next is one round trip: add step unless sealed or past
+	// math.MaxInt64; a new key starts at 0, so its new next value is step.
+	// NextUpdate is the same for a key this store has seen: a plain
+	// UPDATE, cheaper than an upsert's speculative insert. SealUpdate seals
+	// a key this store saw above 0 only where it has not gone back, so
+	// that a refusal leaves nothing written.
+	Next, NextUpdate, Current, Seal, SealUpdate, Init, Keys string
+
+	// Namespaces and owner indexes.
+	NamespaceCreate, NamespaceRead, NamespaceList, OwnerRead, OwnerWrite string
+
+	// Slots. SlotFree has one statement per pass of the free-slot search
+	// (Dialect.FreeSearch). SlotsHead, placeholders $2..., SlotsTail read
+	// the listed slots, locked.
+	SlotFree                                       []string
+	SlotGap, SlotList, SlotInsert, SlotUpdate      string
+	SlotRead, SlotsHead, SlotsTail                 string
+	PurgeNamespaces, PurgeSlots, PurgeOwners, Ping string
+	PurgeDelete                                    []string
+}
+
+// newStatements writes the statements for d.
+func newStatements(d Dialect) (*statements, error) {
+	free := make([]string, len(d.FreeSearch))
+	for i, lock := range d.FreeSearch {
+		free[i] = slotFree + lock
+	}
+	st := &statements{
+		Create: slices.Concat(tables, d.Tables),
+
+		InitVersion: `INSERT INTO {p}cosid_meta (name, value) VALUES ('schema_version', $1)
+			ON CONFLICT (name) DO NOTHING`,
+		InitStoreID: `INSERT INTO {p}cosid_meta (name, value) VALUES ('store_id', $1)
+			ON CONFLICT (name) DO NOTHING`,
+		StoreID:       `SELECT value FROM {p}cosid_meta WHERE name = 'store_id'`,
+		SchemaVersion: `SELECT value FROM {p}cosid_meta WHERE name = 'schema_version'`,
+		FenceFloor:    `SELECT value FROM {p}cosid_meta WHERE name = 'slot_fence_floor'`,
+		RaiseFenceFloor: `INSERT INTO {p}cosid_meta AS m (name, value) VALUES ('slot_fence_floor', $1)
+			ON CONFLICT (name) DO UPDATE SET value = $1`,
+		MaxFence: `SELECT max(fence) FROM {p}cosid_slot`,
+
+		Next: `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, $2, FALSE)
+			ON CONFLICT (key) DO UPDATE SET next = r.next + $2
+			WHERE NOT r.sealed AND r.next <= 9223372036854775807 - $2
+			RETURNING next`,
+		NextUpdate: `UPDATE {p}cosid_range SET next = next + $2
+			WHERE key = $1 AND NOT sealed AND next <= 9223372036854775807 - $2
+			RETURNING next`,
+		Current: `SELECT next, sealed FROM {p}cosid_range WHERE key = $1`,
+		Seal: `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, 0, TRUE)
+			ON CONFLICT (key) DO UPDATE SET sealed = TRUE
+			RETURNING next`,
+		SealUpdate: `UPDATE {p}cosid_range SET sealed = TRUE WHERE key = $1 AND next >= $2
+			RETURNING next`,
+		Init: `INSERT INTO {p}cosid_range (key, next, sealed) VALUES ($1, $2, FALSE)
+			ON CONFLICT (key) DO NOTHING`,
+		Keys: `SELECT key FROM {p}cosid_range`,
+
+		NamespaceCreate: `INSERT INTO {p}cosid_namespace (name, slot_limit, tolerance_ms) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO NOTHING`,
+		NamespaceRead: `SELECT slot_limit, tolerance_ms, {now} FROM {p}cosid_namespace WHERE name = $1`,
+		NamespaceList: `SELECT name, slot_limit, tolerance_ms FROM {p}cosid_namespace`,
+		OwnerRead:     `SELECT slots FROM {p}cosid_owner WHERE namespace = $1 AND owner = $2`,
+		OwnerWrite: `INSERT INTO {p}cosid_owner AS o (namespace, owner, slots) VALUES ($1, $2, $3)
+			ON CONFLICT (namespace, owner) DO UPDATE SET slots = $3`,
+
+		SlotFree: free,
+		// The lowest slot never used.
+		SlotGap: `SELECT s FROM (
+			SELECT 0 AS s WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = 0)
+			UNION ALL
+			SELECT a.slot + 1 FROM {p}cosid_slot a WHERE a.namespace = $1 AND a.slot + 1 < $2
+			AND NOT EXISTS (SELECT 1 FROM {p}cosid_slot b WHERE b.namespace = $1 AND b.slot = a.slot + 1)
+			) g ORDER BY s LIMIT 1`,
+		SlotList: `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 ORDER BY slot`,
+		SlotInsert: `INSERT INTO {p}cosid_slot (namespace, ` + slotCols + `)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+			ON CONFLICT (namespace, slot) DO NOTHING`,
+		SlotUpdate: `UPDATE {p}cosid_slot SET owner = $3, incarnation = $4, last_owner = $5,
+			fence = $6, ttl_ms = $7, tolerance_ms = $8, floor = $9, expires_min = $10, ceiling_min = $11,
+			next_floor = $12, mtime = $13, expires_at = $14, ceiling = $15, version = $16
+			WHERE namespace = $1 AND slot = $2 AND version = $17`,
+		SlotRead:  `SELECT ` + slotCols + `, {now} FROM {p}cosid_slot WHERE namespace = $1 AND slot = $2`,
+		SlotsHead: `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 AND slot IN (`,
+		SlotsTail: `) ORDER BY slot{forupdate}`,
+
+		PurgeNamespaces: `SELECT name FROM {p}cosid_namespace`,
+		PurgeSlots:      `SELECT CAST(slot AS TEXT) FROM {p}cosid_slot WHERE namespace = $1`,
+		PurgeOwners:     `SELECT owner FROM {p}cosid_owner WHERE namespace = $1`,
+		PurgeDelete: []string{`DELETE FROM {p}cosid_range`, `DELETE FROM {p}cosid_slot`,
+			`DELETE FROM {p}cosid_owner`, `DELETE FROM {p}cosid_namespace`},
+		Ping: `SELECT 1`,
+	}
+	return st, d.Prepare(st)
+}
+
+// slotFree finds the lowest free slot: released, expired, or one this
+// request may take or return (its own owner: the same incarnation, or a
+// reclaim). The pass's ending (Dialect.FreeSearch) goes after it.
+const slotFree = `SELECT ` + slotCols + ` FROM {p}cosid_slot
+	WHERE namespace = $1 AND slot < $2
+	AND (owner = '' OR expires_at <= $3 OR (owner = $4 AND (incarnation = $5 OR $6)))
+	AND fence < 9223372036854775807
+	ORDER BY slot LIMIT 1`
+
+var tables = []string{
+	`CREATE TABLE IF NOT EXISTS {p}cosid_meta (
+		name TEXT PRIMARY KEY,
+		value TEXT NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS {p}cosid_range (
+		key TEXT PRIMARY KEY,
+		next BIGINT NOT NULL,
+		sealed BOOLEAN NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS {p}cosid_namespace (
+		name TEXT PRIMARY KEY,
+		slot_limit BIGINT NOT NULL,
+		tolerance_ms BIGINT NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS {p}cosid_slot (
+		namespace TEXT NOT NULL,
+		slot BIGINT NOT NULL,
+		owner TEXT NOT NULL,
+		incarnation TEXT NOT NULL,
+		last_owner TEXT NOT NULL,
+		fence BIGINT NOT NULL,
+		ttl_ms BIGINT NOT NULL,
+		tolerance_ms BIGINT NOT NULL,
+		floor BIGINT NOT NULL,
+		expires_min BIGINT NOT NULL,
+		ceiling_min BIGINT NOT NULL,
+		next_floor BIGINT NOT NULL,
+		mtime BIGINT NOT NULL,
+		expires_at BIGINT NOT NULL,
+		ceiling BIGINT NOT NULL,
+		version BIGINT NOT NULL,
+		PRIMARY KEY (namespace, slot))`,
+	`CREATE TABLE IF NOT EXISTS {p}cosid_owner (
+		namespace TEXT NOT NULL,
+		owner TEXT NOT NULL,
+		slots TEXT NOT NULL,
+		PRIMARY KEY (namespace, owner))`,
+}
