@@ -264,7 +264,7 @@ func openStore(sc config.StoreConfig, timeout durationFlag, desc string, create 
 }
 
 // describe names a store for messages: its config name if any, its driver
-// and its options, sorted, each through driver.Redact (passwords in URLs
+// and its options, sorted, each through redact (passwords in URLs
 // and in password= pairs, values of secret-looking options, are hidden).
 func describe(name string, sc config.StoreConfig) string {
 	var b strings.Builder
@@ -274,7 +274,7 @@ func describe(name string, sc config.StoreConfig) string {
 		b.WriteString(sc.Type)
 	}
 	for _, k := range slices.Sorted(maps.Keys(sc.Options)) {
-		b.WriteString(" " + driver.Redact(k+"="+sc.Options[k]))
+		b.WriteString(" " + redact(k+"="+sc.Options[k]))
 	}
 	if name != "" {
 		b.WriteString(")")
@@ -298,14 +298,14 @@ func parseSpec(flagName, spec string, cfg *config.Config, cfgPath string) (confi
 	if !ok || !driverName.MatchString(drv) {
 		if cfg != nil {
 			return config.StoreConfig{}, "", usagef("%s %q: no such store in %s (stores: %s), and not DRIVER:OPTIONS",
-				flagName, driver.Redact(spec), cfgPath, strings.Join(storeNames(cfg), ", "))
+				flagName, redact(spec), cfgPath, strings.Join(storeNames(cfg), ", "))
 		}
 		return config.StoreConfig{}, "", usagef("%s %q: want DRIVER:KEY=VALUE,... (e.g. memory:name=a), or a store NAME with --config",
-			flagName, driver.Redact(spec))
+			flagName, redact(spec))
 	}
 	opts, err := parseOptionList(rest)
 	if err != nil {
-		return config.StoreConfig{}, "", usagef("%s %q: %v", flagName, driver.Redact(spec), err)
+		return config.StoreConfig{}, "", usagef("%s %q: %v", flagName, redact(spec), err)
 	}
 	sc := config.StoreConfig{Type: drv, Options: opts}
 	return sc, describe("", sc), nil
