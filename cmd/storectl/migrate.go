@@ -56,7 +56,11 @@ whose ceiling (expiry plus clock tolerance) is ahead (exit code 3, unless
 --force: use it only for holders known to be dead, which must never renew).
 
 It is safe to run again after a failure part-way, or after the target was
-used: what is already done is reported as such and left alone.
+used: what is already done is reported as such and left alone. Keep the
+target's instances stopped until migrate is done: a key an instance creates
+in the target starts at 0, below the source's values. migrate warns of a key
+the target has although the source never moved it, and fails on one created
+in the target while it runs.
 `})
 }
 
@@ -187,6 +191,7 @@ type plan struct {
 type keyStep struct {
 	key       string
 	srcSealed bool
+	inTarget  bool // the target had the key when the plan read it
 }
 
 type nsStep struct {
@@ -271,7 +276,8 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 		if err != nil {
 			return err
 		}
-		if slices.Contains(dstKeys, k) {
+		inTarget := slices.Contains(dstKeys, k)
+		if inTarget {
 			dstNext, dstSealed, err := m.dst.Ranges().Current(ctx, k)
 			if err != nil {
 				return err
@@ -286,9 +292,14 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 					"cannot reopen a sealed key: %s", k, dstNext, advice)
 			case dstNext < srcNext:
 				problem("key %q: the target has it at %d, below %d in the source: values could repeat", k, dstNext, srcNext)
+			case !srcSealed:
+				// migrate seals the source before it writes the target:
+				// this key was used in the target on its own.
+				fmt.Fprintf(m.e.stderr, "warning: key %s: the target has it at %d, though the source never moved it (not sealed): "+
+					"if an instance used it in the target from 0, values below %d were handed out by both stores\n", k, dstNext, srcNext)
 			}
 		}
-		p.keys = append(p.keys, keyStep{key: k, srcSealed: srcSealed})
+		p.keys = append(p.keys, keyStep{key: k, srcSealed: srcSealed, inTarget: inTarget})
 	}
 	return nil
 }
@@ -504,6 +515,12 @@ func (m *migration) moveKey(ctx context.Context, k keyStep) (string, error) {
 	case next < sealedAt:
 		return "", fmt.Errorf("%s; the target has it at %d, below: values could repeat, so the target was left as it is",
 			sealed, next)
+	case !k.inTarget:
+		// Absent when the plan read the target: an instance created it
+		// since, starting at 0, below the source's values.
+		return "", fmt.Errorf("%s; created in the target during the migration, now at %d: an instance uses the target, "+
+			"and values below %d may repeat what the source handed out. Stop the instances of the target before migrating; "+
+			"the key is carried now (the target is above the source)", sealed, next, sealedAt)
 	case next == sealedAt:
 		return fmt.Sprintf("%s; already in target at %d", sealed, next), nil
 	}
