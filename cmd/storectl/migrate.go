@@ -152,8 +152,10 @@ func differentStores(ctx context.Context, e *env, src, dst *store.Store, srcCfg,
 	switch {
 	case dstErr == nil && srcErr == nil:
 		if srcID == dstID {
-			return refusedf("--from and --to are the same store (identity %s): %s and %s reach one storage; nothing changed. "+
-				"Check --to: migrating a store into itself would seal every key it hands out", srcID, srcDesc, dstDesc)
+			return refusedf("--from and --to are the same store (identity %s): %s and %s reach one storage, "+
+				"or one is a copy of the other (a copied SQLite file, a restored backup); nothing changed. "+
+				"Check --to: migrating a store into itself would seal every key it hands out, "+
+				"and a copy must never serve beside its original: both would hand out the same values", srcID, srcDesc, dstDesc)
 		}
 		return nil
 	case dstErr == nil && errors.Is(srcErr, store.ErrNotFound):
