@@ -5,7 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,13 +70,12 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// layout is what a ZooKeeper store keeps below its root.
-var layout = []string{"range", "slot", "owner", "lock"}
-
-// foreignNodes lists the children of a ZooKeeper store's root that are not
-// part of its layout: most likely another store's root (/ids/v2 inside
-// /ids), which the driver's purge deletes with everything else below the
-// root. Drivers that list no nodes have none.
+// foreignNodes lists the nodes below a ZooKeeper store's root that are not
+// part of its layout (range/KEY..., slot/NS/SLOT, slot/NS/.clock,
+// owner/NS/OWNER, lock/NAME/_c_WAITER): most likely another store's root
+// (/ids/v2, /ids/lock/v2 inside /ids), which the driver's purge deletes
+// with everything else below the root. Only the topmost node of each
+// foreign subtree is listed. Drivers that list no nodes have none.
 func foreignNodes(ctx context.Context, st *store.Store) ([]string, error) {
 	l, ok := st.Driver().(aclLister)
 	if !ok {
@@ -89,13 +88,36 @@ func foreignNodes(ctx context.Context, st *store.Store) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	root := nodes[0].Path // the walk starts at the root
+	root := nodes[0].Path // the walk starts at the root, parents before children
 	for _, n := range nodes[1:] {
-		if name, ok := strings.CutPrefix(n.Path, root+"/"); ok && !strings.Contains(name, "/") && !slices.Contains(layout, name) {
+		if len(out) > 0 && strings.HasPrefix(n.Path, out[len(out)-1]+"/") {
+			continue
+		}
+		if rel, ok := strings.CutPrefix(n.Path, root+"/"); ok && !inLayout(strings.Split(rel, "/")) {
 			out = append(out, n.Path)
 		}
 	}
 	return out, nil
+}
+
+// inLayout reports whether a node below a ZooKeeper store's root, given as
+// its path segments below the root, is one the store itself makes.
+func inLayout(segs []string) bool {
+	switch segs[0] {
+	case "range":
+		return true // keys have any number of segments
+	case "slot":
+		if len(segs) == 3 {
+			_, err := strconv.Atoi(segs[2])
+			return err == nil || segs[2] == ".clock"
+		}
+		return len(segs) < 3
+	case "owner":
+		return len(segs) <= 3
+	case "lock":
+		return len(segs) < 3 || len(segs) == 3 && strings.HasPrefix(segs[2], "_c_")
+	}
+	return false
 }
 
 // inUse lists the leases that may be in use and the locks that are held.

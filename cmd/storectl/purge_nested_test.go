@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/cosid-go/store/internal/zktest"
@@ -30,4 +31,33 @@ func TestPurgeSparesNestedStore(t *testing.T) {
 			r.code, r.stdout, r.stderr, cur, err)
 	}
 	r.want(t, exitRefused, inner.options["root"], "nothing deleted")
+}
+
+// TestPurgeSparesNestedStoreDeeper: a store whose root lies deeper inside
+// another's (in its owner index or lock trees, where the outer store reads
+// nothing of it, or in its range or slot trees, where it reads corrupt data)
+// is spared by the outer store's purge too, whose refusal names it.
+func TestPurgeSparesNestedStoreDeeper(t *testing.T) {
+	addr := servers.addr(t, zktest.Versions()[0])
+	for _, tc := range []struct{ sub, say string }{
+		{"/owner/v2", "/owner/v2/range"},
+		{"/lock/v2", "/lock/v2/range"},
+		{"/slot/v2", "corrupt data"},
+		{"/range/a/b", "corrupt data"},
+	} {
+		t.Run(tc.sub, func(t *testing.T) {
+			outer := zkSpec(t, addr, nil)
+			inner := zkSpec(t, addr, map[string]string{"root": outer.options["root"] + tc.sub})
+			ctl(with(args("init"), outer.flags(), args("orders", "100"))...).want(t, exitOK, "initialised at 100")
+			ctl(with(args("init"), inner.flags(), args("orders", "7"))...).want(t, exitOK, "initialised at 7")
+			r := ctl(with(args("purge", "--yes"), outer.flags())...)
+			if cur, _, err := inner.open(t).Ranges().Current(t.Context(), "orders"); err != nil || cur != 7 {
+				t.Fatalf("after the outer store's purge (exit %d)\nstdout:\n%s\nstderr:\n%s\nthe inner store's orders: next %d (%v), want 7",
+					r.code, r.stdout, r.stderr, cur, err)
+			}
+			if r.code == exitOK || !strings.Contains(r.stderr, tc.say) {
+				t.Fatalf("purge of the outer store: exit %d, want a refusal naming %q\nstdout:\n%s\nstderr:\n%s", r.code, tc.say, r.stdout, r.stderr)
+			}
+		})
+	}
 }
