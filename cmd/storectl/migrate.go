@@ -98,22 +98,22 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	srcCfg, srcDesc, err := parseSpec("--from", *from, cfg, *cfgPath)
+	srcCfg, srcName, err := parseSpec("--from", *from, cfg, *cfgPath)
 	if err != nil {
 		return err
 	}
-	dstCfg, dstDesc, err := parseSpec("--to", *to, cfg, *cfgPath)
+	dstCfg, dstName, err := parseSpec("--to", *to, cfg, *cfgPath)
 	if err != nil {
 		return err
 	}
 	// The source must exist; the target may be created. The source opens
 	// first, so a mistyped source creates no target.
-	src, _, err := openStore(srcCfg, timeout, srcDesc, openExisting)
+	src, srcDesc, err := openStore(srcCfg, timeout, srcName, openExisting)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, _, err := openStore(dstCfg, timeout, dstDesc, openOrCreate)
+	dst, dstDesc, err := openStore(dstCfg, timeout, dstName, openOrCreate)
 	if err != nil {
 		return err
 	}
