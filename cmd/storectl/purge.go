@@ -81,7 +81,9 @@ func foreignNodes(ctx context.Context, st *store.Store) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, max(10*st.Timeout(), time.Minute))
+	// Two round trips a node, one node at a time: a bound for big stores
+	// (a minute is 30 000 nodes or more on a LAN), not for a stuck server.
+	ctx, cancel := context.WithTimeout(ctx, max(100*st.Timeout(), 10*time.Minute))
 	defer cancel()
 	nodes, err := l.ACLs(ctx)
 	if err != nil || len(nodes) == 0 {
