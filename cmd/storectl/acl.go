@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/drivers/zookeeper"
 )
 
@@ -73,7 +72,7 @@ func runACL(ctx context.Context, e *env, args []string) error {
 				j.ACL = append(j.ACL, aclEntryJSON{Scheme: a.Scheme, ID: a.ID, Perms: zookeeper.PermString(a.Perms)})
 			}
 			if n.Err != nil {
-				j.Error = driver.Redact(n.Err.Error())
+				j.Error = redact(n.Err.Error())
 			}
 			out = append(out, j)
 		}
@@ -89,7 +88,7 @@ func runACL(ctx context.Context, e *env, args []string) error {
 	for _, n := range nodes {
 		line := zookeeper.FormatACL(n.ACL)
 		if n.Err != nil {
-			line += "\t(" + driver.Redact(n.Err.Error()) + ")"
+			line += "\t(" + redact(n.Err.Error()) + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", n.Path, line)
 	}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/driver"
 	// Every driver of the module: the tool must open whatever a program
 	// using the module may have created.
 	_ "github.com/cosid-go/store/drivers/memory"
@@ -125,7 +124,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(stderr, "storectl: unknown command %q (commands: %s)\nRun 'storectl help' for usage.\n",
-			driver.Redact(name), strings.Join(commandNames(), ", "))
+			redact(name), strings.Join(commandNames(), ", "))
 		return exitUsage
 	}
 	err := c.run(context.Background(), e, rest)
@@ -138,7 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitCode(err)
 	// Errors quote options and driver messages: hide their secrets.
-	fmt.Fprintf(stderr, "storectl %s: %s\n", name, driver.Redact(err.Error()))
+	fmt.Fprintf(stderr, "storectl %s: %s\n", name, redact(err.Error()))
 	if code == exitUsage {
 		fmt.Fprintf(stderr, "Run 'storectl help %s' for usage.\n", name)
 	}
@@ -155,7 +154,7 @@ func help(e *env, args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(e.stderr, "storectl help: unknown command %q (commands: %s)\n",
-		driver.Redact(strings.Join(args, " ")), strings.Join(commandNames(), ", "))
+		redact(strings.Join(args, " ")), strings.Join(commandNames(), ", "))
 	return exitUsage
 }
 

@@ -56,7 +56,11 @@ whose ceiling (expiry plus clock tolerance) is ahead (exit code 3, unless
 --force: use it only for holders known to be dead, which must never renew).
 
 It is safe to run again after a failure part-way, or after the target was
-used: what is already done is reported as such and left alone.
+used: what is already done is reported as such and left alone. Keep the
+target's instances stopped until migrate is done: a key an instance creates
+in the target starts at 0, below the source's values. migrate warns of a key
+the target has although the source never moved it, and fails on one created
+in the target while it runs.
 `})
 }
 
@@ -94,22 +98,22 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	srcCfg, srcDesc, err := parseSpec("--from", *from, cfg, *cfgPath)
+	srcCfg, srcName, err := parseSpec("--from", *from, cfg, *cfgPath)
 	if err != nil {
 		return err
 	}
-	dstCfg, dstDesc, err := parseSpec("--to", *to, cfg, *cfgPath)
+	dstCfg, dstName, err := parseSpec("--to", *to, cfg, *cfgPath)
 	if err != nil {
 		return err
 	}
 	// The source must exist; the target may be created. The source opens
 	// first, so a mistyped source creates no target.
-	src, _, err := openStore(srcCfg, timeout, srcDesc, openExisting)
+	src, srcDesc, err := openStore(srcCfg, timeout, srcName, openExisting)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, _, err := openStore(dstCfg, timeout, dstDesc, openOrCreate)
+	dst, dstDesc, err := openStore(dstCfg, timeout, dstName, openOrCreate)
 	if err != nil {
 		return err
 	}
@@ -148,8 +152,10 @@ func differentStores(ctx context.Context, e *env, src, dst *store.Store, srcCfg,
 	switch {
 	case dstErr == nil && srcErr == nil:
 		if srcID == dstID {
-			return refusedf("--from and --to are the same store (identity %s): %s and %s reach one storage; nothing changed. "+
-				"Check --to: migrating a store into itself would seal every key it hands out", srcID, srcDesc, dstDesc)
+			return refusedf("--from and --to are the same store (identity %s): %s and %s reach one storage, "+
+				"or one is a copy of the other (a copied SQLite file, a restored backup); nothing changed. "+
+				"Check --to: migrating a store into itself would seal every key it hands out, "+
+				"and a copy must never serve beside its original: both would hand out the same values", srcID, srcDesc, dstDesc)
 		}
 		return nil
 	case dstErr == nil && errors.Is(srcErr, store.ErrNotFound):
@@ -187,6 +193,7 @@ type plan struct {
 type keyStep struct {
 	key       string
 	srcSealed bool
+	inTarget  bool // the target had the key when the plan read it
 }
 
 type nsStep struct {
@@ -271,7 +278,8 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 		if err != nil {
 			return err
 		}
-		if slices.Contains(dstKeys, k) {
+		inTarget := slices.Contains(dstKeys, k)
+		if inTarget {
 			dstNext, dstSealed, err := m.dst.Ranges().Current(ctx, k)
 			if err != nil {
 				return err
@@ -286,9 +294,14 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 					"cannot reopen a sealed key: %s", k, dstNext, advice)
 			case dstNext < srcNext:
 				problem("key %q: the target has it at %d, below %d in the source: values could repeat", k, dstNext, srcNext)
+			case !srcSealed:
+				// migrate seals the source before it writes the target:
+				// this key was used in the target on its own.
+				fmt.Fprintf(m.e.stderr, "warning: key %s: the target has it at %d, though the source never moved it (not sealed): "+
+					"if an instance used it in the target from 0, values below %d were handed out by both stores\n", k, dstNext, srcNext)
 			}
 		}
-		p.keys = append(p.keys, keyStep{key: k, srcSealed: srcSealed})
+		p.keys = append(p.keys, keyStep{key: k, srcSealed: srcSealed, inTarget: inTarget})
 	}
 	return nil
 }
@@ -423,7 +436,7 @@ func (m *migration) apply(ctx context.Context, p *plan) error {
 	steps, failed := 0, 0
 	fail := func(what string, err error) {
 		failed++
-		fmt.Fprintf(m.e.stderr, "%s: FAILED: %s\n", what, driver.Redact(err.Error()))
+		fmt.Fprintf(m.e.stderr, "%s: FAILED: %s\n", what, redact(err.Error()))
 	}
 	for _, k := range p.keys {
 		steps++
@@ -504,6 +517,12 @@ func (m *migration) moveKey(ctx context.Context, k keyStep) (string, error) {
 	case next < sealedAt:
 		return "", fmt.Errorf("%s; the target has it at %d, below: values could repeat, so the target was left as it is",
 			sealed, next)
+	case !k.inTarget:
+		// Absent when the plan read the target: an instance created it
+		// since, starting at 0, below the source's values.
+		return "", fmt.Errorf("%s; created in the target during the migration, now at %d: an instance uses the target, "+
+			"and values below %d may repeat what the source handed out. Stop the instances of the target before migrating; "+
+			"the key is carried now (the target is above the source)", sealed, next, sealedAt)
 	case next == sealedAt:
 		return fmt.Sprintf("%s; already in target at %d", sealed, next), nil
 	}

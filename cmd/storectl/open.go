@@ -189,7 +189,7 @@ func (f *storeFlags) open(create bool) (*store.Store, string, error) {
 		return nil, "", usagef("-o applies to --driver; a --config store takes its options from the file")
 	case f.driver != "":
 		sc := config.StoreConfig{Type: f.driver, Options: f.options}
-		return openStore(sc, f.timeout, describe("", sc), create)
+		return openStore(sc, f.timeout, "", create)
 	case f.config == "":
 		return nil, "", usagef("no store given: use --driver NAME [-o KEY=VALUE]... or --config FILE [--store NAME]")
 	}
@@ -209,7 +209,7 @@ func (f *storeFlags) open(create bool) (*store.Store, string, error) {
 	if !ok {
 		return nil, "", usagef("no store %q in %s (stores: %s)", name, f.config, strings.Join(storeNames(cfg), ", "))
 	}
-	return openStore(sc, f.timeout, describe(name, sc), create)
+	return openStore(sc, f.timeout, name, create)
 }
 
 func loadConfig(path string) (*config.Config, error) {
@@ -224,12 +224,13 @@ func storeNames(cfg *config.Config) []string {
 	return slices.Sorted(maps.Keys(cfg.Stores))
 }
 
-// openStore opens sc. A refused option or unknown driver is bad usage; any
+// openStore opens sc, named name in a config file (or ""), and describes it. A refused option or unknown driver is bad usage; any
 // other failure (an unreachable server) is a failure. The timeout (the
 // flag's, else the config's) bounds the opening too; without one the
 // driver's own options do. Without create, the driver option create=false
 // makes the driver open only an existing store (driver.OptionCreate).
-func openStore(sc config.StoreConfig, timeout durationFlag, desc string, create bool) (*store.Store, string, error) {
+func openStore(sc config.StoreConfig, timeout durationFlag, name string, create bool) (*store.Store, string, error) {
+	desc, keysOnly := describe(name, sc, true), describe(name, sc, false)
 	if !create {
 		if v, ok := sc.Options[driver.OptionCreate]; ok && v != "false" {
 			return nil, "", usagef("option %s=%s: this command never creates a store (only init and migrate's target do)",
@@ -257,6 +258,11 @@ func openStore(sc config.StoreConfig, timeout durationFlag, desc string, create 
 		defer cancel()
 	}
 	st, err := store.OpenContext(ctx, sc.Type, sc.Options, opts...)
+	if errors.Is(err, store.ErrInvalidArgument) {
+		// An option the driver refused may be a secret under a mistyped
+		// key (pasword=...), which redact does not know: no values.
+		desc = keysOnly
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot open %s: %w", desc, err)
 	}
@@ -264,9 +270,10 @@ func openStore(sc config.StoreConfig, timeout durationFlag, desc string, create 
 }
 
 // describe names a store for messages: its config name if any, its driver
-// and its options, sorted, each through driver.Redact (passwords in URLs
-// and in password= pairs, values of secret-looking options, are hidden).
-func describe(name string, sc config.StoreConfig) string {
+// and its options, sorted, each through redact (passwords in URLs
+// and in password= pairs, values of secret-looking options, are hidden),
+// or without values.
+func describe(name string, sc config.StoreConfig, values bool) string {
 	var b strings.Builder
 	if name != "" {
 		fmt.Fprintf(&b, "%q (%s", name, sc.Type)
@@ -274,7 +281,11 @@ func describe(name string, sc config.StoreConfig) string {
 		b.WriteString(sc.Type)
 	}
 	for _, k := range slices.Sorted(maps.Keys(sc.Options)) {
-		b.WriteString(" " + driver.Redact(k+"="+sc.Options[k]))
+		if !values {
+			b.WriteString(" " + k)
+			continue
+		}
+		b.WriteString(" " + redact(k+"="+sc.Options[k]))
 	}
 	if name != "" {
 		b.WriteString(")")
@@ -284,31 +295,33 @@ func describe(name string, sc config.StoreConfig) string {
 
 // parseSpec reads a migrate store spec: NAME (a store of cfg), or
 // DRIVER:KEY=VALUE,KEY=VALUE. A config name wins over the DRIVER: form, so
-// a store may be called anything.
+// a store may be called anything. It returns the store and its config
+// name ("" for the DRIVER: form).
 func parseSpec(flagName, spec string, cfg *config.Config, cfgPath string) (config.StoreConfig, string, error) {
 	if spec == "" {
 		return config.StoreConfig{}, "", usagef("%s is required", flagName)
 	}
 	if cfg != nil {
 		if sc, ok := cfg.Stores[spec]; ok {
-			return sc, describe(spec, sc), nil
+			return sc, spec, nil
 		}
 	}
 	drv, rest, ok := strings.Cut(spec, ":")
 	if !ok || !driverName.MatchString(drv) {
 		if cfg != nil {
 			return config.StoreConfig{}, "", usagef("%s %q: no such store in %s (stores: %s), and not DRIVER:OPTIONS",
-				flagName, driver.Redact(spec), cfgPath, strings.Join(storeNames(cfg), ", "))
+				flagName, redact(spec), cfgPath, strings.Join(storeNames(cfg), ", "))
 		}
 		return config.StoreConfig{}, "", usagef("%s %q: want DRIVER:KEY=VALUE,... (e.g. memory:name=a), or a store NAME with --config",
-			flagName, driver.Redact(spec))
+			flagName, redact(spec))
 	}
 	opts, err := parseOptionList(rest)
 	if err != nil {
-		return config.StoreConfig{}, "", usagef("%s %q: %v", flagName, driver.Redact(spec), err)
+		// Options that do not parse are echoed by no value: one may be a
+		// secret under a key redact does not know.
+		return config.StoreConfig{}, "", usagef("%s %q: %v", flagName, drv+":...", err)
 	}
-	sc := config.StoreConfig{Type: drv, Options: opts}
-	return sc, describe("", sc), nil
+	return config.StoreConfig{Type: drv, Options: opts}, "", nil
 }
 
 // driverName is what a registered driver may be called, as far as a spec
