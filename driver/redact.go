@@ -35,8 +35,10 @@ var secretKey = regexp.MustCompile(`(?i)[a-z0-9_.\-]*(?:passw(?:or)?d|pwd|secret
 var digestCred = regexp.MustCompile(`(\bdigest:[^:\s,'"]+:)[^\s,'"]+`)
 
 // redactURLs hides the password of every scheme://user:password@ in text.
-// The authority runs to the first '/', '?', '#', space or quote; its
-// userinfo to the last '@' in it (a password may hold a raw '@').
+// The userinfo runs to the last '@' before the next space or quote: pgx
+// connects with a password holding '/', '?' or '#' unencoded
+// (postgres://u:p#ss@db/ids), so the authority cannot end at them. This
+// may hide more than a password (an '@' in a query), never less.
 func redactURLs(text string) string {
 	var b strings.Builder
 	for {
@@ -46,17 +48,15 @@ func redactURLs(text string) string {
 			return b.String()
 		}
 		start := i + 3
-		end := start + strings.IndexFunc(text[start:]+" ", func(r rune) bool {
-			return r == '/' || r == '?' || r == '#' || r == ' ' || r == '\t' || r == '\n' || r == '\'' || r == '"' || r == '`'
-		})
-		authority := text[start:end]
+		end := start + strings.IndexAny(text[start:]+" ", " \t\n'\"`")
+		token := text[start:end]
 		b.WriteString(text[:start])
-		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
-			if user, _, ok := strings.Cut(authority[:at], ":"); ok {
-				authority = user + ":***" + authority[at:]
+		if at := strings.LastIndexByte(token, '@'); at >= 0 {
+			if user, _, ok := strings.Cut(token[:at], ":"); ok {
+				token = user + ":***" + token[at:]
 			}
 		}
-		b.WriteString(authority)
+		b.WriteString(token)
 		text = text[end:]
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/drivers/zookeeper"
 )
 
@@ -72,7 +73,7 @@ func runACL(ctx context.Context, e *env, args []string) error {
 				j.ACL = append(j.ACL, aclEntryJSON{Scheme: a.Scheme, ID: a.ID, Perms: zookeeper.PermString(a.Perms)})
 			}
 			if n.Err != nil {
-				j.Error = redact(n.Err.Error())
+				j.Error = driver.Redact(n.Err.Error())
 			}
 			out = append(out, j)
 		}
@@ -88,7 +89,7 @@ func runACL(ctx context.Context, e *env, args []string) error {
 	for _, n := range nodes {
 		line := zookeeper.FormatACL(n.ACL)
 		if n.Err != nil {
-			line += "\t(" + redact(n.Err.Error()) + ")"
+			line += "\t(" + driver.Redact(n.Err.Error()) + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", n.Path, line)
 	}

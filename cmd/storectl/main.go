@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
 	// Every driver of the module: the tool must open whatever a program
 	// using the module may have created.
 	_ "github.com/cosid-go/store/drivers/memory"
@@ -124,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(stderr, "storectl: unknown command %q (commands: %s)\nRun 'storectl help' for usage.\n",
-			redact(name), strings.Join(commandNames(), ", "))
+			driver.Redact(name), strings.Join(commandNames(), ", "))
 		return exitUsage
 	}
 	err := c.run(context.Background(), e, rest)
@@ -137,7 +138,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitCode(err)
 	// Errors quote options and driver messages: hide their secrets.
-	fmt.Fprintf(stderr, "storectl %s: %s\n", name, redact(err.Error()))
+	fmt.Fprintf(stderr, "storectl %s: %s\n", name, driver.Redact(err.Error()))
 	if code == exitUsage {
 		fmt.Fprintf(stderr, "Run 'storectl help %s' for usage.\n", name)
 	}
@@ -154,7 +155,7 @@ func help(e *env, args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(e.stderr, "storectl help: unknown command %q (commands: %s)\n",
-		redact(strings.Join(args, " ")), strings.Join(commandNames(), ", "))
+		driver.Redact(strings.Join(args, " ")), strings.Join(commandNames(), ", "))
 	return exitUsage
 }
 

@@ -436,7 +436,7 @@ func (m *migration) apply(ctx context.Context, p *plan) error {
 	steps, failed := 0, 0
 	fail := func(what string, err error) {
 		failed++
-		fmt.Fprintf(m.e.stderr, "%s: FAILED: %s\n", what, redact(err.Error()))
+		fmt.Fprintf(m.e.stderr, "%s: FAILED: %s\n", what, driver.Redact(err.Error()))
 	}
 	for _, k := range p.keys {
 		steps++

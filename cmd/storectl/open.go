@@ -285,7 +285,7 @@ func describe(name string, sc config.StoreConfig, values bool) string {
 			b.WriteString(" " + k)
 			continue
 		}
-		b.WriteString(" " + redact(k+"="+sc.Options[k]))
+		b.WriteString(" " + driver.Redact(k+"="+sc.Options[k]))
 	}
 	if name != "" {
 		b.WriteString(")")
@@ -310,10 +310,10 @@ func parseSpec(flagName, spec string, cfg *config.Config, cfgPath string) (confi
 	if !ok || !driverName.MatchString(drv) {
 		if cfg != nil {
 			return config.StoreConfig{}, "", usagef("%s %q: no such store in %s (stores: %s), and not DRIVER:OPTIONS",
-				flagName, redact(spec), cfgPath, strings.Join(storeNames(cfg), ", "))
+				flagName, driver.Redact(spec), cfgPath, strings.Join(storeNames(cfg), ", "))
 		}
 		return config.StoreConfig{}, "", usagef("%s %q: want DRIVER:KEY=VALUE,... (e.g. memory:name=a), or a store NAME with --config",
-			flagName, redact(spec))
+			flagName, driver.Redact(spec))
 	}
 	opts, err := parseOptionList(rest)
 	if err != nil {
