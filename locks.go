@@ -81,9 +81,9 @@ func (k *Lock) ended(kind EventKind, err error) {
 	})
 }
 
-// Locks lists every lock name held or waited on in the store, and the names
+// List lists every lock name held or waited on in the store, and the names
 // taken before that the driver keeps (a driver may forget unused names).
-func (l *Locker) Locks(ctx context.Context) ([]string, error) {
+func (l *Locker) List(ctx context.Context) ([]string, error) {
 	out, err := call(ctx, l.s, op{name: "Locks"}, func(ctx context.Context, d driver.Locker) ([]string, error) {
 		return d.Locks(ctx)
 	})

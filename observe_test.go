@@ -97,7 +97,7 @@ func TestObserverSeesEveryCallWithItsOutcome(t *testing.T) {
 	st.Ranges().Next(ctx, "/bad", 10)
 	st.Ranges().Seal(ctx, "a")
 	st.Ranges().Next(ctx, "a", 10)
-	st.Slots().Slots(ctx, "none")
+	st.Slots().List(ctx, "none")
 	st.Ping(ctx)
 	want := []string{"Next a ok", "Next /bad invalid_argument", "Seal a ok", "Next a sealed", "Slots none not_found", "Ping  ok"}
 	if diff := cmp.Diff(want, r.opLines()); diff != "" {

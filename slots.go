@@ -117,8 +117,8 @@ func (l *SlotLeaseStore) Namespaces(ctx context.Context) ([]Namespace, error) {
 	})
 }
 
-// Slots lists every used slot of namespace ns, by slot number.
-func (l *SlotLeaseStore) Slots(ctx context.Context, ns string) ([]SlotInfo, error) {
+// List lists every used slot of namespace ns, by slot number.
+func (l *SlotLeaseStore) List(ctx context.Context, ns string) ([]SlotInfo, error) {
 	o := op{name: "Slots", key: ns, check: checkName("namespace", ns)}
 	return call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) ([]SlotInfo, error) {
 		infos, err := d.Slots(ctx, ns)

@@ -61,7 +61,7 @@ func within(t *testing.T, g *idgen.Snowflake, ids []int64, floor, ceiling int64)
 // slotInfo returns what the store lists for one slot.
 func slotInfo(t *testing.T, st *store.Store, ns string, slot int) store.SlotInfo {
 	t.Helper()
-	slots, err := st.Slots().Slots(t.Context(), ns)
+	slots, err := st.Slots().List(t.Context(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestSnowflakeOptions(t *testing.T) {
 		}
 	}
 	// A layout refused before any store call: the namespace was not created.
-	if _, err := st.Slots().Slots(t.Context(), big.Name); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.Slots().List(t.Context(), big.Name); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("namespace after a refused layout: %v, want ErrNotFound", err)
 	}
 

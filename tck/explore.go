@@ -536,7 +536,7 @@ func (h *history) slots(t *rapid.T) {
 	i := h.pick(t)
 	ns := rapid.SampledFrom(exploreSpaces).Draw(t, "namespace")
 	what := fmt.Sprintf("s%d.Slots(%q) at %s", i, ns, h.now())
-	got, err := h.store(i).Slots().Slots(h.ctx(), ns)
+	got, err := h.store(i).Slots().List(h.ctx(), ns)
 	t.Logf("%s -> %s, %v", what, infosText(got), err)
 	if h.closed(i, what, err) {
 		return
@@ -815,7 +815,7 @@ func (h *history) waiters(t *rapid.T) {
 func (h *history) lockList(t *rapid.T) {
 	i := h.pick(t)
 	what := fmt.Sprintf("s%d.Locks()", i)
-	got, err := h.store(i).Locks().Locks(h.ctx())
+	got, err := h.store(i).Locks().List(h.ctx())
 	t.Logf("%s -> %q, %v", what, got, err)
 	if h.closed(i, what, err) {
 		return

@@ -59,7 +59,7 @@ func checkDeclared(e *env) {
 	}{
 		{"Ranges", e.suite.Ranges, is[driver.RangeStore](d), func() error { _, err := st.Ranges().Keys(e.ctx); return err }},
 		{"Slots", e.suite.Slots, is[driver.SlotStore](d), func() error { _, err := st.Slots().Namespaces(e.ctx); return err }},
-		{"Locks", e.suite.Locks, is[driver.Locker](d), func() error { _, err := st.Locks().Locks(e.ctx); return err }},
+		{"Locks", e.suite.Locks, is[driver.Locker](d), func() error { _, err := st.Locks().List(e.ctx); return err }},
 	}
 	for _, c := range caps {
 		switch {
@@ -140,7 +140,7 @@ func checkCloseSlots(e *env) {
 		"Release":     func() error { return s.Release(e.ctx, l) },
 		"ReleaseUsed": func() error { return s.ReleaseUsed(e.ctx, l, l.Floor) },
 		"Namespaces":  func() error { _, err := s.Namespaces(e.ctx); return err },
-		"Slots":       func() error { _, err := s.Slots(e.ctx, ns.Name); return err },
+		"Slots":       func() error { _, err := s.List(e.ctx, ns.Name); return err },
 	})
 	e.wantSlot(e.acquire(e.open(), ns, "other", e.long()), 1, "slot 0 is still held: closing leaves leases to expire")
 }
@@ -167,7 +167,7 @@ func checkCloseLocks(e *env) {
 	e.wantClosed(map[string]func() error{
 		"Lock":    func() error { _, err := k.Lock(e.ctx, "closed-new"); return err },
 		"TryLock": func() error { _, err := k.TryLock(e.ctx, "closed-new"); return err },
-		"Locks":   func() error { _, err := k.Locks(e.ctx); return err },
+		"Locks":   func() error { _, err := k.List(e.ctx); return err },
 		"Waiters": func() error { _, err := k.Waiters(e.ctx, "closed-held"); return err },
 		"Unlock":  func() error { return held.Unlock(e.ctx) },
 	})
@@ -285,11 +285,11 @@ func checkPurge(e *env) {
 		nss, err := fresh.Slots().Namespaces(e.ctx)
 		e.fatalIf(err, "Namespaces after Purge")
 		e.wantEmpty("Namespaces after Purge", nss)
-		_, err = fresh.Slots().Slots(e.ctx, "purge")
+		_, err = fresh.Slots().List(e.ctx, "purge")
 		e.wantIs(err, store.ErrNotFound, "Slots of a purged namespace")
 	}
 	if e.suite.Locks {
-		names, err := fresh.Locks().Locks(e.ctx)
+		names, err := fresh.Locks().List(e.ctx)
 		e.fatalIf(err, "Locks after Purge")
 		e.wantEmpty("Locks after Purge", names)
 		l := e.lock(fresh, "purge")

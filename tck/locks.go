@@ -393,7 +393,7 @@ func checkNotReentrant(e *env) {
 // unused names, docs/design.md, Locks): Waiters of it then shows no one, or ErrNotFound.
 func checkLockNames(e *env) {
 	st := e.open()
-	names, err := st.Locks().Locks(e.ctx)
+	names, err := st.Locks().List(e.ctx)
 	e.fatalIf(err, "Locks of an empty store")
 	e.wantEmpty("Locks of an empty store", names)
 	_, err = st.Locks().Waiters(e.ctx, "never-taken")
@@ -402,7 +402,7 @@ func checkLockNames(e *env) {
 	for _, name := range []string{"b", "a.b", "a", "\u00e9t\u00e9"} {
 		held = append(held, e.lock(st, name))
 	}
-	names, err = e.open().Locks().Locks(e.ctx)
+	names, err = e.open().Locks().List(e.ctx)
 	e.fatalIf(err, "Locks")
 	if diff := cmp.Diff([]string{"a", "a.b", "b", "\u00e9t\u00e9"}, names); diff != "" {
 		e.t.Errorf("Locks: -want +got:\n%s", diff)
@@ -431,7 +431,7 @@ func checkLockArguments(e *env) {
 		_, err = k.Waiters(e.ctx, name)
 		e.wantIs(err, store.ErrInvalidArgument, "Waiters(%s)", q)
 	}
-	names, err := k.Locks(e.ctx)
+	names, err := k.List(e.ctx)
 	e.fatalIf(err, "Locks")
 	e.wantEmpty("Locks after refused calls", names)
 }

@@ -75,7 +75,7 @@ func (s *restartState) record(e *env, a, b *store.Store) {
 			e.fatalIf(a.Slots().Seed(e.ctx, s.ns, 2, 7, 5000), "Seed")
 		}
 		var err error
-		s.slots, err = a.Slots().Slots(e.ctx, s.ns.Name)
+		s.slots, err = a.Slots().List(e.ctx, s.ns.Name)
 		e.fatalIf(err, "Slots before the restart")
 	}
 	if e.suite.Locks {
@@ -99,7 +99,7 @@ func (s *restartState) verify(e *env, st *store.Store) {
 		if !slices.Contains(nss, s.ns) {
 			e.t.Errorf("Namespaces after the restart = %+v, want it to hold %+v", nss, s.ns)
 		}
-		after, err := st.Slots().Slots(e.ctx, s.ns.Name)
+		after, err := st.Slots().List(e.ctx, s.ns.Name)
 		e.fatalIf(err, "Slots after the restart")
 		if diff := cmp.Diff(s.slots, after); diff != "" {
 			e.t.Errorf("Slots changed across the restart: -before +after:\n%s", diff)

@@ -145,7 +145,7 @@ func (e *env) renew(st *store.Store, l store.Lease) store.Lease {
 // slotInfo returns what Slots lists for one slot.
 func (e *env) slotInfo(st *store.Store, ns string, slot int) (store.SlotInfo, bool) {
 	e.t.Helper()
-	infos, err := st.Slots().Slots(e.ctx, ns)
+	infos, err := st.Slots().List(e.ctx, ns)
 	e.fatalIf(err, "Slots(%q)", ns)
 	for _, in := range infos {
 		if in.Slot == slot {
@@ -248,7 +248,7 @@ func checkSlotArguments(e *env) {
 		ns := good
 		ns.Name = name
 		try(ns, "owner", e.long(), "Acquire in namespace %s", quoteShort(name))
-		_, err := s.Slots(e.ctx, name)
+		_, err := s.List(e.ctx, name)
 		e.wantIs(err, store.ErrInvalidArgument, "Slots(%s)", quoteShort(name))
 	}
 	for _, limit := range []int{0, -1, store.MaxSlots + 1} {
@@ -273,7 +273,7 @@ func checkSlotArguments(e *env) {
 	nss, err := s.Namespaces(e.ctx)
 	e.fatalIf(err, "Namespaces")
 	e.wantEmpty("Namespaces after refused acquires", nss)
-	_, err = s.Slots(e.ctx, good.Name)
+	_, err = s.List(e.ctx, good.Name)
 	e.wantIs(err, store.ErrNotFound, "Slots of a namespace only refused acquires named")
 
 	// Bad leases and used values; the lease they were made from survives.
@@ -391,7 +391,7 @@ func checkConcurrentAcquire(e *env) {
 	st := e.open()
 	_, err := st.Slots().Acquire(e.ctx, ns, "one-too-many", e.long())
 	e.wantIs(err, store.ErrExhausted, "Acquire with all %d slots held", ns.Limit)
-	infos, err := st.Slots().Slots(e.ctx, ns.Name)
+	infos, err := st.Slots().List(e.ctx, ns.Name)
 	e.fatalIf(err, "Slots")
 	got := map[int]string{}
 	for _, in := range infos {
@@ -608,7 +608,7 @@ func checkSameIncarnation(e *env) {
 			e.t.Errorf("retry %d of Acquire %+v did not return the live term: -first +retry:\n%s", i+1, try.o, diff)
 		}
 	}
-	infos, err := s2.Slots().Slots(e.ctx, ns.Name)
+	infos, err := s2.Slots().List(e.ctx, ns.Name)
 	e.fatalIf(err, "Slots")
 	if len(infos) != 1 {
 		e.t.Errorf("Slots lists %d slots after retried acquires of one term, want 1: %+v", len(infos), infos)
@@ -653,7 +653,7 @@ func checkListing(e *env) {
 			TTL: l.TTL, Tolerance: l.Tolerance, Floor: l.Floor, ExpiresAt: l.ExpiresAt, Ceiling: l.Ceiling}
 	}
 	liveOnly := cmpopts.IgnoreFields(store.SlotInfo{}, "LastOwner", "NextFloor")
-	infos, err := other.Slots().Slots(e.ctx, nsB.Name)
+	infos, err := other.Slots().List(e.ctx, nsB.Name)
 	e.fatalIf(err, "Slots(%q)", nsB.Name)
 	if len(infos) != 2 {
 		e.t.Fatalf("Slots(%q) lists %d slots, want 2 (0 held, 2 released): %+v", nsB.Name, len(infos), infos)
@@ -673,12 +673,12 @@ func checkListing(e *env) {
 	if diff := cmp.Diff(wantRel, gotRel); diff != "" {
 		e.t.Errorf("Slots(%q)[1], a released slot: -want +got:\n%s", nsB.Name, diff)
 	}
-	infos, err = other.Slots().Slots(e.ctx, nsA.Name)
+	infos, err = other.Slots().List(e.ctx, nsA.Name)
 	e.fatalIf(err, "Slots(%q)", nsA.Name)
 	if diff := cmp.Diff([]store.SlotInfo{live(lc)}, infos, liveOnly); diff != "" {
 		e.t.Errorf("Slots(%q): -want +got:\n%s", nsA.Name, diff)
 	}
-	_, err = other.Slots().Slots(e.ctx, "list-missing")
+	_, err = other.Slots().List(e.ctx, "list-missing")
 	e.wantIs(err, store.ErrNotFound, "Slots of a missing namespace")
 }
 

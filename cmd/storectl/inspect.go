@@ -184,7 +184,7 @@ func surveySlots(ctx context.Context, st *store.Store, now int64) ([]nsReport, e
 	}
 	out := []nsReport{}
 	for _, ns := range nss {
-		infos, err := st.Slots().Slots(ctx, ns.Name)
+		infos, err := st.Slots().List(ctx, ns.Name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) { // gone since listed: no slots
 			return nil, err
 		}
@@ -216,7 +216,7 @@ func surveySlots(ctx context.Context, st *store.Store, now int64) ([]nsReport, e
 }
 
 func surveyLocks(ctx context.Context, st *store.Store) ([]lockReport, error) {
-	names, err := st.Locks().Locks(ctx)
+	names, err := st.Locks().List(ctx)
 	if err != nil {
 		return nil, err
 	}

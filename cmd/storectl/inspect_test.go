@@ -185,7 +185,7 @@ func TestInspectJSON(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		spec := b.fresh(t)
 		live, released, expired, holderFence, waiterFence := populate(t, spec)
-		infos, err := spec.open(t).Slots().Slots(t.Context(), "workers")
+		infos, err := spec.open(t).Slots().List(t.Context(), "workers")
 		if err != nil {
 			t.Fatal(err)
 		}

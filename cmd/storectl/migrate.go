@@ -227,7 +227,7 @@ func (m *migration) plan(ctx context.Context) (*plan, error) {
 		}
 	}
 	if all {
-		locks, err := m.src.Locks().Locks(ctx)
+		locks, err := m.src.Locks().List(ctx)
 		if err != nil && !errors.Is(err, store.ErrUnsupported) {
 			return nil, err
 		}
@@ -369,7 +369,7 @@ func (m *migration) planSlots(ctx context.Context, p *plan, problem func(string,
 	}
 	for _, ns := range selected {
 		step := nsStep{ns: ns}
-		srcSlots, err := m.src.Slots().Slots(ctx, ns.Name)
+		srcSlots, err := m.src.Slots().List(ctx, ns.Name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -379,7 +379,7 @@ func (m *migration) planSlots(ctx context.Context, p *plan, problem func(string,
 				problem("namespace %q: the target has limit %d and tolerance %v, the source limit %d and tolerance %v",
 					ns.Name, dstNS[i].Limit, dstNS[i].Tolerance, ns.Limit, ns.Tolerance)
 			}
-			infos, err := m.dst.Slots().Slots(ctx, ns.Name)
+			infos, err := m.dst.Slots().List(ctx, ns.Name)
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}

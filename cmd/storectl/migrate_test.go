@@ -49,7 +49,7 @@ func acquire(t *testing.T, st *store.Store, ns store.Namespace, owner string, n 
 
 func slotsOf(t *testing.T, st *store.Store, ns string) []store.SlotInfo {
 	t.Helper()
-	infos, err := st.Slots().Slots(t.Context(), ns)
+	infos, err := st.Slots().List(t.Context(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}

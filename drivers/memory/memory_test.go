@@ -325,7 +325,7 @@ func TestReleaseFloor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			infos, err := sl.Slots(ctx, "w")
+			infos, err := sl.List(ctx, "w")
 			if err != nil || len(infos) != 1 || infos[0].Owner != "" ||
 				infos[0].LastOwner != "host" || infos[0].NextFloor != tc.wantFloor {
 				t.Fatalf("released slot %+v %v; want next floor %d", infos, err, tc.wantFloor)
@@ -367,7 +367,7 @@ func TestExpiryTakeover(t *testing.T) {
 	_, err = a.Renew(ctx, la)
 	wantErr(t, err, store.ErrLeaseLost)
 	wantErr(t, a.Release(ctx, la), store.ErrLeaseLost)
-	infos, _ := b.Slots(ctx, "w")
+	infos, _ := b.List(ctx, "w")
 	if len(infos) != 1 || infos[0].LastOwner != "host-a" || infos[0].Owner != "host-b" {
 		t.Fatalf("slot after takeover: %+v", infos)
 	}
@@ -520,7 +520,7 @@ func TestNamespaces(t *testing.T) {
 	ctx := t.Context()
 	_, sts := openClocked(t, t0, "inc")
 	sl := sts[0].Slots()
-	_, err := sl.Slots(ctx, "none")
+	_, err := sl.List(ctx, "none")
 	wantErr(t, err, store.ErrNotFound)
 	for _, name := range []string{"zeta", "alpha"} {
 		if _, err := sl.Acquire(ctx, ns(name, 4), "host", opts); err != nil {
@@ -573,7 +573,7 @@ func TestSlotsConcurrent(t *testing.T) {
 	}
 	_, err := open(t, name).Slots().Acquire(ctx, space, "one-too-many", store.AcquireOptions{})
 	wantErr(t, err, store.ErrExhausted)
-	infos, err := open(t, name).Slots().Slots(ctx, "w")
+	infos, err := open(t, name).Slots().List(ctx, "w")
 	if err != nil || len(infos) != n || !sort.SliceIsSorted(infos, func(i, j int) bool { return infos[i].Slot < infos[j].Slot }) {
 		t.Fatalf("Slots: %d entries, %v", len(infos), err)
 	}
@@ -637,7 +637,7 @@ func TestLockFIFO(t *testing.T) {
 	if err := prev.Unlock(ctx); err != nil {
 		t.Fatalf("second Unlock: %v", err)
 	}
-	if names, err := holder.Locks(ctx); err != nil || !slices.Equal(names, []string{"x"}) {
+	if names, err := holder.List(ctx); err != nil || !slices.Equal(names, []string{"x"}) {
 		t.Fatalf("Locks: %v %v", names, err)
 	}
 }

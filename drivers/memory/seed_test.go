@@ -15,7 +15,7 @@ import (
 // slotInfo returns slot n of ns as Slots lists it.
 func slotInfo(t *testing.T, st *store.Store, ns string, n int) store.SlotInfo {
 	t.Helper()
-	infos, err := st.Slots().Slots(t.Context(), ns)
+	infos, err := st.Slots().List(t.Context(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestPurge(t *testing.T) {
 	if err != nil || len(nss) != 0 {
 		t.Fatalf("namespaces after purge: %v, %v", nss, err)
 	}
-	locks, err := a.Locks().Locks(ctx)
+	locks, err := a.Locks().List(ctx)
 	if err != nil || len(locks) != 0 {
 		t.Fatalf("locks after purge: %v, %v", locks, err)
 	}

@@ -1025,7 +1025,7 @@ func testSlotListings(t *testing.T, addr string) {
 		t.Errorf("%v does not name %s", err, stray)
 	}
 	st := portable(t, s)
-	if _, err := st.Slots().Slots(ctx, "a\U0001F600"); !errors.Is(err, store.ErrInvalidArgument) {
+	if _, err := st.Slots().List(ctx, "a\U0001F600"); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Errorf("Slots of a namespace with a character above U+FFFF: %v, want ErrInvalidArgument", err)
 	}
 }
