@@ -28,6 +28,7 @@ type session struct {
 
 	mu       sync.Mutex
 	deadline time.Time // monotonic: holds are lost from here on
+	sent     time.Time // of the last keep-alive answered
 	lost     chan struct{}
 	err      error
 }
@@ -41,7 +42,7 @@ func (ss *session) confirm(sent time.Time, ttl time.Duration) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if d := sent.Add(ttl - margin(ttl)); d.After(ss.deadline) {
-		ss.deadline = d
+		ss.deadline, ss.sent = d, sent
 	}
 }
 
@@ -54,8 +55,8 @@ func (ss *session) alive() bool {
 		return false
 	}
 	if !time.Now().Before(ss.deadline) {
-		ss.loseLocked(fmt.Errorf("etcd lease %x: no keep-alive answered by the leader since %v before the deadline",
-			int64(ss.id), time.Until(ss.deadline.Add(-ss.ttl+margin(ss.ttl))).Round(time.Millisecond)*-1))
+		ss.loseLocked(fmt.Errorf("etcd lease %x (ttl %v): the last keep-alive the leader answered was sent %v ago",
+			int64(ss.id), ss.ttl, time.Since(ss.sent).Round(time.Millisecond)))
 		return false
 	}
 	return true
