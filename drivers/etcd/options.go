@@ -53,7 +53,7 @@ func parseOptions(m map[string]string) (config, error) {
 		return config{}, err
 	}
 	bad := func(key, why string) error {
-		return &driver.OptionError{Key: key, Value: m[key], Secret: key == "password", Reason: why}
+		return &driver.OptionError{Key: key, Value: driver.Redact(m[key]), Secret: key == "password", Reason: why}
 	}
 	for _, e := range strings.Split(endpoints, ",") {
 		e = strings.TrimSpace(e)
