@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -38,6 +39,7 @@ type etcdStore struct {
 	cli     *clientv3.Client
 	ownCli  bool
 	now     func() int64 // the slot clock, ms since the epoch (slots.go)
+	dialOpt []grpc.DialOption // tests count round trips with an interceptor
 	notify  atomic.Pointer[func(driver.Event)]
 	answer  atomic.Int64 // unix nanos of the last answer from a server
 	ctx     context.Context
@@ -92,6 +94,7 @@ func (s *etcdStore) Connect(ctx context.Context) error {
 			// replaced while no call is in flight.
 			DialKeepAliveTime:    10 * time.Second,
 			DialKeepAliveTimeout: 5 * time.Second,
+			DialOptions:          s.dialOpt,
 		})
 		if err != nil {
 			return fmt.Errorf("etcd client for %s: %v", strings.Join(s.cfg.endpoints, ","), err)
