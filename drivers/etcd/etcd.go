@@ -38,7 +38,7 @@ type etcdStore struct {
 	cfg     config
 	cli     *clientv3.Client
 	ownCli  bool
-	now     func() int64 // the slot clock, ms since the epoch (slots.go)
+	now     func() int64      // the slot clock, ms since the epoch (slots.go)
 	dialOpt []grpc.DialOption // tests count round trips with an interceptor
 	notify  atomic.Pointer[func(driver.Event)]
 	answer  atomic.Int64 // unix nanos of the last answer from a server
