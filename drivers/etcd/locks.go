@@ -41,7 +41,7 @@ func (s *etcdStore) Lock(ctx context.Context, name, owner string, wait bool) (dr
 		return nil, err
 	}
 	key := s.lockPrefix(name) + fmt.Sprintf("%016x-%d", int64(ss.id), s.seq.Add(1))
-	rev, err := s.createWaiter(ctx, ss, key, owner)
+	rev, first, err := s.createWaiter(ctx, ss, key, owner, s.lockPrefix(name))
 	if err != nil {
 		s.dropWaiter(key, 0)
 		return nil, err
@@ -52,6 +52,15 @@ func (s *etcdStore) Lock(ctx context.Context, name, owner string, wait bool) (dr
 			s.dropWaiter(key, rev)
 		}
 	}()
+	if first {
+		// The oldest key of the name, read in the create's own
+		// transaction, is ours: held, one round trip.
+		if !ss.alive() {
+			return nil, fmt.Errorf("granted, but the session is lost: %v: %w", ss.lostErr(), driver.ErrLeaseLost)
+		}
+		granted = true
+		return &lockHold{s: s, ss: ss, key: key, rev: rev}, nil
+	}
 	for attempt := 1; ; {
 		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithKeysOnly()),
 			clientv3.OpGet(s.lockPrefix(name), append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1), clientv3.WithKeysOnly())...)).Commit()
@@ -86,23 +95,28 @@ func (s *etcdStore) Lock(ctx context.Context, name, owner string, wait bool) (dr
 }
 
 // createWaiter puts the waiter key on the session's lease and returns its
-// create revision. The key is unique, so a retry after a lost answer finds
-// it rather than queueing twice.
-func (s *etcdStore) createWaiter(ctx context.Context, ss *session, key, owner string) (int64, error) {
+// create revision, and whether it is the oldest key of the name (read in
+// the same transaction). The key is unique, so a retry after a lost answer
+// finds it rather than queueing twice.
+func (s *etcdStore) createWaiter(ctx context.Context, ss *session, key, owner, prefix string) (int64, bool, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, owner, clientv3.WithLease(ss.id))).Else(clientv3.OpGet(key)).Commit()
+			Then(clientv3.OpPut(key, owner, clientv3.WithLease(ss.id)),
+				clientv3.OpGet(prefix, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...)).
+			Else(clientv3.OpGet(key)).Commit()
 		if err = s.check(ctx, err); err == nil {
 			if resp.Succeeded {
-				return resp.Header.Revision, nil
+				rev := resp.Header.Revision
+				oldest := resp.Responses[1].GetResponseRange().Kvs
+				return rev, len(oldest) == 1 && oldest[0].CreateRevision == rev, nil
 			}
-			return resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision, nil
+			return resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision, false, nil
 		}
 		if !retryable(err) {
-			return 0, err
+			return 0, false, err
 		}
 		if err := s.backoff(ctx, attempt, err); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
 }
@@ -173,7 +187,7 @@ func (s *etcdStore) closeLocks() {
 	s.cli.Revoke(ctx, ss.id)
 }
 
-// Unlock deletes the hold's own key (compared on its create revision).
+// Unlock deletes the hold's own key.
 func (h *lockHold) Unlock(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -192,8 +206,9 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 		}
 		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
 	}
-	_, err := h.s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(h.key), "=", h.rev)).
-		Then(clientv3.OpDelete(h.key)).Commit()
+	// The key's name is unique to this hold (lease and sequence): a plain
+	// delete can remove no one else's.
+	_, err := h.s.cli.Delete(ctx, h.key)
 	if err = h.s.check(ctx, err); err != nil {
 		return err
 	}
