@@ -21,10 +21,11 @@ import (
 //   - Next: the store's Next (through the user API) against a raw
 //     transaction doing the same, a compare on the mod revision the caller
 //     remembers and a put: the least a correct Next can do.
+//
 //   - Lock: the store's Lock and Unlock (fence, Lost rule and all) against
 //     concurrency.Mutex's Lock and Unlock on a session, uncontended.
 //
-//	go test -run '^$' -bench Paired -benchtime 2s ./
+//     go test -run '^$' -bench Paired -benchtime 2s ./
 func BenchmarkPaired(b *testing.B) {
 	b.Run("Next", benchNextPaired)
 	b.Run("Lock", benchLockPaired)
