@@ -215,6 +215,12 @@ func (s *etcdStore) backoff(ctx context.Context, n int, err error) error {
 	}
 }
 
+// Format prints the store as "etcd store prefix=... endpoints=..." for
+// every verb: its fields hold the password.
+func (s *etcdStore) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "etcd store prefix=%s endpoints=%s", s.cfg.prefix, driver.Redact(strings.Join(s.cfg.endpoints, ",")))
+}
+
 // Close ends the lock session (revoking its lease, so the next waiters get
 // the locks at once) and every goroutine, then the client if it is the
 // store's own.

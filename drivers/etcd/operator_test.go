@@ -156,3 +156,17 @@ func TestOptionErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintNoPassword: no verb prints the store's password.
+func TestPrintNoPassword(t *testing.T) {
+	d, err := fromOptions(map[string]string{"username": "u", "password": "hunter2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		if out := fmt.Sprintf(verb, d); strings.Contains(out, "hunter2") || !strings.Contains(out, "etcd store") {
+			t.Errorf("%s of the store: %s", verb, out)
+		}
+	}
+}
