@@ -354,3 +354,74 @@ func (s *etcdStore) Slots(ctx context.Context, name string) ([]driver.SlotInfo, 
 	slices.SortFunc(out, func(a, b driver.SlotInfo) int { return cmp.Compare(a.Slot, b.Slot) })
 	return out, nil
 }
+
+// SeedSlot raises slot n's history for a migration (driver.SlotSeeder),
+// creating the namespace if it is missing, in one transaction comparing
+// what it read.
+func (s *etcdStore) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
+	nk, sk := s.nsKey(want.Name), s.slotKey(want.Name, n)
+	for attempt := 1; ; attempt++ {
+		done, err := s.seedOnce(ctx, want, nk, sk, n, fence, nextFloor)
+		if done {
+			return err
+		}
+		if err != nil {
+			if !retryable(err) {
+				return err
+			}
+			if err := s.backoff(ctx, attempt, err); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (s *etcdStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk string, n int, fence, nextFloor int64) (bool, error) {
+	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(sk)).Commit()
+	if err = s.check(ctx, err); err != nil {
+		return false, err
+	}
+	cmps := []clientv3.Cmp{}
+	var ops []clientv3.Op
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
+		ops = append(ops, clientv3.OpPut(nk, formatNamespace(want)))
+	} else {
+		have, err := parseNamespace(want.Name, nk, kvs[0].Value)
+		if err != nil {
+			return true, err
+		}
+		if have.Limit != want.Limit || have.Tolerance != want.Tolerance {
+			return true, fmt.Errorf("namespace has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
+				have.Limit, have.Tolerance, want.Limit, want.Tolerance, driver.ErrConfigMismatch)
+		}
+	}
+	var kv *mvccpb.KeyValue
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
+		kv = kvs[0]
+	}
+	st := slotFrom(sk, kv)
+	if st.err != nil {
+		return true, st.err
+	}
+	r, changed, err := st.r.Seeded(fence, nextFloor, s.now())
+	if err != nil {
+		return true, fmt.Errorf("slot %d: %w", n, err)
+	}
+	if changed {
+		data, err := r.MarshalBinary()
+		if err != nil {
+			return true, err
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(sk), "=", st.mod))
+		ops = append(ops, clientv3.OpPut(sk, string(data)))
+	}
+	if len(ops) == 0 {
+		return true, nil
+	}
+	tr, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err = s.check(ctx, err); err != nil {
+		return false, err
+	}
+	return tr.Succeeded, nil
+}
