@@ -155,8 +155,13 @@ func (s *etcdStore) storeID(ctx context.Context, create bool) (string, error) {
 	}
 }
 
+// quiet is how long without any answer makes a call that ran out of time
+// one that found etcd unavailable.
+const quiet = time.Second
+
 // check notes an answer, and turns a failure after ctx ended into one that
-// wraps ErrUnavailable and ctx's error, saying when a server last answered.
+// wraps ctx's error and, when no member answered this store for quiet,
+// ErrUnavailable, saying when one last did.
 func (s *etcdStore) check(ctx context.Context, err error) error {
 	if err == nil {
 		s.answer.Store(time.Now().UnixNano())
@@ -168,8 +173,14 @@ func (s *etcdStore) check(ctx context.Context, err error) error {
 	default:
 	}
 	if cerr := ctx.Err(); cerr != nil {
+		n := s.answer.Load()
+		if n != 0 && time.Since(time.Unix(0, n)) < quiet {
+			// Members answer: the call ran out of time on contention or
+			// a slow server, not on an outage.
+			return fmt.Errorf("%v: %w", err, cerr)
+		}
 		last := "never"
-		if n := s.answer.Load(); n != 0 {
+		if n != 0 {
 			last = time.Since(time.Unix(0, n)).Round(time.Millisecond).String() + " ago"
 		}
 		return fmt.Errorf("no answer from etcd at %s (last answer: %s; %v): %w: %w",

@@ -163,23 +163,35 @@ func (s *etcdStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, 
 	// try judges slot n: a lease when it is ours or was taken, lost when
 	// another store wrote a key read meanwhile (start over), else pass on.
 	try := func(n int) (l driver.Lease, taken, lost bool, err error) {
-		st := slots[n]
-		if st.err != nil {
-			skipped = append(skipped, st.err.Error())
+		for {
+			st := slots[n]
+			if st.err != nil {
+				skipped = append(skipped, st.err.Error())
+				return driver.Lease{}, false, false, nil
+			}
+			v, why := st.r.Judge(req, now)
+			switch v {
+			case driver.SlotOwn:
+				return st.r.Lease(name, n), true, false, nil
+			case driver.SlotFree:
+				l, ok, fresh, err := s.writeTerm(ctx, req, n, st, index, ownerMod, createNS, now)
+				if ok || err != nil {
+					return l, ok, false, err
+				}
+				if fresh == nil {
+					return driver.Lease{}, false, true, nil // the index or namespace changed: start over
+				}
+				// Another store took this slot first: judge it again as
+				// it is now, and go on from it (a crowd of acquirers
+				// each moves on, rather than all starting over).
+				slots[n] = *fresh
+				continue
+			}
+			if why != nil {
+				skipped = append(skipped, fmt.Sprintf("slot %d: %v", n, why))
+			}
 			return driver.Lease{}, false, false, nil
 		}
-		v, why := st.r.Judge(req, now)
-		switch v {
-		case driver.SlotOwn:
-			return st.r.Lease(name, n), true, false, nil
-		case driver.SlotFree:
-			l, ok, err := s.writeTerm(ctx, req, n, st, index, ownerMod, createNS, now)
-			return l, ok, !ok, err
-		}
-		if why != nil {
-			skipped = append(skipped, fmt.Sprintf("slot %d: %v", n, why))
-		}
-		return driver.Lease{}, false, false, nil
 	}
 	for _, n := range first {
 		if l, taken, lost, err := try(n); taken || lost || err != nil {
@@ -214,41 +226,56 @@ func (s *etcdStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, 
 }
 
 // writeTerm writes slot n's new term and the owner index, comparing both
-// (and the namespace, when this acquire creates it) with what was read;
-// false when another store wrote one of them first.
+// (and the namespace, when this acquire creates it) with what was read.
+// When another store wrote first, fresh is the slot as it is now if only
+// the slot changed, nil if the index or the namespace did.
 func (s *etcdStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n int, st slotState,
-	index []int, ownerMod int64, createNS bool, now int64) (driver.Lease, bool, error) {
+	index []int, ownerMod int64, createNS bool, now int64) (l driver.Lease, ok bool, fresh *slotState, err error) {
 	name := req.Namespace.Name
 	r := st.r.NewTerm(req, now)
 	data, err := r.MarshalBinary()
 	if err != nil {
-		return driver.Lease{}, false, err
+		return driver.Lease{}, false, nil, err
 	}
-	sk, ok, nk := s.slotKey(name, n), s.ownerKey(name, req.Owner), s.nsKey(name)
+	sk, ok2, nk := s.slotKey(name, n), s.ownerKey(name, req.Owner), s.nsKey(name)
 	cmps := []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(sk), "=", st.mod),
-		clientv3.Compare(clientv3.ModRevision(ok), "=", ownerMod),
+		clientv3.Compare(clientv3.ModRevision(ok2), "=", ownerMod),
 	}
 	ops := []clientv3.Op{
 		clientv3.OpPut(sk, string(data)),
-		clientv3.OpPut(ok, formatIndex(driver.RememberSlot(index, n))),
+		clientv3.OpPut(ok2, formatIndex(driver.RememberSlot(index, n))),
 	}
 	if createNS {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
 		ops = append(ops, clientv3.OpPut(nk, formatNamespace(req.Namespace)))
 	}
-	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).
+		Else(clientv3.OpGet(sk), clientv3.OpGet(ok2, clientv3.WithKeysOnly()), clientv3.OpGet(nk, clientv3.WithKeysOnly())).Commit()
 	if err = s.check(ctx, err); err != nil {
 		// Unknown outcome: a retried acquire finds the term by owner and
 		// incarnation (SlotOwn) if it was written.
-		return driver.Lease{}, false, err
+		return driver.Lease{}, false, nil, err
 	}
-	if !resp.Succeeded {
-		return driver.Lease{}, false, nil
+	if resp.Succeeded {
+		l = r.Lease(name, n)
+		l.State = resp.Header.Revision
+		return l, true, nil, nil
 	}
-	l := r.Lease(name, n)
-	l.State = resp.Header.Revision
-	return l, true, nil
+	var ownerNow int64
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
+		ownerNow = kvs[0].ModRevision
+	}
+	nsExists := len(resp.Responses[2].GetResponseRange().Kvs) == 1
+	if ownerNow != ownerMod || (createNS && nsExists) {
+		return driver.Lease{}, false, nil, nil
+	}
+	var kv *mvccpb.KeyValue
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
+		kv = kvs[0]
+	}
+	now2 := slotFrom(sk, kv)
+	return driver.Lease{}, false, &now2, nil
 }
 
 // rewrite applies change to l's slot and compare-and-sets the result on the

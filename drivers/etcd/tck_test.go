@@ -90,5 +90,8 @@ func TestTCK(t *testing.T) {
 			"dialTimeout": "soon", "sessionTTL": "1s", "endpoints": " , ", "prefix": "cosid/", "create": "maybe",
 		},
 		Histories: 10,
+		// As the ZooKeeper driver's: a crowd of acquirers on one member
+		// takes longer than the default timeout on a loaded machine.
+		TimeScale: 2,
 	})
 }
