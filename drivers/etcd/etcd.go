@@ -45,6 +45,8 @@ type etcdStore struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	goMu    sync.Mutex // guards goDone, so no goroutine starts once Close waits
+	goDone  bool
 	closing chan struct{}
 
 	rmu    sync.Mutex
@@ -226,6 +228,21 @@ func (s *etcdStore) backoff(ctx context.Context, n int, err error) error {
 	}
 }
 
+// spawn runs f on a goroutine Close waits for; after Close it does
+// nothing (what f would do, Close has done: the lease is revoked).
+func (s *etcdStore) spawn(f func()) {
+	s.goMu.Lock()
+	defer s.goMu.Unlock()
+	if s.goDone {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
 // Format prints the store as "etcd store prefix=... endpoints=..." for
 // every verb: its fields hold the password.
 func (s *etcdStore) Format(f fmt.State, _ rune) {
@@ -239,6 +256,9 @@ func (s *etcdStore) Close() error {
 	close(s.closing)
 	s.closeLocks()
 	s.cancel()
+	s.goMu.Lock()
+	s.goDone = true
+	s.goMu.Unlock()
 	s.wg.Wait()
 	if s.ownCli && s.cli != nil {
 		return s.cli.Close()

@@ -146,9 +146,7 @@ func (s *etcdStore) waitGone(ctx context.Context, ss *session, pred string, rev 
 // revision), retrying until it succeeds, the store closes or the session's
 // lease (which deletes it anyway) is gone.
 func (s *etcdStore) dropWaiter(key string, rev int64) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.spawn(func() {
 		for attempt := 1; ; attempt++ {
 			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 			var err error
@@ -168,7 +166,7 @@ func (s *etcdStore) dropWaiter(key string, rev int64) {
 			case <-time.After(min(50*time.Millisecond<<min(attempt, 5), time.Second)):
 			}
 		}
-	}()
+	})
 }
 
 // closeLocks loses every hold and revokes the session's lease, so the next

@@ -55,18 +55,34 @@ func (s *etcdStore) memo(key string) (rangeMemo, bool) {
 	return m, ok
 }
 
+// remember keeps m unless the memo already holds a later revision (a
+// concurrent call of this store answered after it).
 func (s *etcdStore) remember(key string, m rangeMemo) {
 	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if old, ok := s.ranges[key]; ok && old.mod > m.mod && old.create == m.create {
+		return
+	}
 	s.ranges[key] = m
-	s.rmu.Unlock()
 }
 
-// learn checks what the server holds of key against the memo and
+// stale marks the memo unknown after a write with a lost answer, if it
+// is still the one that write compared with.
+func (s *etcdStore) stale(key string, used int64) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if m, ok := s.ranges[key]; ok && m.mod == used {
+		m.mod = -1
+		s.ranges[key] = m
+	}
+}
+
+// learn checks what the server holds of key against base, the memo as it
+// was before the call sent its request (had: there was one), and
 // remembers it: a key the store used that is now missing or has another
 // create revision is ErrRecreated, a value below one seen is ErrCorrupt.
-func (s *etcdStore) learn(key string, kvs []*mvccpb.KeyValue) (rangeMemo, bool, error) {
+func (s *etcdStore) learn(key string, kvs []*mvccpb.KeyValue, base rangeMemo, had bool) (rangeMemo, bool, error) {
 	k := s.rangeKey(key)
-	old, had := s.memo(key)
 	if len(kvs) == 0 {
 		if had {
 			return rangeMemo{}, false, fmt.Errorf("range key %s, used by this store, is missing: %w", k, driver.ErrRecreated)
@@ -74,16 +90,16 @@ func (s *etcdStore) learn(key string, kvs []*mvccpb.KeyValue) (rangeMemo, bool, 
 		return rangeMemo{}, false, nil
 	}
 	kv := kvs[0]
-	if had && kv.CreateRevision != old.create {
+	if had && kv.CreateRevision != base.create {
 		return rangeMemo{}, false, fmt.Errorf("range key %s was deleted and created again (create revision %d, was %d): %w",
-			k, kv.CreateRevision, old.create, driver.ErrRecreated)
+			k, kv.CreateRevision, base.create, driver.ErrRecreated)
 	}
 	n, sealed, err := parseRange(k, kv)
 	if err != nil {
 		return rangeMemo{}, false, err
 	}
-	if had && n < old.next {
-		return rangeMemo{}, false, fmt.Errorf("range key %s went back from %d to %d (a restored backup?): %w", k, old.next, n, driver.ErrCorrupt)
+	if had && n < base.next {
+		return rangeMemo{}, false, fmt.Errorf("range key %s went back from %d to %d (a restored backup?): %w", k, base.next, n, driver.ErrCorrupt)
 	}
 	m := rangeMemo{next: n, sealed: sealed, mod: kv.ModRevision, create: kv.CreateRevision}
 	s.remember(key, m)
@@ -110,8 +126,7 @@ func (s *etcdStore) Next(ctx context.Context, key string, step int64) (int64, er
 		resp, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, formatRange(cur+step, false))).Else(clientv3.OpGet(k)).Commit()
 		if err != nil {
 			if ok {
-				m.mod = -1
-				s.remember(key, m)
+				s.stale(key, m.mod)
 			}
 			// The write may have been applied: its values are a gap.
 			s.emit(driver.Event{Kind: driver.UnknownOutcome, Key: key, Value: cur, Count: step, Err: err})
@@ -132,7 +147,7 @@ func (s *etcdStore) Next(ctx context.Context, key string, step int64) (int64, er
 			s.remember(key, rangeMemo{next: cur + step, mod: resp.Header.Revision, create: create})
 			return cur, nil
 		}
-		got, exists, err := s.learn(key, resp.Responses[0].GetResponseRange().Kvs)
+		got, exists, err := s.learn(key, resp.Responses[0].GetResponseRange().Kvs, m, ok)
 		if err != nil {
 			return 0, err
 		}
@@ -144,11 +159,12 @@ func (s *etcdStore) Next(ctx context.Context, key string, step int64) (int64, er
 
 // Current reads the key; a missing one is (0, false).
 func (s *etcdStore) Current(ctx context.Context, key string) (int64, bool, error) {
+	base, had := s.memo(key)
 	resp, err := s.cli.Get(ctx, s.rangeKey(key))
 	if err = s.check(ctx, err); err != nil {
 		return 0, false, err
 	}
-	m, _, err := s.learn(key, resp.Kvs)
+	m, _, err := s.learn(key, resp.Kvs, base, had)
 	return m.next, m.sealed, err
 }
 
@@ -156,6 +172,7 @@ func (s *etcdStore) Current(ctx context.Context, key string) (int64, bool, error
 func (s *etcdStore) Seal(ctx context.Context, key string) (int64, error) {
 	k := s.rangeKey(key)
 	for attempt := 1; ; attempt++ {
+		base, had := s.memo(key)
 		resp, err := s.cli.Get(ctx, k)
 		if err = s.check(ctx, err); err != nil {
 			if !retryable(err) {
@@ -166,7 +183,7 @@ func (s *etcdStore) Seal(ctx context.Context, key string) (int64, error) {
 			}
 			continue
 		}
-		m, exists, err := s.learn(key, resp.Kvs)
+		m, exists, err := s.learn(key, resp.Kvs, base, had)
 		if err != nil {
 			return 0, err
 		}

@@ -104,15 +104,13 @@ func (s *etcdStore) session(ctx context.Context) (*session, error) {
 	ss := &session{id: resp.ID, ttl: ttl, lost: make(chan struct{})}
 	ss.confirm(sent, ttl)
 	s.sess = ss
-	s.wg.Add(1)
-	go s.keepAlive(ss)
+	s.spawn(func() { s.keepAlive(ss) })
 	return ss, nil
 }
 
 // keepAlive renews ss every third of its TTL until it is lost or the store
 // closes, and loses it when its deadline passes first.
 func (s *etcdStore) keepAlive(ss *session) {
-	defer s.wg.Done()
 	every := ss.ttl / 3
 	next := time.NewTimer(every)
 	defer next.Stop()
@@ -135,14 +133,12 @@ func (s *etcdStore) keepAlive(ss *session) {
 		}
 		expire.Stop()
 		next.Reset(every)
-		s.wg.Add(1)
-		go s.renew(ss, every)
+		s.spawn(func() { s.renew(ss, every) })
 	}
 }
 
 // renew sends one keep-alive, bounded by every (the next one takes over).
 func (s *etcdStore) renew(ss *session, every time.Duration) {
-	defer s.wg.Done()
 	ctx, cancel := context.WithTimeout(s.ctx, every)
 	defer cancel()
 	sent := time.Now()
