@@ -36,8 +36,9 @@
 // tolerance), slot/{ns}/{n} (the slot's record, driver.SlotRecord's
 // binary encoding), owner/{ns}/{owner} (the owner index), and
 // lock/{name}/{waiter} (one key per holder or waiter, on its store's
-// session lease, holding the owner). Run-time code never deletes a range or
-// slot key.
+// session lease, holding the owner), purged (the highest slot fence a
+// purge deleted). Run-time code never deletes a range or slot key; Purge
+// (driver.Purger) deletes them all, refusing while any lock key exists.
 //
 // # Guarantees
 //

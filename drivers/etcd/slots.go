@@ -75,9 +75,11 @@ type slotState struct {
 	mod int64
 }
 
-func slotFrom(k string, kv *mvccpb.KeyValue) slotState {
+// slotFrom decodes a slot key; a slot never stored (kv nil) starts above
+// floor, the highest slot fence a purge deleted.
+func slotFrom(k string, kv *mvccpb.KeyValue, floor int64) slotState {
 	if kv == nil {
-		return slotState{}
+		return slotState{r: driver.SlotRecord{Fence: floor}}
 	}
 	var r driver.SlotRecord
 	if err := r.UnmarshalBinary(kv.Value); err != nil {
@@ -109,8 +111,12 @@ func (s *etcdStore) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 
 func (s *etcdStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, nk, ok string) (driver.Lease, bool, error) {
 	name := req.Namespace.Name
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(ok)).Commit()
+	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(ok), clientv3.OpGet(s.key("purged"))).Commit()
 	if err = s.check(ctx, err); err != nil {
+		return driver.Lease{}, false, err
+	}
+	floor, err := s.parseFloor(resp.Responses[2].GetResponseRange().Kvs)
+	if err != nil {
 		return driver.Lease{}, false, err
 	}
 	nsKVs := resp.Responses[0].GetResponseRange().Kvs
@@ -136,6 +142,12 @@ func (s *etcdStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, 
 	limit := req.Namespace.Limit
 	first := driver.FirstSlots(index, req.Preferred, limit)
 	slots := map[int]slotState{}
+	slot := func(n int) slotState {
+		if st, ok := slots[n]; ok {
+			return st
+		}
+		return slotFrom("", nil, floor)
+	}
 	var ops []clientv3.Op
 	for _, n := range first {
 		ops = append(ops, clientv3.OpGet(s.slotKey(name, n)))
@@ -150,13 +162,15 @@ func (s *etcdStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, 
 			if kvs := r2.Responses[i].GetResponseRange().Kvs; len(kvs) == 1 {
 				kv = kvs[0]
 			}
-			slots[n] = slotFrom(s.slotKey(name, n), kv)
+			slots[n] = slotFrom(s.slotKey(name, n), kv, floor)
 		}
 	}
 	now := s.now()
 	for _, n := range first {
-		if v, _ := slots[n].r.Judge(req, now); v == driver.SlotOwn && slots[n].err == nil {
-			return slots[n].r.Lease(name, n), true, nil
+		if st := slot(n); st.err == nil {
+			if v, _ := st.r.Judge(req, now); v == driver.SlotOwn {
+				return st.r.Lease(name, n), true, nil
+			}
 		}
 	}
 	var skipped []string
@@ -164,7 +178,7 @@ func (s *etcdStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, 
 	// another store wrote a key read meanwhile (start over), else pass on.
 	try := func(n int) (l driver.Lease, taken, lost bool, err error) {
 		for {
-			st := slots[n]
+			st := slot(n)
 			if st.err != nil {
 				skipped = append(skipped, st.err.Error())
 				return driver.Lease{}, false, false, nil
@@ -209,7 +223,7 @@ func (s *etcdStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, 
 			if err != nil || n < 0 || n >= limit {
 				continue // not a slot of this limit: never chosen
 			}
-			slots[n] = slotFrom(string(kv.Key), kv)
+			slots[n] = slotFrom(string(kv.Key), kv, floor)
 		}
 	}
 	skipped = skipped[:0]
@@ -270,11 +284,11 @@ func (s *etcdStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n 
 	if ownerNow != ownerMod || (createNS && nsExists) {
 		return driver.Lease{}, false, nil, nil
 	}
-	var kv *mvccpb.KeyValue
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
-		kv = kvs[0]
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return driver.Lease{}, false, nil, nil // deleted meanwhile: start over
 	}
-	now2 := slotFrom(sk, kv)
+	now2 := slotFrom(sk, kvs[0], 0)
 	return driver.Lease{}, false, &now2, nil
 }
 
@@ -288,7 +302,7 @@ func (s *etcdStore) rewrite(ctx context.Context, l driver.Lease, change func(r d
 			if len(resp.Kvs) == 0 {
 				return driver.SlotRecord{}, 0, fmt.Errorf("slot key %s is missing: %w", k, driver.ErrLeaseLost)
 			}
-			st := slotFrom(k, resp.Kvs[0])
+			st := slotFrom(k, resp.Kvs[0], 0)
 			if st.err != nil {
 				return driver.SlotRecord{}, 0, st.err
 			}
@@ -372,7 +386,7 @@ func (s *etcdStore) Slots(ctx context.Context, name string) ([]driver.SlotInfo, 
 		if err != nil {
 			return nil, fmt.Errorf("slot key %s: %w", kv.Key, driver.ErrCorrupt)
 		}
-		st := slotFrom(string(kv.Key), kv)
+		st := slotFrom(string(kv.Key), kv, 0)
 		if st.err != nil {
 			return nil, st.err
 		}
@@ -404,9 +418,13 @@ func (s *etcdStore) SeedSlot(ctx context.Context, want driver.Namespace, n int, 
 }
 
 func (s *etcdStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk string, n int, fence, nextFloor int64) (bool, error) {
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(sk)).Commit()
+	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(sk), clientv3.OpGet(s.key("purged"))).Commit()
 	if err = s.check(ctx, err); err != nil {
 		return false, err
+	}
+	floor, err := s.parseFloor(resp.Responses[2].GetResponseRange().Kvs)
+	if err != nil {
+		return true, err
 	}
 	cmps := []clientv3.Cmp{}
 	var ops []clientv3.Op
@@ -427,7 +445,7 @@ func (s *etcdStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
 		kv = kvs[0]
 	}
-	st := slotFrom(sk, kv)
+	st := slotFrom(sk, kv, floor)
 	if st.err != nil {
 		return true, st.err
 	}
