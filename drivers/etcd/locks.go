@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -33,9 +34,24 @@ type lockHold struct {
 	unlocked bool
 }
 
+// errQueueLost marks a wait whose session was lost (its key is gone, or
+// will be): the waiter queues again, at the end, under a new session.
+var errQueueLost = errors.New("the wait's session was lost")
+
 // Lock queues a waiter key, then waits until no key of the name is older:
-// it watches only its predecessor, and reads again when that one goes.
+// it watches only its predecessor, and reads again when that one goes. A
+// waiter whose session is lost while it waits queues again.
 func (s *etcdStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	for {
+		l, err := s.lockOnce(ctx, name, owner, wait)
+		if errors.Is(err, errQueueLost) && ctx.Err() == nil {
+			continue
+		}
+		return l, err
+	}
+}
+
+func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	ss, err := s.session(ctx)
 	if err != nil {
 		return nil, err
@@ -56,7 +72,7 @@ func (s *etcdStore) Lock(ctx context.Context, name, owner string, wait bool) (dr
 		// The oldest key of the name, read in the create's own
 		// transaction, is ours: held, one round trip.
 		if !ss.alive() {
-			return nil, fmt.Errorf("granted, but the session is lost: %v: %w", ss.lostErr(), driver.ErrLeaseLost)
+			return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
 		}
 		granted = true
 		return &lockHold{s: s, ss: ss, key: key, rev: rev}, nil
@@ -75,12 +91,12 @@ func (s *etcdStore) Lock(ctx context.Context, name, owner string, wait bool) (dr
 			continue
 		}
 		if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
-			return nil, fmt.Errorf("waiter key %s vanished (its session lease expired): %w", key, driver.ErrLeaseLost)
+			return nil, fmt.Errorf("waiter key %s vanished (its session lease expired): %w: %w", key, errQueueLost, driver.ErrLeaseLost)
 		}
 		pred := resp.Responses[1].GetResponseRange().Kvs
 		if len(pred) == 0 {
 			if !ss.alive() {
-				return nil, fmt.Errorf("granted, but the session is lost: %v: %w", ss.lostErr(), driver.ErrLeaseLost)
+				return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
 			}
 			granted = true
 			return &lockHold{s: s, ss: ss, key: key, rev: rev}, nil
@@ -135,7 +151,7 @@ func (s *etcdStore) waitGone(ctx context.Context, ss *session, pred string, rev 
 	case <-s.closing:
 		return driver.ErrClosed
 	case <-ss.lost:
-		return fmt.Errorf("while waiting: %v: %w", ss.lostErr(), driver.ErrLeaseLost)
+		return fmt.Errorf("while waiting: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
 	case <-wch:
 	case <-recheck.C:
 	}
