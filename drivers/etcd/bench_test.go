@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
 )
 
 // BenchmarkPaired measures, on the shared member in one run, each
@@ -23,12 +24,15 @@ import (
 //     remembers and a put: the least a correct Next can do.
 //
 //   - Lock: the store's Lock and Unlock (fence, Lost rule and all) against
-//     concurrency.Mutex's Lock and Unlock on a session, uncontended.
+//     concurrency.Mutex's Lock and Unlock on a session, uncontended;
+//     LockDriver the same through the driver alone, without the portable
+//     layer (validation, timeout, observers).
 //
 //     go test -run '^$' -bench Paired -benchtime 2s ./
 func BenchmarkPaired(b *testing.B) {
 	b.Run("Next", benchNextPaired)
-	b.Run("Lock", benchLockPaired)
+	b.Run("Lock", func(b *testing.B) { benchLockPaired(b, false) })
+	b.Run("LockDriver", func(b *testing.B) { benchLockPaired(b, true) })
 }
 
 func benchStore(b *testing.B) *store.Store {
@@ -49,28 +53,28 @@ func benchNextPaired(b *testing.B) {
 	if _, err := st.Ranges().Next(ctx, "k", 10); err != nil {
 		b.Fatal(err)
 	}
-	var raw, ours time.Duration
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
+	rawNext := func() {
 		tr, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", mod)).
 			Then(clientv3.OpPut(k, strconv.FormatInt(next+10, 10))).Commit()
 		if err != nil || !tr.Succeeded {
 			b.Fatal(err)
 		}
 		mod, next = tr.Header.Revision, next+10
-		t1 := time.Now()
+	}
+	mine := func() {
 		if _, err := st.Ranges().Next(ctx, "k", 10); err != nil {
 			b.Fatal(err)
 		}
-		t2 := time.Now()
-		raw += t1.Sub(t0)
-		ours += t2.Sub(t1)
+	}
+	var raw, ours time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		raw, ours = pair(i, raw, ours, rawNext, mine)
 	}
 	b.ReportMetric(float64(raw)/float64(ours), "speed-vs-raw")
 }
 
-func benchLockPaired(b *testing.B) {
+func benchLockPaired(b *testing.B, bare bool) {
 	ctx := context.Background()
 	st := benchStore(b)
 	cli := rawClient(b)
@@ -80,23 +84,32 @@ func benchLockPaired(b *testing.B) {
 	}
 	defer sess.Close()
 	mu := concurrency.NewMutex(sess, freshPrefix("mutex"))
+	d := st.Driver().(driver.Locker)
 	// The store's session lease is granted by its first Lock.
 	if l, err := st.Locks().Lock(ctx, "bench"); err != nil {
 		b.Fatal(err)
 	} else if err := l.Unlock(ctx); err != nil {
 		b.Fatal(err)
 	}
-	var base, ours time.Duration
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
+	mutex := func() {
 		if err := mu.Lock(ctx); err != nil {
 			b.Fatal(err)
 		}
 		if err := mu.Unlock(ctx); err != nil {
 			b.Fatal(err)
 		}
-		t1 := time.Now()
+	}
+	mine := func() {
+		if bare {
+			l, err := d.Lock(ctx, "bench", "o", true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Unlock(ctx); err != nil {
+				b.Fatal(err)
+			}
+			return
+		}
 		l, err := st.Locks().Lock(ctx, "bench")
 		if err != nil {
 			b.Fatal(err)
@@ -104,9 +117,29 @@ func benchLockPaired(b *testing.B) {
 		if err := l.Unlock(ctx); err != nil {
 			b.Fatal(err)
 		}
-		t2 := time.Now()
-		base += t1.Sub(t0)
-		ours += t2.Sub(t1)
+	}
+	var base, ours time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		base, ours = pair(i, base, ours, mutex, mine)
 	}
 	b.ReportMetric(float64(base)/float64(ours), "speed-vs-mutex")
+}
+
+// pair times one call of each, the baseline first on even i and second on
+// odd i (so neither always follows the other), and adds the times.
+func pair(i int, base, ours time.Duration, baseline, mine func()) (time.Duration, time.Duration) {
+	first, second := baseline, mine
+	if i%2 == 1 {
+		first, second = mine, baseline
+	}
+	t0 := time.Now()
+	first()
+	t1 := time.Now()
+	second()
+	t2 := time.Now()
+	if i%2 == 1 {
+		return base + t2.Sub(t1), ours + t1.Sub(t0)
+	}
+	return base + t1.Sub(t0), ours + t2.Sub(t1)
 }

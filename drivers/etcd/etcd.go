@@ -54,7 +54,6 @@ type etcdStore struct {
 
 	lmu     sync.Mutex
 	sess    *session
-	seq     atomic.Int64
 	closedL bool
 }
 

@@ -29,6 +29,7 @@ type lockHold struct {
 	ss  *session
 	key string
 	rev int64
+	n   int64 // the key's number in its session (session.take)
 
 	mu       sync.Mutex
 	unlocked bool
@@ -56,16 +57,21 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 	if err != nil {
 		return nil, err
 	}
-	key := s.lockPrefix(name) + fmt.Sprintf("%016x-%d", int64(ss.id), s.seq.Add(1))
+	// Numbers are reused once their key is deleted: etcd keeps a deleted
+	// key's index entry until a compaction, and a name whose every lock
+	// made a new key would make each listing of its queue slower.
+	n := ss.take()
+	release := func() { ss.release(n) }
+	key := s.lockPrefix(name) + fmt.Sprintf("%016x-%d", int64(ss.id), n)
 	rev, first, err := s.createWaiter(ctx, ss, key, owner, s.lockPrefix(name))
 	if err != nil {
-		s.dropWaiter(key, 0)
+		s.dropWaiter(key, 0, release)
 		return nil, err
 	}
 	granted := false
 	defer func() {
 		if !granted {
-			s.dropWaiter(key, rev)
+			s.dropWaiter(key, rev, release)
 		}
 	}()
 	if first {
@@ -75,7 +81,7 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 			return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
 		}
 		granted = true
-		return &lockHold{s: s, ss: ss, key: key, rev: rev}, nil
+		return &lockHold{s: s, ss: ss, key: key, rev: rev, n: n}, nil
 	}
 	for attempt := 1; ; {
 		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithKeysOnly()),
@@ -99,7 +105,7 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 				return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
 			}
 			granted = true
-			return &lockHold{s: s, ss: ss, key: key, rev: rev}, nil
+			return &lockHold{s: s, ss: ss, key: key, rev: rev, n: n}, nil
 		}
 		if !wait {
 			return nil, driver.ErrLocked
@@ -159,9 +165,9 @@ func (s *etcdStore) waitGone(ctx context.Context, ss *session, pred string, rev 
 }
 
 // dropWaiter deletes a waiter key in the background (rev 0: whatever its
-// revision), retrying until it succeeds, the store closes or the session's
-// lease (which deletes it anyway) is gone.
-func (s *etcdStore) dropWaiter(key string, rev int64) {
+// revision), retrying until it succeeds (then calls done) or the store
+// closes (revoking the lease, which deletes it anyway).
+func (s *etcdStore) dropWaiter(key string, rev int64, done func()) {
 	s.spawn(func() {
 		for attempt := 1; ; attempt++ {
 			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
@@ -173,7 +179,11 @@ func (s *etcdStore) dropWaiter(key string, rev int64) {
 					Then(clientv3.OpDelete(key)).Commit()
 			}
 			cancel()
-			if err == nil || s.ctx.Err() != nil {
+			if err == nil {
+				done()
+				return
+			}
+			if s.ctx.Err() != nil {
 				return
 			}
 			select {
@@ -216,17 +226,18 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 		select {
 		case <-h.s.closing:
 		default:
-			h.s.dropWaiter(h.key, h.rev)
+			h.s.dropWaiter(h.key, h.rev, func() { h.ss.release(h.n) })
 		}
 		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
 	}
-	// The key's name is unique to this hold (lease and sequence): a plain
-	// delete can remove no one else's.
+	// The key's name is the hold's until this delete returns (its number is
+	// reused only after): a plain delete removes no one else's.
 	_, err := h.s.cli.Delete(ctx, h.key)
 	if err = h.s.check(ctx, err); err != nil {
 		return err
 	}
 	h.unlocked = true
+	h.ss.release(h.n)
 	return nil
 }
 

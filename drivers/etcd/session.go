@@ -27,8 +27,9 @@ type session struct {
 	ttl time.Duration // as the server granted it
 
 	mu       sync.Mutex
-	deadline time.Time // monotonic: holds are lost from here on
-	sent     time.Time // of the last keep-alive answered
+	used     map[int64]bool // waiter key numbers in use (take, release)
+	deadline time.Time      // monotonic: holds are lost from here on
+	sent     time.Time      // of the last keep-alive answered
 	lost     chan struct{}
 	err      error
 }
@@ -79,6 +80,28 @@ func (ss *session) lostErr() error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.err
+}
+
+// take returns the lowest waiter key number not in use in the session.
+func (ss *session) take() int64 {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.used == nil {
+		ss.used = map[int64]bool{}
+	}
+	n := int64(1)
+	for ss.used[n] {
+		n++
+	}
+	ss.used[n] = true
+	return n
+}
+
+// release makes n available once its key is surely deleted.
+func (ss *session) release(n int64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.used, n)
 }
 
 // errSessionClosed is the cause of holds lost because the store closed.
