@@ -2,22 +2,26 @@
 #            driver's against real 3.8 and 3.9 servers and the PostgreSQL
 #            driver's against a real PostgreSQL server, which the tests start.
 # make check: formatting, go vet and staticcheck (pinned).
-# otelstore and examples/prometheus are modules of their own (OpenTelemetry
-# needs a newer go line than the store's); both targets cover them, and
+# otelstore, examples/prometheus and drivers/etcd are modules of their own
+# (OpenTelemetry needs a newer go line than the store's; etcd brings gRPC); both targets cover them, and
 # check says when one needs `go mod tidy` after the store's requirements change.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?=
-NESTED := otelstore examples/prometheus
+NESTED := otelstore examples/prometheus drivers/etcd
 
-.PHONY: test check zookeeper postgres example bench histories mutants
+.PHONY: test check zookeeper postgres etcd example bench histories mutants
 
-test: zookeeper postgres
+test: zookeeper postgres etcd
 	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
 	for m in $(NESTED); do (cd $$m && go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...) || exit 1; done
 
 # Installs ZooKeeper 3.8 and 3.9 for the tests when they are missing.
 zookeeper:
 	bash scripts/install-zookeeper.sh
+
+# Builds the etcd server for the etcd driver's tests when it is missing.
+etcd:
+	bash scripts/install-etcd.sh
 
 # Installs PostgreSQL for the tests when it is missing.
 postgres:

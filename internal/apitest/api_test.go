@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-var driverDirs = []string{"memory", "sqlite", "postgres", "zookeeper"}
+var driverDirs = []string{"memory", "sqlite", "postgres", "zookeeper", "etcd"}
 
 const storePath = "github.com/cosid-go/store"
 

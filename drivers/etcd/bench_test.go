@@ -1,0 +1,145 @@
+package etcd
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+)
+
+// BenchmarkPaired measures, on the shared member in one run, each
+// operation of the store against its baseline, alternately and timed
+// apart, and reports speed: the baseline's time over the store's (1 is
+// parity, above is faster), which load drifting between two separate runs
+// cannot skew.
+//
+//   - Next: the store's Next (through the user API) against a raw
+//     transaction doing the same, a compare on the mod revision the caller
+//     remembers and a put: the least a correct Next can do.
+//
+//   - Lock: the store's Lock and Unlock (fence, Lost rule and all) against
+//     concurrency.Mutex's Lock and Unlock on a session, uncontended;
+//     LockDriver the same through the driver alone, without the portable
+//     layer (validation, timeout, observers).
+//
+//     go test -run '^$' -bench Paired -benchtime 2s ./
+func BenchmarkPaired(b *testing.B) {
+	b.Run("Next", benchNextPaired)
+	b.Run("Lock", func(b *testing.B) { benchLockPaired(b, false) })
+	b.Run("LockDriver", func(b *testing.B) { benchLockPaired(b, true) })
+}
+
+func benchStore(b *testing.B) *store.Store {
+	st, _ := openCounting(b, freshPrefix("bench"))
+	return st
+}
+
+func benchNextPaired(b *testing.B) {
+	ctx := context.Background()
+	st := benchStore(b)
+	cli := rawClient(b)
+	k := freshPrefix("raw") + "/k"
+	resp, err := cli.Put(ctx, k, "0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	mod, next := resp.Header.Revision, int64(0)
+	if _, err := st.Ranges().Next(ctx, "k", 10); err != nil {
+		b.Fatal(err)
+	}
+	rawNext := func() {
+		tr, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", mod)).
+			Then(clientv3.OpPut(k, strconv.FormatInt(next+10, 10))).Commit()
+		if err != nil || !tr.Succeeded {
+			b.Fatal(err)
+		}
+		mod, next = tr.Header.Revision, next+10
+	}
+	mine := func() {
+		if _, err := st.Ranges().Next(ctx, "k", 10); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var raw, ours time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		raw, ours = pair(i, raw, ours, rawNext, mine)
+	}
+	b.ReportMetric(float64(raw)/float64(ours), "speed-vs-raw")
+}
+
+func benchLockPaired(b *testing.B, bare bool) {
+	ctx := context.Background()
+	st := benchStore(b)
+	cli := rawClient(b)
+	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(60))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sess.Close()
+	mu := concurrency.NewMutex(sess, freshPrefix("mutex"))
+	d := st.Driver().(driver.Locker)
+	// The store's session lease is granted by its first Lock.
+	if l, err := st.Locks().Lock(ctx, "bench"); err != nil {
+		b.Fatal(err)
+	} else if err := l.Unlock(ctx); err != nil {
+		b.Fatal(err)
+	}
+	mutex := func() {
+		if err := mu.Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := mu.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	mine := func() {
+		if bare {
+			l, err := d.Lock(ctx, "bench", "o", true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Unlock(ctx); err != nil {
+				b.Fatal(err)
+			}
+			return
+		}
+		l, err := st.Locks().Lock(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var base, ours time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		base, ours = pair(i, base, ours, mutex, mine)
+	}
+	b.ReportMetric(float64(base)/float64(ours), "speed-vs-mutex")
+}
+
+// pair times one call of each, the baseline first on even i and second on
+// odd i (so neither always follows the other), and adds the times.
+func pair(i int, base, ours time.Duration, baseline, mine func()) (time.Duration, time.Duration) {
+	first, second := baseline, mine
+	if i%2 == 1 {
+		first, second = mine, baseline
+	}
+	t0 := time.Now()
+	first()
+	t1 := time.Now()
+	second()
+	t2 := time.Now()
+	if i%2 == 1 {
+		return base + t2.Sub(t1), ours + t1.Sub(t0)
+	}
+	return base + t1.Sub(t0), ours + t2.Sub(t1)
+}

@@ -1,0 +1,78 @@
+// Package etcd is the etcd driver of package store: ranges, slot leases
+// and locks on etcd 3.6 and 3.7, through go.etcd.io/etcd/client/v3. It is a
+// module of its own, so that programs using the other drivers never
+// download gRPC.
+//
+// # Opening
+//
+//	import _ "github.com/cosid-go/store/drivers/etcd"
+//
+//	st, err := store.Open("etcd", map[string]string{"endpoints": "etcd1:2379,etcd2:2379"})
+//
+// or, without the registry, etcd.OpenStore(ctx, &etcd.Options{...}).
+//
+// # Options
+//
+//   - endpoints (localhost:2379): comma-separated host:port or http(s)
+//     URLs of the members. Credentials in a URL are refused.
+//   - prefix (/cosid): put before every key the store writes; nothing
+//     outside it is touched.
+//   - username, password (none): etcd authentication, both or neither; the
+//     password never appears in errors.
+//   - tls.caFile, tls.certFile, tls.keyFile (none): TLS, with the CA to
+//     trust and the client certificate; the files are PEM, read at open.
+//   - dialTimeout (5s): the limit for connecting to one endpoint.
+//   - sessionTTL (60s, at least 2s): the TTL asked for the etcd lease the
+//     store's locks hang on; a crashed holder's locks are free after it.
+//   - create (true): false makes Open fail with ErrNotFound ("no store
+//     at ...") when the prefix holds no store, writing nothing.
+//
+// An unknown option is an error that lists the known ones.
+//
+// # Keys
+//
+// Under the prefix: meta (the store's identity), range/{key} (the next
+// value in decimal, ":sealed" appended once sealed), ns/{ns} (limit and
+// tolerance), slot/{ns}/{n} (the slot's record, driver.SlotRecord's
+// binary encoding), owner/{ns}/{owner} (the owner index), and
+// lock/{name}/{waiter} (one key per holder or waiter, on its store's
+// session lease, holding the owner), purged (the highest slot fence a
+// purge deleted). Run-time code never deletes a range or slot key; Purge
+// (driver.Purger) deletes them all, refusing while any lock key exists.
+//
+// # Guarantees
+//
+// Next is one transaction comparing the key's mod revision with the one
+// the store wrote or read last: one round trip while the store is the only
+// writer. A key whose create revision changed was deleted and created
+// again, and is refused (ErrRecreated), as is a key the store used that is
+// now missing; a value below one the store saw is ErrCorrupt. A write whose
+// answer was lost is a gap, reported as an unknown_outcome event.
+//
+// Slot times come from the clock of the host that writes: etcd stamps no
+// time on its writes (docs/design.md, etcd). Renewals write the current
+// expiry and ceiling as lower bounds and the next term's floor comes from
+// the stored record, so the timestamps of two terms stay apart whatever the
+// hosts' clocks say; a host whose clock is ahead may take an expired slot
+// early, a host behind late.
+//
+// Locks are fair: waiters are served in the order of their keys' create
+// revisions, each watching only its predecessor. The fence is the waiter
+// key's create revision, which only grows (across restarts, deletes and
+// leader changes). A hold is Lost once the store cannot be sure its lease
+// is alive: from the send time of the last keep-alive the leader answered
+// (a follower forwards keep-alives to the leader, which confirms its
+// leadership with a quorum before renewing) plus the TTL it returned, less
+// a tenth of it, on the monotonic clock. The lease cannot expire before
+// that, so no other store is granted the lock before Lost closes.
+//
+// # Operations
+//
+// An operation whose context ends while no member answers fails with
+// driver.ErrUnavailable next to the context error, saying when a member
+// last answered. Retries and writes given up with an unknown outcome are
+// reported to the store's logger and observers (driver.Notifier); a lost
+// lock says why (driver.LostCause). Ping (driver.Pinger) reads the
+// metadata key; ID (driver.Identifier) is the identity written there when
+// the store was created.
+package etcd

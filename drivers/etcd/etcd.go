@@ -1,0 +1,266 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+)
+
+func init() { store.Register("etcd", fromOptions) }
+
+// fromOptions is the registry's factory: it parses the options and
+// connects later, in Connect (bounded by store.OpenContext).
+func fromOptions(m map[string]string) (driver.Store, error) {
+	cfg, err := parseOptions(m)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(cfg, nil), nil
+}
+
+// etcdStore is one store: a client (its own or the caller's), a cache of
+// the ranges it wrote last, and the lock session.
+type etcdStore struct {
+	cfg     config
+	cli     *clientv3.Client
+	ownCli  bool
+	now     func() int64      // the slot clock, ms since the epoch (slots.go)
+	dialOpt []grpc.DialOption // tests count round trips with an interceptor
+	notify  atomic.Pointer[func(driver.Event)]
+	answer  atomic.Int64 // unix nanos of the last answer from a server
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	goMu    sync.Mutex // guards goDone, so no goroutine starts once Close waits
+	goDone  bool
+	closing chan struct{}
+
+	rmu    sync.Mutex
+	ranges map[string]rangeMemo
+
+	lmu     sync.Mutex
+	sess    *session
+	closedL bool
+}
+
+func newStore(cfg config, cli *clientv3.Client) *etcdStore {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &etcdStore{
+		cfg: cfg, cli: cli, ownCli: cli == nil,
+		now:     func() int64 { return time.Now().UnixMilli() },
+		ctx:     ctx,
+		cancel:  cancel,
+		closing: make(chan struct{}),
+		ranges:  map[string]rangeMemo{},
+	}
+}
+
+// Notify sets the event sink (driver.Notifier).
+func (s *etcdStore) Notify(f func(driver.Event)) { s.notify.Store(&f) }
+
+func (s *etcdStore) emit(e driver.Event) {
+	if f := s.notify.Load(); f != nil {
+		(*f)(e)
+	}
+}
+
+// Connect makes the client, if the store has none, and checks the store's
+// metadata key: creating it (with the store's identity) unless create is
+// false, when a missing one is ErrNotFound.
+func (s *etcdStore) Connect(ctx context.Context) error {
+	if s.cli == nil {
+		cli, err := clientv3.New(clientv3.Config{
+			Endpoints:   s.cfg.endpoints,
+			DialTimeout: s.cfg.dialTimeout,
+			Username:    s.cfg.username,
+			Password:    s.cfg.password,
+			TLS:         s.cfg.tls,
+			Logger:      zap.NewNop(),
+			Context:     s.ctx,
+			// Pings on idle connections, so a dead one is found and
+			// replaced while no call is in flight.
+			DialKeepAliveTime:    10 * time.Second,
+			DialKeepAliveTimeout: 5 * time.Second,
+			DialOptions:          s.dialOpt,
+		})
+		if err != nil {
+			return fmt.Errorf("etcd client for %s: %v", strings.Join(s.cfg.endpoints, ","), err)
+		}
+		s.cli = cli
+	}
+	if _, err := s.storeID(ctx, s.cfg.create); err != nil {
+		return err
+	}
+	s.emit(driver.Event{Kind: driver.Connected, Server: strings.Join(s.cfg.endpoints, ",")})
+	return nil
+}
+
+func (s *etcdStore) key(parts ...string) string {
+	return s.cfg.prefix + "/" + strings.Join(parts, "/")
+}
+
+// Ping makes one round trip (driver.Pinger): a read of the metadata key.
+func (s *etcdStore) Ping(ctx context.Context) error {
+	_, err := s.cli.Get(ctx, s.key("meta"))
+	return s.check(ctx, err)
+}
+
+// StoreID returns the store's identity (driver.Identifier).
+func (s *etcdStore) StoreID(ctx context.Context) (string, error) {
+	return s.storeID(ctx, s.cfg.create)
+}
+
+// storeID reads the metadata key, writing a new identity when it is
+// missing and create is set.
+func (s *etcdStore) storeID(ctx context.Context, create bool) (string, error) {
+	k := s.key("meta")
+	for {
+		resp, err := s.cli.Get(ctx, k)
+		if err = s.check(ctx, err); err != nil {
+			return "", err
+		}
+		if len(resp.Kvs) == 1 {
+			id, ok := strings.CutPrefix(string(resp.Kvs[0].Value), "id=")
+			if !ok || id == "" {
+				return "", fmt.Errorf("metadata key %s holds %q: %w", k, resp.Kvs[0].Value, driver.ErrCorrupt)
+			}
+			return id, nil
+		}
+		if !create {
+			return "", fmt.Errorf("no store at %s under %s (create=false): %w",
+				strings.Join(s.cfg.endpoints, ","), s.cfg.prefix, driver.ErrNotFound)
+		}
+		id := driver.NewStoreID()
+		tr, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+			Then(clientv3.OpPut(k, "id="+id)).Commit()
+		if err = s.check(ctx, err); err != nil {
+			return "", err
+		}
+		if tr.Succeeded {
+			return id, nil
+		}
+	}
+}
+
+// quiet is how long without any answer makes a call that ran out of time
+// one that found etcd unavailable.
+const quiet = time.Second
+
+// check notes an answer, and turns a failure after ctx ended into one that
+// wraps ctx's error and, when no member answered this store for quiet,
+// ErrUnavailable, saying when one last did.
+func (s *etcdStore) check(ctx context.Context, err error) error {
+	if err == nil {
+		s.answer.Store(time.Now().UnixNano())
+		return nil
+	}
+	select {
+	case <-s.closing:
+		return driver.ErrClosed
+	default:
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		n := s.answer.Load()
+		if n != 0 && time.Since(time.Unix(0, n)) < quiet {
+			// Members answer: the call ran out of time on contention or
+			// a slow server, not on an outage.
+			return fmt.Errorf("%v: %w", err, cerr)
+		}
+		last := "never"
+		if n != 0 {
+			last = time.Since(time.Unix(0, n)).Round(time.Millisecond).String() + " ago"
+		}
+		return fmt.Errorf("no answer from etcd at %s (last answer: %s; %v): %w: %w",
+			strings.Join(s.cfg.endpoints, ","), last, err, driver.ErrUnavailable, cerr)
+	}
+	return err
+}
+
+// retryable reports a failure that another attempt may get past: the
+// server unreachable, no leader, a leader change, a server-side timeout.
+// The write may still have been applied.
+func retryable(err error) bool {
+	switch {
+	case errors.Is(err, rpctypes.ErrNoLeader), errors.Is(err, rpctypes.ErrLeaderChanged),
+		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
+		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(err, rpctypes.ErrStopped),
+		errors.Is(err, rpctypes.ErrTooManyRequests):
+		return true
+	}
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted:
+			return true
+		}
+	}
+	return false
+}
+
+// backoff sleeps before retry n (1, 2, ...), within ctx.
+func (s *etcdStore) backoff(ctx context.Context, n int, err error) error {
+	driver.Retried(ctx)
+	s.emit(driver.Event{Kind: driver.Retry, Attempt: n, Err: err})
+	d := min(10*time.Millisecond<<min(n, 6), 500*time.Millisecond)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-s.closing:
+		return driver.ErrClosed
+	case <-ctx.Done():
+		return s.check(ctx, err)
+	}
+}
+
+// spawn runs f on a goroutine Close waits for; after Close it does
+// nothing (what f would do, Close has done: the lease is revoked).
+func (s *etcdStore) spawn(f func()) {
+	s.goMu.Lock()
+	defer s.goMu.Unlock()
+	if s.goDone {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// Format prints the store as "etcd store prefix=... endpoints=..." for
+// every verb: its fields hold the password.
+func (s *etcdStore) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "etcd store prefix=%s endpoints=%s", s.cfg.prefix, driver.Redact(strings.Join(s.cfg.endpoints, ",")))
+}
+
+// Close ends the lock session (revoking its lease, so the next waiters get
+// the locks at once) and every goroutine, then the client if it is the
+// store's own.
+func (s *etcdStore) Close() error {
+	close(s.closing)
+	s.closeLocks()
+	s.cancel()
+	s.goMu.Lock()
+	s.goDone = true
+	s.goMu.Unlock()
+	s.wg.Wait()
+	if s.ownCli && s.cli != nil {
+		return s.cli.Close()
+	}
+	return nil
+}

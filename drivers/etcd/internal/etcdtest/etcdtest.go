@@ -1,0 +1,250 @@
+// Package etcdtest starts real etcd servers on loopback for the etcd
+// driver's tests: one member, or a cluster of several. The binary is the one
+// scripts/install-etcd.sh builds (make etcd), found through .etcd/env at
+// the repository root, or ETCD_BIN. A test that needs a server fails, with
+// the reason, when none starts.
+//
+// It is a test helper: import it from _test.go files only.
+package etcdtest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store/internal/freeport"
+)
+
+// startWait bounds a cluster's start: generous, for a loaded machine.
+const startWait = 90 * time.Second
+
+// Member is one etcd server of a cluster.
+type Member struct {
+	Name      string
+	ClientURL string // http://127.0.0.1:port
+	PeerURL   string
+	dir       string
+	args      []string
+	logPath   string
+	cmd       *exec.Cmd
+	exited    chan struct{}
+}
+
+// Cluster is a set of members started together.
+type Cluster struct {
+	Members []*Member
+	bin     string
+}
+
+// Binary returns the etcd binary's path, or why there is none.
+func Binary() (string, error) {
+	if p := os.Getenv("ETCD_BIN"); p != "" {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		env := filepath.Join(dir, ".etcd", "env")
+		if f, err := os.Open(env); err == nil {
+			defer f.Close()
+			sc := bufio.NewScanner(f)
+			for sc.Scan() {
+				if v, ok := strings.CutPrefix(sc.Text(), "ETCD_BIN="); ok {
+					if _, err := os.Stat(v); err != nil {
+						return "", fmt.Errorf("%s names %s: %v; run make etcd", env, v, err)
+					}
+					return v, nil
+				}
+			}
+			return "", fmt.Errorf("%s has no ETCD_BIN line; run make etcd", env)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "scripts", "install-etcd.sh")); err == nil {
+			return "", fmt.Errorf("no etcd server: %s is missing; run `make etcd` (scripts/install-etcd.sh)", env)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no etcd server: no .etcd/env above the working directory; run `make etcd` or set ETCD_BIN")
+		}
+		dir = parent
+	}
+}
+
+// Start starts an n-member cluster and waits until every member reports
+// itself healthy; it is stopped, its files removed, when the test ends. A
+// port taken meanwhile by another process makes it retry on fresh ports.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	var last error
+	for range 3 {
+		c := &Cluster{bin: bin}
+		if last = c.start(t.TempDir(), n); last == nil {
+			t.Cleanup(c.Close)
+			return c
+		}
+		c.Close()
+	}
+	t.Fatalf("etcdtest: no %d-member etcd cluster started: %v", n, last)
+	return nil
+}
+
+func (c *Cluster) start(dir string, n int) error {
+	var initial []string
+	for i := range n {
+		cp, err := freeport.Get()
+		if err != nil {
+			return err
+		}
+		pp, err := freeport.Get()
+		if err != nil {
+			return err
+		}
+		m := &Member{
+			Name:      fmt.Sprintf("m%d", i),
+			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", cp),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", pp),
+		}
+		m.dir = filepath.Join(dir, m.Name)
+		m.logPath = filepath.Join(dir, m.Name+".log")
+		c.Members = append(c.Members, m)
+		initial = append(initial, m.Name+"="+m.PeerURL)
+	}
+	for _, m := range c.Members {
+		m.args = []string{
+			"--name", m.Name, "--data-dir", m.dir,
+			"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
+			"--listen-peer-urls", m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL,
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
+			"--initial-cluster-token", filepath.Base(dir),
+			"--log-level", "warn",
+			// No quota surprises in a test run.
+			"--quota-backend-bytes", "1073741824",
+			// The tests kill members, never the machine: what a member
+			// wrote is in the page cache and survives its death, and
+			// fsyncs on a loaded machine would only slow every write.
+			"--unsafe-no-fsync",
+		}
+		if err := m.run(c.bin); err != nil {
+			return err
+		}
+	}
+	for _, m := range c.Members {
+		if err := m.waitHealthy(startWait); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Member) run(bin string) error {
+	log, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, m.args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("start %s: %v", bin, err)
+	}
+	m.cmd = cmd
+	m.exited = make(chan struct{})
+	go func() {
+		cmd.Wait()
+		log.Close()
+		close(m.exited)
+	}()
+	return nil
+}
+
+// waitHealthy polls the member's /health until it says true, it exits, or
+// d passes.
+func (m *Member) waitHealthy(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	client := &http.Client{Timeout: 2 * time.Second}
+	for time.Now().Before(deadline) {
+		select {
+		case <-m.exited:
+			return fmt.Errorf("member %s exited while starting; log:\n%s", m.Name, m.tail())
+		default:
+		}
+		if resp, err := client.Get(m.ClientURL + "/health"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"health":"true"`) {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("member %s not healthy after %v; log:\n%s", m.Name, d, m.tail())
+}
+
+func (m *Member) tail() string {
+	b, _ := os.ReadFile(m.logPath)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// Endpoints returns every member's client URL.
+func (c *Cluster) Endpoints() []string {
+	var out []string
+	for _, m := range c.Members {
+		out = append(out, m.ClientURL)
+	}
+	return out
+}
+
+// Stop kills the member (SIGKILL: what a crash leaves) and waits for it.
+func (m *Member) Stop() {
+	if m.cmd == nil {
+		return
+	}
+	m.cmd.Process.Kill()
+	<-m.exited
+	m.cmd = nil
+}
+
+// Pause stops the member's process (SIGSTOP) with its sockets open, as a
+// member cut off from everyone; Resume lets it go on.
+func (m *Member) Pause()  { m.cmd.Process.Signal(syscall.SIGSTOP) }
+func (m *Member) Resume() { m.cmd.Process.Signal(syscall.SIGCONT) }
+
+// Restart starts a stopped member again on its data and waits until it is
+// healthy (a cluster needs a quorum of members up for that).
+func (c *Cluster) Restart(t testing.TB, m *Member) {
+	t.Helper()
+	m.Stop()
+	if err := m.run(c.bin); err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	if err := m.waitHealthy(startWait); err != nil {
+		t.Fatalf("etcdtest: restart: %v", err)
+	}
+}
+
+// Close stops every member.
+func (c *Cluster) Close() {
+	for _, m := range c.Members {
+		if m.cmd != nil {
+			m.Resume()
+		}
+		m.Stop()
+	}
+}

@@ -1,0 +1,291 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// A lock name's queue is the keys lock/{name}/{waiter} (names have no
+// '/'), each attached to its store's session lease, with the owner as
+// value. The queue's order is the keys' create revisions, which are also
+// the fences: etcd's revision only grows, across restarts and deletes.
+
+var errClosedStore = driver.ErrClosed
+
+func (s *etcdStore) lockPrefix(name string) string { return s.key("lock", name) + "/" }
+
+// lockHold is a held lock.
+type lockHold struct {
+	s   *etcdStore
+	ss  *session
+	key string
+	rev int64
+	n   int64 // the key's number in its session (session.take)
+
+	mu       sync.Mutex
+	unlocked bool
+}
+
+// errQueueLost marks a wait whose session was lost (its key is gone, or
+// will be): the waiter queues again, at the end, under a new session.
+var errQueueLost = errors.New("the wait's session was lost")
+
+// Lock queues a waiter key, then waits until no key of the name is older:
+// it watches only its predecessor, and reads again when that one goes. A
+// waiter whose session is lost while it waits queues again.
+func (s *etcdStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	for {
+		l, err := s.lockOnce(ctx, name, owner, wait)
+		if errors.Is(err, errQueueLost) && ctx.Err() == nil {
+			continue
+		}
+		return l, err
+	}
+}
+
+func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	ss, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Numbers are reused once their key is deleted: etcd keeps a deleted
+	// key's index entry until a compaction, and a name whose every lock
+	// made a new key would make each listing of its queue slower.
+	n := ss.take()
+	release := func() { ss.release(n) }
+	key := s.lockPrefix(name) + fmt.Sprintf("%016x-%d", int64(ss.id), n)
+	rev, first, err := s.createWaiter(ctx, ss, key, owner, s.lockPrefix(name))
+	if err != nil {
+		s.dropWaiter(key, 0, release)
+		return nil, err
+	}
+	granted := false
+	defer func() {
+		if !granted {
+			s.dropWaiter(key, rev, release)
+		}
+	}()
+	if first {
+		// The oldest key of the name, read in the create's own
+		// transaction, is ours: held, one round trip.
+		if !ss.alive() {
+			return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
+		}
+		granted = true
+		return &lockHold{s: s, ss: ss, key: key, rev: rev, n: n}, nil
+	}
+	for attempt := 1; ; {
+		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithKeysOnly()),
+			clientv3.OpGet(s.lockPrefix(name), append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1), clientv3.WithKeysOnly())...)).Commit()
+		if err = s.check(ctx, err); err != nil {
+			if !retryable(err) {
+				return nil, err
+			}
+			if err := s.backoff(ctx, attempt, err); err != nil {
+				return nil, err
+			}
+			attempt++
+			continue
+		}
+		if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+			return nil, fmt.Errorf("waiter key %s vanished (its session lease expired): %w: %w", key, errQueueLost, driver.ErrLeaseLost)
+		}
+		pred := resp.Responses[1].GetResponseRange().Kvs
+		if len(pred) == 0 {
+			if !ss.alive() {
+				return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
+			}
+			granted = true
+			return &lockHold{s: s, ss: ss, key: key, rev: rev, n: n}, nil
+		}
+		if !wait {
+			return nil, driver.ErrLocked
+		}
+		if err := s.waitGone(ctx, ss, string(pred[0].Key), resp.Header.Revision); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// createWaiter puts the waiter key on the session's lease and returns its
+// create revision, and whether it is the oldest key of the name (read in
+// the same transaction). The key is unique, so a retry after a lost answer
+// finds it rather than queueing twice.
+func (s *etcdStore) createWaiter(ctx context.Context, ss *session, key, owner, prefix string) (int64, bool, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, owner, clientv3.WithLease(ss.id)),
+				clientv3.OpGet(prefix, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...)).
+			Else(clientv3.OpGet(key)).Commit()
+		if err = s.check(ctx, err); err == nil {
+			if resp.Succeeded {
+				rev := resp.Header.Revision
+				oldest := resp.Responses[1].GetResponseRange().Kvs
+				return rev, len(oldest) == 1 && oldest[0].CreateRevision == rev, nil
+			}
+			return resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision, false, nil
+		}
+		if !retryable(err) {
+			return 0, false, err
+		}
+		if err := s.backoff(ctx, attempt, err); err != nil {
+			return 0, false, err
+		}
+	}
+}
+
+// waitGone returns once pred was deleted after revision rev, or after a
+// third of the session TTL (to look again), or with the reason to stop.
+func (s *etcdStore) waitGone(ctx context.Context, ss *session, pred string, rev int64) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wch := s.cli.Watch(clientv3.WithRequireLeader(wctx), pred, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+	recheck := time.NewTimer(ss.ttl / 3)
+	defer recheck.Stop()
+	select {
+	case <-ctx.Done():
+		return s.check(ctx, ctx.Err())
+	case <-s.closing:
+		return driver.ErrClosed
+	case <-ss.lost:
+		return fmt.Errorf("while waiting: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
+	case <-wch:
+	case <-recheck.C:
+	}
+	return nil
+}
+
+// dropWaiter deletes a waiter key in the background (rev 0: whatever its
+// revision), retrying until it succeeds (then calls done) or the store
+// closes (revoking the lease, which deletes it anyway).
+func (s *etcdStore) dropWaiter(key string, rev int64, done func()) {
+	s.spawn(func() {
+		for attempt := 1; ; attempt++ {
+			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+			var err error
+			if rev == 0 {
+				_, err = s.cli.Delete(ctx, key)
+			} else {
+				_, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
+					Then(clientv3.OpDelete(key)).Commit()
+			}
+			cancel()
+			if err == nil {
+				done()
+				return
+			}
+			if s.ctx.Err() != nil {
+				return
+			}
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(min(50*time.Millisecond<<min(attempt, 5), time.Second)):
+			}
+		}
+	})
+}
+
+// closeLocks loses every hold and revokes the session's lease, so the next
+// waiters of the store's locks get them at once.
+func (s *etcdStore) closeLocks() {
+	s.lmu.Lock()
+	s.closedL = true
+	ss := s.sess
+	s.lmu.Unlock()
+	if ss == nil {
+		return
+	}
+	ss.lose(errSessionClosed)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s.cli.Revoke(ctx, ss.id)
+}
+
+// Unlock deletes the hold's own key.
+func (h *lockHold) Unlock(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.unlocked {
+		return nil
+	}
+	if !h.ss.alive() {
+		// The lease is gone or will be (the store closed, or it could not
+		// be kept alive): its expiry deletes the key; the holder learns
+		// that its critical section was not protected to the end.
+		h.unlocked = true
+		select {
+		case <-h.s.closing:
+		default:
+			h.s.dropWaiter(h.key, h.rev, func() { h.ss.release(h.n) })
+		}
+		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
+	}
+	// The key's name is the hold's until this delete returns (its number is
+	// reused only after): a plain delete removes no one else's.
+	_, err := h.s.cli.Delete(ctx, h.key)
+	if err = h.s.check(ctx, err); err != nil {
+		return err
+	}
+	h.unlocked = true
+	h.ss.release(h.n)
+	return nil
+}
+
+func (h *lockHold) Fence() int64 { return h.rev }
+
+// Lost checks the deadline on each call, besides the session's own timer.
+func (h *lockHold) Lost() <-chan struct{} {
+	h.ss.alive()
+	return h.ss.lost
+}
+
+// LostErr says why the hold was lost (driver.LostCause).
+func (h *lockHold) LostErr() error { return h.ss.lostErr() }
+
+// Locks lists the names with a waiter or holder key.
+func (s *etcdStore) Locks(ctx context.Context) ([]string, error) {
+	p := s.key("lock") + "/"
+	resp, err := s.cli.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err = s.check(ctx, err); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for _, kv := range resp.Kvs {
+		name, _, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), p), "/")
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Waiters lists the queue in create-revision order; an empty queue is a
+// name the store has forgotten (ErrNotFound).
+func (s *etcdStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+	resp, err := s.cli.Get(ctx, s.lockPrefix(name), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err = s.check(ctx, err); err != nil {
+		return nil, err
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, fmt.Errorf("lock %q: nobody holds or waits for it: %w", name, driver.ErrNotFound)
+	}
+	out := make([]driver.Waiter, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		out = append(out, driver.Waiter{Owner: string(kv.Value), Fence: kv.CreateRevision})
+	}
+	return out, nil
+}

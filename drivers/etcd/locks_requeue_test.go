@@ -1,0 +1,64 @@
+package etcd
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/netproxy"
+)
+
+// TestWaiterQueuesAgain: a waiter cut off long enough for its session's
+// lease to expire (its key leaves the queue) does not fail its Lock: once
+// it can reach the server again it queues anew, and gets the lock when
+// the holder unlocks.
+func TestWaiterQueuesAgain(t *testing.T) {
+	ctx := t.Context()
+	ep := sharedServer(t).Endpoints()[0]
+	prefix := freshPrefix("requeue")
+	holder, err := OpenStore(ctx, &Options{Endpoints: []string{ep}, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	p := netproxy.New(t, strings.TrimPrefix(ep, "http://"))
+	waiter, err := OpenStore(ctx, &Options{Endpoints: []string{p.Addr()}, Prefix: prefix, SessionTTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	held, err := holder.Locks().Lock(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		l   *store.Lock
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := waiter.Locks().Lock(ctx, "q")
+		got <- result{l, err}
+	}()
+	waitQueued(t, holder, "q", 2)
+	p.Freeze()
+	waitQueued(t, holder, "q", 1) // the waiter's lease expired on the server
+	p.Thaw()
+	waitQueued(t, holder, "q", 2) // queued again
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("the waiter's Lock: %v", r.err)
+		}
+		if r.l.Fence() <= held.Fence() {
+			t.Errorf("fence %d not above the holder's %d", r.l.Fence(), held.Fence())
+		}
+		r.l.Unlock(ctx)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the waiter never got the lock")
+	}
+}

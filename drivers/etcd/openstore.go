@@ -1,0 +1,85 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+)
+
+// Options configure a store opened with OpenStore: the options of the
+// package documentation. The zero value means every default.
+type Options struct {
+	// Endpoints are the members' client URLs or host:port; default
+	// localhost:2379.
+	Endpoints []string
+	// Prefix is put before every key the store writes; default /cosid.
+	Prefix string
+	// Username and Password authenticate with etcd's auth, both or neither.
+	Username, Password string
+	// TLSCAFile, TLSCertFile and TLSKeyFile turn TLS on: the CA to trust,
+	// and the client's certificate and key.
+	TLSCAFile, TLSCertFile, TLSKeyFile string
+	// DialTimeout bounds connecting to one endpoint; default 5s.
+	DialTimeout time.Duration
+	// SessionTTL is the TTL asked for the lease the store's locks hang on
+	// (whole seconds, at least 2s); default 60s. A crashed holder's locks
+	// are free after it.
+	SessionTTL time.Duration
+	// NoCreate opens only an existing store (the option create=false).
+	NoCreate bool
+}
+
+// OpenStore connects within ctx and opens a store; opts may be nil.
+// storeOpts are the portable settings, as for store.Open.
+func OpenStore(ctx context.Context, opts *Options, storeOpts ...store.Option) (*store.Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	m := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	set("endpoints", strings.Join(o.Endpoints, ","))
+	set("prefix", o.Prefix)
+	set("username", o.Username)
+	set("password", o.Password)
+	set("tls.caFile", o.TLSCAFile)
+	set("tls.certFile", o.TLSCertFile)
+	set("tls.keyFile", o.TLSKeyFile)
+	for _, d := range []struct {
+		field, key string
+		v          time.Duration
+	}{{"DialTimeout", "dialTimeout", o.DialTimeout}, {"SessionTTL", "sessionTTL", o.SessionTTL}} {
+		if d.v < 0 {
+			return nil, fmt.Errorf("etcd.Options.%s %v: negative: %w", d.field, d.v, driver.ErrInvalidArgument)
+		}
+		if d.v > 0 {
+			m[d.key] = d.v.String()
+		}
+	}
+	if o.NoCreate {
+		m[driver.OptionCreate] = "false"
+	}
+	cfg, err := parseOptions(m)
+	if err != nil {
+		return nil, &store.Error{Op: "OpenStore", Key: "etcd", Err: err}
+	}
+	d := newStore(cfg, nil)
+	if err := d.Connect(ctx); err != nil {
+		d.Close()
+		return nil, &store.Error{Op: "OpenStore", Key: "etcd", Err: err}
+	}
+	st, err := store.OpenDriver(d, storeOpts...)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return st, nil
+}

@@ -1,0 +1,120 @@
+package etcd
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// Option defaults (the package documentation).
+const (
+	defaultEndpoints   = "localhost:2379"
+	defaultPrefix      = "/cosid"
+	defaultDialTimeout = 5 * time.Second
+	defaultSessionTTL  = 60 * time.Second
+
+	maxWait = 24 * time.Hour
+)
+
+// config is the parsed option map.
+type config struct {
+	endpoints   []string
+	prefix      string // ends without '/'; keys are prefix + "/range/..."
+	dialTimeout time.Duration
+	sessionTTL  time.Duration // requested ttl of the lock session's etcd lease
+	username    string
+	password    string
+	tls         *tls.Config // nil: plaintext
+	create      bool
+}
+
+// parseOptions reads the option map; unknown keys and malformed values are
+// refused, naming the key (the password's value is never shown).
+func parseOptions(m map[string]string) (config, error) {
+	o := driver.NewOptions(m)
+	var c config
+	endpoints := o.String("endpoints", defaultEndpoints)
+	c.prefix = o.String("prefix", defaultPrefix)
+	c.dialTimeout = o.Duration("dialTimeout", defaultDialTimeout, time.Millisecond, maxWait)
+	c.sessionTTL = o.Duration("sessionTTL", defaultSessionTTL, 2*time.Second, maxWait)
+	c.username = o.String("username", "")
+	c.password = o.String("password", "")
+	ca := o.String("tls.caFile", "")
+	cert := o.String("tls.certFile", "")
+	key := o.String("tls.keyFile", "")
+	c.create = o.Bool(driver.OptionCreate, true)
+	if err := o.Err(); err != nil {
+		return config{}, err
+	}
+	bad := func(key, why string) error {
+		return &driver.OptionError{Key: key, Value: driver.Redact(m[key]), Secret: key == "password", Reason: why}
+	}
+	for _, e := range strings.Split(endpoints, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if strings.Contains(e, "://") {
+			u, err := url.Parse(e)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return config{}, bad("endpoints", fmt.Sprintf("%q is neither host:port nor an http(s) URL", driver.Redact(e)))
+			}
+			if u.User != nil {
+				return config{}, bad("endpoints", "credentials belong in username and password, not in an endpoint")
+			}
+		}
+		c.endpoints = append(c.endpoints, e)
+	}
+	if len(c.endpoints) == 0 {
+		return config{}, bad("endpoints", "no endpoint")
+	}
+	if !strings.HasPrefix(c.prefix, "/") || strings.HasSuffix(c.prefix, "/") || strings.Contains(c.prefix, "//") {
+		return config{}, bad("prefix", "must start with '/' and not end with '/' (for example /cosid)")
+	}
+	if (c.username == "") != (c.password == "") {
+		return config{}, bad("username", "username and password go together")
+	}
+	if ca != "" || cert != "" || key != "" {
+		t, err := tlsConfig(ca, cert, key)
+		if err != nil {
+			return config{}, err
+		}
+		c.tls = t
+	}
+	return c, nil
+}
+
+// tlsConfig reads the TLS files now, so a wrong path fails at open.
+func tlsConfig(ca, cert, key string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, &driver.OptionError{Key: "tls.caFile", Value: ca, Reason: err.Error()}
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, &driver.OptionError{Key: "tls.caFile", Value: ca, Reason: "no PEM certificate in it"}
+		}
+		cfg.RootCAs = pool
+	}
+	switch {
+	case cert != "" && key != "":
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, &driver.OptionError{Key: "tls.certFile", Value: cert, Reason: fmt.Sprintf("with tls.keyFile %q: %v", key, err)}
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	case cert != "":
+		return nil, &driver.OptionError{Key: "tls.certFile", Value: cert, Reason: "needs tls.keyFile"}
+	case key != "":
+		return nil, &driver.OptionError{Key: "tls.keyFile", Value: key, Reason: "needs tls.certFile"}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,98 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// The key purged keeps, across purges, the highest slot fence they
+// deleted: "slot_fence_floor=N". Lock fences need nothing: they are
+// revisions, which only grow.
+
+func (s *etcdStore) parseFloor(kvs []*mvccpb.KeyValue) (int64, error) {
+	if len(kvs) == 0 {
+		return 0, nil
+	}
+	v, ok := strings.CutPrefix(string(kvs[0].Value), "slot_fence_floor=")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if !ok || err != nil || n < 0 {
+		return 0, fmt.Errorf("key %s holds %q: %w", kvs[0].Key, kvs[0].Value, driver.ErrCorrupt)
+	}
+	return n, nil
+}
+
+// Purge deletes every range, namespace, slot and owner key (driver.Purger)
+// in one transaction that holds only if no key under the prefix changed
+// since it read them all, and no lock key existed then: a lock taken
+// meanwhile stops it. The identity stays; the slot fence floor rises to
+// the highest fence deleted.
+func (s *etcdStore) Purge(ctx context.Context) ([]string, error) {
+	root := s.cfg.prefix + "/"
+	for attempt := 1; ; attempt++ {
+		resp, err := s.cli.Get(ctx, root, clientv3.WithPrefix())
+		if err = s.check(ctx, err); err != nil {
+			return nil, err
+		}
+		var floorKVs []*mvccpb.KeyValue
+		for _, kv := range resp.Kvs {
+			if string(kv.Key) == s.key("purged") {
+				floorKVs = append(floorKVs, kv)
+			}
+		}
+		floor, err := s.parseFloor(floorKVs)
+		if err != nil {
+			return nil, err
+		}
+		deleted := []string{}
+		for _, kv := range resp.Kvs {
+			rest := strings.TrimPrefix(string(kv.Key), root)
+			kind, name, _ := strings.Cut(rest, "/")
+			switch kind {
+			case "lock":
+				lock, _, _ := strings.Cut(name, "/")
+				return nil, fmt.Errorf("lock %q is held or waited on: %w", lock, driver.ErrLocked)
+			case "range":
+				deleted = append(deleted, "range "+name)
+			case "ns":
+				deleted = append(deleted, "namespace "+name)
+			case "slot":
+				deleted = append(deleted, "slot "+name)
+				var r driver.SlotRecord
+				if r.UnmarshalBinary(kv.Value) == nil {
+					floor = max(floor, r.Fence)
+				}
+			case "owner":
+				deleted = append(deleted, "owner index "+name)
+			}
+		}
+		ops := []clientv3.Op{clientv3.OpPut(s.key("purged"), "slot_fence_floor="+strconv.FormatInt(floor, 10))}
+		for _, kind := range []string{"range", "ns", "slot", "owner"} {
+			ops = append(ops, clientv3.OpDelete(s.key(kind)+"/", clientv3.WithPrefix()))
+		}
+		tr, err := s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(root), "<", resp.Header.Revision+1).WithPrefix()).
+			Then(ops...).Commit()
+		if err = s.check(ctx, err); err != nil {
+			if !retryable(err) {
+				return nil, err
+			}
+			if err := s.backoff(ctx, attempt, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if tr.Succeeded {
+			s.rmu.Lock()
+			clear(s.ranges)
+			s.rmu.Unlock()
+			return deleted, nil
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// A range key's value is the next value in decimal, ":sealed" appended
+// once sealed.
+const sealedSuffix = ":sealed"
+
+// rangeMemo is what the store last wrote or read of a key: with it, Next
+// is one transaction comparing mod (one round trip while the store is the
+// only writer). create tells a deleted and recreated key apart.
+type rangeMemo struct {
+	next   int64
+	sealed bool
+	mod    int64 // -1: unknown (a write's outcome was lost), so re-read
+	create int64
+}
+
+func (s *etcdStore) rangeKey(k string) string { return s.key("range", k) }
+
+func parseRange(k string, kv *mvccpb.KeyValue) (int64, bool, error) {
+	v := string(kv.Value)
+	num, sealed := strings.CutSuffix(v, sealedSuffix)
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || strconv.FormatInt(n, 10) != num {
+		return 0, false, fmt.Errorf("range key %s holds %q: %w", k, v, driver.ErrCorrupt)
+	}
+	return n, sealed, nil
+}
+
+func formatRange(next int64, sealed bool) string {
+	v := strconv.FormatInt(next, 10)
+	if sealed {
+		v += sealedSuffix
+	}
+	return v
+}
+
+func (s *etcdStore) memo(key string) (rangeMemo, bool) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	m, ok := s.ranges[key]
+	return m, ok
+}
+
+// remember keeps m unless the memo already holds a later revision (a
+// concurrent call of this store answered after it).
+func (s *etcdStore) remember(key string, m rangeMemo) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if old, ok := s.ranges[key]; ok && old.mod > m.mod && old.create == m.create {
+		return
+	}
+	s.ranges[key] = m
+}
+
+// stale marks the memo unknown after a write with a lost answer, if it
+// is still the one that write compared with.
+func (s *etcdStore) stale(key string, used int64) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if m, ok := s.ranges[key]; ok && m.mod == used {
+		m.mod = -1
+		s.ranges[key] = m
+	}
+}
+
+// learn checks what the server holds of key against base, the memo as it
+// was before the call sent its request (had: there was one), and
+// remembers it: a key the store used that is now missing or has another
+// create revision is ErrRecreated, a value below one seen is ErrCorrupt.
+func (s *etcdStore) learn(key string, kvs []*mvccpb.KeyValue, base rangeMemo, had bool) (rangeMemo, bool, error) {
+	k := s.rangeKey(key)
+	if len(kvs) == 0 {
+		if had {
+			return rangeMemo{}, false, fmt.Errorf("range key %s, used by this store, is missing: %w", k, driver.ErrRecreated)
+		}
+		return rangeMemo{}, false, nil
+	}
+	kv := kvs[0]
+	if had && kv.CreateRevision != base.create {
+		return rangeMemo{}, false, fmt.Errorf("range key %s was deleted and created again (create revision %d, was %d): %w",
+			k, kv.CreateRevision, base.create, driver.ErrRecreated)
+	}
+	n, sealed, err := parseRange(k, kv)
+	if err != nil {
+		return rangeMemo{}, false, err
+	}
+	if had && n < base.next {
+		return rangeMemo{}, false, fmt.Errorf("range key %s went back from %d to %d (a restored backup?): %w", k, base.next, n, driver.ErrCorrupt)
+	}
+	m := rangeMemo{next: n, sealed: sealed, mod: kv.ModRevision, create: kv.CreateRevision}
+	s.remember(key, m)
+	return m, true, nil
+}
+
+// Next compare-and-sets the remembered value; on a conflict the answer
+// carries the key, and the next attempt uses it.
+func (s *etcdStore) Next(ctx context.Context, key string, step int64) (int64, error) {
+	k := s.rangeKey(key)
+	for attempt := 1; ; attempt++ {
+		m, ok := s.memo(key)
+		cmp := clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
+		if ok {
+			if m.sealed && m.mod >= 0 {
+				return 0, driver.ErrSealed
+			}
+			cmp = clientv3.Compare(clientv3.ModRevision(k), "=", m.mod)
+		}
+		cur := m.next
+		if cur > math.MaxInt64-step {
+			return 0, fmt.Errorf("next %d + step %d passes the largest int64: %w", cur, step, driver.ErrExhausted)
+		}
+		resp, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, formatRange(cur+step, false))).Else(clientv3.OpGet(k)).Commit()
+		if err != nil {
+			if ok {
+				s.stale(key, m.mod)
+			}
+			// The write may have been applied: its values are a gap.
+			s.emit(driver.Event{Kind: driver.UnknownOutcome, Key: key, Value: cur, Count: step, Err: err})
+			if err = s.check(ctx, err); !retryable(err) {
+				return 0, err
+			}
+			if err := s.backoff(ctx, attempt, err); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		s.check(ctx, nil)
+		if resp.Succeeded {
+			create := resp.Header.Revision
+			if ok {
+				create = m.create
+			}
+			s.remember(key, rangeMemo{next: cur + step, mod: resp.Header.Revision, create: create})
+			return cur, nil
+		}
+		got, exists, err := s.learn(key, resp.Responses[0].GetResponseRange().Kvs, m, ok)
+		if err != nil {
+			return 0, err
+		}
+		if exists && got.sealed {
+			return 0, driver.ErrSealed
+		}
+	}
+}
+
+// Current reads the key; a missing one is (0, false).
+func (s *etcdStore) Current(ctx context.Context, key string) (int64, bool, error) {
+	base, had := s.memo(key)
+	resp, err := s.cli.Get(ctx, s.rangeKey(key))
+	if err = s.check(ctx, err); err != nil {
+		return 0, false, err
+	}
+	m, _, err := s.learn(key, resp.Kvs, base, had)
+	return m.next, m.sealed, err
+}
+
+// Seal rewrites the value with the suffix, compare-and-set on what it read.
+func (s *etcdStore) Seal(ctx context.Context, key string) (int64, error) {
+	k := s.rangeKey(key)
+	for attempt := 1; ; attempt++ {
+		base, had := s.memo(key)
+		resp, err := s.cli.Get(ctx, k)
+		if err = s.check(ctx, err); err != nil {
+			if !retryable(err) {
+				return 0, err
+			}
+			if err := s.backoff(ctx, attempt, err); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		m, exists, err := s.learn(key, resp.Kvs, base, had)
+		if err != nil {
+			return 0, err
+		}
+		if m.sealed {
+			return m.next, nil
+		}
+		cmp := clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
+		if exists {
+			cmp = clientv3.Compare(clientv3.ModRevision(k), "=", m.mod)
+		}
+		tr, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, formatRange(m.next, true))).Commit()
+		if err = s.check(ctx, err); err != nil {
+			// Sealing twice is harmless: the next pass reads what stands.
+			if !retryable(err) {
+				return 0, err
+			}
+			if err := s.backoff(ctx, attempt, err); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if tr.Succeeded {
+			create := m.create
+			if !exists {
+				create = tr.Header.Revision
+			}
+			s.remember(key, rangeMemo{next: m.next, sealed: true, mod: tr.Header.Revision, create: create})
+			return m.next, nil
+		}
+	}
+}
+
+// Init creates the key at next, or accepts one already at next.
+func (s *etcdStore) Init(ctx context.Context, key string, next int64) error {
+	k := s.rangeKey(key)
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, formatRange(next, false))).Else(clientv3.OpGet(k)).Commit()
+	if err = s.check(ctx, err); err != nil {
+		// A lost answer: the key may now exist at next; a retried Init
+		// accepts that.
+		return err
+	}
+	if resp.Succeeded {
+		s.remember(key, rangeMemo{next: next, mod: resp.Header.Revision, create: resp.Header.Revision})
+		return nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return fmt.Errorf("range key %s vanished during Init; try again", k)
+	}
+	n, _, err := parseRange(k, kvs[0])
+	if err != nil {
+		return err
+	}
+	if n != next {
+		return fmt.Errorf("range key %s exists at %d, not %d: %w", k, n, next, driver.ErrConfigMismatch)
+	}
+	return nil
+}
+
+// Keys lists the range keys, sorted.
+func (s *etcdStore) Keys(ctx context.Context) ([]string, error) {
+	p := s.key("range") + "/"
+	resp, err := s.cli.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err = s.check(ctx, err); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		out = append(out, strings.TrimPrefix(string(kv.Key), p))
+	}
+	sort.Strings(out)
+	return out, nil
+}

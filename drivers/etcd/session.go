@@ -1,0 +1,176 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// session is the etcd lease every lock key of the store hangs on: the
+// server deletes the keys when it expires, so a crashed store frees its
+// locks.
+//
+// Liveness: the leader renews a lease, on a keep-alive it answers, until
+// at least its own receive time plus the TTL it returns; the send time
+// comes before that, so send + TTL is a bound the lease cannot expire
+// before, measured on this host's monotonic clock. The store's holds are
+// Lost once now passes the latest such bound less a margin (for clock rate
+// differences), whether or not anything else looks wrong. A follower never
+// answers a keep-alive itself: it forwards it to the leader.
+type session struct {
+	id  clientv3.LeaseID
+	ttl time.Duration // as the server granted it
+
+	mu       sync.Mutex
+	used     map[int64]bool // waiter key numbers in use (take, release)
+	deadline time.Time      // monotonic: holds are lost from here on
+	sent     time.Time      // of the last keep-alive answered
+	lost     chan struct{}
+	err      error
+}
+
+// margin is taken off each bound: a tenth of the TTL covers clock rates
+// that differ by far more than real clocks do.
+func margin(ttl time.Duration) time.Duration { return ttl / 10 }
+
+// confirm moves the deadline to sent + ttl - margin if that is later.
+func (ss *session) confirm(sent time.Time, ttl time.Duration) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if d := sent.Add(ttl - margin(ttl)); d.After(ss.deadline) {
+		ss.deadline, ss.sent = d, sent
+	}
+}
+
+// alive reports whether the holds may still be trusted, losing them when
+// the deadline has passed.
+func (ss *session) alive() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.err != nil {
+		return false
+	}
+	if !time.Now().Before(ss.deadline) {
+		ss.loseLocked(fmt.Errorf("etcd lease %x (ttl %v): the last keep-alive the leader answered was sent %v ago",
+			int64(ss.id), ss.ttl, time.Since(ss.sent).Round(time.Millisecond)))
+		return false
+	}
+	return true
+}
+
+func (ss *session) lose(err error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.loseLocked(err)
+}
+
+func (ss *session) loseLocked(err error) {
+	if ss.err == nil {
+		ss.err = err
+		close(ss.lost)
+	}
+}
+
+func (ss *session) lostErr() error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.err
+}
+
+// take returns the lowest waiter key number not in use in the session.
+func (ss *session) take() int64 {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.used == nil {
+		ss.used = map[int64]bool{}
+	}
+	n := int64(1)
+	for ss.used[n] {
+		n++
+	}
+	ss.used[n] = true
+	return n
+}
+
+// release makes n available once its key is surely deleted.
+func (ss *session) release(n int64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.used, n)
+}
+
+// errSessionClosed is the cause of holds lost because the store closed.
+var errSessionClosed = errors.New("store closed")
+
+// session returns the store's live session, granting a new lease when
+// there is none (or the last was lost).
+func (s *etcdStore) session(ctx context.Context) (*session, error) {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	if s.closedL {
+		return nil, errClosedStore
+	}
+	if s.sess != nil && s.sess.alive() {
+		return s.sess, nil
+	}
+	sent := time.Now()
+	resp, err := s.cli.Grant(ctx, int64((s.cfg.sessionTTL+time.Second-1)/time.Second))
+	if err = s.check(ctx, err); err != nil {
+		return nil, err
+	}
+	ttl := time.Duration(resp.TTL) * time.Second
+	ss := &session{id: resp.ID, ttl: ttl, lost: make(chan struct{})}
+	ss.confirm(sent, ttl)
+	s.sess = ss
+	s.spawn(func() { s.keepAlive(ss) })
+	return ss, nil
+}
+
+// keepAlive renews ss every third of its TTL until it is lost or the store
+// closes, and loses it when its deadline passes first.
+func (s *etcdStore) keepAlive(ss *session) {
+	every := ss.ttl / 3
+	next := time.NewTimer(every)
+	defer next.Stop()
+	for {
+		ss.mu.Lock()
+		wait := time.Until(ss.deadline)
+		ss.mu.Unlock()
+		expire := time.NewTimer(wait)
+		select {
+		case <-s.ctx.Done():
+			expire.Stop()
+			return
+		case <-ss.lost:
+			expire.Stop()
+			return
+		case <-expire.C:
+			ss.alive() // loses it
+			continue
+		case <-next.C:
+		}
+		expire.Stop()
+		next.Reset(every)
+		s.spawn(func() { s.renew(ss, every) })
+	}
+}
+
+// renew sends one keep-alive, bounded by every (the next one takes over).
+func (s *etcdStore) renew(ss *session, every time.Duration) {
+	ctx, cancel := context.WithTimeout(s.ctx, every)
+	defer cancel()
+	sent := time.Now()
+	resp, err := s.cli.KeepAliveOnce(ctx, ss.id)
+	switch {
+	case err == nil && resp.TTL > 0:
+		s.check(ctx, nil)
+		ss.confirm(sent, time.Duration(resp.TTL)*time.Second)
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		ss.lose(fmt.Errorf("etcd lease %x expired: the server ended the session", int64(ss.id)))
+	}
+}

@@ -1,0 +1,97 @@
+package etcd
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/tck"
+)
+
+// harness opens stores on one prefix of the shared server. Its stores
+// read the slot clock through one function, which the clock hooks move.
+type harness struct {
+	t      *testing.T
+	prefix string
+	shift  *atomic.Int64 // ms added to the host clock
+	frozen *atomic.Int64 // when not 0, the clock stands there
+}
+
+func newHarness(t *testing.T) *harness {
+	return &harness{t: t, prefix: freshPrefix("tck"), shift: new(atomic.Int64), frozen: new(atomic.Int64)}
+}
+
+func (h *harness) options() map[string]string {
+	return map[string]string{
+		"endpoints":  strings.Join(sharedServer(h.t).Endpoints(), ","),
+		"prefix":     h.prefix,
+		"sessionTTL": "2s",
+	}
+}
+
+func (h *harness) NewStore(ctx context.Context) (driver.Store, error) {
+	cfg, err := parseOptions(h.options())
+	if err != nil {
+		return nil, err
+	}
+	s := newStore(cfg, nil)
+	s.now = func() int64 {
+		if f := h.frozen.Load(); f != 0 {
+			return f
+		}
+		return time.Now().UnixMilli() + h.shift.Load()
+	}
+	if err := s.Connect(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (h *harness) Close() error { return nil }
+
+// Restart kills the member and starts it on its data (tck.Restarter).
+func (h *harness) Restart(context.Context) error {
+	c := sharedServer(h.t)
+	c.Restart(h.t, c.Members[0])
+	return nil
+}
+
+// StepClock moves the slot clock (tck.ClockStepper).
+func (h *harness) StepClock(_ context.Context, d time.Duration) error {
+	if f := h.frozen.Load(); f != 0 {
+		h.frozen.Store(f + d.Milliseconds())
+		return nil
+	}
+	h.shift.Add(d.Milliseconds())
+	return nil
+}
+
+// SetClock stops the slot clock at t (tck.ClockSetter).
+func (h *harness) SetClock(_ context.Context, t time.Time) error {
+	h.frozen.Store(t.UnixMilli())
+	return nil
+}
+
+func TestTCK(t *testing.T) {
+	sharedServer(t)
+	tck.Run(t, tck.Suite{
+		NewHarness: func(_ context.Context, t *testing.T) (tck.Harness, error) { return newHarness(t), nil },
+		Ranges:     true, Slots: true, Locks: true,
+		Factory: fromOptions,
+		Options: map[string]string{
+			"endpoints": strings.Join(sharedServer(t).Endpoints(), ","),
+			"prefix":    freshPrefix("options"),
+		},
+		MalformedOptions: map[string]string{
+			"dialTimeout": "soon", "sessionTTL": "1s", "endpoints": " , ", "prefix": "cosid/", "create": "maybe",
+		},
+		Histories: 10,
+		// As the ZooKeeper driver's: a crowd of acquirers on one member
+		// takes longer than the default timeout on a loaded machine.
+		TimeScale: 2,
+	})
+}
