@@ -252,6 +252,9 @@ func checkPurge(e *env) {
 	var fence int64
 	if e.suite.Ranges {
 		e.next(st, "purge/key", 5)
+		e.next(st, "purge/sealed", 3)
+		_, err := st.Ranges().Seal(e.ctx, "purge/sealed")
+		e.fatalIf(err, "Seal")
 	}
 	if e.suite.Slots {
 		l := e.acquire(st, e.namespace("purge", 2), "owner", e.long())
@@ -278,8 +281,10 @@ func checkPurge(e *env) {
 	if e.suite.Ranges {
 		keys, err := fresh.Ranges().Keys(e.ctx)
 		e.fatalIf(err, "Keys after Purge")
-		e.wantEmpty("Keys after Purge", keys)
+		e.wantEmpty("Keys after Purge (see driver.Purger: no keys, sealed or not)", keys)
 		e.wantRange(e.next(fresh, "purge/key", 1), 0, 1, "Next of a purged key from a new store")
+		e.wantRange(e.next(fresh, "purge/sealed", 1), 0, 1,
+			"Next of a purged sealed key from a new store (see driver.Purger: a key, sealed or not, starts again at 0 unsealed)")
 	}
 	if e.suite.Slots {
 		nss, err := fresh.Slots().Namespaces(e.ctx)
@@ -377,6 +382,15 @@ func checkPurgeLocked(e *env) {
 	case <-time.After(e.lockWait):
 		e.t.Fatal("the waiter was not granted the lock after the holder unlocked")
 	}
+	// The purging store's own hold counts as much as another's.
+	own := e.lock(op, "purge-own")
+	deleted, err = op.Purge(e.ctx)
+	e.wantIs(err, store.ErrLocked, "Purge by the store that holds a lock (deleted %q; see driver.Purger: "+
+		"while any lock is held or waited on, Purge deletes nothing)", deleted)
+	if isClosed(own.Lost()) {
+		e.t.Fatal("the refused purge lost its own store's hold (see driver.Purger)")
+	}
+	e.unlock(own)
 	_, err = op.Purge(e.ctx)
 	e.fatalIf(err, "Purge once no lock is held or waited on")
 }

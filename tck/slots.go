@@ -37,6 +37,8 @@ func slotChecks() []check {
 		{"HighFloor", needSlots, checkHighFloor},
 		{"RenewClockBack", needSlots, checkRenewClockBack},
 		{"ForgedLease", needSlots, checkForgedLease},
+		{"OwnExpired", needSlots, checkOwnExpired},
+		{"ExpiryBoundary", needSlots, checkExpiryBoundary},
 	}
 }
 
@@ -635,7 +637,12 @@ func checkListing(e *env) {
 	nsB := e.namespace("list-b", 4)
 	nsA := store.Namespace{Name: "list-a", Limit: 2, Tolerance: 0}
 	la := e.acquire(st, nsB, "a", e.long())
+	// Slot 2 gets two terms: its fence passes slot 0's, so a listing by
+	// fence or by recency is not the listing by slot number.
 	lb := e.acquire(st, nsB, "b", store.AcquireOptions{TTL: e.longTTL, Preferred: 2})
+	e.fatalIf(st.Slots().Release(e.ctx, lb), "Release")
+	lb = e.acquire(st, nsB, "b", store.AcquireOptions{TTL: e.longTTL, Preferred: 2})
+	e.wantSlot(lb, 2, "its last slot, released")
 	e.fatalIf(st.Slots().Release(e.ctx, lb), "Release")
 	lc := e.acquire(st, nsA, "c", e.long())
 

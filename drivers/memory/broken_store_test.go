@@ -103,6 +103,11 @@ type acquireBug struct {
 	oldestFirst        bool // tries the owner's last slots oldest first
 	searchSkipsExpired bool // the lowest-free search takes only released or never-used slots
 	early              bool // judges a term expired a tolerance before its ExpiresAt
+	ownExpired         bool // returns the owner's own expired term as it is, as a live one
+	byIncarnation      bool // keeps the owner index per incarnation: a restarted owner has none
+	lateExpiry         bool // judges a term live at its ExpiresAt (now > ExpiresAt to expire)
+	reclaimOwn         bool // with Reclaim, takes over the caller's own live term too
+	highestFirst       bool // tries the owner's last slots highest number first
 }
 
 func (b acquireBug) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
@@ -119,14 +124,35 @@ func (b acquireBug) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 	if b.early {
 		judgeNow += ns.tolerance.Milliseconds()
 	}
-	index := ns.owners[req.Owner]
+	if b.lateExpiry {
+		judgeNow--
+	}
+	indexKey := req.Owner
+	if b.byIncarnation {
+		indexKey += "/" + req.Incarnation
+	}
+	index := ns.owners[indexKey]
 	if b.oldestFirst {
 		index = slices.Clone(index)
 		slices.Reverse(index)
 	}
+	if b.highestFirst {
+		index = slices.Clone(index)
+		slices.Sort(index)
+		slices.Reverse(index)
+	}
+	judge := func(r driver.SlotRecord) (driver.SlotVerdict, error) {
+		if b.ownExpired && r.Owner == req.Owner && r.Incarnation == req.Incarnation {
+			return driver.SlotOwn, nil
+		}
+		if b.reclaimOwn && req.Reclaim && r.Live(judgeNow) && r.Owner == req.Owner {
+			return driver.SlotFree, nil
+		}
+		return r.Judge(req, judgeNow)
+	}
 	first := driver.FirstSlots(index, req.Preferred, ns.limit)
 	for _, n := range first {
-		if v, _ := ns.slot(n).Judge(req, judgeNow); v == driver.SlotOwn {
+		if v, _ := judge(ns.slot(n)); v == driver.SlotOwn {
 			return ns.slots[n].Lease(req.Namespace.Name, n), nil
 		}
 	}
@@ -135,13 +161,13 @@ func (b acquireBug) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 		if search && b.searchSkipsExpired && r.Owner != "" {
 			return driver.Lease{}, false
 		}
-		switch v, _ := r.Judge(req, judgeNow); v {
+		switch v, _ := judge(r); v {
 		case driver.SlotOwn:
 			return r.Lease(req.Namespace.Name, n), true
 		case driver.SlotFree:
 			r = r.NewTerm(req, now)
 			ns.slots[n] = r
-			ns.owners[req.Owner] = driver.RememberSlot(ns.owners[req.Owner], n)
+			ns.owners[indexKey] = driver.RememberSlot(ns.owners[indexKey], n)
 			return r.Lease(req.Namespace.Name, n), true
 		}
 		return driver.Lease{}, false
