@@ -4,7 +4,8 @@ package memory
 // edges of the value range, an owner's own expired term and its last slot
 // after a crash, the expiry boundary, a retried Acquire, listing order,
 // Waiters, Purge, TryLock's scope, option keys, a lock granted after a
-// wait, SeedSlot. Each is one small bug in one method.
+// wait, SeedSlot. Each is one small bug in one method; they are declared in
+// brokenVariants (broken_test.go) with the others.
 
 import (
 	"cmp"
@@ -19,34 +20,9 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-func init() {
-	ab := func(b acquireBug) func(*driverStore) driver.Store {
-		return func(s *driverStore) driver.Store { b.driverStore = s; return b }
-	}
-	var order []string
-	brokenVariants = append(brokenVariants, []brokenVariant{
-		{name: "exhausted-at-max", catch: "Ranges/Overflow", wrap: func(s *driverStore) driver.Store { return exhaustedAtMax{s} }},
-		{name: "overflow-invalid", catch: "Ranges/Overflow", wrap: func(s *driverStore) driver.Store { return overflowInvalid{s} }},
-		{name: "init-max-refused", catch: "Ranges/Overflow", wrap: func(s *driverStore) driver.Store { return initMaxRefused{s} }},
-		{name: "init-sealed-refused", catch: "Ranges/Seal", wrap: func(s *driverStore) driver.Store { return initSealedRefused{s} }},
-		{name: "seal-exhausted", catch: "Ranges/Overflow", wrap: func(s *driverStore) driver.Store { return sealExhausted{s} }},
-		{name: "own-expired-returned", catch: "Slots/OwnExpired", wrap: ab(acquireBug{ownExpired: true})},
-		{name: "index-by-incarnation", catch: "Slots/MostRecentFirst", wrap: ab(acquireBug{byIncarnation: true})},
-		{name: "late-expiry", catch: "Slots/ExpiryBoundary", wrap: ab(acquireBug{lateExpiry: true})},
-		{name: "reclaim-own", catch: "Slots/SameIncarnation", wrap: ab(acquireBug{reclaimOwn: true})},
-		{name: "index-highest-first", catch: "Slots/MostRecentFirst", wrap: ab(acquireBug{highestFirst: true})},
-		{name: "slots-by-fence", catch: "Slots/Listing", wrap: func(s *driverStore) driver.Store { return slotsByFence{s} }},
-		{name: "namespaces-by-creation", catch: "Slots/Listing", wrap: func(s *driverStore) driver.Store { return namespacesByCreation{s, &order} }},
-		{name: "waiters-no-holder", catch: "Locks/FIFO", wrap: func(s *driverStore) driver.Store { return waitersNoHolder{s} }},
-		{name: "waiters-fence-unset", catch: "Locks/WaiterFences", wrap: func(s *driverStore) driver.Store { return waitersFenceUnset{s} }},
-		{name: "purge-keeps-sealed", catch: "Purge/Everything", wrap: func(s *driverStore) driver.Store { return purgeKeepsSealed{s} }},
-		{name: "purge-own-locks", catch: "Purge/Locked", wrap: func(s *driverStore) driver.Store { return purgeOwnLocks{s} }},
-		{name: "trylock-any-name", catch: "Locks/TryLock", wrap: func(s *driverStore) driver.Store { return tryLockAnyName{s} }},
-		{name: "fold-option-keys", catch: "Options/KeysExact", wrap: func(s *driverStore) driver.Store { return s }, factory: foldOptionKeys},
-		{name: "granted-not-owned", catch: "Locks/LostOnClose", wrap: func(s *driverStore) driver.Store { return grantedNotOwned{s} }},
-		{name: "seed-live", catch: "Slots/Seed", wrap: func(s *driverStore) driver.Store { return seedLive{s} }},
-		{name: "seed-any-settings", catch: "Slots/Seed", wrap: func(s *driverStore) driver.Store { return seedAnySettings{s} }},
-	}...)
+// withAcquireBug returns the wrap of an acquireBug variant.
+func withAcquireBug(b acquireBug) func(*driverStore) driver.Store {
+	return func(s *driverStore) driver.Store { b.driverStore = s; return b }
 }
 
 // exhaustedAtMax refuses an allocation ending exactly at math.MaxInt64.
@@ -112,30 +88,41 @@ func (s slotsByFence) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, 
 }
 
 // namespacesByCreation lists namespaces in the order they were created.
-type namespacesByCreation struct {
-	*driverStore
-	order *[]string // shared by the stores of a harness; guarded by st.mu
+type namespacesByCreation struct{ *driverStore }
+
+// creationOrder is namespacesByCreation's record, per state; guarded by
+// the state's mutex.
+var creationOrder = map[*state]*[]string{}
+
+func (s namespacesByCreation) order() *[]string {
+	o := creationOrder[s.st]
+	if o == nil {
+		o = new([]string)
+		creationOrder[s.st] = o
+	}
+	return o
 }
 
 func (s namespacesByCreation) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
 	out, err := s.driverStore.Namespaces(ctx)
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
+	order := s.order()
 	for _, ns := range out {
-		if !slices.Contains(*s.order, ns.Name) {
-			*s.order = append(*s.order, ns.Name)
+		if !slices.Contains(*order, ns.Name) {
+			*order = append(*order, ns.Name)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b driver.Namespace) int {
-		return cmp.Compare(slices.Index(*s.order, a.Name), slices.Index(*s.order, b.Name))
+		return cmp.Compare(slices.Index(*order, a.Name), slices.Index(*order, b.Name))
 	})
 	return out, err
 }
 
 func (s namespacesByCreation) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	s.st.mu.Lock()
-	if !slices.Contains(*s.order, req.Namespace.Name) {
-		*s.order = append(*s.order, req.Namespace.Name)
+	if order := s.order(); !slices.Contains(*order, req.Namespace.Name) {
+		*order = append(*order, req.Namespace.Name)
 	}
 	s.st.mu.Unlock()
 	return s.driverStore.Acquire(ctx, req)

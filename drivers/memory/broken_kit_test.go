@@ -1,9 +1,9 @@
 package memory
 
 // Broken variants for the checks of a slot's history and of a restart: each
-// is a bug the TCK once accepted. TestBroken runs them with the others;
-// TestBrokenKitDiffers shows that each really behaves differently from the
-// sound driver.
+// is a bug the TCK once accepted. They are declared in brokenVariants
+// (broken_test.go) with the others; TestBrokenKitDiffers shows that each
+// really behaves differently from the sound driver.
 
 import (
 	"context"
@@ -14,31 +14,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/tck"
 )
-
-func init() {
-	brokenVariants = append(brokenVariants,
-		brokenVariant{name: "seed-lowers", catch: "History/SeedNeverLowers",
-			wrap: func(s *driverStore) driver.Store { return seedLowers{s} }},
-		brokenVariant{name: "seed-floor-ignored", catch: "History/SeedAfterExpiry",
-			wrap: func(s *driverStore) driver.Store { return seedFloorIgnored{s} }},
-		brokenVariant{name: "purge-forgets-fences", catch: "History/PurgeKeepsSlotFences",
-			wrap: func(s *driverStore) driver.Store { return purgeForgetsFences{s} }},
-		brokenVariant{name: "takeover-keeps-last-owner", catch: "History/Listed",
-			wrap: func(s *driverStore) driver.Store { return takeoverKeepsLastOwner{s} }},
-		brokenVariant{name: "forgets-on-restart", catch: "Restart/Survives",
-			wrap: func(s *driverStore) driver.Store { return s },
-			suite: func(s *tck.Suite) {
-				// Claims persistence; its storage starts empty after a restart.
-				s.NotPersistent = ""
-				s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-					h, err := newTCKHarness(ctx, t)
-					return forgetfulHarness{h.(tckHarness)}, err
-				}
-			}},
-	)
-}
 
 // seedLowers sets a seeded slot's fence and next floor as given, lowering
 // them, where the sound driver only raises them.

@@ -1,7 +1,7 @@
 package memory
 
 // Broken variants for the checks of sound listings, slot rules, options and
-// capabilities, each with a probe: a direct scenario whose outcome on the
+// capabilities (declared in brokenVariants, broken_test.go), each with a probe: a direct scenario whose outcome on the
 // variant differs from the sound store's, so each variant is shown to have
 // its bug, not only to fail the TCK. The lock variants are in
 // broken_locks_test.go.
@@ -17,55 +17,6 @@ import (
 
 	"github.com/cosid-go/store/driver"
 )
-
-func init() {
-	brokenVariants = append(brokenVariants, []brokenVariant{
-		{name: "current-creates", catch: "Ranges/CurrentCreatesNothing", probe: probeCurrentCreates,
-			wrap: func(s *driverStore) driver.Store { return currentCreates{s} }},
-		{name: "keys-skip-sealed", catch: "Ranges/KeysSealed", probe: probeKeysSkipSealed,
-			wrap: func(s *driverStore) driver.Store { return keysSkipSealed{s} }},
-		{name: "index-oldest-first", catch: "Slots/MostRecentFirst", probe: probeOldestFirst,
-			wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, oldestFirst: true} }},
-		{name: "search-skips-expired", catch: "Slots/ExpiredFoundBySearch", probe: probeSearchSkipsExpired,
-			wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, searchSkipsExpired: true} }},
-		{name: "early-takeover", catch: "Slots/NoEarlyTakeover", probe: probeEarly,
-			wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, early: true} }},
-		{name: "release-expired-noop", catch: "Slots/ReleaseExpired", probe: probeReleaseExpired,
-			wrap: func(s *driverStore) driver.Store { return releaseExpiredNoop{s} }},
-		{name: "ceiling-below-floor", catch: "Slots/HighFloor", probe: probeHighFloor,
-			wrap: func(s *driverStore) driver.Store { return ceilingBelowFloor{s} }},
-		{name: "renew-no-bounds", catch: "Slots/RenewClockBack", probe: probeRenewClockBack,
-			wrap: func(s *driverStore) driver.Store { return renewNoBounds{s} }},
-		{name: "lease-times-trusted", catch: "Slots/ForgedLease",
-			wrap: func(s *driverStore) driver.Store { return leaseTimesTrusted{s} }},
-		{name: "trylock-gap", catch: "Locks/TryLockAtHandover", probe: probeTryLockGap,
-			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, gap: true} }},
-		{name: "drop-at-grant", catch: "Locks/CancelAtGrant", probe: probeDropAtGrant,
-			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, dropAtGrant: true} }},
-		{name: "wake-behind", catch: "Locks/MiddleCancel", probe: probeWakeBehind,
-			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, wakeBehind: true} }},
-		{name: "sorted-queue", catch: "Locks/FIFOArrival", probe: probeSorted,
-			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, sorted: true} }},
-		{name: "unknown-beside-name", catch: "Options/UnknownWithValid", probe: probeUnknownBesideName,
-			wrap: func(s *driverStore) driver.Store { return s }, factory: acceptUnknownBesideName},
-		{name: "unlock-lost-nil", catch: "Locks/UnlockAfterLost", probe: probeUnlockLost,
-			wrap: func(s *driverStore) driver.Store { return unlockLostNil{s} }},
-		{name: "lost-after-grant", catch: "Locks/LostBeforeGrant", probe: probeLostAfterGrant,
-			wrap: func(s *driverStore) driver.Store { return lostAfterGrant{s} }},
-		{name: "bare-store", catch: "Capabilities/AtLeastOne", probe: probeBare,
-			wrap: func(s *driverStore) driver.Store { return bareStore{s} }},
-		{name: "ping-ignores-context", catch: "Capabilities/Ping", probe: probePingIgnoresContext,
-			wrap: func(s *driverStore) driver.Store { return pingIgnoresContext{s} }},
-		// The memory driver has no option with a format; these two give it
-		// one (tck.count, a count) so that the malformed-value check runs on
-		// a sound factory and on a lax one.
-		{name: "sound-typed-options", wrap: func(s *driverStore) driver.Store { return s },
-			factory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
-		{name: "malformed-accepted", catch: "Options/MalformedValue", probe: probeMalformed,
-			wrap: func(s *driverStore) driver.Store { return s }, factory: typedFactory(true),
-			soundFactory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
-	}...)
-}
 
 // currentCreates creates a missing key at 0 when Current reads it.
 type currentCreates struct{ *driverStore }
