@@ -245,3 +245,30 @@ func checkExpiryBoundary(e *env) {
 		e.t.Errorf("Acquire by another owner at the term's ExpiresAt got fence %d, want %d %s", n.Fence, l.Fence+1, rule)
 	}
 }
+
+// checkIndexLength: an owner's index keeps its last driver.OwnerIndexLen
+// slots, no more: an older slot is not tried before the preferred one.
+func checkIndexLength(e *env) {
+	const rule = "(see driver.SlotStore: per owner key, the slots it held last, at most OwnerIndexLen)"
+	n := driver.OwnerIndexLen + 2 // slots 0..n-1 held once by the owner, slot n+1 preferred
+	ns := e.namespace("index-length", n+2)
+	runs := make([]*store.Store, n)
+	held := make([]store.Lease, n)
+	for i := range n {
+		runs[i] = e.open(store.WithIncarnation(fmt.Sprintf("tck-index-%d", i)))
+		held[i] = e.acquire(runs[i], ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: i})
+		e.wantSlot(held[i], i, "the preferred slot, free: the owner's other slots are live under other incarnations")
+	}
+	for i := range n {
+		e.fatalIf(runs[i].Slots().Release(e.ctx, held[i]), "Release of slot %d", i)
+	}
+	// Other owners take the owner's OwnerIndexLen most recent slots.
+	x := e.open()
+	for i := n - driver.OwnerIndexLen; i < n; i++ {
+		l := e.acquire(x, ns, fmt.Sprintf("x%d", i), store.AcquireOptions{TTL: e.longTTL, Preferred: i})
+		e.wantSlot(l, i, "the preferred slot, free")
+	}
+	l := e.acquire(e.open(), ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: n + 1})
+	e.wantSlot(l, n+1, fmt.Sprintf("its %d most recent slots are taken, and its older ones are no longer in its index: the preferred slot %s",
+		driver.OwnerIndexLen, rule))
+}

@@ -39,6 +39,7 @@ func slotChecks() []check {
 		{"ForgedLease", needSlots, checkForgedLease},
 		{"OwnExpired", needSlots, checkOwnExpired},
 		{"ExpiryBoundary", needSlots, checkExpiryBoundary},
+		{"IndexLength", needSlots, checkIndexLength},
 	}
 }
 
@@ -756,5 +757,13 @@ func checkSeed(e *env) {
 	}
 	if _, ok := e.slotInfo(st, ns.Name, 2); ok {
 		e.t.Errorf("refused seeds changed slot 2")
+	}
+
+	// A seed of nothing (fence 0, next floor 0) still makes a never-used
+	// slot a used one.
+	e.fatalIf(s.Seed(e.ctx, ns, 2, 0, 0), "Seed(fence 0, next floor 0) of a never-used slot")
+	if in, ok := e.slotInfo(st, ns.Name, 2); !ok || in.Owner != "" {
+		e.t.Errorf("Slots after Seed(fence 0, next floor 0) of never-used slot 2: %+v, listed %v; want a released slot "+
+			"(see driver.SlotSeeder.SeedSlot: a slot never used becomes a released slot, listed by Slots)", in, ok)
 	}
 }
