@@ -3,6 +3,7 @@ package tck
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ func generalChecks() []check {
 		{"Declared", needNothing, checkDeclared},
 		{"AtLeastOne", needNothing, checkAtLeastOne},
 		{"Ping", needNothing, checkPing},
+		{"Identity", needNothing, checkIdentity},
 	}
 }
 
@@ -28,6 +30,7 @@ func optionChecks() []check {
 		{"UnknownWithValid", needOptions, checkUnknownWithValid},
 		{"KeysExact", needOptions, checkOptionKeysExact},
 		{"MalformedValue", needOptions, checkMalformedValue},
+		{"CreateFalse", needOptions, checkCreateFalse},
 	}
 }
 
@@ -393,4 +396,58 @@ func checkPurgeLocked(e *env) {
 	e.unlock(own)
 	_, err = op.Purge(e.ctx)
 	e.fatalIf(err, "Purge once no lock is held or waited on")
+}
+
+// checkIdentity: the optional Identifier gives every store of one storage
+// the same non-empty identity, and a store of another storage another one.
+func checkIdentity(e *env) {
+	const rule = "(see driver.Identifier: two stores are the same exactly when their identities are equal)"
+	a, b := e.open(), e.open()
+	if !is[driver.Identifier](a.Driver()) {
+		e.wantIs(func() error { _, err := a.ID(e.ctx); return err }(), store.ErrUnsupported, "ID of a driver that is not a driver.Identifier")
+		return
+	}
+	ida, err := a.ID(e.ctx)
+	e.fatalIf(err, "ID")
+	idb, err := b.ID(e.ctx)
+	e.fatalIf(err, "ID from a second store on the same storage")
+	if ida == "" || ida != idb {
+		e.t.Errorf("two stores on one storage give the identities %q and %q %s", ida, idb, rule)
+	}
+	h, err := e.suite.NewHarness(e.ctx, e.t)
+	e.fatalIf(err, "NewHarness for a second storage")
+	defer func() { e.fatalIf(h.Close(), "Harness.Close of the second storage") }()
+	d, err := h.NewStore(e.ctx)
+	e.fatalIf(err, "NewStore on a second storage")
+	other, err := store.OpenDriver(d)
+	if err != nil {
+		_ = d.Close()
+		e.t.Fatalf("store.OpenDriver on a second storage: %v", err)
+	}
+	defer other.Close()
+	ido, err := other.ID(e.ctx)
+	e.fatalIf(err, "ID of a second storage")
+	if ido == "" || ido == ida {
+		e.t.Errorf("two storages give the identities %q and %q %s", ida, ido, rule)
+	}
+}
+
+// checkCreateFalse: once a store exists at Suite.Options, the factory opens
+// it with create=false too (driver.OptionCreate), or refuses the option as
+// unknown (a driver should accept it, need not).
+func checkCreateFalse(e *env) {
+	d, err := e.suite.Factory(maps.Clone(e.suite.Options))
+	e.fatalIf(err, "the factory with Suite.Options %q", e.suite.Options)
+	e.fatalIf(d.Close(), "closing the store opened with Suite.Options")
+	opts := maps.Clone(e.suite.Options)
+	opts[driver.OptionCreate] = "false"
+	d, err = e.suite.Factory(opts)
+	if err != nil {
+		if errors.Is(err, store.ErrInvalidArgument) && strings.Contains(err.Error(), driver.OptionCreate) {
+			e.t.Skipf("the driver does not accept the option %q: %v", driver.OptionCreate, err)
+		}
+		e.t.Fatalf("the factory with create=false refused the existing store at %q: %v "+
+			"(see driver.OptionCreate: false opens an existing store)", e.suite.Options, err)
+	}
+	e.fatalIf(d.Close(), "closing the store opened with create=false")
 }
