@@ -432,22 +432,39 @@ func checkIdentity(e *env) {
 	}
 }
 
-// checkCreateFalse: once a store exists at Suite.Options, the factory opens
-// it with create=false too (driver.OptionCreate), or refuses the option as
-// unknown (a driver should accept it, need not).
+// checkCreateFalse: once a store exists at Suite.Options (opened,
+// connected and written to: a driver may create it at Connect or at the
+// first write), the factory opens it with
+// create=false too (driver.OptionCreate), or refuses the option as unknown
+// (a driver should accept it, need not).
 func checkCreateFalse(e *env) {
-	d, err := e.suite.Factory(maps.Clone(e.suite.Options))
-	e.fatalIf(err, "the factory with Suite.Options %q", e.suite.Options)
-	e.fatalIf(d.Close(), "closing the store opened with Suite.Options")
+	open := func(opts map[string]string) (*store.Store, error) {
+		d, err := e.suite.Factory(opts)
+		if err != nil {
+			return nil, err
+		}
+		st, err := store.OpenDriver(d)
+		if err != nil {
+			_ = d.Close()
+		}
+		return st, err
+	}
+	st, err := open(maps.Clone(e.suite.Options))
+	e.fatalIf(err, "opening a store with Suite.Options %q", e.suite.Options)
+	if e.suite.Ranges { // something written, for a driver that creates its store at the first write
+		_, err = st.Ranges().Next(e.ctx, "create-false", 1)
+		e.fatalIf(err, "Next")
+	}
+	e.fatalIf(st.Close(), "closing the store opened with Suite.Options")
 	opts := maps.Clone(e.suite.Options)
 	opts[driver.OptionCreate] = "false"
-	d, err = e.suite.Factory(opts)
+	st, err = open(opts)
 	if err != nil {
 		if errors.Is(err, store.ErrInvalidArgument) && strings.Contains(err.Error(), driver.OptionCreate) {
 			e.t.Skipf("the driver does not accept the option %q: %v", driver.OptionCreate, err)
 		}
-		e.t.Fatalf("the factory with create=false refused the existing store at %q: %v "+
+		e.t.Fatalf("opening with create=false refused the existing store at %q: %v "+
 			"(see driver.OptionCreate: false opens an existing store)", e.suite.Options, err)
 	}
-	e.fatalIf(d.Close(), "closing the store opened with create=false")
+	e.fatalIf(st.Close(), "closing the store opened with create=false")
 }
