@@ -34,11 +34,24 @@ func main() {
 	skip := flag.String("before-skip", "^TestTCK$/^Explore$", "what the \"before\" run skips (-test.skip)")
 	timeout := flag.Duration("timeout", 30*time.Second, "bound on one test run (the TCK takes 2 s on memory)")
 	jobs := flag.Int("j", 2, "mutants built and run at once")
+	only := flag.String("only", "", "a file of mutant names, one a line: judge only those (a rerun of an earlier run's misses)")
+	own := flag.String("own-skip", "^(TestTCK|TestBroken.*)$", "what the run of the package's own tests, for a mutant the TCK missed, skips")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "mutants")
 	check(err)
 	defer os.RemoveAll(tmp)
 
+	var keep map[string]bool
+	if *only != "" {
+		b, err := os.ReadFile(*only)
+		check(err)
+		keep = map[string]bool{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				keep[line] = true
+			}
+		}
+	}
 	// Every mutant first, in source order; the workers judge them.
 	var ms []mutant
 	for _, file := range flag.Args() {
@@ -52,7 +65,10 @@ func main() {
 			if !ok {
 				break
 			}
-			ms = append(ms, mutant{file: abs, src: src, name: fmt.Sprintf("%s: %s", relative(file), what)})
+			name := fmt.Sprintf("%s: %s", relative(file), what)
+			if keep == nil || keep[name] {
+				ms = append(ms, mutant{file: abs, src: src, name: name})
+			}
 		}
 	}
 	start := time.Now()
@@ -75,7 +91,7 @@ func main() {
 				}
 				m := &ms[i]
 				t0 := time.Now()
-				m.verdict = judge(dir, m, *pkg, *run, *skip, *timeout)
+				m.verdict = judge(dir, m, *pkg, *run, *skip, *own, *timeout)
 				m.took = time.Since(t0)
 				mu.Lock()
 				if m.verdict != notBuilt {
@@ -87,26 +103,37 @@ func main() {
 	}
 	wg.Wait()
 
-	var built, before, after int
-	var survivors []string
+	var built, before, after, equiv int
+	var survivors, others, equivs []string
 	for _, m := range ms {
-		switch m.verdict {
-		case notBuilt:
+		if m.verdict == notBuilt {
 			continue
+		}
+		built++
+		if why, ok := equivalent[m.name]; ok && m.verdict != killedBefore && m.verdict != killedExplore {
+			equiv++
+			equivs = append(equivs, m.name+": "+why)
+			continue
+		}
+		switch m.verdict {
 		case killedBefore:
 			before++
 			after++
 		case killedExplore:
 			after++
+		case killedOwn:
+			others = append(others, m.name)
 		case survived:
 			survivors = append(survivors, m.name)
 		}
-		built++
 	}
 	wall := time.Since(start)
-	fmt.Printf("\n%d mutants (%d compile); killed without Explore: %d (%.0f%%); with it: %d (%.0f%%)\n",
-		len(ms), built, before, pct(before, built), after, pct(after, built))
+	real := built - equiv
+	fmt.Printf("\n%d mutants, %d compile, %d equivalent (equivalent.go); of the other %d the TCK kills without Explore %d (%.0f%%), with it %d (%.0f%%)\n",
+		len(ms), built, equiv, real, before, pct(before, real), after, pct(after, real))
 	fmt.Printf("%s wall, %.1f s per mutant with -j %d\n", wall.Round(time.Second), wall.Seconds()/float64(max(len(ms), 1)), *jobs)
+	fmt.Printf("equivalent (%d):\n  %s\n", len(equivs), strings.Join(equivs, "\n  "))
+	fmt.Printf("missed by the TCK, killed by the package's own tests (%d):\n  %s\n", len(others), strings.Join(others, "\n  "))
 	fmt.Printf("survivors (%d):\n  %s\n", len(survivors), strings.Join(survivors, "\n  "))
 }
 
@@ -116,6 +143,7 @@ const (
 	notBuilt      verdict = "does not compile"
 	killedBefore  verdict = "killed before"
 	killedExplore verdict = "killed by Explore"
+	killedOwn     verdict = "killed by own tests"
 	survived      verdict = "SURVIVED"
 )
 
@@ -129,8 +157,9 @@ type mutant struct {
 // judge builds the package's test binary with the mutant laid over its
 // file (go test -overlay, so the tree is never edited; vet off, as a
 // mutant is judged by the tests alone) and runs it: without Explore
-// first, then with it when that missed the mutant.
-func judge(dir string, m *mutant, pkg, run, skip string, timeout time.Duration) verdict {
+// first, then with it when that missed the mutant, and then the package's
+// other tests (a driver's typed constructor is not the TCK's business).
+func judge(dir string, m *mutant, pkg, run, skip, own string, timeout time.Duration) verdict {
 	mfile := filepath.Join(dir, "m.go")
 	check(os.WriteFile(mfile, m.src, 0o644))
 	overlay := filepath.Join(dir, "overlay.json")
@@ -145,6 +174,9 @@ func judge(dir string, m *mutant, pkg, run, skip string, timeout time.Duration) 
 	}
 	if !passes(bin, timeout, "-test.run", run+"/^Explore$") {
 		return killedExplore
+	}
+	if !passes(bin, 3*timeout, "-test.skip", own) {
+		return killedOwn
 	}
 	return survived
 }
@@ -193,7 +225,12 @@ func mutate(file string, k int) (src []byte, what string, ok bool) {
 		}
 		hit := func(desc string, apply func()) {
 			if n == k {
-				what = fmt.Sprintf("line %d: %s", fset.Position(node.Pos()).Line, desc)
+				pos := node.Pos()
+				if b, isBin := node.(*ast.BinaryExpr); isBin {
+					pos = b.OpPos // one line may hold several operators
+				}
+				p := fset.Position(pos)
+				what = fmt.Sprintf("line %d:%d: %s", p.Line, p.Column, desc)
 				apply()
 				ok = true
 			}
