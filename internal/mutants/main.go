@@ -34,6 +34,7 @@ func main() {
 	skip := flag.String("before-skip", "^TestTCK$/^Explore$", "what the \"before\" run skips (-test.skip)")
 	timeout := flag.Duration("timeout", 30*time.Second, "bound on one test run (the TCK takes 2 s on memory)")
 	jobs := flag.Int("j", 2, "mutants built and run at once")
+	list := flag.Bool("list", false, "print the mutants' names and stop")
 	only := flag.String("only", "", "a file of mutant names, one a line: judge only those (a rerun of an earlier run's misses)")
 	own := flag.String("own-skip", "^(TestTCK|TestBroken.*)$", "what the run of the package's own tests, for a mutant the TCK missed, skips")
 	flag.Parse()
@@ -70,6 +71,12 @@ func main() {
 				ms = append(ms, mutant{file: abs, src: src, name: name})
 			}
 		}
+	}
+	if *list {
+		for _, m := range ms {
+			fmt.Println(m.name)
+		}
+		return
 	}
 	start := time.Now()
 	var mu sync.Mutex
