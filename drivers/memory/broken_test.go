@@ -120,13 +120,13 @@ var brokenVariants = []brokenVariant{
 		soundFactory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
 
 	// A slot's history and a restart (broken_kit_test.go).
-	{name: "seed-lowers", catch: "History/SeedNeverLowers",
+	{name: "seed-lowers", catch: "History/SeedNeverLowers", probe: probeSeedLowers,
 		wrap: func(s *driverStore) driver.Store { return seedLowers{s} }},
-	{name: "seed-floor-ignored", catch: "History/SeedAfterExpiry",
+	{name: "seed-floor-ignored", catch: "History/SeedAfterExpiry", probe: probeSeedFloorIgnored,
 		wrap: func(s *driverStore) driver.Store { return seedFloorIgnored{s} }},
-	{name: "purge-forgets-fences", catch: "History/PurgeKeepsSlotFences",
+	{name: "purge-forgets-fences", catch: "History/PurgeKeepsSlotFences", probe: probePurgeFences,
 		wrap: func(s *driverStore) driver.Store { return purgeForgetsFences{s} }},
-	{name: "takeover-keeps-last-owner", catch: "History/Listed",
+	{name: "takeover-keeps-last-owner", catch: "History/Listed", probe: probeTakeoverLastOwner,
 		wrap: func(s *driverStore) driver.Store { return takeoverKeepsLastOwner{s} }},
 	{name: "forgets-on-restart", catch: "Restart/Survives",
 		wrap: func(s *driverStore) driver.Store { return s },
