@@ -113,6 +113,24 @@ func checkPurgeSlotFences(e *env) {
 	if l.Fence <= last {
 		e.t.Errorf("slot 0's first term after a purge has fence %d, not above %d from before: fences must never repeat", l.Fence, last)
 	}
+
+	// Two namespaces, the first by name with the higher fences: the floor
+	// is the highest of all (see driver.Purger: the slot fence floor is
+	// store-wide).
+	e.fatalIf(st.Slots().Release(e.ctx, l), "Release")
+	for range 3 {
+		l = e.acquire(st, ns, "a", e.long())
+		e.fatalIf(st.Slots().Release(e.ctx, l), "Release")
+	}
+	high := l.Fence
+	e.acquire(st, e.namespace("purge-fence-z", 1), "a", e.long())
+	_, err = st.Purge(e.ctx)
+	e.fatalIf(err, "second Purge")
+	l = e.acquire(e.open(), e.namespace("purge-fence-new", 1), "a", e.long())
+	if l.Fence <= high {
+		e.t.Errorf("the first term of a namespace made after a second purge has fence %d, not above %d from before "+
+			"(see driver.Purger: every slot fence handed out later is above every one handed out before)", l.Fence, high)
+	}
 }
 
 // checkHistoryListed: what Slots shows of a slot's history, where drivers
