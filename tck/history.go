@@ -2,6 +2,7 @@ package tck
 
 import (
 	"errors"
+	"math"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
@@ -16,6 +17,7 @@ func historyChecks() []check {
 		{"SeedAfterExpiry", needSlots, checkSeedAfterExpiry},
 		{"PurgeKeepsSlotFences", needSlots, checkPurgeSlotFences},
 		{"Listed", needSlots, checkHistoryListed},
+		{"FenceAtMax", needSlots, checkFenceAtMax},
 	}
 }
 
@@ -163,4 +165,17 @@ func checkHistoryListed(e *env) {
 	if in, _ := e.slotInfo(a, ns.Name, 0); in.Owner != "" || in.LastOwner != "b" {
 		e.t.Errorf("after b's release Slots lists owner %q, last owner %q; want none, b", in.Owner, in.LastOwner)
 	}
+}
+
+// checkFenceAtMax: a slot whose fence reached math.MaxInt64 (a seed) is
+// never taken: its next fence would wrap. Acquire passes over it and,
+// with no other slot, gives ErrExhausted.
+func checkFenceAtMax(e *env) {
+	st := e.open()
+	e.needSeeder(st)
+	ns := e.namespace("fence-max", 1)
+	e.fatalIf(st.Slots().Seed(e.ctx, ns, 0, math.MaxInt64, 0), "Seed(fence MaxInt64)")
+	l, err := st.Slots().Acquire(e.ctx, ns, "a", e.long())
+	e.wantIs(err, store.ErrExhausted, "Acquire of a namespace whose one slot has fence MaxInt64 (got fence %d; "+
+		"see driver.SlotStore.Acquire: a slot whose fence is math.MaxInt64 is passed over)", l.Fence)
 }
