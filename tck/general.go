@@ -433,8 +433,8 @@ func checkIdentity(e *env) {
 }
 
 // checkCreateFalse: once a store exists at Suite.Options (opened,
-// connected and written to: a driver may create it at Connect or at the
-// first write), the factory opens it with
+// connected (driver.Connector) and written to: a driver may create it at
+// Connect or at the first write), the factory opens it with
 // create=false too (driver.OptionCreate), or refuses the option as unknown
 // (a driver should accept it, need not).
 func checkCreateFalse(e *env) {
@@ -443,7 +443,13 @@ func checkCreateFalse(e *env) {
 		if err != nil {
 			return nil, err
 		}
-		st, err := store.OpenDriver(d)
+		if c, ok := d.(driver.Connector); ok {
+			err = c.Connect(e.ctx)
+		}
+		var st *store.Store
+		if err == nil {
+			st, err = store.OpenDriver(d)
+		}
 		if err != nil {
 			_ = d.Close()
 		}
