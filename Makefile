@@ -50,7 +50,8 @@ histories:
 
 # Mutation testing of the memory driver and the slot rules against the
 # memory driver's TCK (not in CI: it takes a while). Prints each mutant the
-# TCK misses and the scores without and with its Explore checks.
+# TCK misses and the scores without and with its Explore checks; the
+# equivalent mutants are listed, with why, in internal/mutants/equivalent.go.
 mutants:
 	go run ./internal/mutants -pkg ./drivers/memory driver/slot.go drivers/memory/ranges.go \
 		drivers/memory/slots.go drivers/memory/locks.go drivers/memory/purge.go drivers/memory/memory.go

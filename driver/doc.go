@@ -189,7 +189,8 @@
 // concern per file: memory.go (the shared state, Close), ranges.go,
 // slots.go (SlotRecord on a map, under one mutex: the whole driver in 180
 // lines), locks.go (the in-process FIFO queue), purge.go; tck_test.go is
-// its whole TCK test (with the optional clock-stepping hook), and
-// broken_*_test.go the variants that prove the TCK catches each bug.
+// its whole TCK test (with the clock hooks), and broken_test.go's table
+// (brokenVariants, run by TestBroken) the variants with one bug each that
+// prove the TCK catches it.
 // examples/prefixdriver wraps a driver in a few lines.
 package driver

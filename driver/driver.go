@@ -30,7 +30,10 @@ var (
 // option key with an error wrapping ErrInvalidArgument and naming the key,
 // also when valid keys come with it, and a malformed value with an error
 // naming the key and the value (Options does both). Keys match exactly, as
-// written: case, spaces and punctuation count ("Name" is not "name").
+// written: case, spaces and punctuation count ("Name" is not "name"). With
+// create=false (OptionCreate) it opens any store that a store opened with
+// create and written to made, whether the driver creates its storage at
+// open or at the first write.
 type Factory func(options map[string]string) (Store, error)
 
 // Store is an open driver store. It must also implement at least one of

@@ -70,4 +70,14 @@ func checkForgedLease(e *env) {
 	e.wantReleased(st, ns.Name, l.Slot, r.Ceiling, "release of the real lease: its stored ceiling")
 	next := e.acquire(st, ns, "owner", e.long())
 	e.wantFloor(next, r.Ceiling, "the stored ceiling of the released term")
+
+	// At the low edge: a copy whose times are all 0, of a first term (floor
+	// 0) in a namespace of tolerance 0, is below the term's times and not
+	// below its own floor or ExpiresAt + Tolerance: it renews.
+	ns0 := store.Namespace{Name: "forged-0", Limit: 1}
+	zero := e.acquire(st, ns0, "owner", e.long())
+	zero.ExpiresAt, zero.Ceiling = 0, 0
+	_, err := s.Renew(e.ctx, zero)
+	e.fatalIf(err, "Renew of a lease copy with ExpiresAt and Ceiling 0 of a term of floor 0 and tolerance 0 "+
+		"(see driver.SlotStore.Renew: an older copy has lower times, and is fine)")
 }

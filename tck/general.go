@@ -3,6 +3,7 @@ package tck
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ func generalChecks() []check {
 		{"Declared", needNothing, checkDeclared},
 		{"AtLeastOne", needNothing, checkAtLeastOne},
 		{"Ping", needNothing, checkPing},
+		{"Identity", needNothing, checkIdentity},
 	}
 }
 
@@ -28,6 +30,7 @@ func optionChecks() []check {
 		{"UnknownWithValid", needOptions, checkUnknownWithValid},
 		{"KeysExact", needOptions, checkOptionKeysExact},
 		{"MalformedValue", needOptions, checkMalformedValue},
+		{"CreateFalse", needOptions, checkCreateFalse},
 	}
 }
 
@@ -252,6 +255,9 @@ func checkPurge(e *env) {
 	var fence int64
 	if e.suite.Ranges {
 		e.next(st, "purge/key", 5)
+		e.next(st, "purge/sealed", 3)
+		_, err := st.Ranges().Seal(e.ctx, "purge/sealed")
+		e.fatalIf(err, "Seal")
 	}
 	if e.suite.Slots {
 		l := e.acquire(st, e.namespace("purge", 2), "owner", e.long())
@@ -278,8 +284,10 @@ func checkPurge(e *env) {
 	if e.suite.Ranges {
 		keys, err := fresh.Ranges().Keys(e.ctx)
 		e.fatalIf(err, "Keys after Purge")
-		e.wantEmpty("Keys after Purge", keys)
+		e.wantEmpty("Keys after Purge (see driver.Purger: no keys, sealed or not)", keys)
 		e.wantRange(e.next(fresh, "purge/key", 1), 0, 1, "Next of a purged key from a new store")
+		e.wantRange(e.next(fresh, "purge/sealed", 1), 0, 1,
+			"Next of a purged sealed key from a new store (see driver.Purger: a key, sealed or not, starts again at 0 unsealed)")
 	}
 	if e.suite.Slots {
 		nss, err := fresh.Slots().Namespaces(e.ctx)
@@ -377,6 +385,92 @@ func checkPurgeLocked(e *env) {
 	case <-time.After(e.lockWait):
 		e.t.Fatal("the waiter was not granted the lock after the holder unlocked")
 	}
+	// The purging store's own hold counts as much as another's.
+	own := e.lock(op, "purge-own")
+	deleted, err = op.Purge(e.ctx)
+	e.wantIs(err, store.ErrLocked, "Purge by the store that holds a lock (deleted %q; see driver.Purger: "+
+		"while any lock is held or waited on, Purge deletes nothing)", deleted)
+	if isClosed(own.Lost()) {
+		e.t.Fatal("the refused purge lost its own store's hold (see driver.Purger)")
+	}
+	e.unlock(own)
 	_, err = op.Purge(e.ctx)
 	e.fatalIf(err, "Purge once no lock is held or waited on")
+}
+
+// checkIdentity: the optional Identifier gives every store of one storage
+// the same non-empty identity, and a store of another storage another one.
+func checkIdentity(e *env) {
+	const rule = "(see driver.Identifier: two stores are the same exactly when their identities are equal)"
+	a, b := e.open(), e.open()
+	if !is[driver.Identifier](a.Driver()) {
+		e.wantIs(func() error { _, err := a.ID(e.ctx); return err }(), store.ErrUnsupported, "ID of a driver that is not a driver.Identifier")
+		return
+	}
+	ida, err := a.ID(e.ctx)
+	e.fatalIf(err, "ID")
+	idb, err := b.ID(e.ctx)
+	e.fatalIf(err, "ID from a second store on the same storage")
+	if ida == "" || ida != idb {
+		e.t.Errorf("two stores on one storage give the identities %q and %q %s", ida, idb, rule)
+	}
+	h, err := e.suite.NewHarness(e.ctx, e.t)
+	e.fatalIf(err, "NewHarness for a second storage")
+	defer func() { e.fatalIf(h.Close(), "Harness.Close of the second storage") }()
+	d, err := h.NewStore(e.ctx)
+	e.fatalIf(err, "NewStore on a second storage")
+	other, err := store.OpenDriver(d)
+	if err != nil {
+		_ = d.Close()
+		e.t.Fatalf("store.OpenDriver on a second storage: %v", err)
+	}
+	defer other.Close()
+	ido, err := other.ID(e.ctx)
+	e.fatalIf(err, "ID of a second storage")
+	if ido == "" || ido == ida {
+		e.t.Errorf("two storages give the identities %q and %q %s", ida, ido, rule)
+	}
+}
+
+// checkCreateFalse: once a store exists at Suite.Options (opened,
+// connected (driver.Connector) and written to: a driver may create it at
+// Connect or at the first write), the factory opens it with
+// create=false too (driver.OptionCreate), or refuses the option as unknown
+// (a driver should accept it, need not).
+func checkCreateFalse(e *env) {
+	open := func(opts map[string]string) (*store.Store, error) {
+		d, err := e.suite.Factory(opts)
+		if err != nil {
+			return nil, err
+		}
+		if c, ok := d.(driver.Connector); ok {
+			err = c.Connect(e.ctx)
+		}
+		var st *store.Store
+		if err == nil {
+			st, err = store.OpenDriver(d)
+		}
+		if err != nil {
+			_ = d.Close()
+		}
+		return st, err
+	}
+	st, err := open(maps.Clone(e.suite.Options))
+	e.fatalIf(err, "opening a store with Suite.Options %q", e.suite.Options)
+	if e.suite.Ranges { // something written, for a driver that creates its store at the first write
+		_, err = st.Ranges().Next(e.ctx, "create-false", 1)
+		e.fatalIf(err, "Next")
+	}
+	e.fatalIf(st.Close(), "closing the store opened with Suite.Options")
+	opts := maps.Clone(e.suite.Options)
+	opts[driver.OptionCreate] = "false"
+	st, err = open(opts)
+	if err != nil {
+		if errors.Is(err, store.ErrInvalidArgument) && strings.Contains(err.Error(), driver.OptionCreate) {
+			e.t.Skipf("the driver does not accept the option %q: %v", driver.OptionCreate, err)
+		}
+		e.t.Fatalf("opening with create=false refused the existing store at %q: %v "+
+			"(see driver.OptionCreate: false opens an existing store)", e.suite.Options, err)
+	}
+	e.fatalIf(st.Close(), "closing the store opened with create=false")
 }

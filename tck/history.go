@@ -2,6 +2,7 @@ package tck
 
 import (
 	"errors"
+	"math"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
@@ -16,6 +17,7 @@ func historyChecks() []check {
 		{"SeedAfterExpiry", needSlots, checkSeedAfterExpiry},
 		{"PurgeKeepsSlotFences", needSlots, checkPurgeSlotFences},
 		{"Listed", needSlots, checkHistoryListed},
+		{"FenceAtMax", needSlots, checkFenceAtMax},
 	}
 }
 
@@ -113,6 +115,24 @@ func checkPurgeSlotFences(e *env) {
 	if l.Fence <= last {
 		e.t.Errorf("slot 0's first term after a purge has fence %d, not above %d from before: fences must never repeat", l.Fence, last)
 	}
+
+	// Two namespaces, the first by name with the higher fences: the floor
+	// is the highest of all (see driver.Purger: the slot fence floor is
+	// store-wide).
+	e.fatalIf(st.Slots().Release(e.ctx, l), "Release")
+	for range 3 {
+		l = e.acquire(st, ns, "a", e.long())
+		e.fatalIf(st.Slots().Release(e.ctx, l), "Release")
+	}
+	high := l.Fence
+	e.acquire(st, e.namespace("purge-fence-z", 1), "a", e.long())
+	_, err = st.Purge(e.ctx)
+	e.fatalIf(err, "second Purge")
+	l = e.acquire(e.open(), e.namespace("purge-fence-new", 1), "a", e.long())
+	if l.Fence <= high {
+		e.t.Errorf("the first term of a namespace made after a second purge has fence %d, not above %d from before "+
+			"(see driver.Purger: every slot fence handed out later is above every one handed out before)", l.Fence, high)
+	}
 }
 
 // checkHistoryListed: what Slots shows of a slot's history, where drivers
@@ -145,4 +165,17 @@ func checkHistoryListed(e *env) {
 	if in, _ := e.slotInfo(a, ns.Name, 0); in.Owner != "" || in.LastOwner != "b" {
 		e.t.Errorf("after b's release Slots lists owner %q, last owner %q; want none, b", in.Owner, in.LastOwner)
 	}
+}
+
+// checkFenceAtMax: a slot whose fence reached math.MaxInt64 (a seed) is
+// never taken: its next fence would wrap. Acquire passes over it and,
+// with no other slot, gives ErrExhausted.
+func checkFenceAtMax(e *env) {
+	st := e.open()
+	e.needSeeder(st)
+	ns := e.namespace("fence-max", 1)
+	e.fatalIf(st.Slots().Seed(e.ctx, ns, 0, math.MaxInt64, 0), "Seed(fence MaxInt64)")
+	l, err := st.Slots().Acquire(e.ctx, ns, "a", e.long())
+	e.wantIs(err, store.ErrExhausted, "Acquire of a namespace whose one slot has fence MaxInt64 (got fence %d; "+
+		"see driver.SlotStore.Acquire: a slot whose fence is math.MaxInt64 is passed over)", l.Fence)
 }

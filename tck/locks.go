@@ -33,6 +33,7 @@ func lockChecks() []check {
 		{"FIFOArrival", needLocks, checkFIFOArrival},
 		{"UnlockAfterLost", needLocks, checkUnlockAfterLost},
 		{"LostBeforeGrant", needLocks, checkLostBeforeGrant},
+		{"WaiterFences", needLocks, checkWaiterFences},
 	}
 }
 
@@ -251,6 +252,11 @@ func checkTryLock(e *env) {
 	e.fatalIf(err, "TryLock of a free lock")
 	try(b, "another store")
 	try(a, "the holder's store")
+	// A try concerns one name: another name, free, is taken.
+	other, err := b.Locks().TryLock(e.ctx, name+"-other")
+	e.fatalIf(err, "TryLock of a free name while another name is held (see driver.Locker.Lock: "+
+		"ErrLocked if another holds or waits for the lock)")
+	e.unlock(other)
 
 	// With a waiter queued too.
 	chB := e.lockAsync(e.timeout(e.lockWait), b, name)
@@ -364,7 +370,23 @@ func checkLostOnClose(e *env) {
 		e.t.Errorf("next holder's fence %d is not above the lost holder's %d", r2.l.Fence(), l1.Fence())
 	}
 	e.awaitWaiters(second, name, "second")
-	e.unlock(r2.l)
+
+	// The second store's hold came after a wait: its Close ends it too,
+	// and passes the lock on.
+	third := e.open(store.WithOwner("third"))
+	ch3 := e.lockAsync(e.timeout(e.lockWait), third, name)
+	e.awaitWaiters(third, name, "second", "third")
+	e.fatalIf(second.Close(), "Close of the store holding the lock it waited for")
+	select {
+	case <-r2.l.Lost():
+	case <-time.After(e.prompt):
+		e.t.Errorf("Lost of a hold granted after a wait not closed within %v of closing its store "+
+			"(see driver.Store.Close: it ends every lock hold of the store)", e.prompt)
+	}
+	r3 := e.await(ch3, "Lock by the next waiter after the store of a hold granted after a wait closed "+
+		"(see driver.Locker.Lock: a store's Close ends its holds, the next waiter gets the lock)")
+	e.fatalIf(r3.err, "Lock by the next waiter after the second holder's store closed")
+	e.unlock(r3.l)
 }
 
 // checkNotReentrant: the holder's store locking the same name again waits
@@ -434,4 +456,44 @@ func checkLockArguments(e *env) {
 	names, err := k.List(e.ctx)
 	e.fatalIf(err, "Locks")
 	e.wantEmpty("Locks after refused calls", names)
+}
+
+// checkWaiterFences: Waiters shows each entry's fence: the holder's own,
+// and for each waiter the one it gets when granted, growing along the
+// queue.
+func checkWaiterFences(e *env) {
+	const name = "waiter-fences"
+	const rule = "(see driver.Waiter.Fence: the fence the entry holds, or will hold if granted, growing along the queue)"
+	a := e.open(store.WithOwner("a"))
+	b := e.open(store.WithOwner("b"))
+	c := e.open(store.WithOwner("c"))
+	la := e.lock(a, name)
+	chB := e.lockAsync(e.timeout(e.lockWait), b, name)
+	e.awaitWaiters(a, name, "a", "b")
+	chC := e.lockAsync(e.timeout(e.lockWait), c, name)
+	e.awaitWaiters(a, name, "a", "b", "c")
+	ws, err := a.Locks().Waiters(e.ctx, name)
+	e.fatalIf(err, "Waiters")
+	if len(ws) != 3 {
+		e.t.Fatalf("Waiters lists %v, want the holder and two waiters", ws)
+	}
+	if ws[0].Fence != la.Fence() {
+		e.t.Errorf("Waiters shows the holder with fence %d, its lock has %d %s", ws[0].Fence, la.Fence(), rule)
+	}
+	if !(ws[0].Fence < ws[1].Fence && ws[1].Fence < ws[2].Fence) {
+		e.t.Errorf("Waiters shows fences %d, %d, %d: not growing along the queue %s", ws[0].Fence, ws[1].Fence, ws[2].Fence, rule)
+	}
+	e.unlock(la)
+	rb := e.await(chB, "Lock by the first waiter")
+	e.fatalIf(rb.err, "Lock by the first waiter")
+	if rb.l.Fence() != ws[1].Fence {
+		e.t.Errorf("the first waiter was granted fence %d, Waiters showed %d %s", rb.l.Fence(), ws[1].Fence, rule)
+	}
+	e.unlock(rb.l)
+	rc := e.await(chC, "Lock by the second waiter")
+	e.fatalIf(rc.err, "Lock by the second waiter")
+	if rc.l.Fence() != ws[2].Fence {
+		e.t.Errorf("the second waiter was granted fence %d, Waiters showed %d %s", rc.l.Fence(), ws[2].Fence, rule)
+	}
+	e.unlock(rc.l)
 }

@@ -241,6 +241,15 @@ func checkOverflow(e *env) {
 	e.fatalIf(r.Init(e.ctx, "overflow/top", top), "Init(MaxInt64)")
 	_, err = r.Next(e.ctx, "overflow/top", 1)
 	e.wantIs(err, store.ErrExhausted, "Next(1) of a key Init at MaxInt64")
+	// An exhausted key still seals, at its next value (driver.RangeStore.Seal).
+	next, err := r.Seal(e.ctx, "overflow/top")
+	e.fatalIf(err, "Seal of a key at MaxInt64 (see driver.RangeStore.Seal: it marks the key sealed and returns its final next value)")
+	if next != top {
+		e.t.Errorf("Seal of a key at MaxInt64 returned %d (see driver.RangeStore.Seal: its final next value)", next)
+	}
+	e.wantCurrent(st, "overflow/top", top, true)
+	e.fatalIf(r.Init(e.ctx, "overflow/top", top), "Init(MaxInt64) of the sealed key at MaxInt64 "+
+		"(see driver.RangeStore.Init: at the same next value, sealed or not, it succeeds)")
 }
 
 // goodKeys are valid keys at the edges of the rules: '/' nesting, a parent

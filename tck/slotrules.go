@@ -19,24 +19,28 @@ func checkMostRecentFirst(e *env) {
 		e.open(store.WithIncarnation("tck-recent-2")),
 		e.open(store.WithIncarnation("tck-recent-3")),
 	}
+	// Slots taken in the order 2, 0, 1, so that the most recent first is
+	// neither the lowest nor the highest number first.
 	var held []store.Lease
 	for i, st := range runs {
-		l := e.acquire(st, ns, "a", e.long())
-		e.wantSlot(l, i, "the lowest free slot: the owner's other slots are live under other incarnations")
+		want := []int{2, 0, 1}[i]
+		l := e.acquire(st, ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: want})
+		e.wantSlot(l, want, "the preferred slot, free: the owner's other slots are live under other incarnations")
 		held = append(held, l)
 	}
 	for _, i := range []int{2, 0, 1} { // the order of the releases does not matter
 		e.fatalIf(runs[i].Slots().Release(e.ctx, held[i]), "Release of slot %d", held[i].Slot)
 	}
-	// The owner's index is now 2, 1, 0 (most recent first); slot 2 goes to
+	// The owner's index is now 1, 0, 2 (most recent first); slot 1 goes to
 	// another owner that prefers it.
-	x := e.acquire(e.open(), ns, "x", store.AcquireOptions{TTL: e.longTTL, Preferred: 2})
-	e.wantSlot(x, 2, "the preferred slot, free; the owner has no last slots")
+	x := e.acquire(e.open(), ns, "x", store.AcquireOptions{TTL: e.longTTL, Preferred: 1})
+	e.wantSlot(x, 1, "the preferred slot, free; the owner has no last slots")
 	pref := store.AcquireOptions{TTL: e.longTTL, Preferred: 4}
-	e.wantSlot(e.acquire(runs[0], ns, "a", pref), 1,
-		"its most recent slot 2 is taken: its next most recent, before its older slot 0, the preferred 4 and the lowest free 0")
-	e.wantSlot(e.acquire(runs[1], ns, "a", pref), 0, "its next last slot, before the preferred 4")
-	e.wantSlot(e.acquire(runs[2], ns, "a", pref), 4, "none of its last slots is free: the preferred one")
+	const rule = " (see driver.SlotStore.Acquire: the owner's last slots, most recently acquired first)"
+	e.wantSlot(e.acquire(runs[0], ns, "a", pref), 0,
+		"its most recent slot 1 is taken: its next most recent, before its older slot 2 and the preferred 4"+rule)
+	e.wantSlot(e.acquire(runs[1], ns, "a", pref), 2, "its oldest last slot, before the preferred 4"+rule)
+	e.wantSlot(e.acquire(runs[2], ns, "a", pref), 4, "none of its last slots is free: the preferred one"+rule)
 }
 
 // checkExpiredFoundBySearch: an expired term is found by the lowest-free
@@ -192,4 +196,79 @@ func checkRenewClockBack(e *env) {
 	if next.Floor < max(l.Ceiling, prev.Ceiling) {
 		e.t.Errorf("term after the clock stepped back has floor %d, below the old term's ceiling %d", next.Floor, max(l.Ceiling, prev.Ceiling))
 	}
+}
+
+// checkOwnExpired: an owner's own term that expired is not its live term:
+// the same incarnation asking again gets a new term on the slot, taken
+// over as from anyone (fence + 1, floor at the old ceiling, the owner as
+// LastOwner), not the old term back.
+func checkOwnExpired(e *env) {
+	const rule = "(see driver.SlotStore.Acquire: a live term of the same owner and incarnation is returned as it is; " +
+		"an expired one is free, whoever held it, and a new term takes it over)"
+	st := e.open()
+	ns := e.namespace("own-expired", 1)
+	l := e.acquire(st, ns, "a", store.AcquireOptions{TTL: e.ttl})
+	e.waitUntil(l.ExpiresAt + e.scaled(20*time.Millisecond).Milliseconds())
+	n := e.acquire(st, ns, "a", store.AcquireOptions{TTL: e.ttl})
+	if n.Fence != l.Fence+1 {
+		e.t.Fatalf("the same incarnation's Acquire after its term expired got fence %d, want a new term with %d %s", n.Fence, l.Fence+1, rule)
+	}
+	e.wantFloor(n, l.Ceiling, "a taken-over term starts at the old ceiling "+rule)
+	if info, ok := e.slotInfo(st, ns.Name, 0); !ok || info.LastOwner != "a" {
+		e.t.Errorf("Slots shows LastOwner %q after the owner's own expired term was taken over, want %q "+
+			"(see driver.SlotStore.Acquire: LastOwner becomes the taken-over term's owner)", info.LastOwner, "a")
+	}
+}
+
+// checkExpiryBoundary: with the clock stopped (ClockSetter), a term is
+// live until the instant before its ExpiresAt and free at it, for another
+// owner and for its own.
+func checkExpiryBoundary(e *env) {
+	const rule = "(see driver.SlotStore.Acquire: expired when now >= ExpiresAt; never a live term of another owner)"
+	cs, ok := e.h.(ClockSetter)
+	if !ok {
+		e.t.Skipf("the harness (%T) does not implement the optional tck.ClockSetter: "+
+			"this check stops the store's clock at the expiry", e.h)
+	}
+	set := func(ms int64) { e.fatalIf(cs.SetClock(e.ctx, time.UnixMilli(ms)), "ClockSetter.SetClock") }
+	set(clockStart)
+	a, b := e.open(), e.open()
+	ns := store.Namespace{Name: "boundary", Limit: 1}
+	l := e.acquire(a, ns, "a", store.AcquireOptions{TTL: e.ttl})
+	set(l.ExpiresAt - 1)
+	if got, err := e.tryAcquire(b, ns, "b", e.long()); !errors.Is(err, store.ErrExhausted) {
+		e.t.Fatalf("Acquire by another owner 1 ms before the term's expiry: %s, %v; want ErrExhausted %s", leaseText(got), err, rule)
+	}
+	set(l.ExpiresAt)
+	n := e.acquire(b, ns, "b", e.long())
+	if n.Fence != l.Fence+1 {
+		e.t.Errorf("Acquire by another owner at the term's ExpiresAt got fence %d, want %d %s", n.Fence, l.Fence+1, rule)
+	}
+}
+
+// checkIndexLength: an owner's index keeps its last driver.OwnerIndexLen
+// slots, no more: an older slot is not tried before the preferred one.
+func checkIndexLength(e *env) {
+	const rule = "(see driver.SlotStore: per owner key, the slots it held last, at most OwnerIndexLen)"
+	n := driver.OwnerIndexLen + 2 // slots 0..n-1 held once by the owner, slot n+1 preferred
+	ns := e.namespace("index-length", n+2)
+	runs := make([]*store.Store, n)
+	held := make([]store.Lease, n)
+	for i := range n {
+		runs[i] = e.open(store.WithIncarnation(fmt.Sprintf("tck-index-%d", i)))
+		held[i] = e.acquire(runs[i], ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: i})
+		e.wantSlot(held[i], i, "the preferred slot, free: the owner's other slots are live under other incarnations")
+	}
+	for i := range n {
+		e.fatalIf(runs[i].Slots().Release(e.ctx, held[i]), "Release of slot %d", i)
+	}
+	// Other owners take the owner's OwnerIndexLen most recent slots.
+	x := e.open()
+	for i := n - driver.OwnerIndexLen; i < n; i++ {
+		l := e.acquire(x, ns, fmt.Sprintf("x%d", i), store.AcquireOptions{TTL: e.longTTL, Preferred: i})
+		e.wantSlot(l, i, "the preferred slot, free")
+	}
+	l := e.acquire(e.open(), ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: n + 1})
+	e.wantSlot(l, n+1, fmt.Sprintf("its %d most recent slots are taken, and its older ones are no longer in its index: the preferred slot %s",
+		driver.OwnerIndexLen, rule))
 }

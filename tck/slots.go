@@ -37,6 +37,9 @@ func slotChecks() []check {
 		{"HighFloor", needSlots, checkHighFloor},
 		{"RenewClockBack", needSlots, checkRenewClockBack},
 		{"ForgedLease", needSlots, checkForgedLease},
+		{"OwnExpired", needSlots, checkOwnExpired},
+		{"ExpiryBoundary", needSlots, checkExpiryBoundary},
+		{"IndexLength", needSlots, checkIndexLength},
 	}
 }
 
@@ -635,7 +638,12 @@ func checkListing(e *env) {
 	nsB := e.namespace("list-b", 4)
 	nsA := store.Namespace{Name: "list-a", Limit: 2, Tolerance: 0}
 	la := e.acquire(st, nsB, "a", e.long())
+	// Slot 2 gets two terms: its fence passes slot 0's, so a listing by
+	// fence or by recency is not the listing by slot number.
 	lb := e.acquire(st, nsB, "b", store.AcquireOptions{TTL: e.longTTL, Preferred: 2})
+	e.fatalIf(st.Slots().Release(e.ctx, lb), "Release")
+	lb = e.acquire(st, nsB, "b", store.AcquireOptions{TTL: e.longTTL, Preferred: 2})
+	e.wantSlot(lb, 2, "its last slot, released")
 	e.fatalIf(st.Slots().Release(e.ctx, lb), "Release")
 	lc := e.acquire(st, nsA, "c", e.long())
 
@@ -749,5 +757,13 @@ func checkSeed(e *env) {
 	}
 	if _, ok := e.slotInfo(st, ns.Name, 2); ok {
 		e.t.Errorf("refused seeds changed slot 2")
+	}
+
+	// A seed of nothing (fence 0, next floor 0) still makes a never-used
+	// slot a used one.
+	e.fatalIf(s.Seed(e.ctx, ns, 2, 0, 0), "Seed(fence 0, next floor 0) of a never-used slot")
+	if in, ok := e.slotInfo(st, ns.Name, 2); !ok || in.Owner != "" {
+		e.t.Errorf("Slots after Seed(fence 0, next floor 0) of never-used slot 2: %+v, listed %v; want a released slot "+
+			"(see driver.SlotSeeder.SeedSlot: a slot never used becomes a released slot, listed by Slots)", in, ok)
 	}
 }

@@ -1,44 +1,18 @@
 package memory
 
 // Broken variants for the checks of a slot's history and of a restart: each
-// is a bug the TCK once accepted. TestBroken runs them with the others;
-// TestBrokenKitDiffers shows that each really behaves differently from the
-// sound driver.
+// is a bug the TCK once accepted. They are declared in brokenVariants
+// (broken_test.go) with the others, and the probes below show that each
+// really behaves differently from the sound driver.
 
 import (
 	"context"
 	"fmt"
 	"maps"
-	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/tck"
 )
-
-func init() {
-	brokenVariants = append(brokenVariants,
-		brokenVariant{name: "seed-lowers", catch: "History/SeedNeverLowers",
-			wrap: func(s *driverStore) driver.Store { return seedLowers{s} }},
-		brokenVariant{name: "seed-floor-ignored", catch: "History/SeedAfterExpiry",
-			wrap: func(s *driverStore) driver.Store { return seedFloorIgnored{s} }},
-		brokenVariant{name: "purge-forgets-fences", catch: "History/PurgeKeepsSlotFences",
-			wrap: func(s *driverStore) driver.Store { return purgeForgetsFences{s} }},
-		brokenVariant{name: "takeover-keeps-last-owner", catch: "History/Listed",
-			wrap: func(s *driverStore) driver.Store { return takeoverKeepsLastOwner{s} }},
-		brokenVariant{name: "forgets-on-restart", catch: "Restart/Survives",
-			wrap: func(s *driverStore) driver.Store { return s },
-			suite: func(s *tck.Suite) {
-				// Claims persistence; its storage starts empty after a restart.
-				s.NotPersistent = ""
-				s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-					h, err := newTCKHarness(ctx, t)
-					return forgetfulHarness{h.(tckHarness)}, err
-				}
-			}},
-	)
-}
 
 // seedLowers sets a seeded slot's fence and next floor as given, lowering
 // them, where the sound driver only raises them.
@@ -145,124 +119,92 @@ func (h forgetfulHarness) Restart(context.Context) error {
 	return nil
 }
 
-var kitStates atomic.Int64
+// Probes (see checkProbe): each drives the variant and the sound store
+// directly; the outcomes differ. forgets-on-restart has none: its bug is
+// its harness's Restart, which TestBroken's Restart/Survives runs.
 
-// TestBrokenKitDiffers: each variant above, driven directly, does what the
-// sound driver does not.
-func TestBrokenKitDiffers(t *testing.T) {
-	ctx := t.Context()
-	ns := driver.Namespace{Name: "kit", Limit: 1, Tolerance: 50 * time.Millisecond}
-	req := func(owner string) driver.AcquireRequest {
-		return driver.AcquireRequest{Namespace: ns, Owner: owner, Incarnation: "1", TTL: 100 * time.Millisecond}
-	}
-	fresh2 := func(name string) *driverStore {
-		s := newDriver(name)
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	fresh := func() *driverStore { return fresh2(fmt.Sprintf("kit-%d", kitStates.Add(1))) }
-	listed := func(s driver.SlotStore) driver.SlotInfo {
-		infos, err := s.Slots(ctx, ns.Name)
-		if err != nil || len(infos) != 1 {
-			t.Fatalf("Slots = %v, %v; want one slot", infos, err)
-		}
-		return infos[0]
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+var kitNS = driver.Namespace{Name: "kit", Limit: 1, Tolerance: 50 * time.Millisecond}
 
-	t.Run("seed-lowers", func(t *testing.T) {
-		for _, c := range []struct {
-			s         driver.SlotStore
-			wantFence int64
-		}{{fresh(), 10}, {seedLowers{fresh()}, 3}} {
-			d := c.s.(driver.SlotSeeder)
-			must(d.SeedSlot(ctx, ns, 0, 10, 5000))
-			must(d.SeedSlot(ctx, ns, 0, 3, 100))
-			if in := listed(c.s); in.Fence != c.wantFence {
-				t.Errorf("%T: fence %d after seeds 10 then 3, want %d", c.s, in.Fence, c.wantFence)
-			}
+func kitReq(owner string) driver.AcquireRequest {
+	return driver.AcquireRequest{Namespace: kitNS, Owner: owner, Incarnation: "1", TTL: 100 * time.Millisecond}
+}
+
+func kitListed(ctx context.Context, s driver.SlotStore) (driver.SlotInfo, error) {
+	infos, err := s.Slots(ctx, kitNS.Name)
+	if err == nil && len(infos) != 1 {
+		err = fmt.Errorf("Slots = %v; want one slot", infos)
+	}
+	if err != nil {
+		return driver.SlotInfo{}, err
+	}
+	return infos[0], nil
+}
+
+// probeSeedLowers: the fence after seeds of fence 10, then 3.
+func probeSeedLowers(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
+	d, _ := probeStore(wrap)
+	defer d.Close()
+	for _, f := range []int64{10, 3} {
+		if err := d.(driver.SlotSeeder).SeedSlot(ctx, kitNS, 0, f, 5000); err != nil {
+			return "", err
 		}
-	})
-	t.Run("seed-floor-ignored", func(t *testing.T) {
-		const seeded = 1_000_000_000
-		for _, c := range []struct {
-			wrap      func(*driverStore) driver.SlotStore
-			wantFloor int64
-		}{
-			{func(s *driverStore) driver.SlotStore { return s }, seeded},
-			{func(s *driverStore) driver.SlotStore { return seedFloorIgnored{s} }, 1150},
-		} {
-			base := fresh()
-			now := int64(1000)
-			SetClock(base, func() int64 { return now })
-			s := c.wrap(base)
-			_, err := s.Acquire(ctx, req("a")) // expires at 1100, ceiling 1150
-			must(err)
-			now = 2000
-			must(s.(driver.SlotSeeder).SeedSlot(ctx, ns, 0, 0, seeded))
-			l, err := s.Acquire(ctx, req("b"))
-			must(err)
-			if l.Floor != c.wantFloor {
-				t.Errorf("%T: floor %d after a seed of next floor %d over an expired term, want %d", s, l.Floor, seeded, c.wantFloor)
-			}
-		}
-	})
-	t.Run("takeover-keeps-last-owner", func(t *testing.T) {
-		for _, c := range []struct {
-			wrap func(*driverStore) driver.SlotStore
-			want string
-		}{
-			{func(s *driverStore) driver.SlotStore { return s }, "a"},
-			{func(s *driverStore) driver.SlotStore { return takeoverKeepsLastOwner{s} }, ""},
-		} {
-			base := fresh()
-			now := int64(1000)
-			SetClock(base, func() int64 { return now })
-			s := c.wrap(base)
-			_, err := s.Acquire(ctx, req("a"))
-			must(err)
-			now = 2000
-			_, err = s.Acquire(ctx, req("b"))
-			must(err)
-			if in := listed(s); in.LastOwner != c.want {
-				t.Errorf("%T: last owner %q after b took over a's expired term, want %q", s, in.LastOwner, c.want)
-			}
-		}
-	})
-	t.Run("purge-forgets-fences", func(t *testing.T) {
-		for _, c := range []struct {
-			s         driver.SlotStore
-			wantFence int64
-		}{{fresh(), 2}, {purgeForgetsFences{fresh()}, 1}} {
-			l, err := c.s.Acquire(ctx, req("a"))
-			must(err)
-			must(c.s.Release(ctx, l, -1))
-			_, err = c.s.(driver.Purger).Purge(ctx)
-			must(err)
-			l, err = c.s.Acquire(ctx, req("a"))
-			must(err)
-			if l.Fence != c.wantFence {
-				t.Errorf("%T: fence %d after a purge of fence 1, want %d", c.s, l.Fence, c.wantFence)
-			}
-		}
-	})
-	t.Run("forgets-on-restart", func(t *testing.T) {
-		h := forgetfulHarness{tckHarness{name: fmt.Sprintf("kit-%d", kitStates.Add(1))}}
-		s := fresh2(h.name)
-		_, err := s.Next(ctx, "k", 10)
-		must(err)
-		must(s.Close())
-		if next, _, err := fresh2(h.name).Current(ctx, "k"); err != nil || next != 10 {
-			t.Errorf("a store reopened without a restart: Current = %d, %v; want 10", next, err)
-		}
-		must(h.Restart(ctx))
-		if next, _, err := fresh2(h.name).Current(ctx, "k"); err != nil || next != 0 {
-			t.Errorf("after the forgetful restart: Current = %d, %v; want 0", next, err)
-		}
-	})
+	}
+	in, err := kitListed(ctx, d.(driver.SlotStore))
+	return fmt.Sprintf("fence %d after seeds 10 then 3", in.Fence), err
+}
+
+// probeSeedFloorIgnored: the floor of the term after a seed of a high next
+// floor over an expired term.
+func probeSeedFloorIgnored(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
+	d, base := probeStore(wrap)
+	defer d.Close()
+	now := int64(1000)
+	SetClock(base, func() int64 { return now })
+	s := d.(driver.SlotStore)
+	if _, err := s.Acquire(ctx, kitReq("a")); err != nil { // expires at 1100, ceiling 1150
+		return "", err
+	}
+	now = 2000
+	if err := d.(driver.SlotSeeder).SeedSlot(ctx, kitNS, 0, 0, 1_000_000_000); err != nil {
+		return "", err
+	}
+	l, err := s.Acquire(ctx, kitReq("b"))
+	return fmt.Sprintf("floor %d after a seed of next floor 1e9 over an expired term", l.Floor), err
+}
+
+// probeTakeoverLastOwner: LastOwner after b took over a's expired term.
+func probeTakeoverLastOwner(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
+	d, base := probeStore(wrap)
+	defer d.Close()
+	now := int64(1000)
+	SetClock(base, func() int64 { return now })
+	s := d.(driver.SlotStore)
+	if _, err := s.Acquire(ctx, kitReq("a")); err != nil {
+		return "", err
+	}
+	now = 2000
+	if _, err := s.Acquire(ctx, kitReq("b")); err != nil {
+		return "", err
+	}
+	in, err := kitListed(ctx, s)
+	return fmt.Sprintf("last owner %q", in.LastOwner), err
+}
+
+// probePurgeFences: the fence of the first term after a purge of fence 1.
+func probePurgeFences(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
+	d, _ := probeStore(wrap)
+	defer d.Close()
+	s := d.(driver.SlotStore)
+	l, err := s.Acquire(ctx, kitReq("a"))
+	if err != nil {
+		return "", err
+	}
+	if err := s.Release(ctx, l, -1); err != nil {
+		return "", err
+	}
+	if _, err := d.(driver.Purger).Purge(ctx); err != nil {
+		return "", err
+	}
+	l, err = s.Acquire(ctx, kitReq("a"))
+	return fmt.Sprintf("fence %d after a purge of fence 1", l.Fence), err
 }

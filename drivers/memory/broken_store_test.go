@@ -1,7 +1,7 @@
 package memory
 
 // Broken variants for the checks of sound listings, slot rules, options and
-// capabilities, each with a probe: a direct scenario whose outcome on the
+// capabilities (declared in brokenVariants, broken_test.go), each with a probe: a direct scenario whose outcome on the
 // variant differs from the sound store's, so each variant is shown to have
 // its bug, not only to fail the TCK. The lock variants are in
 // broken_locks_test.go.
@@ -17,55 +17,6 @@ import (
 
 	"github.com/cosid-go/store/driver"
 )
-
-func init() {
-	brokenVariants = append(brokenVariants, []brokenVariant{
-		{name: "current-creates", catch: "Ranges/CurrentCreatesNothing", probe: probeCurrentCreates,
-			wrap: func(s *driverStore) driver.Store { return currentCreates{s} }},
-		{name: "keys-skip-sealed", catch: "Ranges/KeysSealed", probe: probeKeysSkipSealed,
-			wrap: func(s *driverStore) driver.Store { return keysSkipSealed{s} }},
-		{name: "index-oldest-first", catch: "Slots/MostRecentFirst", probe: probeOldestFirst,
-			wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, oldestFirst: true} }},
-		{name: "search-skips-expired", catch: "Slots/ExpiredFoundBySearch", probe: probeSearchSkipsExpired,
-			wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, searchSkipsExpired: true} }},
-		{name: "early-takeover", catch: "Slots/NoEarlyTakeover", probe: probeEarly,
-			wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, early: true} }},
-		{name: "release-expired-noop", catch: "Slots/ReleaseExpired", probe: probeReleaseExpired,
-			wrap: func(s *driverStore) driver.Store { return releaseExpiredNoop{s} }},
-		{name: "ceiling-below-floor", catch: "Slots/HighFloor", probe: probeHighFloor,
-			wrap: func(s *driverStore) driver.Store { return ceilingBelowFloor{s} }},
-		{name: "renew-no-bounds", catch: "Slots/RenewClockBack", probe: probeRenewClockBack,
-			wrap: func(s *driverStore) driver.Store { return renewNoBounds{s} }},
-		{name: "lease-times-trusted", catch: "Slots/ForgedLease",
-			wrap: func(s *driverStore) driver.Store { return leaseTimesTrusted{s} }},
-		{name: "trylock-gap", catch: "Locks/TryLockAtHandover", probe: probeTryLockGap,
-			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, gap: true} }},
-		{name: "drop-at-grant", catch: "Locks/CancelAtGrant", probe: probeDropAtGrant,
-			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, dropAtGrant: true} }},
-		{name: "wake-behind", catch: "Locks/MiddleCancel", probe: probeWakeBehind,
-			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, wakeBehind: true} }},
-		{name: "sorted-queue", catch: "Locks/FIFOArrival", probe: probeSorted,
-			wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, sorted: true} }},
-		{name: "unknown-beside-name", catch: "Options/UnknownWithValid", probe: probeUnknownBesideName,
-			wrap: func(s *driverStore) driver.Store { return s }, factory: acceptUnknownBesideName},
-		{name: "unlock-lost-nil", catch: "Locks/UnlockAfterLost", probe: probeUnlockLost,
-			wrap: func(s *driverStore) driver.Store { return unlockLostNil{s} }},
-		{name: "lost-after-grant", catch: "Locks/LostBeforeGrant", probe: probeLostAfterGrant,
-			wrap: func(s *driverStore) driver.Store { return lostAfterGrant{s} }},
-		{name: "bare-store", catch: "Capabilities/AtLeastOne", probe: probeBare,
-			wrap: func(s *driverStore) driver.Store { return bareStore{s} }},
-		{name: "ping-ignores-context", catch: "Capabilities/Ping", probe: probePingIgnoresContext,
-			wrap: func(s *driverStore) driver.Store { return pingIgnoresContext{s} }},
-		// The memory driver has no option with a format; these two give it
-		// one (tck.count, a count) so that the malformed-value check runs on
-		// a sound factory and on a lax one.
-		{name: "sound-typed-options", wrap: func(s *driverStore) driver.Store { return s },
-			factory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
-		{name: "malformed-accepted", catch: "Options/MalformedValue", probe: probeMalformed,
-			wrap: func(s *driverStore) driver.Store { return s }, factory: typedFactory(true),
-			soundFactory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
-	}...)
-}
 
 // currentCreates creates a missing key at 0 when Current reads it.
 type currentCreates struct{ *driverStore }
@@ -103,6 +54,11 @@ type acquireBug struct {
 	oldestFirst        bool // tries the owner's last slots oldest first
 	searchSkipsExpired bool // the lowest-free search takes only released or never-used slots
 	early              bool // judges a term expired a tolerance before its ExpiresAt
+	ownExpired         bool // returns the owner's own expired term as it is, as a live one
+	byIncarnation      bool // keeps the owner index per incarnation: a restarted owner has none
+	lateExpiry         bool // judges a term live at its ExpiresAt (now > ExpiresAt to expire)
+	reclaimOwn         bool // with Reclaim, takes over the caller's own live term too
+	highestFirst       bool // tries the owner's last slots highest number first
 }
 
 func (b acquireBug) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
@@ -119,14 +75,35 @@ func (b acquireBug) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 	if b.early {
 		judgeNow += ns.tolerance.Milliseconds()
 	}
-	index := ns.owners[req.Owner]
+	if b.lateExpiry {
+		judgeNow--
+	}
+	indexKey := req.Owner
+	if b.byIncarnation {
+		indexKey += "/" + req.Incarnation
+	}
+	index := ns.owners[indexKey]
 	if b.oldestFirst {
 		index = slices.Clone(index)
 		slices.Reverse(index)
 	}
+	if b.highestFirst {
+		index = slices.Clone(index)
+		slices.Sort(index)
+		slices.Reverse(index)
+	}
+	judge := func(r driver.SlotRecord) (driver.SlotVerdict, error) {
+		if b.ownExpired && r.Owner == req.Owner && r.Incarnation == req.Incarnation {
+			return driver.SlotOwn, nil
+		}
+		if b.reclaimOwn && req.Reclaim && r.Live(judgeNow) && r.Owner == req.Owner {
+			return driver.SlotFree, nil
+		}
+		return r.Judge(req, judgeNow)
+	}
 	first := driver.FirstSlots(index, req.Preferred, ns.limit)
 	for _, n := range first {
-		if v, _ := ns.slot(n).Judge(req, judgeNow); v == driver.SlotOwn {
+		if v, _ := judge(ns.slot(n)); v == driver.SlotOwn {
 			return ns.slots[n].Lease(req.Namespace.Name, n), nil
 		}
 	}
@@ -135,13 +112,13 @@ func (b acquireBug) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 		if search && b.searchSkipsExpired && r.Owner != "" {
 			return driver.Lease{}, false
 		}
-		switch v, _ := r.Judge(req, judgeNow); v {
+		switch v, _ := judge(r); v {
 		case driver.SlotOwn:
 			return r.Lease(req.Namespace.Name, n), true
 		case driver.SlotFree:
 			r = r.NewTerm(req, now)
 			ns.slots[n] = r
-			ns.owners[req.Owner] = driver.RememberSlot(ns.owners[req.Owner], n)
+			ns.owners[indexKey] = driver.RememberSlot(ns.owners[indexKey], n)
 			return r.Lease(req.Namespace.Name, n), true
 		}
 		return driver.Lease{}, false

@@ -41,6 +41,7 @@ type brokenVariant struct {
 	malformed    map[string]string
 }
 
+// brokenVariants is every variant, in one table; TestBroken runs them all.
 var brokenVariants = []brokenVariant{
 	{name: "sound", wrap: func(s *driverStore) driver.Store { return s }},
 	{name: "dup-range", catch: "Ranges/NeverTwice", wrap: func(s *driverStore) driver.Store { return &dupRange{driverStore: s} }},
@@ -70,6 +71,96 @@ var brokenVariants = []brokenVariant{
 			return newDriver(options["name"]), nil // every other key ignored
 		},
 	},
+
+	// Sound listings, slot rules, options and capabilities, each with a
+	// probe (broken_store_test.go, broken_locks_test.go).
+	{name: "current-creates", catch: "Ranges/CurrentCreatesNothing", probe: probeCurrentCreates,
+		wrap: func(s *driverStore) driver.Store { return currentCreates{s} }},
+	{name: "keys-skip-sealed", catch: "Ranges/KeysSealed", probe: probeKeysSkipSealed,
+		wrap: func(s *driverStore) driver.Store { return keysSkipSealed{s} }},
+	{name: "index-oldest-first", catch: "Slots/MostRecentFirst", probe: probeOldestFirst,
+		wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, oldestFirst: true} }},
+	{name: "search-skips-expired", catch: "Slots/ExpiredFoundBySearch", probe: probeSearchSkipsExpired,
+		wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, searchSkipsExpired: true} }},
+	{name: "early-takeover", catch: "Slots/NoEarlyTakeover", probe: probeEarly,
+		wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, early: true} }},
+	{name: "release-expired-noop", catch: "Slots/ReleaseExpired", probe: probeReleaseExpired,
+		wrap: func(s *driverStore) driver.Store { return releaseExpiredNoop{s} }},
+	{name: "ceiling-below-floor", catch: "Slots/HighFloor", probe: probeHighFloor,
+		wrap: func(s *driverStore) driver.Store { return ceilingBelowFloor{s} }},
+	{name: "renew-no-bounds", catch: "Slots/RenewClockBack", probe: probeRenewClockBack,
+		wrap: func(s *driverStore) driver.Store { return renewNoBounds{s} }},
+	{name: "lease-times-trusted", catch: "Slots/ForgedLease",
+		wrap: func(s *driverStore) driver.Store { return leaseTimesTrusted{s} }},
+	{name: "trylock-gap", catch: "Locks/TryLockAtHandover", probe: probeTryLockGap,
+		wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, gap: true} }},
+	{name: "drop-at-grant", catch: "Locks/CancelAtGrant", probe: probeDropAtGrant,
+		wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, dropAtGrant: true} }},
+	{name: "wake-behind", catch: "Locks/MiddleCancel", probe: probeWakeBehind,
+		wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, wakeBehind: true} }},
+	{name: "sorted-queue", catch: "Locks/FIFOArrival", probe: probeSorted,
+		wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, sorted: true} }},
+	{name: "unknown-beside-name", catch: "Options/UnknownWithValid", probe: probeUnknownBesideName,
+		wrap: func(s *driverStore) driver.Store { return s }, factory: acceptUnknownBesideName},
+	{name: "unlock-lost-nil", catch: "Locks/UnlockAfterLost", probe: probeUnlockLost,
+		wrap: func(s *driverStore) driver.Store { return unlockLostNil{s} }},
+	{name: "lost-after-grant", catch: "Locks/LostBeforeGrant", probe: probeLostAfterGrant,
+		wrap: func(s *driverStore) driver.Store { return lostAfterGrant{s} }},
+	{name: "bare-store", catch: "Capabilities/AtLeastOne", probe: probeBare,
+		wrap: func(s *driverStore) driver.Store { return bareStore{s} }},
+	{name: "ping-ignores-context", catch: "Capabilities/Ping", probe: probePingIgnoresContext,
+		wrap: func(s *driverStore) driver.Store { return pingIgnoresContext{s} }},
+	// The memory driver has no option with a format; these two give it
+	// one (tck.count, a count) so that the malformed-value check runs on
+	// a sound factory and on a lax one.
+	{name: "sound-typed-options", wrap: func(s *driverStore) driver.Store { return s },
+		factory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
+	{name: "malformed-accepted", catch: "Options/MalformedValue", probe: probeMalformed,
+		wrap: func(s *driverStore) driver.Store { return s }, factory: typedFactory(true),
+		soundFactory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
+
+	// A slot's history and a restart (broken_kit_test.go).
+	{name: "seed-lowers", catch: "History/SeedNeverLowers", probe: probeSeedLowers,
+		wrap: func(s *driverStore) driver.Store { return seedLowers{s} }},
+	{name: "seed-floor-ignored", catch: "History/SeedAfterExpiry", probe: probeSeedFloorIgnored,
+		wrap: func(s *driverStore) driver.Store { return seedFloorIgnored{s} }},
+	{name: "purge-forgets-fences", catch: "History/PurgeKeepsSlotFences", probe: probePurgeFences,
+		wrap: func(s *driverStore) driver.Store { return purgeForgetsFences{s} }},
+	{name: "takeover-keeps-last-owner", catch: "History/Listed", probe: probeTakeoverLastOwner,
+		wrap: func(s *driverStore) driver.Store { return takeoverKeepsLastOwner{s} }},
+	{name: "forgets-on-restart", catch: "Restart/Survives",
+		wrap: func(s *driverStore) driver.Store { return s },
+		suite: func(s *tck.Suite) {
+			// Claims persistence; its storage starts empty after a restart.
+			s.NotPersistent = ""
+			s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
+				h, err := newTCKHarness(ctx, t)
+				return forgetfulHarness{h.(tckHarness)}, err
+			}
+		}},
+
+	// The areas where bugs once passed the whole TCK (broken_areas_test.go).
+	{name: "exhausted-at-max", catch: "Ranges/Overflow", wrap: func(s *driverStore) driver.Store { return exhaustedAtMax{s} }},
+	{name: "overflow-invalid", catch: "Ranges/Overflow", wrap: func(s *driverStore) driver.Store { return overflowInvalid{s} }},
+	{name: "init-max-refused", catch: "Ranges/Overflow", wrap: func(s *driverStore) driver.Store { return initMaxRefused{s} }},
+	{name: "init-sealed-refused", catch: "Ranges/Seal", wrap: func(s *driverStore) driver.Store { return initSealedRefused{s} }},
+	{name: "seal-exhausted", catch: "Ranges/Overflow", wrap: func(s *driverStore) driver.Store { return sealExhausted{s} }},
+	{name: "own-expired-returned", catch: "Slots/OwnExpired", wrap: withAcquireBug(acquireBug{ownExpired: true})},
+	{name: "index-by-incarnation", catch: "Slots/MostRecentFirst", wrap: withAcquireBug(acquireBug{byIncarnation: true})},
+	{name: "late-expiry", catch: "Slots/ExpiryBoundary", wrap: withAcquireBug(acquireBug{lateExpiry: true})},
+	{name: "reclaim-own", catch: "Slots/SameIncarnation", wrap: withAcquireBug(acquireBug{reclaimOwn: true})},
+	{name: "index-highest-first", catch: "Slots/MostRecentFirst", wrap: withAcquireBug(acquireBug{highestFirst: true})},
+	{name: "slots-by-fence", catch: "Slots/Listing", wrap: func(s *driverStore) driver.Store { return slotsByFence{s} }},
+	{name: "namespaces-by-creation", catch: "Slots/Listing", wrap: func(s *driverStore) driver.Store { return namespacesByCreation{s} }},
+	{name: "waiters-no-holder", catch: "Locks/FIFO", wrap: func(s *driverStore) driver.Store { return waitersNoHolder{s} }},
+	{name: "waiters-fence-unset", catch: "Locks/WaiterFences", wrap: func(s *driverStore) driver.Store { return waitersFenceUnset{s} }},
+	{name: "purge-keeps-sealed", catch: "Purge/Everything", wrap: func(s *driverStore) driver.Store { return purgeKeepsSealed{s} }},
+	{name: "purge-own-locks", catch: "Purge/Locked", wrap: func(s *driverStore) driver.Store { return purgeOwnLocks{s} }},
+	{name: "trylock-any-name", catch: "Locks/TryLock", wrap: func(s *driverStore) driver.Store { return tryLockAnyName{s} }},
+	{name: "fold-option-keys", catch: "Options/KeysExact", wrap: func(s *driverStore) driver.Store { return s }, factory: foldOptionKeys},
+	{name: "granted-not-owned", catch: "Locks/LostOnClose", wrap: func(s *driverStore) driver.Store { return grantedNotOwned{s} }},
+	{name: "seed-live", catch: "Slots/Seed", wrap: func(s *driverStore) driver.Store { return seedLive{s} }},
+	{name: "seed-any-settings", catch: "Slots/Seed", wrap: func(s *driverStore) driver.Store { return seedAnySettings{s} }},
 }
 
 // TestBroken runs the TCK against every variant, each in a child process,

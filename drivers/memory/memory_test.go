@@ -778,3 +778,25 @@ func TestClose(t *testing.T) {
 	_, err = closing.Locks(ctx)
 	wantErr(t, err, driver.ErrClosed)
 }
+
+// TestExhaustedNamesUnusable: a slot passed over because its fence cannot
+// grow is named in ErrExhausted, so an operator learns which slot to
+// repair (driver.SlotStore.Acquire).
+func TestExhaustedNamesUnusable(t *testing.T) {
+	ctx := t.Context()
+	d := memory.NewDriver("")
+	defer d.Close()
+	ns := driver.Namespace{Name: "full", Limit: 2}
+	if err := d.SeedSlot(ctx, ns, 1, math.MaxInt64, 0); err != nil {
+		t.Fatal(err)
+	}
+	req := driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Hour}
+	if _, err := d.Acquire(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	req.Owner = "b"
+	_, err := d.Acquire(ctx, req)
+	if !errors.Is(err, driver.ErrExhausted) || !strings.Contains(err.Error(), "slot 1: fence 9223372036854775807 cannot grow") {
+		t.Errorf("Acquire of a namespace with slot 0 held and slot 1 at fence MaxInt64: %v; want ErrExhausted naming slot 1 and why", err)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cosid-go/store/driver"
@@ -50,9 +52,14 @@ func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (d
 			return ns.slots[n].Lease(req.Namespace.Name, n), nil
 		}
 	}
+	passed := map[int]error{} // slots passed over as unusable, and why
 	try := func(n int) (driver.Lease, bool) {
 		r := ns.slot(n)
-		switch v, _ := r.Judge(req, now); v {
+		v, err := r.Judge(req, now)
+		if err != nil {
+			passed[n] = err
+		}
+		switch v {
 		case driver.SlotOwn:
 			return r.Lease(req.Namespace.Name, n), true
 		case driver.SlotFree:
@@ -72,6 +79,13 @@ func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (d
 		if l, ok := try(n); ok {
 			return l, nil
 		}
+	}
+	if len(passed) > 0 {
+		var why []string
+		for _, n := range slices.Sorted(maps.Keys(passed)) {
+			why = append(why, fmt.Sprintf("slot %d: %v", n, passed[n]))
+		}
+		return driver.Lease{}, fmt.Errorf("no free slot among %d; passed over %s: %w", ns.limit, strings.Join(why, "; "), driver.ErrExhausted)
 	}
 	return driver.Lease{}, fmt.Errorf("all %d slots are held: %w", ns.limit, driver.ErrExhausted)
 }

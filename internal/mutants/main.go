@@ -4,7 +4,8 @@
 // binary of a package with the change laid over the file (go test -overlay,
 // so the tree is never edited), and runs it twice: with the TCK's explore
 // checks skipped ("before"), and, when that misses the mutant, with them
-// ("after"). It prints each surviving mutant and the scores.
+// ("after"). It prints each surviving mutant and the scores. -j mutants are
+// judged at once.
 //
 //	go run ./internal/mutants -pkg ./drivers/memory drivers/memory/*.go driver/slot.go
 package main
@@ -23,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -30,14 +32,29 @@ func main() {
 	pkg := flag.String("pkg", "./drivers/memory", "the package whose tests judge the mutants")
 	run := flag.String("run", "^TestTCK$", "the tests to run (-test.run)")
 	skip := flag.String("before-skip", "^TestTCK$/^Explore$", "what the \"before\" run skips (-test.skip)")
-	timeout := flag.Duration("timeout", time.Minute, "bound on one test run")
+	timeout := flag.Duration("timeout", 30*time.Second, "bound on one test run (the TCK takes 2 s on memory)")
+	jobs := flag.Int("j", 2, "mutants built and run at once")
+	list := flag.Bool("list", false, "print the mutants' names and stop")
+	only := flag.String("only", "", "a file of mutant names, one a line: judge only those (a rerun of an earlier run's misses)")
+	own := flag.String("own-skip", "^(TestTCK|TestBroken.*)$", "what the run of the package's own tests, for a mutant the TCK missed, skips")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "mutants")
 	check(err)
 	defer os.RemoveAll(tmp)
 
-	var total, built, before, after int
-	var survivors []string
+	var keep map[string]bool
+	if *only != "" {
+		b, err := os.ReadFile(*only)
+		check(err)
+		keep = map[string]bool{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				keep[line] = true
+			}
+		}
+	}
+	// Every mutant first, in source order; the workers judge them.
+	var ms []mutant
 	for _, file := range flag.Args() {
 		if strings.HasSuffix(file, "_test.go") {
 			continue
@@ -49,37 +66,126 @@ func main() {
 			if !ok {
 				break
 			}
-			total++
-			mfile := filepath.Join(tmp, "m.go")
-			check(os.WriteFile(mfile, src, 0o644))
-			overlay := filepath.Join(tmp, "overlay.json")
-			b, _ := json.Marshal(map[string]any{"Replace": map[string]string{abs: mfile}})
-			check(os.WriteFile(overlay, b, 0o644))
-			bin := filepath.Join(tmp, "t.test")
-			if out, err := exec.Command("go", "test", "-c", "-o", bin, "-overlay", overlay, *pkg).CombinedOutput(); err != nil {
-				_ = out // does not compile (an unused variable, a type error): not a mutant
-				continue
-			}
-			built++
 			name := fmt.Sprintf("%s: %s", relative(file), what)
-			if !passes(bin, *timeout, "-test.run", *run, "-test.skip", *skip) {
-				before++
-				after++
-				fmt.Printf("killed before: %s\n", name)
-				continue
+			if keep == nil || keep[name] {
+				ms = append(ms, mutant{file: abs, src: src, name: name})
 			}
-			if !passes(bin, *timeout, "-test.run", *run+"/^Explore$") {
-				after++
-				fmt.Printf("killed by Explore only: %s\n", name)
-				continue
-			}
-			survivors = append(survivors, name)
-			fmt.Printf("SURVIVED: %s\n", name)
 		}
 	}
-	fmt.Printf("\n%d mutants (%d compile); killed without Explore: %d (%.0f%%); with it: %d (%.0f%%)\n",
-		total, built, before, pct(before, built), after, pct(after, built))
+	if *list {
+		for _, m := range ms {
+			fmt.Println(m.name)
+		}
+		return
+	}
+	start := time.Now()
+	var mu sync.Mutex
+	next := 0
+	var wg sync.WaitGroup
+	for w := 0; w < *jobs; w++ {
+		dir := filepath.Join(tmp, fmt.Sprint(w))
+		check(os.Mkdir(dir, 0o755))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= len(ms) {
+					return
+				}
+				m := &ms[i]
+				t0 := time.Now()
+				m.verdict = judge(dir, m, *pkg, *run, *skip, *own, *timeout)
+				m.took = time.Since(t0)
+				mu.Lock()
+				if m.verdict != notBuilt {
+					fmt.Printf("%-20s %5.1fs  %s\n", m.verdict, m.took.Seconds(), m.name)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+
+	var built, before, after, equiv int
+	var survivors, others, equivs []string
+	for _, m := range ms {
+		if m.verdict == notBuilt {
+			continue
+		}
+		built++
+		if why, ok := equivalent[m.name]; ok && m.verdict != killedBefore && m.verdict != killedExplore {
+			equiv++
+			equivs = append(equivs, m.name+": "+why)
+			continue
+		}
+		switch m.verdict {
+		case killedBefore:
+			before++
+			after++
+		case killedExplore:
+			after++
+		case killedOwn:
+			others = append(others, m.name)
+		case survived:
+			survivors = append(survivors, m.name)
+		}
+	}
+	wall := time.Since(start)
+	real := built - equiv
+	fmt.Printf("\n%d mutants, %d compile, %d equivalent (equivalent.go); of the other %d the TCK kills without Explore %d (%.0f%%), with it %d (%.0f%%)\n",
+		len(ms), built, equiv, real, before, pct(before, real), after, pct(after, real))
+	fmt.Printf("%s wall, %.1f s per mutant with -j %d\n", wall.Round(time.Second), wall.Seconds()/float64(max(len(ms), 1)), *jobs)
+	fmt.Printf("equivalent (%d):\n  %s\n", len(equivs), strings.Join(equivs, "\n  "))
+	fmt.Printf("missed by the TCK, killed by the package's own tests (%d):\n  %s\n", len(others), strings.Join(others, "\n  "))
 	fmt.Printf("survivors (%d):\n  %s\n", len(survivors), strings.Join(survivors, "\n  "))
+}
+
+type verdict string
+
+const (
+	notBuilt      verdict = "does not compile"
+	killedBefore  verdict = "killed before"
+	killedExplore verdict = "killed by Explore"
+	killedOwn     verdict = "killed by own tests"
+	survived      verdict = "SURVIVED"
+)
+
+type mutant struct {
+	file, name string
+	src        []byte
+	verdict    verdict
+	took       time.Duration
+}
+
+// judge builds the package's test binary with the mutant laid over its
+// file (go test -overlay, so the tree is never edited; vet off, as a
+// mutant is judged by the tests alone) and runs it: without Explore
+// first, then with it when that missed the mutant, and then the package's
+// other tests (a driver's typed constructor is not the TCK's business).
+func judge(dir string, m *mutant, pkg, run, skip, own string, timeout time.Duration) verdict {
+	mfile := filepath.Join(dir, "m.go")
+	check(os.WriteFile(mfile, m.src, 0o644))
+	overlay := filepath.Join(dir, "overlay.json")
+	b, _ := json.Marshal(map[string]any{"Replace": map[string]string{m.file: mfile}})
+	check(os.WriteFile(overlay, b, 0o644))
+	bin := filepath.Join(dir, "t.test")
+	if err := exec.Command("go", "test", "-c", "-vet=off", "-o", bin, "-overlay", overlay, pkg).Run(); err != nil {
+		return notBuilt // an unused variable, a type error: not a mutant
+	}
+	if !passes(bin, timeout, "-test.run", run, "-test.skip", skip) {
+		return killedBefore
+	}
+	if !passes(bin, timeout, "-test.run", run+"/^Explore$") {
+		return killedExplore
+	}
+	if !passes(bin, 3*timeout, "-test.skip", own) {
+		return killedOwn
+	}
+	return survived
 }
 
 func pct(a, b int) float64 {
@@ -126,7 +232,12 @@ func mutate(file string, k int) (src []byte, what string, ok bool) {
 		}
 		hit := func(desc string, apply func()) {
 			if n == k {
-				what = fmt.Sprintf("line %d: %s", fset.Position(node.Pos()).Line, desc)
+				pos := node.Pos()
+				if b, isBin := node.(*ast.BinaryExpr); isBin {
+					pos = b.OpPos // one line may hold several operators
+				}
+				p := fset.Position(pos)
+				what = fmt.Sprintf("line %d:%d: %s", p.Line, p.Column, desc)
 				apply()
 				ok = true
 			}

@@ -1,0 +1,271 @@
+package memory
+
+// Broken variants for the areas where bugs once passed the whole TCK: the
+// edges of the value range, an owner's own expired term and its last slot
+// after a crash, the expiry boundary, a retried Acquire, listing order,
+// Waiters, Purge, TryLock's scope, option keys, a lock granted after a
+// wait, SeedSlot. Each is one small bug in one method; they are declared in
+// brokenVariants (broken_test.go) with the others.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// withAcquireBug returns the wrap of an acquireBug variant.
+func withAcquireBug(b acquireBug) func(*driverStore) driver.Store {
+	return func(s *driverStore) driver.Store { b.driverStore = s; return b }
+}
+
+// exhaustedAtMax refuses an allocation ending exactly at math.MaxInt64.
+type exhaustedAtMax struct{ *driverStore }
+
+func (s exhaustedAtMax) Next(ctx context.Context, key string, step int64) (int64, error) {
+	next, _, err := s.driverStore.Current(ctx, key)
+	if err == nil && next == math.MaxInt64-step {
+		return 0, fmt.Errorf("next %d plus step %d: %w", next, step, driver.ErrExhausted)
+	}
+	return s.driverStore.Next(ctx, key, step)
+}
+
+// overflowInvalid reports an allocation past math.MaxInt64 as a bad step.
+type overflowInvalid struct{ *driverStore }
+
+func (s overflowInvalid) Next(ctx context.Context, key string, step int64) (int64, error) {
+	start, err := s.driverStore.Next(ctx, key, step)
+	if errors.Is(err, driver.ErrExhausted) {
+		return 0, fmt.Errorf("step %d too large: %w", step, driver.ErrInvalidArgument)
+	}
+	return start, err
+}
+
+// initMaxRefused takes math.MaxInt64 for an invalid next value.
+type initMaxRefused struct{ *driverStore }
+
+func (s initMaxRefused) Init(ctx context.Context, key string, next int64) error {
+	if next == math.MaxInt64 {
+		return fmt.Errorf("next %d out of range: %w", next, driver.ErrInvalidArgument)
+	}
+	return s.driverStore.Init(ctx, key, next)
+}
+
+// initSealedRefused refuses Init of a sealed key, even at its value.
+type initSealedRefused struct{ *driverStore }
+
+func (s initSealedRefused) Init(ctx context.Context, key string, next int64) error {
+	if _, sealed, err := s.driverStore.Current(ctx, key); err == nil && sealed {
+		return fmt.Errorf("key is sealed: %w", driver.ErrSealed)
+	}
+	return s.driverStore.Init(ctx, key, next)
+}
+
+// sealExhausted seals through "Next of 0": a key at math.MaxInt64 (all
+// handed out) gives ErrExhausted and stays unsealed.
+type sealExhausted struct{ *driverStore }
+
+func (s sealExhausted) Seal(ctx context.Context, key string) (int64, error) {
+	if next, _, err := s.driverStore.Current(ctx, key); err == nil && next == math.MaxInt64 {
+		return 0, fmt.Errorf("key at %d: %w", next, driver.ErrExhausted)
+	}
+	return s.driverStore.Seal(ctx, key)
+}
+
+// slotsByFence lists a namespace's slots by fence, not by slot number.
+type slotsByFence struct{ *driverStore }
+
+func (s slotsByFence) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error) {
+	out, err := s.driverStore.Slots(ctx, ns)
+	slices.SortStableFunc(out, func(a, b driver.SlotInfo) int { return cmp.Compare(b.Fence, a.Fence) })
+	return out, err
+}
+
+// namespacesByCreation lists namespaces in the order they were created.
+type namespacesByCreation struct{ *driverStore }
+
+// creationOrder is namespacesByCreation's record, per state; guarded by
+// the state's mutex.
+var creationOrder = map[*state]*[]string{}
+
+func (s namespacesByCreation) order() *[]string {
+	o := creationOrder[s.st]
+	if o == nil {
+		o = new([]string)
+		creationOrder[s.st] = o
+	}
+	return o
+}
+
+func (s namespacesByCreation) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
+	out, err := s.driverStore.Namespaces(ctx)
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	order := s.order()
+	for _, ns := range out {
+		if !slices.Contains(*order, ns.Name) {
+			*order = append(*order, ns.Name)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b driver.Namespace) int {
+		return cmp.Compare(slices.Index(*order, a.Name), slices.Index(*order, b.Name))
+	})
+	return out, err
+}
+
+func (s namespacesByCreation) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	s.st.mu.Lock()
+	if order := s.order(); !slices.Contains(*order, req.Namespace.Name) {
+		*order = append(*order, req.Namespace.Name)
+	}
+	s.st.mu.Unlock()
+	return s.driverStore.Acquire(ctx, req)
+}
+
+// waitersNoHolder lists only the waiters, leaving the holder out.
+type waitersNoHolder struct{ *driverStore }
+
+func (s waitersNoHolder) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+	out, err := s.driverStore.Waiters(ctx, name)
+	if len(out) > 0 {
+		out = out[1:]
+	}
+	return out, err
+}
+
+// waitersFenceUnset lists the waiters with fence 0: only a holder's fence
+// is known.
+type waitersFenceUnset struct{ *driverStore }
+
+func (s waitersFenceUnset) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+	out, err := s.driverStore.Waiters(ctx, name)
+	for i := 1; i < len(out); i++ {
+		out[i].Fence = 0
+	}
+	return out, err
+}
+
+// purgeKeepsSealed spares sealed keys, "so that a sealed key stays sealed".
+type purgeKeepsSealed struct{ *driverStore }
+
+func (s purgeKeepsSealed) Purge(ctx context.Context) ([]string, error) {
+	s.st.mu.Lock()
+	sealed := map[string]*rangeEntry{}
+	for k, r := range s.st.ranges {
+		if r.sealed {
+			sealed[k] = &rangeEntry{next: r.next, sealed: true}
+		}
+	}
+	s.st.mu.Unlock()
+	deleted, err := s.driverStore.Purge(ctx)
+	if err == nil {
+		s.st.mu.Lock()
+		maps.Copy(s.st.ranges, sealed)
+		s.st.mu.Unlock()
+	}
+	return deleted, err
+}
+
+// purgeOwnLocks counts only the locks of other stores as in use: the
+// purging store's own holds and waits are dropped with everything else.
+type purgeOwnLocks struct{ *driverStore }
+
+func (s purgeOwnLocks) Purge(ctx context.Context) ([]string, error) {
+	s.st.mu.Lock()
+	var own []*lockEntry
+	for _, q := range s.st.locks {
+		for _, e := range q.entries {
+			if e.store == s.driverStore {
+				own = append(own, e)
+			}
+		}
+	}
+	for _, e := range own {
+		q := s.st.locks[e.name]
+		q.entries = slices.DeleteFunc(q.entries, func(x *lockEntry) bool { return x == e })
+	}
+	s.st.mu.Unlock()
+	return s.driverStore.Purge(ctx)
+}
+
+// tryLockAnyName refuses a TryLock while any lock of the state is in use.
+type tryLockAnyName struct{ *driverStore }
+
+func (s tryLockAnyName) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	if !wait {
+		s.st.mu.Lock()
+		busy := false
+		for _, q := range s.st.locks {
+			busy = busy || len(q.entries) > 0
+		}
+		s.st.mu.Unlock()
+		if busy {
+			return nil, fmt.Errorf("a lock is held: %w", driver.ErrLocked)
+		}
+	}
+	return s.driverStore.Lock(ctx, name, owner, wait)
+}
+
+// foldOptionKeys matches option keys whatever their case and spaces.
+func foldOptionKeys(options map[string]string) (driver.Store, error) {
+	folded := map[string]string{}
+	for k, v := range options {
+		folded[strings.ToLower(strings.TrimSpace(k))] = v
+	}
+	return fromOptions(folded)
+}
+
+// grantedNotOwned forgets a hold it was granted after a wait: its store's
+// Close then neither ends it nor passes the lock on.
+type grantedNotOwned struct{ *driverStore }
+
+func (s grantedNotOwned) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	s.st.mu.Lock()
+	waits := s.st.locks[name] != nil && len(s.st.locks[name].entries) > 0
+	s.st.mu.Unlock()
+	k, err := s.driverStore.Lock(ctx, name, owner, wait)
+	if err != nil || !waits {
+		return k, err
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	delete(s.entries, k.(*lock).e) // granted after a wait: no longer tracked
+	return k, nil
+}
+
+// seedLive seeds a slot with a live term, raising its fence and next floor
+// under the holder.
+type seedLive struct{ *driverStore }
+
+func (s seedLive) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
+	err := s.driverStore.SeedSlot(ctx, want, n, fence, nextFloor)
+	if !errors.Is(err, driver.ErrLocked) {
+		return err
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	ns := s.st.spaces[want.Name]
+	r := ns.slots[n]
+	r.Fence, r.NextFloor = max(r.Fence, fence), max(r.NextFloor, nextFloor)
+	ns.slots[n] = r
+	return nil
+}
+
+// seedAnySettings seeds into an existing namespace whatever settings the
+// call names.
+type seedAnySettings struct{ *driverStore }
+
+func (s seedAnySettings) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
+	s.st.mu.Lock()
+	if ns := s.st.spaces[want.Name]; ns != nil {
+		want.Limit, want.Tolerance = ns.limit, ns.tolerance
+	}
+	s.st.mu.Unlock()
+	return s.driverStore.SeedSlot(ctx, want, n, fence, nextFloor)
+}
