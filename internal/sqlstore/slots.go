@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,7 +105,27 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 			// Another acquire created slot n meanwhile: look again.
 		}
 	}
-	return driver.Lease{}, fmt.Errorf("all %d slots are held: %w", a.req.Namespace.Limit, driver.ErrExhausted)
+	return driver.Lease{}, a.exhausted(ctx)
+}
+
+// exhausted is the error of a search that found no free slot. The search
+// statements pass over a slot whose fence cannot grow, so on this rare path
+// the namespace's rows are read once more to name them, as the contract asks.
+func (a *acquire) exhausted(ctx context.Context) error {
+	rows, err := a.s.readRows(ctx, a.tx, a.ns, a.s.q.SlotList, a.ns)
+	if err != nil {
+		return err
+	}
+	var why []string
+	for _, n := range slices.Sorted(maps.Keys(rows)) {
+		if _, err := rows[n].rec.Judge(a.req, a.now); err != nil {
+			why = append(why, fmt.Sprintf("slot %d: %v", n, err))
+		}
+	}
+	if len(why) > 0 {
+		return fmt.Errorf("no free slot among %d; passed over %s: %w", a.req.Namespace.Limit, strings.Join(why, "; "), driver.ErrExhausted)
+	}
+	return fmt.Errorf("all %d slots are held: %w", a.req.Namespace.Limit, driver.ErrExhausted)
 }
 
 // lockRows reads, and locks (Dialect.ForUpdate), the listed slots.
