@@ -2,11 +2,15 @@ package zookeeper
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/driver"
 )
 
 // An uncontended Lock costs one round trip, not the two of the plain
@@ -32,7 +36,7 @@ import (
 // unknown). A store whose ACL does not let it write the lock's parent
 // falls back to a plain create for good: the multi failed as a whole, so
 // nothing was created.
-func (s *driverStore) createNode(n *lockNode, prefix string) (path string, czxid int64, err error) {
+func (s *lockStore) createNode(n *lockNode, prefix string) (path string, czxid int64, err error) {
 	if !s.lk.plainCreate.Load() {
 		res, err := s.conn.Multi(
 			&zk.CreateRequest{Path: prefix, Data: []byte(n.owner), Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence},
@@ -64,7 +68,7 @@ type listing struct {
 // carried the frame with n's GUID (the create), and delivers its answer;
 // it delivers nothing if the create was answered without being written
 // (answered closes). It runs on a call goroutine (see call).
-func (s *driverStore) listBehindCreate(n *lockNode, written, answered <-chan struct{}, out chan<- listing) {
+func (s *lockStore) listBehindCreate(n *lockNode, written, answered <-chan struct{}, out chan<- listing) {
 	defer s.calls.Done()
 	select {
 	case <-written:
@@ -114,7 +118,7 @@ func (w *createWatch) remove(guid string, ch chan struct{}) {
 	}
 }
 
-// wrote is called with each frame written in full (sniff.go).
+// wrote is called with each frame written in full (lock_sniff.go).
 func (w *createWatch) wrote(frame []byte) {
 	if w.pending.Load() == 0 {
 		return
@@ -128,4 +132,169 @@ func (w *createWatch) wrote(frame []byte) {
 			w.pending.Add(-1)
 		}
 	}
+}
+
+// createLockNode creates n's node, creating the parents if missing. After
+// an answer that leaves the outcome unknown it looks for the node by its
+// GUID and uses it if found, or creates again. It returns errRequeue if the
+// node may belong to another session than n.sid. It also returns where
+// the answer of a listing sent behind the create comes, or nil.
+func (s *lockStore) createLockNode(ctx context.Context, n *lockNode) (<-chan listing, error) {
+	a := attempts{s: s.session}
+	prefix := n.parent + "/" + lockNodePrefix + n.guid + lockNodeInfix
+	// The node will belong to the session current now: a create sent in
+	// one session cannot land in an earlier one, and one that lands in a
+	// later one is caught by comparing again when it answers.
+	sid, err := s.waitLockSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.lk.setSession(n, sid)
+	for {
+		if s.conn.SessionID() != n.sid {
+			return nil, fmt.Errorf("the session changed before the create: %w", errRequeue)
+		}
+		early, err := s.sendCreate(ctx, n, prefix)
+		switch {
+		case err == nil:
+			if !s.lk.isConfirmed(n) {
+				return nil, fmt.Errorf("the session changed around the create: %w", errRequeue)
+			}
+			return early, nil
+		case errors.Is(err, zk.ErrNoNode):
+			if err := s.createLockParent(ctx, n.parent, &a); err != nil {
+				return nil, err
+			}
+			continue
+		case definite(err):
+			return nil, fmt.Errorf("zookeeper: create %s: %w", prefix, err)
+		case ctx.Err() != nil || errors.Is(err, driver.ErrClosed):
+			// The create may still be in flight; the removal waits for it.
+			return nil, err
+		}
+		// Connection lost: the create may or may not have been applied.
+		if err := a.retry(ctx, err); err != nil {
+			return nil, fmt.Errorf("zookeeper: create %s: %w", prefix, err)
+		}
+		found, err := s.findLockNode(ctx, n, &a)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			return nil, nil
+		}
+	}
+}
+
+// sendCreate sends n's create and waits for its answer, ctx or Close.
+// Unlike call, it marks the create in flight only once it is sure to be
+// sent, and go-zookeeper's answer is recorded in n whenever it comes, so a
+// removal can wait for a create this call stopped waiting for. On a store
+// with its own connection it also sends the first listing right behind the
+// create (lock_create.go) and returns where its answer will come; nil
+// otherwise.
+func (s *lockStore) sendCreate(ctx context.Context, n *lockNode, prefix string) (<-chan listing, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !s.enter() {
+		return nil, driver.ErrClosed
+	}
+	if s.lk.beforeCreate != nil {
+		s.lk.beforeCreate()
+	}
+	done := s.lk.startCreate(n)
+	if done == nil {
+		s.calls.Done()
+		return nil, driver.ErrClosed
+	}
+	var (
+		early    chan listing
+		written  chan struct{}
+		answered = make(chan struct{})
+	)
+	if s.lk.sniffing && !s.lk.plainCreate.Load() && s.enter() {
+		early = make(chan listing, 1)
+		written = s.lk.creates.add(n.guid)
+		go s.listBehindCreate(n, written, answered, early)
+	}
+	answer := make(chan error, 1)
+	go func() {
+		defer s.calls.Done()
+		sent := s.lk.lockNow()
+		path, czxid, err := s.createNode(n, prefix)
+		if written != nil {
+			s.lk.creates.remove(n.guid, written)
+		}
+		close(answered)
+		s.lk.createAnswered(s, n, done, sent, path, czxid, err)
+		answer <- err
+	}()
+	select {
+	case err := <-answer:
+		return early, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closing:
+		return nil, driver.ErrClosed
+	}
+}
+
+// createLockParent creates a lock name's node as a container (ZooKeeper
+// 3.5+), so the server deletes it once its last waiter is gone: programs
+// that lock per entity do not grow the tree without bound. Sequence
+// numbers then start again in a new parent; fences, being czxids, still
+// only grow. Its ancestors are persistent.
+func (s *lockStore) createLockParent(ctx context.Context, parent string, a *attempts) error {
+	if err := s.createParents(ctx, parent, a); err != nil {
+		return err
+	}
+	for {
+		_, err := call(ctx, s, func() (string, error) { return s.conn.CreateContainer(parent, nil, zk.FlagContainer, s.acl) })
+		if err == nil || errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		if definite(err) {
+			return fmt.Errorf("zookeeper: create %s: %w", parent, err)
+		}
+		if err := a.retry(ctx, err); err != nil {
+			return fmt.Errorf("zookeeper: create %s: %w", parent, err)
+		}
+	}
+}
+
+// findLockNode looks for n's node by its GUID after a create whose outcome
+// is unknown, and adopts it only if the session is still n's (sessions
+// never come back, so the same session before and after means the node is
+// of that session). It marks n as possibly having a twin: a create lost in
+// flight that the server applies later.
+func (s *lockStore) findLockNode(ctx context.Context, n *lockNode, a *attempts) (bool, error) {
+	kids, err := s.lockChildren(ctx, n.parent, a)
+	if errors.Is(err, driver.ErrNotFound) {
+		// No parent (an unused container the server deleted), so no node:
+		// the create failed with NoNode; the caller makes the parent and
+		// creates again.
+		kids, err = nil, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	best, bestSeq := "", int32(0)
+	for _, k := range kids {
+		if g, seq, ok := parseLockNode(k); ok && g == n.guid && (best == "" || seqCompare(seq, bestSeq) < 0) {
+			best, bestSeq = k, seq
+		}
+	}
+	s.lk.mu.Lock()
+	defer s.lk.mu.Unlock()
+	n.twins = true
+	if best == "" {
+		return false, nil
+	}
+	n.path = n.parent + "/" + best
+	if s.conn.SessionID() != n.sid {
+		return false, fmt.Errorf("the session changed before the node was found: %w", errRequeue)
+	}
+	n.confirmed = true
+	return true, nil
 }
