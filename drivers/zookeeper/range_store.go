@@ -88,11 +88,8 @@ func (s *rangeStore) Next(ctx context.Context, key string, step int64) (int64, e
 	read := false // k's cached state was read by this call
 	for {
 		if !k.cached {
-			n, err := s.readRange(ctx, path, &a)
+			n, err := s.readKnown(ctx, k, path, &a)
 			if err != nil {
-				return 0, err
-			}
-			if err := k.adopt(path, n); err != nil {
 				return 0, err
 			}
 			if !n.exists {
@@ -196,11 +193,8 @@ func (s *rangeStore) Seal(ctx context.Context, key string) (int64, error) {
 	path := s.rangePath(key)
 	a := attempts{s: s.session}
 	for {
-		n, err := s.readRange(ctx, path, &a)
+		n, err := s.readKnown(ctx, k, path, &a)
 		if err != nil {
-			return 0, err
-		}
-		if err := k.adopt(path, n); err != nil {
 			return 0, err
 		}
 		if !n.exists {
@@ -237,11 +231,8 @@ func (s *rangeStore) Init(ctx context.Context, key string, next int64) error {
 	path := s.rangePath(key)
 	a := attempts{s: s.session}
 	for {
-		n, err := s.readRange(ctx, path, &a)
+		n, err := s.readKnown(ctx, k, path, &a)
 		if err != nil {
-			return err
-		}
-		if err := k.adopt(path, n); err != nil {
 			return err
 		}
 		switch {
@@ -429,6 +420,15 @@ func (s *rangeStore) sync(ctx context.Context, path string, a *attempts) error {
 			return fmt.Errorf("zookeeper: sync %s: %w", path, err)
 		}
 	}
+}
+
+// readKnown reads the node of k at path and adopts it (see adopt).
+func (s *rangeStore) readKnown(ctx context.Context, k *rangeKey, path string, a *attempts) (rangeNode, error) {
+	n, err := s.readRange(ctx, path, a)
+	if err != nil {
+		return rangeNode{}, err
+	}
+	return n, k.adopt(path, n)
 }
 
 // adopt takes a freshly read node as the key's state, refusing a node that
