@@ -20,6 +20,9 @@ type lockNodeStore struct {
 	lk lockState // lock nodes and the session as the Locker sees it (lock_watch.go)
 }
 
+// lockParent is the parent of name's lock nodes.
+func (s *lockNodeStore) lockParent(name string) string { return s.root + "/lock/" + name }
+
 // lockChildren lists a lock's nodes; a missing parent gives ErrNotFound.
 func (s *lockNodeStore) lockChildren(ctx context.Context, parent string, a *attempts) ([]string, error) {
 	for {
@@ -166,8 +169,6 @@ func (s *lockNodeStore) deleteLockNode(ctx context.Context, n *lockNode, path st
 	}
 	return nil
 }
-
-func (s *lockNodeStore) lockParent(name string) string { return s.root + "/lock/" + name }
 
 // waitLockSession waits until the connection has a session, and returns its
 // ID for a node about to be created.

@@ -143,6 +143,28 @@ func (lk *lockState) cleanupContext() (context.Context, context.CancelFunc) {
 	return context.WithCancel(lk.background())
 }
 
+// The lock cleanup is a callGroup of its own (see call): a removal is
+// counted for Close separately, and it does not stop when Close begins,
+// only when its context ends.
+
+func (lk *lockState) goCall(fn func()) bool {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.stopped {
+		return false
+	}
+	lk.wg.Add(1)
+	go func() {
+		defer lk.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+func (lk *lockState) callEnd() <-chan struct{} { return nil }
+
+func (lk *lockState) ctxErr(err error, _ time.Duration) error { return err }
+
 // spawn runs f in a goroutine Close waits for, unless Close is done with
 // lock cleanup; the returned channel closes when f returns (at once if f
 // did not run).
@@ -329,25 +351,3 @@ func (lk *lockState) markAbandoned(n *lockNode) bool {
 	n.phase = abandoned
 	return true
 }
-
-// The lock cleanup is a callGroup of its own (see call): a removal is
-// counted for Close separately, and it does not stop when Close begins,
-// only when its context ends.
-
-func (lk *lockState) goCall(fn func()) bool {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.stopped {
-		return false
-	}
-	lk.wg.Add(1)
-	go func() {
-		defer lk.wg.Done()
-		fn()
-	}()
-	return true
-}
-
-func (lk *lockState) callEnd() <-chan struct{} { return nil }
-
-func (lk *lockState) ctxErr(err error, _ time.Duration) error { return err }

@@ -13,6 +13,8 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
+var _ driver.RangeStore = (*rangeStore)(nil)
+
 // rangeStore is the store's driver.RangeStore: one node per key under
 // {root}/range, written by compare-and-set (range_codec.go holds its data).
 type rangeStore struct {

@@ -20,8 +20,9 @@ func init() { store.Register("zookeeper", factory) }
 //
 // It is made of one part per job, sharing one session: the session and
 // its calls (session*.go, wire_*.go), ranges (range_*.go), slot leases
-// (slot_*.go) and locks (lock_*.go). What spans them stays here: opening,
-// the session's events, Close, and Purge (purge.go).
+// (slot_*.go) and locks (lock_*.go). What spans them is driverStore's:
+// opening, the session's events and Close (this file), Purge (purge.go),
+// ACLs (acls.go) and Format (format.go).
 type driverStore struct {
 	*session
 	*rangeStore
@@ -36,7 +37,6 @@ var (
 	_ driver.SlotStore  = (*driverStore)(nil)
 	_ driver.SlotSeeder = (*driverStore)(nil)
 	_ driver.Locker     = (*driverStore)(nil)
-	_ driver.RangeStore = (*rangeStore)(nil)
 )
 
 // open opens a store on a connection it makes from options and closes with
