@@ -15,7 +15,8 @@ import (
 var _ driver.RangeStore = (*rangeStore)(nil)
 
 // rangeStore is the store's driver.RangeStore: one node per key under
-// {root}/range, written by compare-and-set (range_codec.go holds its data).
+// {root}/range, written by compare-and-set (range_codec.go holds its
+// data, range_list.go lists the keys).
 type rangeStore struct {
 	*session
 

@@ -22,12 +22,7 @@ var (
 	_ driver.Notifier  = (*driverStore)(nil)
 	_ driver.Connector = (*driverStore)(nil)
 	_ driver.Pinger    = (*driverStore)(nil)
-	_ driver.LostCause = (*zkLock)(nil)
 )
-
-// LostErr says why the hold was lost, once Lost is closed
-// (driver.LostCause).
-func (l *zkLock) LostErr() error { return l.s.lk.lostErr(l.n) }
 
 // Notify sets the function the store reports events to (driver.Notifier).
 func (s *session) Notify(f func(driver.Event)) { s.notify.Store(&f) }
