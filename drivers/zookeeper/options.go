@@ -40,7 +40,7 @@ type config struct {
 	blockUntilConnectedWait time.Duration
 	retry                   retryPolicy
 	root                    string
-	create                  bool     // a missing root may be created (identity.go)
+	create                  bool     // a missing root may be created (session_identity.go)
 	sec                     security // auth, acl, tls (secure.go)
 }
 

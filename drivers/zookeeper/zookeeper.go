@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -19,42 +17,27 @@ func init() { store.Register("zookeeper", factory) }
 // driverStore is an open ZooKeeper store. It implements driver.Store,
 // driver.RangeStore, driver.SlotStore, driver.Locker, and the optional
 // driver.SlotSeeder and driver.Purger, and is safe for concurrent use.
+//
+// It is made of one part per job, sharing one session: the session and
+// its calls (session*.go, wire_*.go), ranges (range_*.go), slot leases
+// (slot_*.go) and locks (lock_*.go). What spans them is driverStore's:
+// opening, the session's events and Close (this file), Purge (purge.go),
+// ACLs (acls.go) and Format (format.go).
 type driverStore struct {
-	conn  *zk.Conn
-	root  string
-	retry retryPolicy
-	acl   []zk.ACL // set on every node the store creates (the acl option)
-
-	// Set only when the store made conn (Open) and so must close it.
-	owned  bool
-	cfg    config
-	events <-chan zk.Event // closed by go-zookeeper once its goroutines are done
-	dialer *dialer
-
-	notify atomic.Pointer[func(driver.Event)] // the portable layer's (events.go)
-	sess   sessionLog                         // connection states as reported (events.go)
-
-	state      atomic.Int32  // last session state reported by the event callback
-	hasSession chan struct{} // closed at the first session
-	sessionOne sync.Once
-
-	closing   chan struct{} // closed by Close: calls in flight return at once
-	closeOnce sync.Once
-	callsMu   sync.RWMutex // orders calls.Add against Close's calls.Wait
-	closed    bool
-	calls     sync.WaitGroup // goroutines running go-zookeeper calls
-
-	keysMu sync.Mutex
-	keys   map[string]*rangeKey
-
-	slotTurns     slotTurnMap  // acquires take turns per namespace (acquire.go)
-	slotZxid      atomic.Int64 // the highest mzxid of a slot node read or written (see seeSlotZxid)
-	slotAbandoned sync.Map     // slot paths with a Release's write given up before its outcome was known (rewriteTerm)
-
-	lk lockState // lock nodes and the session as the Locker sees it (lockwatch.go)
+	*session
+	*rangeStore
+	*slotStore
+	*lockStore
 }
 
-var _ driver.RangeStore = (*driverStore)(nil)
+// The parts' methods are promoted to driverStore; a name two parts both
+// had would drop out of its method set, which these catch.
+var (
+	_ driver.RangeStore = (*driverStore)(nil)
+	_ driver.SlotStore  = (*driverStore)(nil)
+	_ driver.SlotSeeder = (*driverStore)(nil)
+	_ driver.Locker     = (*driverStore)(nil)
+)
 
 // open opens a store on a connection it makes from options and closes with
 // the store, waiting up to blockUntilConnectedWait for a session, with a hook
@@ -161,12 +144,17 @@ func newOnConn(conn *zk.Conn, options map[string]string) (*driverStore, error) {
 }
 
 func newStore(cfg config) *driverStore {
-	return &driverStore{
+	ss := &session{
 		root:    cfg.root,
 		retry:   cfg.retry,
 		acl:     cfg.sec.acl,
 		closing: make(chan struct{}),
-		keys:    map[string]*rangeKey{},
+	}
+	return &driverStore{
+		session:    ss,
+		rangeStore: &rangeStore{session: ss, keys: map[string]*rangeKey{}},
+		slotStore:  &slotStore{session: ss},
+		lockStore:  &lockStore{&lockWatch{&lockNodeStore{session: ss}}},
 	}
 }
 
@@ -178,8 +166,8 @@ func (s *driverStore) onEvent(ev zk.Event) {
 		return
 	}
 	s.state.Store(int32(ev.State))
-	s.reportState(ev)        // the portable layer's events (events.go)
-	s.sessionEvent(ev.State) // the Locker's Lost signal (lockwatch.go)
+	s.reportState(ev, s.lk.handshake) // the portable layer's events (session_events.go)
+	s.sessionEvent(ev.State)          // the Locker's Lost signal (lock_session.go)
 	if ev.State == zk.StateHasSession {
 		s.sessionOne.Do(func() { close(s.hasSession) })
 	}

@@ -16,7 +16,7 @@ import (
 // would end it (its next floor takes in its ceiling); a live term gives
 // ErrLocked. Whether a term is live is judged by the mtime of a .clock
 // write, as in an acquire.
-func (s *driverStore) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fence, nextFloor int64) error {
+func (s *slotStore) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fence, nextFloor int64) error {
 	if err := checkPathText("namespace", ns.Name); err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func (s *driverStore) SeedSlot(ctx context.Context, ns driver.Namespace, n int, 
 		return err
 	}
 	defer done()
-	a := attempts{s: s}
+	a := attempts{s: s.session}
 	now, fenceFloor, _, err := s.clockIn(ctx, ns, "", nil, &a)
 	if err != nil {
 		return err

@@ -5,12 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/cosid-go/store/driver"
 )
+
+var _ driver.RangeStore = (*rangeStore)(nil)
+
+// rangeStore is the store's driver.RangeStore: one node per key under
+// {root}/range, written by compare-and-set (range_codec.go holds its
+// data, range_list.go lists the keys).
+type rangeStore struct {
+	*session
+
+	keysMu sync.Mutex
+	keys   map[string]*rangeKey
+}
 
 // rangeKey is what the store knows of one key's node. Its semaphore
 // serializes the store's own operations on the key, so that goroutines of
@@ -41,10 +53,10 @@ type rangeNode struct {
 	stat   zk.Stat
 }
 
-func (s *driverStore) rangePath(key string) string { return s.root + "/range/" + key }
+func (s *rangeStore) rangePath(key string) string { return s.root + "/range/" + key }
 
 // lockKey takes the store's turn on key.
-func (s *driverStore) lockKey(ctx context.Context, key string) (*rangeKey, func(), error) {
+func (s *rangeStore) lockKey(ctx context.Context, key string) (*rangeKey, func(), error) {
 	if err := checkPathText("key", key); err != nil {
 		return nil, nil, err
 	}
@@ -67,22 +79,19 @@ func (s *driverStore) lockKey(ctx context.Context, key string) (*rangeKey, func(
 
 // Next reserves [start, start+step) of key. In steady state it is one
 // compare-and-set on the version the store last wrote.
-func (s *driverStore) Next(ctx context.Context, key string, step int64) (int64, error) {
+func (s *rangeStore) Next(ctx context.Context, key string, step int64) (int64, error) {
 	k, unlock, err := s.lockKey(ctx, key)
 	if err != nil {
 		return 0, err
 	}
 	defer unlock()
 	path := s.rangePath(key)
-	a := attempts{s: s}
+	a := attempts{s: s.session}
 	read := false // k's cached state was read by this call
 	for {
 		if !k.cached {
-			n, err := s.readRange(ctx, path, &a)
+			n, err := s.readKnown(ctx, k, path, &a)
 			if err != nil {
-				return 0, err
-			}
-			if err := k.adopt(path, n); err != nil {
 				return 0, err
 			}
 			if !n.exists {
@@ -147,14 +156,14 @@ func (s *driverStore) Next(ctx context.Context, key string, step int64) (int64, 
 }
 
 // Current reads key's next value and whether it is sealed.
-func (s *driverStore) Current(ctx context.Context, key string) (int64, bool, error) {
+func (s *rangeStore) Current(ctx context.Context, key string) (int64, bool, error) {
 	k, unlock, err := s.lockKey(ctx, key)
 	if err != nil {
 		return 0, false, err
 	}
 	defer unlock()
 	path := s.rangePath(key)
-	a := attempts{s: s}
+	a := attempts{s: s.session}
 	// A plain read answers from the connected server, which may lag the
 	// leader: sync first, so Current is never below a range already handed
 	// out by any store.
@@ -177,20 +186,17 @@ func (s *driverStore) Current(ctx context.Context, key string) (int64, bool, err
 
 // Seal marks key sealed and returns its final next value; a missing key is
 // created sealed at 0.
-func (s *driverStore) Seal(ctx context.Context, key string) (int64, error) {
+func (s *rangeStore) Seal(ctx context.Context, key string) (int64, error) {
 	k, unlock, err := s.lockKey(ctx, key)
 	if err != nil {
 		return 0, err
 	}
 	defer unlock()
 	path := s.rangePath(key)
-	a := attempts{s: s}
+	a := attempts{s: s.session}
 	for {
-		n, err := s.readRange(ctx, path, &a)
+		n, err := s.readKnown(ctx, k, path, &a)
 		if err != nil {
-			return 0, err
-		}
-		if err := k.adopt(path, n); err != nil {
 			return 0, err
 		}
 		if !n.exists {
@@ -218,20 +224,17 @@ func (s *driverStore) Seal(ctx context.Context, key string) (int64, error) {
 }
 
 // Init creates key at next, or checks that it is already there.
-func (s *driverStore) Init(ctx context.Context, key string, next int64) error {
+func (s *rangeStore) Init(ctx context.Context, key string, next int64) error {
 	k, unlock, err := s.lockKey(ctx, key)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	path := s.rangePath(key)
-	a := attempts{s: s}
+	a := attempts{s: s.session}
 	for {
-		n, err := s.readRange(ctx, path, &a)
+		n, err := s.readKnown(ctx, k, path, &a)
 		if err != nil {
-			return err
-		}
-		if err := k.adopt(path, n); err != nil {
 			return err
 		}
 		switch {
@@ -257,61 +260,13 @@ func (s *driverStore) Init(ctx context.Context, key string, next int64) error {
 	}
 }
 
-// Keys walks {root}/range and lists every node holding a value. Nodes with
-// empty data are parents of longer keys, not keys; data that does not parse
-// fails the walk with ErrCorrupt rather than hide a key from a migration.
-func (s *driverStore) Keys(ctx context.Context) ([]string, error) {
-	base := s.root + "/range"
-	keys := []string{}
-	level := []string{""} // keys (relative to base) whose children are listed next
-	for len(level) > 0 {
-		children := make([][]string, len(level))
-		err := parallel(ctx, len(level), func(ctx context.Context, i int) error {
-			a := attempts{s: s}
-			names, err := s.children(ctx, join(base, level[i]), &a)
-			children[i] = names
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		var found []string
-		for i, names := range children {
-			for _, name := range names {
-				found = append(found, join(level[i], name))
-			}
-		}
-		nodes := make([]rangeNode, len(found))
-		err = parallel(ctx, len(found), func(ctx context.Context, i int) error {
-			a := attempts{s: s}
-			n, err := s.readRange(ctx, join(base, found[i]), &a)
-			nodes[i] = n
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		level = level[:0]
-		for i, n := range nodes {
-			if n.exists && !n.empty {
-				keys = append(keys, found[i])
-			}
-			if n.stat.NumChildren > 0 {
-				level = append(level, found[i])
-			}
-		}
-	}
-	slices.Sort(keys)
-	return keys, nil
-}
-
 // errTryAgain reports a write that lost a race or whose outcome is unknown:
 // the operation reads the node again.
 var errTryAgain = errors.New("try again")
 
 // writeRange compare-and-sets key's node to (next, sealed) on the version
 // cached in k, which the caller has just read.
-func (s *driverStore) writeRange(ctx context.Context, k *rangeKey, path string, next int64, sealed bool, a *attempts) error {
+func (s *rangeStore) writeRange(ctx context.Context, k *rangeKey, path string, next int64, sealed bool, a *attempts) error {
 	version := k.version
 	if err := checkVersion(path, version); err != nil {
 		return err
@@ -347,7 +302,7 @@ func (s *driverStore) writeRange(ctx context.Context, k *rangeKey, path string, 
 // The create and a set-data of the same data go in one multi: go-zookeeper's
 // create answers only a path, while the set-data answers the Stat, whose
 // czxid the store remembers; the node starts at version 1.
-func (s *driverStore) createRange(ctx context.Context, path string, data []byte, a *attempts) (*zk.Stat, error) {
+func (s *rangeStore) createRange(ctx context.Context, path string, data []byte, a *attempts) (*zk.Stat, error) {
 	for {
 		res, err := call(ctx, s, func() ([]zk.MultiResponse, error) {
 			return s.conn.Multi(
@@ -379,7 +334,7 @@ func (s *driverStore) createRange(ctx context.Context, path string, data []byte,
 }
 
 // readRange reads and parses a range node, retrying transient failures.
-func (s *driverStore) readRange(ctx context.Context, path string, a *attempts) (rangeNode, error) {
+func (s *rangeStore) readRange(ctx context.Context, path string, a *attempts) (rangeNode, error) {
 	type got struct {
 		data []byte
 		stat *zk.Stat
@@ -409,7 +364,7 @@ func (s *driverStore) readRange(ctx context.Context, path string, a *attempts) (
 
 // sync makes the connected server catch up with the leader, so that the
 // reads that follow see every write committed before it.
-func (s *driverStore) sync(ctx context.Context, path string, a *attempts) error {
+func (s *rangeStore) sync(ctx context.Context, path string, a *attempts) error {
 	for {
 		_, err := call(ctx, s, func() (string, error) { return s.conn.Sync(path) })
 		if err == nil || errors.Is(err, zk.ErrNoNode) {
@@ -419,6 +374,15 @@ func (s *driverStore) sync(ctx context.Context, path string, a *attempts) error 
 			return fmt.Errorf("zookeeper: sync %s: %w", path, err)
 		}
 	}
+}
+
+// readKnown reads the node of k at path and adopts it (see adopt).
+func (s *rangeStore) readKnown(ctx context.Context, k *rangeKey, path string, a *attempts) (rangeNode, error) {
+	n, err := s.readRange(ctx, path, a)
+	if err != nil {
+		return rangeNode{}, err
+	}
+	return n, k.adopt(path, n)
 }
 
 // adopt takes a freshly read node as the key's state, refusing a node that

@@ -1,23 +1,146 @@
 package zookeeper
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/cosid-go/store/driver"
 )
 
+// An uncontended Lock costs one round trip, not the two of the plain
+// recipe (create, then list), and no request for the fence:
+//
+//   - The create is a multi of the create and a setData of the lock's
+//     parent that writes what is there (nothing: the parent never has
+//     data). Both share the multi's transaction, so the setData's mzxid is
+//     the new node's czxid, the fence. go-zookeeper returns a Stat from a
+//     multi only for a setData; a plain create returns the path alone.
+//   - The first listing is sent right behind the create, once the store's
+//     own connection has written the create (go-zookeeper's calls block, so
+//     only the wire tells when a request is on its way). The server answers
+//     a session's requests in order, and a read after a write of the same
+//     session sees the write, so the listing shows the new node: one round
+//     trip for both. A listing that does not show the node (sent too early,
+//     or the create failed) is not used; the Lock lists again.
+//
+// A store on a caller's connection (New) has no wire to watch: it lists
+// once the create has answered.
+
+// createNode sends n's create and returns its path and czxid (0 if
+// unknown). A store whose ACL does not let it write the lock's parent
+// falls back to a plain create for good: the multi failed as a whole, so
+// nothing was created.
+func (s *lockStore) createNode(n *lockNode, prefix string) (path string, czxid int64, err error) {
+	if !s.lk.plainCreate.Load() {
+		res, err := s.conn.Multi(
+			&zk.CreateRequest{Path: prefix, Data: []byte(n.owner), Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence},
+			&zk.SetDataRequest{Path: n.parent, Data: nil, Version: -1})
+		switch {
+		case err == nil && len(res) == 2 && res[1].Stat != nil:
+			return res[0].String, res[1].Stat.Mzxid, nil
+		case err == nil && len(res) > 0:
+			// Not what a server answers; the node exists, its fence is read.
+			return res[0].String, 0, nil
+		case len(res) < 2 || !errors.Is(res[1].Error, zk.ErrNoAuth):
+			return "", 0, err
+		}
+		// The setData was refused, not the create (the multi names the op
+		// that failed): the ACL lacks the write permission.
+		s.lk.plainCreate.Store(true)
+	}
+	path, err = s.conn.Create(prefix, []byte(n.owner), zk.FlagEphemeral|zk.FlagSequence, s.acl)
+	return path, 0, err
+}
+
+// listing is the answer to a listing of a lock's children.
+type listing struct {
+	kids []string
+	err  error
+}
+
+// listBehindCreate sends the listing of n's parent as soon as the wire has
+// carried the frame with n's GUID (the create), and delivers its answer;
+// it delivers nothing if the create was answered without being written
+// (answered closes). It runs on a call goroutine (see call).
+func (s *lockStore) listBehindCreate(n *lockNode, written, answered <-chan struct{}, out chan<- listing) {
+	defer s.calls.Done()
+	select {
+	case <-written:
+	case <-answered:
+		select {
+		case <-written:
+		default:
+			close(out)
+			return
+		}
+	}
+	kids, _, err := s.conn.Children(n.parent)
+	out <- listing{kids, err}
+}
+
+// createWatch tells Lock calls when their create has been written to the
+// store's own connection: the frame carries the node's GUID, which nothing
+// else sent before it does.
+type createWatch struct {
+	pending atomic.Int32 // entries in m, so that writes skip the mutex when none
+	mu      sync.Mutex
+	m       map[string]chan struct{} // GUID -> closed once written
+}
+
+// add starts watching for guid; a node's creates are sent one at a time.
+func (w *createWatch) add(guid string) chan struct{} {
+	ch := make(chan struct{})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]chan struct{}{}
+	}
+	if _, ok := w.m[guid]; !ok {
+		w.pending.Add(1)
+	}
+	w.m[guid] = ch
+	return ch
+}
+
+// remove stops the watch add returned as ch, if it is still on.
+func (w *createWatch) remove(guid string, ch chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m[guid] == ch {
+		delete(w.m, guid)
+		w.pending.Add(-1)
+	}
+}
+
+// wrote is called with each frame written in full (lock_sniff.go).
+func (w *createWatch) wrote(frame []byte) {
+	if w.pending.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for guid, ch := range w.m {
+		if bytes.Contains(frame, []byte(guid)) {
+			close(ch)
+			delete(w.m, guid)
+			w.pending.Add(-1)
+		}
+	}
+}
+
 // createLockNode creates n's node, creating the parents if missing. After
 // an answer that leaves the outcome unknown it looks for the node by its
 // GUID and uses it if found, or creates again. It returns errRequeue if the
 // node may belong to another session than n.sid. It also returns where
 // the answer of a listing sent behind the create comes, or nil.
-func (s *driverStore) createLockNode(ctx context.Context, n *lockNode) (<-chan listing, error) {
-	a := attempts{s: s}
+func (s *lockStore) createLockNode(ctx context.Context, n *lockNode) (<-chan listing, error) {
+	a := attempts{s: s.session}
 	prefix := n.parent + "/" + lockNodePrefix + n.guid + lockNodeInfix
 	// The node will belong to the session current now: a create sent in
 	// one session cannot land in an earlier one, and one that lands in a
@@ -68,9 +191,9 @@ func (s *driverStore) createLockNode(ctx context.Context, n *lockNode) (<-chan l
 // sent, and go-zookeeper's answer is recorded in n whenever it comes, so a
 // removal can wait for a create this call stopped waiting for. On a store
 // with its own connection it also sends the first listing right behind the
-// create (lockcreate.go) and returns where its answer will come; nil
+// create (lock_create.go) and returns where its answer will come; nil
 // otherwise.
-func (s *driverStore) sendCreate(ctx context.Context, n *lockNode, prefix string) (<-chan listing, error) {
+func (s *lockStore) sendCreate(ctx context.Context, n *lockNode, prefix string) (<-chan listing, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -122,7 +245,7 @@ func (s *driverStore) sendCreate(ctx context.Context, n *lockNode, prefix string
 // that lock per entity do not grow the tree without bound. Sequence
 // numbers then start again in a new parent; fences, being czxids, still
 // only grow. Its ancestors are persistent.
-func (s *driverStore) createLockParent(ctx context.Context, parent string, a *attempts) error {
+func (s *lockStore) createLockParent(ctx context.Context, parent string, a *attempts) error {
 	if err := s.createParents(ctx, parent, a); err != nil {
 		return err
 	}
@@ -145,7 +268,7 @@ func (s *driverStore) createLockParent(ctx context.Context, parent string, a *at
 // never come back, so the same session before and after means the node is
 // of that session). It marks n as possibly having a twin: a create lost in
 // flight that the server applies later.
-func (s *driverStore) findLockNode(ctx context.Context, n *lockNode, a *attempts) (bool, error) {
+func (s *lockStore) findLockNode(ctx context.Context, n *lockNode, a *attempts) (bool, error) {
 	kids, err := s.lockChildren(ctx, n.parent, a)
 	if errors.Is(err, driver.ErrNotFound) {
 		// No parent (an unused container the server deleted), so no node:
@@ -174,151 +297,4 @@ func (s *driverStore) findLockNode(ctx context.Context, n *lockNode, a *attempts
 	}
 	n.confirmed = true
 	return true, nil
-}
-
-// lockChildren lists a lock's nodes; a missing parent gives ErrNotFound.
-func (s *driverStore) lockChildren(ctx context.Context, parent string, a *attempts) ([]string, error) {
-	for {
-		kids, err := call(ctx, s, func() ([]string, error) {
-			kids, _, err := s.conn.Children(parent)
-			return kids, err
-		})
-		switch {
-		case err == nil:
-			return kids, nil
-		case errors.Is(err, zk.ErrNoNode):
-			return nil, fmt.Errorf("zookeeper: no lock node %s: %w", parent, driver.ErrNotFound)
-		}
-		if err := a.retry(ctx, err); err != nil {
-			return nil, fmt.Errorf("zookeeper: list %s: %w", parent, err)
-		}
-	}
-}
-
-// removeTwins deletes other nodes with n's GUID: creates applied although
-// their answer was lost. They are n's own, so deleting them harms nobody;
-// one that cannot be deleted now stays marked for n's removal to sweep.
-func (s *driverStore) removeTwins(ctx context.Context, n *lockNode, twins []string) {
-	s.lk.mu.Lock()
-	n.twins = true
-	s.lk.mu.Unlock()
-	for _, t := range twins {
-		path := n.parent + "/" + t
-		if _, err := call(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(path, -1) }); err != nil {
-			return // the sweep at removal retries
-		}
-	}
-}
-
-// abandonLockNode removes n's node (or the node it may have, if the create
-// is in flight or its outcome unknown) on a context of its own, never the
-// caller's, which may have ended. It waits up to wait for the removal,
-// which goes on in the background after that.
-func (s *driverStore) abandonLockNode(n *lockNode, wait time.Duration) {
-	if !s.lk.markAbandoned(n) {
-		return
-	}
-	done := s.lk.spawn(func() {
-		ctx, cancel := s.lk.cleanupContext()
-		defer cancel()
-		s.removeLockNode(ctx, n)
-	})
-	if wait <= 0 {
-		return
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}
-
-// removeLockNode deletes n's node, retrying until it succeeds, the node is
-// known to have died with its session, the store's connection closes, or
-// ctx ends. Deleting by path is safe whatever happened meanwhile: the path
-// holds n's GUID and a sequence number the parent never gives again, so it
-// can only name n's own node.
-func (s *driverStore) removeLockNode(ctx context.Context, n *lockNode) {
-	path, inflight, _ := s.lk.nodeState(n)
-	if path == "" && inflight == nil {
-		s.lk.unregister(n)
-		return // no create was sent
-	}
-	if inflight != nil {
-		// go-zookeeper keeps unsent requests across a reconnect, even into
-		// a new session, so the create may land long after: wait for its
-		// answer, or its node would block the lock for as long as the
-		// store lives. Only Close ends the wait (its connection closing
-		// answers every request).
-		select {
-		case <-inflight:
-		case <-ctx.Done():
-			s.lk.unregister(n)
-			return
-		}
-	}
-	defer s.lk.unregister(n)
-	for k := 0; ; k++ {
-		path, _, dead := s.lk.nodeState(n)
-		if dead {
-			return
-		}
-		err := s.deleteLockNode(ctx, n, path)
-		if err == nil || (definite(err) && !errors.Is(err, zk.ErrNoNode)) ||
-			errors.Is(err, zk.ErrClosing) || errors.Is(err, driver.ErrClosed) {
-			// Done, or nothing more can be done: the server refuses (an ACL
-			// changed by hand), or the connection closed with the store and
-			// its session with it.
-			return
-		}
-		t := time.NewTimer(s.retry.sleep(k))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-	}
-}
-
-// deleteLockNode deletes path, then, if its path is unknown or it may have
-// twins, every node with n's GUID.
-func (s *driverStore) deleteLockNode(ctx context.Context, n *lockNode, path string) error {
-	s.lk.mu.Lock()
-	sweep := n.twins || path == ""
-	s.lk.mu.Unlock()
-	del := func(p string) error {
-		_, err := lockCall(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(p, -1) })
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		return err
-	}
-	if path != "" {
-		if err := del(path); err != nil {
-			return err
-		}
-	}
-	if !sweep {
-		return nil
-	}
-	kids, err := lockCall(ctx, s, func() ([]string, error) {
-		kids, _, err := s.conn.Children(n.parent)
-		return kids, err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, k := range kids {
-		if g, _, ok := parseLockNode(k); ok && g == n.guid {
-			if err := del(n.parent + "/" + k); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

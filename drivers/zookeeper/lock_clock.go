@@ -8,8 +8,8 @@ import "time"
 // count that time, or a hold could look valid after a resume although the
 // server expired its session meanwhile. Go's monotonic clock stops during
 // a suspend on Linux, so there the deadlines read CLOCK_BOOTTIME instead
-// (lockclock_linux.go); elsewhere they use Go's monotonic clock
-// (lockclock_other.go, see the package documentation).
+// (lock_clock_linux.go); elsewhere they use Go's monotonic clock
+// (lock_clock_other.go, see the package documentation).
 //
 // Timers run on Go's clock and so fire late after a suspend; the deadline
 // timer therefore never waits longer than deadlineStep at a time and looks

@@ -12,7 +12,7 @@ import (
 )
 
 // call runs fn, one blocking go-zookeeper call, so that the caller returns
-// as soon as ctx ends or the store closes: go-zookeeper's calls take no
+// as soon as ctx ends or g stops waiting: go-zookeeper's calls take no
 // context. fn then goes on alone until go-zookeeper answers, which it always
 // does (a reply, a connection loss, or the connection closing), and delivers
 // into a buffered channel nobody reads. Close waits for it.
@@ -20,37 +20,68 @@ import (
 // When call returns a context error or ErrClosed, fn may still be running:
 // a write's outcome is then unknown, and fn must not share memory with the
 // caller beyond what it returns.
-func call[T any](ctx context.Context, s *driverStore, fn func() (T, error)) (T, error) {
+func call[T any](ctx context.Context, g callGroup, fn func() (T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
 	start := monoNow()
-	if !s.enter() {
-		return zero, driver.ErrClosed
-	}
 	type result struct {
 		v   T
 		err error
 	}
 	ch := make(chan result, 1)
-	go func() {
-		defer s.calls.Done()
+	if !g.goCall(func() {
 		v, err := fn()
 		ch <- result{v, err}
-	}()
+	}) {
+		return zero, driver.ErrClosed
+	}
 	select {
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
-		return zero, s.unavailable(ctx.Err(), start) // says so when no server answered
-	case <-s.closing:
+		return zero, g.ctxErr(ctx.Err(), start)
+	case <-g.callEnd():
 		return zero, driver.ErrClosed
 	}
 }
 
+// callGroup is who a call's goroutine belongs to. Most calls are the
+// session's: Close makes them return at once, and a context that ends
+// says whether any server answered. A lock node's removal is the lock
+// cleanup's (lockState): it goes on through Close, which waits for it,
+// until its own context ends.
+type callGroup interface {
+	// goCall runs fn on a goroutine Close waits for, or returns false
+	// if the group is closed.
+	goCall(fn func()) bool
+	// callEnd is closed when waiting calls must return ErrClosed; nil
+	// for never.
+	callEnd() <-chan struct{}
+	// ctxErr is what a call begun at start returns when ctx ended with err.
+	ctxErr(err error, start time.Duration) error
+}
+
+func (s *session) goCall(fn func()) bool {
+	if !s.enter() {
+		return false
+	}
+	go func() {
+		defer s.calls.Done()
+		fn()
+	}()
+	return true
+}
+
+func (s *session) callEnd() <-chan struct{} { return s.closing }
+
+func (s *session) ctxErr(err error, start time.Duration) error {
+	return s.unavailable(err, start) // says so when no server answered
+}
+
 // enter counts a call goroutine in, unless the store is closed.
-func (s *driverStore) enter() bool {
+func (s *session) enter() bool {
 	s.callsMu.RLock()
 	defer s.callsMu.RUnlock()
 	if s.closed {
@@ -77,7 +108,7 @@ func (p retryPolicy) sleep(n int) time.Duration {
 
 // attempts counts the retries of one operation.
 type attempts struct {
-	s       *driverStore
+	s       *session
 	n       int
 	unknown error // set by a create whose outcome is unknown, for Next's report
 }

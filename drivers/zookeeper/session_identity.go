@@ -24,7 +24,7 @@ func rootData() []byte { return []byte(fieldStoreID + "=" + driver.NewStoreID() 
 // (the create option) creates a missing root, and adds the line, on the
 // version it read, to a root made before identities existed (by hand, or
 // by an older version); one opened with create=false only reads.
-func (s *driverStore) StoreID(ctx context.Context) (string, error) {
+func (s *session) StoreID(ctx context.Context) (string, error) {
 	a := attempts{s: s}
 	for {
 		rs, err := s.getNodes(ctx, []string{s.root}, &a)
@@ -80,18 +80,18 @@ func (s *driverStore) StoreID(ctx context.Context) (string, error) {
 }
 
 // mayCreate is false for a store Open made with create=false.
-func (s *driverStore) mayCreate() bool { return !s.owned || s.cfg.create }
+func (s *session) mayCreate() bool { return !s.owned || s.cfg.create }
 
 // noStore is the error of a store opened with create=false on a root that
 // does not exist.
-func (s *driverStore) noStore() error {
+func (s *session) noStore() error {
 	return fmt.Errorf("zookeeper: no store at root %s on %s: the node does not exist, and create=false creates nothing: %w",
 		s.root, strings.Join(s.cfg.servers, ","), driver.ErrNotFound)
 }
 
 // checkRootExists fails with noStore when the root is missing, for Connect
 // of a store opened with create=false.
-func (s *driverStore) checkRootExists(ctx context.Context) error {
+func (s *session) checkRootExists(ctx context.Context) error {
 	a := attempts{s: s}
 	for {
 		ok, err := call(ctx, s, func() (bool, error) {

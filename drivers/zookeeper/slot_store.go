@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -16,28 +18,38 @@ import (
 //
 //	{root}/slot/{ns}              limit=..., tolerance=...
 //	{root}/slot/{ns}/.clock       written by each acquire: its mtime is the acquire's now
-//	{root}/slot/{ns}/{slot}       the slot's name=value lines (slotcodec.go)
+//	{root}/slot/{ns}/{slot}       the slot's name=value lines (slot_codec.go)
 //	{root}/owner/{ns}/{owner}     the owner's last slots, most recent first
 //
 // Every lease time comes from the mtime the server stamped on a write, never
 // from this process's clock.
 //
 // This file holds the slot nodes, their paths, how they are read and how a
-// namespace is made; an acquire is in acquire.go, renew and release in
-// terms.go, seeding in seed.go, listings in slotlist.go, and the reads sent
-// in one round trip in trip.go.
+// namespace is made; an acquire is in slot_acquire.go, renew and release
+// in slot_term.go, seeding in slot_seed.go, listings in slot_list.go, the
+// fences a purge keeps in slot_fence.go, and the reads sent in one round
+// trip in wire_trip.go.
 
 var (
-	_ driver.SlotStore  = (*driverStore)(nil)
-	_ driver.SlotSeeder = (*driverStore)(nil)
+	_ driver.SlotStore  = (*slotStore)(nil)
+	_ driver.SlotSeeder = (*slotStore)(nil)
 )
+
+// slotStore is the store's driver.SlotStore and driver.SlotSeeder.
+type slotStore struct {
+	*session
+
+	slotTurns     slotTurnMap  // acquires take turns per namespace (slot_acquire.go)
+	slotZxid      atomic.Int64 // the highest mzxid of a slot node read or written (see seeSlotZxid)
+	slotAbandoned sync.Map     // slot paths with a Release's write given up before its outcome was known (rewriteTerm)
+}
 
 // clockName is the child of a namespace node whose mtime is an acquire's now.
 const clockName = ".clock"
 
-func (s *driverStore) nsPath(ns string) string          { return s.root + "/slot/" + ns }
-func (s *driverStore) slotPath(ns string, n int) string { return s.nsPath(ns) + "/" + strconv.Itoa(n) }
-func (s *driverStore) ownerPath(ns, owner string) string {
+func (s *slotStore) nsPath(ns string) string          { return s.root + "/slot/" + ns }
+func (s *slotStore) slotPath(ns string, n int) string { return s.nsPath(ns) + "/" + strconv.Itoa(n) }
+func (s *slotStore) ownerPath(ns, owner string) string {
 	return s.root + "/owner/" + ns + "/" + owner
 }
 
@@ -92,7 +104,7 @@ func (r slotRead) record(fenceFloor int64) driver.SlotRecord {
 // transient failures). A missing node is a slot never used; data that does
 // not parse is reported in the slot's bad, not as an error, so that an
 // acquire can pass over it.
-func (s *driverStore) readSlots(ctx context.Context, ns string, nums []int, a *attempts) ([]slotRead, error) {
+func (s *slotStore) readSlots(ctx context.Context, ns string, nums []int, a *attempts) ([]slotRead, error) {
 	out := make([]slotRead, len(nums))
 	paths := make([]string, len(nums))
 	for i, n := range nums {
@@ -116,7 +128,7 @@ func (s *driverStore) readSlots(ctx context.Context, ns string, nums []int, a *a
 // seeSlotZxid records the mzxid of a slot node read or written. The highest
 // is a lower bound of the server's zxid: a write sent later that lands gets
 // a higher one, which tells it from a write made before (rewriteTerm).
-func (s *driverStore) seeSlotZxid(z int64) {
+func (s *slotStore) seeSlotZxid(z int64) {
 	for {
 		old := s.slotZxid.Load()
 		if z <= old || s.slotZxid.CompareAndSwap(old, z) {
@@ -125,7 +137,7 @@ func (s *driverStore) seeSlotZxid(z int64) {
 	}
 }
 
-func (s *driverStore) readSlot(ctx context.Context, ns string, n int, a *attempts) (slotRead, error) {
+func (s *slotStore) readSlot(ctx context.Context, ns string, n int, a *attempts) (slotRead, error) {
 	rs, err := s.readSlots(ctx, ns, []int{n}, a)
 	if err != nil {
 		return slotRead{}, err
@@ -157,7 +169,7 @@ type ownerIndex struct {
 // The .clock write is unconditional on purpose: it carries only time, and
 // a write (not a read) gives a now no older than this acquire. If root is
 // not nil, the root's version is read too, into it (see slotState.root).
-func (s *driverStore) clockIn(ctx context.Context, ns driver.Namespace, owner string, root *int32, a *attempts) (now, fenceFloor int64, idx ownerIndex, err error) {
+func (s *slotStore) clockIn(ctx context.Context, ns driver.Namespace, owner string, root *int32, a *attempts) (now, fenceFloor int64, idx ownerIndex, err error) {
 	nsPath := s.nsPath(ns.Name)
 	clock := nsPath + "/" + clockName
 	idxPath := s.ownerPath(ns.Name, owner)
@@ -249,7 +261,7 @@ func decodeOwnerIndex(path string, r tripReply) (ownerIndex, error) {
 }
 
 // readOwnerIndex reads an owner's index alone, after a concurrent write to it.
-func (s *driverStore) readOwnerIndex(ctx context.Context, path string, a *attempts) (ownerIndex, error) {
+func (s *slotStore) readOwnerIndex(ctx context.Context, path string, a *attempts) (ownerIndex, error) {
 	for {
 		rs, err := inOneTrip(ctx, s, s.tripGet(path))
 		if err != nil {
@@ -268,7 +280,7 @@ func (s *driverStore) readOwnerIndex(ctx context.Context, path string, a *attemp
 // createNamespace creates a namespace node with its .clock, and the parents
 // they need. A namespace another store created meanwhile is fine: the
 // caller reads it again and compares the settings.
-func (s *driverStore) createNamespace(ctx context.Context, ns driver.Namespace, a *attempts) error {
+func (s *slotStore) createNamespace(ctx context.Context, ns driver.Namespace, a *attempts) error {
 	path := s.nsPath(ns.Name)
 	floor, err := s.rootFenceFloor(ctx, a)
 	if err != nil {

@@ -22,17 +22,12 @@ var (
 	_ driver.Notifier  = (*driverStore)(nil)
 	_ driver.Connector = (*driverStore)(nil)
 	_ driver.Pinger    = (*driverStore)(nil)
-	_ driver.LostCause = (*zkLock)(nil)
 )
 
-// LostErr says why the hold was lost, once Lost is closed
-// (driver.LostCause).
-func (l *zkLock) LostErr() error { return l.s.lk.lostErr(l.n) }
-
 // Notify sets the function the store reports events to (driver.Notifier).
-func (s *driverStore) Notify(f func(driver.Event)) { s.notify.Store(&f) }
+func (s *session) Notify(f func(driver.Event)) { s.notify.Store(&f) }
 
-func (s *driverStore) report(e driver.Event) {
+func (s *session) report(e driver.Event) {
 	if f := s.notify.Load(); f != nil {
 		(*f)(e)
 	}
@@ -46,8 +41,9 @@ type sessionLog struct {
 }
 
 // reportState reports a session event of go-zookeeper's callback as a
-// driver event, if it changes what was last reported.
-func (s *driverStore) reportState(ev zk.Event) {
+// driver event, if it changes what was last reported. handshake gives the
+// session ID and timeout of the last handshake, as sniffed off the wire.
+func (s *session) reportState(ev zk.Event, handshake func() (int64, time.Duration)) {
 	var kind driver.EventKind
 	switch ev.State {
 	case zk.StateHasSession:
@@ -70,14 +66,13 @@ func (s *driverStore) reportState(ev zk.Event) {
 		// The callback may run before zk.Connect returns the connection:
 		// the session ID and timeout come from the sniffed handshake.
 		e.Server = ev.Server
-		e.SessionID = s.lk.sessionID.Load()
-		e.Timeout = time.Duration(s.lk.negotiated.Load()) * time.Millisecond
+		e.SessionID, e.Timeout = handshake()
 	}
 	s.report(e)
 }
 
 // Ping reads the root's stat: one round trip (driver.Pinger).
-func (s *driverStore) Ping(ctx context.Context) error {
+func (s *session) Ping(ctx context.Context) error {
 	_, err := call(ctx, s, func() (bool, error) {
 		ok, _, err := s.conn.Exists(s.root)
 		return ok, err
@@ -92,7 +87,7 @@ func (s *driverStore) Ping(ctx context.Context) error {
 var errWaitedEnough = errors.New("blockUntilConnectedWait elapsed")
 
 // noSession is Connect's error when no session came before cause.
-func (s *driverStore) noSession(cause error) error {
+func (s *session) noSession(cause error) error {
 	msg := fmt.Sprintf("zookeeper: no session with any of %s within %v; state %v",
 		strings.Join(s.cfg.servers, ","), s.waited(cause), zk.State(s.state.Load()))
 	if last := s.dialer.lastError(); last != nil {
@@ -104,7 +99,7 @@ func (s *driverStore) noSession(cause error) error {
 	return &unavailableError{msg: msg, ctx: cause, ctxSaid: true}
 }
 
-func (s *driverStore) waited(cause error) string {
+func (s *session) waited(cause error) string {
 	if cause == errWaitedEnough {
 		return fmt.Sprintf("%v (blockUntilConnectedWait)", s.cfg.blockUntilConnectedWait)
 	}
@@ -114,7 +109,7 @@ func (s *driverStore) waited(cause error) string {
 // unavailable returns err, a context error of an operation that began at
 // start (monoNow), as an unavailableError when no server answered since
 // start or the connection has no session; otherwise err itself.
-func (s *driverStore) unavailable(err error, start time.Duration) error {
+func (s *session) unavailable(err error, start time.Duration) error {
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrUnavailable) {
 		return err
 	}

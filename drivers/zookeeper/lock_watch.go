@@ -14,24 +14,32 @@ import (
 
 // This file follows the session on behalf of the Locker: which lock nodes
 // the store has (or may have) created, which session each belongs to, and
-// when a held lock must be reported lost. The recipe itself is in locks.go.
+// when a held lock must be reported lost. The recipe itself is in lock_store.go.
 //
 // A lock is lost when its session ends (expired, or replaced by another
 // session), when the store closes, or when requests through the leader no
-// longer prove the session alive (lockwatch_confirm.go). For that last rule
+// longer prove the session alive (lock_confirm.go). For that last rule
 // the store needs the negotiated session timeout, which go-zookeeper does
 // not expose. A store that made its connection (Open) reads it off the
-// wire (sniff.go): the handshake answer carries the timeout and the session
+// wire (lock_sniff.go): the handshake answer carries the timeout and the session
 // ID. A store on a caller's connection (New) is told it by the caller
 // (option sessionTimeout); it gets no event callback, so it polls
 // conn.State and conn.SessionID while it has lock nodes
-// (lockwatch_session.go).
+// (lock_session.go).
 
 // monoBase anchors the monotonic times stored as integers (the lock's
-// deadlines use lockNow, lockclock.go).
+// deadlines use lockNow, lock_clock.go).
 var monoBase = time.Now()
 
 func monoNow() time.Duration { return time.Since(monoBase) }
+
+// lockWatch follows the session for the Locker's holds: it registers each
+// lock node, follows the session's events (lock_session.go), applies the
+// liveness rule (lock_confirm.go), and shares the watches on lock nodes
+// (lock_watch_shared.go).
+type lockWatch struct {
+	*lockNodeStore
+}
 
 // lockState is the Locker's part of a Store. The zero value is ready; sniff
 // is called before the connection is made, for a store that makes its own.
@@ -43,14 +51,14 @@ type lockState struct {
 	// Written by the wire wrapper (sniffing stores only).
 	negotiated atomic.Int64 // ms, from the last handshake answer
 	sessionID  atomic.Int64 // from the last handshake answer
-	creates    createWatch  // creates waiting to be written (lockcreate.go)
+	creates    createWatch  // creates waiting to be written (lock_create.go)
 
-	plainCreate atomic.Bool // the ACL refused the create's setData once (lockcreate.go)
+	plainCreate atomic.Bool // the ACL refused the create's setData once (lock_create.go)
 
 	mu      sync.Mutex
 	nodes   map[*lockNode]struct{}
 	closing bool // Close began: no new nodes, session news ignored
-	// The liveness rule (lockwatch_confirm.go).
+	// The liveness rule (lock_confirm.go).
 	clock         func() time.Duration // the clock of deadlines; nil: lockNow's (a test's otherwise)
 	confirmSID    int64                // the session recent and deadline are of
 	recent        []time.Duration      // send times of confirmed requests, oldest first
@@ -63,7 +71,7 @@ type lockState struct {
 	deadlineTimer *time.Timer
 	deadlineGen   int                     // invalidates a timer that fired too late to be stopped
 	confirming    bool                    // the confirmation loop runs
-	watches       map[string]*sharedWatch // one watch per path (lockwatch_shared.go)
+	watches       map[string]*sharedWatch // one watch per path (lock_watch_shared.go)
 	stopped       bool                    // Close is done with lock cleanup: no new background work
 	polling       bool                    // the poller of a caller's connection runs
 	sessionUp     chan struct{}           // closed when a session is (re)gained
@@ -135,29 +143,45 @@ func (lk *lockState) cleanupContext() (context.Context, context.CancelFunc) {
 	return context.WithCancel(lk.background())
 }
 
+// The lock cleanup is a callGroup of its own (see call): a removal is
+// counted for Close separately, and it does not stop when Close begins,
+// only when its context ends.
+
+func (lk *lockState) goCall(fn func()) bool {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.stopped {
+		return false
+	}
+	lk.wg.Add(1)
+	go func() {
+		defer lk.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+func (lk *lockState) callEnd() <-chan struct{} { return nil }
+
+func (lk *lockState) ctxErr(err error, _ time.Duration) error { return err }
+
 // spawn runs f in a goroutine Close waits for, unless Close is done with
 // lock cleanup; the returned channel closes when f returns (at once if f
 // did not run).
 func (lk *lockState) spawn(f func()) <-chan struct{} {
 	done := make(chan struct{})
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.stopped {
-		close(done)
-		return done
-	}
-	lk.wg.Add(1)
-	go func() {
-		defer lk.wg.Done()
+	if !lk.goCall(func() {
 		defer close(done)
 		f()
-	}()
+	}) {
+		close(done)
+	}
 	return done
 }
 
 // registerLockNode records a node about to be created, so that Close and
 // the session tracking know of it from before its create is sent.
-func (s *driverStore) registerLockNode(name, owner string) (*lockNode, error) {
+func (s *lockWatch) registerLockNode(name, owner string) (*lockNode, error) {
 	// A GUID per node, not per Lock call: a late removal of an earlier
 	// node of the call must never match a later one.
 	guid, err := newLockGUID()
@@ -195,33 +219,9 @@ func (lk *lockState) unregister(n *lockNode) {
 	lk.mu.Unlock()
 }
 
-// waitLockSession waits until the connection has a session, and returns its
-// ID for a node about to be created.
-func (s *driverStore) waitLockSession(ctx context.Context) (int64, error) {
-	lk := &s.lk
-	for {
-		lk.mu.Lock()
-		if lk.sessionUp == nil {
-			lk.sessionUp = make(chan struct{})
-		}
-		up := lk.sessionUp
-		lk.mu.Unlock()
-		if sid := s.conn.SessionID(); sid != 0 && s.conn.State() == zk.StateHasSession {
-			return sid, nil
-		}
-		select {
-		case <-up:
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-s.closing:
-			return 0, driver.ErrClosed
-		}
-	}
-}
-
 // sessionLoss returns a channel closed once the connection loses its
 // session, or ErrUnavailable if it has none now (TryLock).
-func (s *driverStore) sessionLoss() (<-chan struct{}, error) {
+func (s *lockWatch) sessionLoss() (<-chan struct{}, error) {
 	lk := &s.lk
 	lk.mu.Lock()
 	if lk.sessionDown == nil {
@@ -263,8 +263,8 @@ func (lk *lockState) startCreate(n *lockNode) chan struct{} {
 // session never comes back once replaced.
 //
 // A create is a write, so the leader answered it: it confirms the session
-// as of sent (see lockwatch_confirm.go).
-func (lk *lockState) createAnswered(s *driverStore, n *lockNode, done chan struct{}, sent time.Duration, path string, czxid int64, err error) {
+// as of sent (see lock_confirm.go).
+func (lk *lockState) createAnswered(s *lockStore, n *lockNode, done chan struct{}, sent time.Duration, path string, czxid int64, err error) {
 	sid := s.conn.SessionID()
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
@@ -324,7 +324,7 @@ func (lk *lockState) lostErr(n *lockNode) error {
 // markHeld makes n a holder, unless it was lost meanwhile or its session is
 // not proven alive through the leader now (see ensureLive): then the Lock
 // call starts again.
-func (s *driverStore) markHeld(n *lockNode) error {
+func (s *lockWatch) markHeld(n *lockNode) error {
 	lk := &s.lk
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
@@ -350,36 +350,4 @@ func (lk *lockState) markAbandoned(n *lockNode) bool {
 	}
 	n.phase = abandoned
 	return true
-}
-
-// lockCall is call for removals: it is counted for Close separately, and
-// it does not stop when Close begins, only when ctx ends.
-func lockCall[T any](ctx context.Context, s *driverStore, fn func() (T, error)) (T, error) {
-	var zero T
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	started := s.lk.spawn(func() {
-		v, err := fn()
-		ch <- result{v, err}
-	})
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-started:
-		// Either fn ran and its result is in ch, or it was refused.
-		select {
-		case r := <-ch:
-			return r.v, r.err
-		default:
-			return zero, driver.ErrClosed
-		}
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
 }

@@ -20,7 +20,7 @@ import (
 // and closes the live sockets so a handshake stuck on a silent server ends.
 type dialer struct {
 	timeout time.Duration
-	tls     *tls.Config             // nil: plaintext (tlsdial.go)
+	tls     *tls.Config             // nil: plaintext (wire_tls.go)
 	wrap    func(net.Conn) net.Conn // tests watch the traffic through it
 	ctx     context.Context         // cancelled by close
 	cancel  context.CancelFunc
@@ -30,7 +30,7 @@ type dialer struct {
 	closed  bool
 	lastErr error // the last dial or handshake failure, for Open's error
 
-	heard atomic.Int64 // monoNow() when a server was last read from (events.go)
+	heard atomic.Int64 // monoNow() when a server was last read from (session_events.go)
 }
 
 func newDialer(timeout time.Duration, tlsConfig *tls.Config, wrap func(net.Conn) net.Conn) *dialer {

@@ -13,7 +13,7 @@ import (
 // entry the server accepted and sends it again after every reconnect,
 // before any other request, so the store's requests always carry it.
 // Errors name the scheme, never the credentials.
-func (s *driverStore) addAuth(ctx context.Context, entries []authEntry) error {
+func (s *session) addAuth(ctx context.Context, entries []authEntry) error {
 	for _, a := range entries {
 		for {
 			_, err := call(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.AddAuth(a.scheme, a.cred) })

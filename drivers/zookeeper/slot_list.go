@@ -17,8 +17,8 @@ import (
 const slotListChunk = 1024
 
 // Namespaces lists every namespace with its settings, sorted by name.
-func (s *driverStore) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
-	a := attempts{s: s}
+func (s *slotStore) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
+	a := attempts{s: s.session}
 	base := s.root + "/slot"
 	names, err := s.children(ctx, base, &a)
 	if err != nil {
@@ -54,11 +54,11 @@ func (s *driverStore) Namespaces(ctx context.Context) ([]driver.Namespace, error
 // the namespace that is not a slot number below the limit, or a slot whose
 // data does not parse, fails the listing with ErrCorrupt naming its path:
 // a tool must not silently miss a slot.
-func (s *driverStore) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error) {
+func (s *slotStore) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error) {
 	if err := checkPathText("namespace", ns); err != nil {
 		return nil, err
 	}
-	a := attempts{s: s}
+	a := attempts{s: s.session}
 	path := s.nsPath(ns)
 	var rs []tripReply
 	for {

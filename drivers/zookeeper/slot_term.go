@@ -41,7 +41,7 @@ func leaseLost(path string, l driver.Lease, r slotRead) error {
 
 // currentTerm reads l's slot and returns its state if the slot still holds l's
 // term on the node of creation zxid czxid (any node when czxid is 0).
-func (s *driverStore) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a *attempts) (*slotState, slotRead, error) {
+func (s *slotStore) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a *attempts) (*slotState, slotRead, error) {
 	root, err := s.rootVersion(ctx, a)
 	if err != nil {
 		return nil, slotRead{}, err
@@ -64,7 +64,7 @@ func (s *driverStore) currentTerm(ctx context.Context, l driver.Lease, czxid int
 }
 
 // rootVersion reads the root's version (see slotState.root).
-func (s *driverStore) rootVersion(ctx context.Context, a *attempts) (int32, error) {
+func (s *slotStore) rootVersion(ctx context.Context, a *attempts) (int32, error) {
 	rs, err := s.getNodes(ctx, []string{s.root}, a)
 	if err != nil {
 		return 0, err
@@ -84,10 +84,10 @@ func (s *driverStore) rootVersion(ctx context.Context, a *attempts) (int32, erro
 // (a second Release, an older copy of the lease) is never taken for ours.
 // A write some earlier call gave up on may have landed unseen, above that
 // bound: until a write on the slot succeeds, nothing is settled so.
-func (s *driverStore) rewriteTerm(ctx context.Context, l driver.Lease, change func(st *slotState) (slotNode, error),
+func (s *slotStore) rewriteTerm(ctx context.Context, l driver.Lease, change func(st *slotState) (slotNode, error),
 	settled func(r slotRead) bool) (*slotState, error) {
 	path := s.slotPath(l.Namespace, l.Slot)
-	a := attempts{s: s}
+	a := attempts{s: s.session}
 	st := leaseState(l, path)
 	var czxid int64
 	if st != nil {
@@ -168,7 +168,7 @@ func (s *driverStore) rewriteTerm(ctx context.Context, l driver.Lease, change fu
 // abandonSlotWrite remembers a write on path given up with its outcome
 // unknown, if it could be taken for a later call's (it has a settled rule:
 // a Release's; a Renew's leaves the term held, never settles anything).
-func (s *driverStore) abandonSlotWrite(path string, settled func(r slotRead) bool) {
+func (s *slotStore) abandonSlotWrite(path string, settled func(r slotRead) bool) {
 	if settled != nil {
 		s.slotAbandoned.Store(path, true)
 	}
@@ -178,7 +178,7 @@ func (s *driverStore) abandonSlotWrite(path string, settled func(r slotRead) boo
 // one compare-and-set on the version the lease carries. The node's current
 // expiry and ceiling become the term's lower bounds, so neither goes back;
 // the lease's own times are only checked (driver.SlotRecord.Agrees).
-func (s *driverStore) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+func (s *slotStore) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
 	if err := checkPathText("namespace", l.Namespace, "owner", l.Owner); err != nil {
 		return l, err
 	}
@@ -194,7 +194,7 @@ func (s *driverStore) Renew(ctx context.Context, l driver.Lease) (driver.Lease, 
 
 // Release ends l's term; used < 0 means unknown. The term's floors, bounds
 // and fence stay in the node for the next term.
-func (s *driverStore) Release(ctx context.Context, l driver.Lease, used int64) error {
+func (s *slotStore) Release(ctx context.Context, l driver.Lease, used int64) error {
 	if err := checkPathText("namespace", l.Namespace, "owner", l.Owner); err != nil {
 		return err
 	}

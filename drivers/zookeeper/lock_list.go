@@ -12,8 +12,8 @@ import (
 )
 
 // Locks lists every lock name that has a parent node, sorted.
-func (s *driverStore) Locks(ctx context.Context) ([]string, error) {
-	a := attempts{s: s}
+func (s *lockStore) Locks(ctx context.Context) ([]string, error) {
+	a := attempts{s: s.session}
 	names, err := s.children(ctx, s.root+"/lock", &a)
 	if err != nil {
 		return nil, err
@@ -26,12 +26,12 @@ func (s *driverStore) Locks(ctx context.Context) ([]string, error) {
 // Waiters lists the holder and waiters of name in lock order, with each
 // node's owner key (its data) and fence (its czxid). Nodes that are not lock
 // nodes are left out, and so are nodes that leave while being read.
-func (s *driverStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+func (s *lockStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
 	if err := checkPathText("lock name", name); err != nil {
 		return nil, err
 	}
 	parent := s.lockParent(name)
-	a := attempts{s: s}
+	a := attempts{s: s.session}
 	kids, err := s.lockChildren(ctx, parent, &a)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func (s *driverStore) Waiters(ctx context.Context, name string) ([]driver.Waiter
 	}
 	err = parallel(ctx, len(entries), func(ctx context.Context, i int) error {
 		e := &entries[i]
-		a := attempts{s: s}
+		a := attempts{s: s.session}
 		for {
 			type got struct {
 				data []byte

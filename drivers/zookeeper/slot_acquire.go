@@ -29,7 +29,7 @@ type slotTurnMap struct {
 	sem map[string]chan struct{}
 }
 
-func (s *driverStore) takeSlotTurn(ctx context.Context, ns string) (func(), error) {
+func (s *slotStore) takeSlotTurn(ctx context.Context, ns string) (func(), error) {
 	t := &s.slotTurns
 	t.mu.Lock()
 	if t.sem == nil {
@@ -53,7 +53,7 @@ func (s *driverStore) takeSlotTurn(ctx context.Context, ns string) (func(), erro
 
 // acquisition is one Acquire in progress.
 type acquisition struct {
-	s          *driverStore
+	s          *slotStore
 	req        driver.AcquireRequest
 	a          attempts
 	now        int64 // mtime of this acquire's .clock write
@@ -71,7 +71,7 @@ type acquisition struct {
 // one multi that compare-and-sets (or creates) the slot and writes the
 // owner's index. A slot lost to a concurrent acquire is read again and the
 // search goes on.
-func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	if err := checkPathText("namespace", req.Namespace.Name, "owner", req.Owner); err != nil {
 		return driver.Lease{}, err
 	}
@@ -80,7 +80,7 @@ func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (d
 		return driver.Lease{}, err
 	}
 	defer done()
-	q := &acquisition{s: s, req: req, a: attempts{s: s}, passed: map[int]error{}}
+	q := &acquisition{s: s, req: req, a: attempts{s: s.session}, passed: map[int]error{}}
 	q.now, q.fenceFloor, q.index, err = s.clockIn(ctx, req.Namespace, req.Owner, &q.root, &q.a)
 	if err != nil {
 		return driver.Lease{}, err

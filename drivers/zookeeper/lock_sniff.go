@@ -7,7 +7,7 @@ import (
 )
 
 // The wire sniffer: go-zookeeper does not expose the session timeout the
-// server granted, which the Locker's liveness rule needs (lockwatch.go), so
+// server granted, which the Locker's liveness rule needs (lock_watch.go), so
 // a store that makes its own connection reads it off the handshake answer.
 
 // sniff returns a wrapper for the store's network connections that reads
@@ -48,11 +48,16 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 }
 
 // Write tells the Lock calls waiting for their create to be written
-// (lockcreate.go). go-zookeeper writes one request per call.
+// (lock_create.go). go-zookeeper writes one request per call.
 func (c *sniffConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	if err == nil {
 		c.lk.creates.wrote(p)
 	}
 	return n, err
+}
+
+// handshake is the session ID and timeout of the last handshake answer.
+func (lk *lockState) handshake() (int64, time.Duration) {
+	return lk.sessionID.Load(), time.Duration(lk.negotiated.Load()) * time.Millisecond
 }

@@ -21,8 +21,8 @@ type tripReply struct {
 // go-zookeeper writes the requests one after the other on the connection
 // without waiting for answers, so they travel together, one round trip for
 // all. It returns when every call has answered, or when ctx ends.
-func inOneTrip(ctx context.Context, s *driverStore, ops ...func() tripReply) ([]tripReply, error) {
-	return call(ctx, s, func() ([]tripReply, error) {
+func inOneTrip(ctx context.Context, g callGroup, ops ...func() tripReply) ([]tripReply, error) {
+	return call(ctx, g, func() ([]tripReply, error) {
 		out := make([]tripReply, len(ops))
 		var wg sync.WaitGroup
 		for i, op := range ops {
@@ -33,14 +33,14 @@ func inOneTrip(ctx context.Context, s *driverStore, ops ...func() tripReply) ([]
 	})
 }
 
-func (s *driverStore) tripGet(path string) func() tripReply {
+func (s *session) tripGet(path string) func() tripReply {
 	return func() tripReply {
 		data, stat, err := s.conn.Get(path)
 		return tripReply{data: data, stat: stat, err: err}
 	}
 }
 
-func (s *driverStore) tripChildren(path string) func() tripReply {
+func (s *session) tripChildren(path string) func() tripReply {
 	return func() tripReply {
 		names, stat, err := s.conn.Children(path)
 		return tripReply{children: names, stat: stat, err: err}
@@ -61,7 +61,7 @@ func firstTransient(rs []tripReply) error {
 // errors) on each of paths in one round trip, retrying the transient
 // failures in one trip each time. A missing node is reported in its reply
 // (ErrNoNode), not as an error.
-func (s *driverStore) readAll(ctx context.Context, verb string, op func(path string) func() tripReply, paths []string, a *attempts) ([]tripReply, error) {
+func (s *session) readAll(ctx context.Context, verb string, op func(path string) func() tripReply, paths []string, a *attempts) ([]tripReply, error) {
 	out := make([]tripReply, len(paths))
 	todo := make([]int, len(paths))
 	for i := range paths {
@@ -100,6 +100,6 @@ func (s *driverStore) readAll(ctx context.Context, verb string, op func(path str
 }
 
 // getNodes reads the data of paths in one round trip (see readAll).
-func (s *driverStore) getNodes(ctx context.Context, paths []string, a *attempts) ([]tripReply, error) {
+func (s *session) getNodes(ctx context.Context, paths []string, a *attempts) ([]tripReply, error) {
 	return s.readAll(ctx, "read", s.tripGet, paths, a)
 }

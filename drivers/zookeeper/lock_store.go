@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -27,9 +26,10 @@ import (
 // arrives. The fence is the node's czxid: it grows with every create in
 // the ensemble and, unlike the 32-bit sequence number, never wraps. The
 // parent is a container node, which the server deletes once unused; fences
-// still only grow. Creating, finding and removing a node is in
-// locknode.go (the one-round-trip create in lockcreate.go), the listings
-// in locklist.go, session tracking and Lost in lockwatch.go.
+// still only grow. Creating and finding a node is in lock_create.go,
+// keeping and removing it in lock_node.go, the listings in lock_list.go,
+// a held lock and its Unlock in lock_held.go, session tracking and Lost
+// in lock_watch.go.
 
 const (
 	lockNodePrefix = "_c_"
@@ -37,7 +37,15 @@ const (
 	lockGUIDLen    = 32 // hex digits
 )
 
-var _ driver.Locker = (*driverStore)(nil)
+var _ driver.Locker = (*lockStore)(nil)
+
+// lockStore is the store's driver.Locker: the queue of lock nodes below
+// (this file), the creates that join it (lock_create.go) and its listings
+// (lock_list.go). It stands on lockWatch, which follows the session for
+// the holds, and that on lockNodeStore, which keeps and removes the nodes.
+type lockStore struct {
+	*lockWatch
+}
 
 // errRequeue: the Lock call's node is gone or not trustworthy (its session
 // ended, or changed around the create); the call starts again with a new
@@ -48,8 +56,6 @@ var errRequeue = errors.New("zookeeper: the lock node was lost with its session"
 // removal before it leaves the removal to the background (which goes on
 // until it succeeds, the session is gone or the store closes).
 const abandonWait = time.Second
-
-func (s *driverStore) lockParent(name string) string { return s.root + "/lock/" + name }
 
 // parseLockNode splits a child name "_c_{guid}-lock-{seq}". The sequence is
 // ZooKeeper's "%010d" of a signed 32-bit counter, so it may be negative
@@ -92,7 +98,7 @@ func newLockGUID() (string, error) {
 // before it returns (or, if the server is out of reach for longer than
 // abandonWait, in the background). Without wait (TryLock) nothing waits
 // but for ctx: see tryLock.
-func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+func (s *lockStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	if err := checkPathText("lock name", name); err != nil {
 		return nil, err
 	}
@@ -107,8 +113,8 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 }
 
 // lockLoop runs attempts of Lock until one is not requeued.
-func (s *driverStore) lockLoop(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	requeues := attempts{s: s}
+func (s *lockStore) lockLoop(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	requeues := attempts{s: s.session}
 	for {
 		l, err := s.lockOnce(ctx, name, owner, wait)
 		if !errors.Is(err, errRequeue) {
@@ -129,7 +135,7 @@ var errNoSession = errors.New("zookeeper: the connection lost its session")
 // node first, and never waits for a session to come back or for the
 // removal of its own node, which goes on in the background until it is
 // done or the store closes.
-func (s *driverStore) tryLock(ctx context.Context, name, owner string) (driver.Lock, error) {
+func (s *lockStore) tryLock(ctx context.Context, name, owner string) (driver.Lock, error) {
 	down, err := s.sessionLoss()
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper: trylock %q: %w", name, err)
@@ -152,7 +158,7 @@ func (s *driverStore) tryLock(ctx context.Context, name, owner string) (driver.L
 
 // lockOnce is one attempt of Lock, with one node. A Lock call that fails
 // waits up to abandonWait for its node's removal; a TryLock does not.
-func (s *driverStore) lockOnce(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	n, err := s.registerLockNode(name, owner)
 	if err != nil {
 		return nil, err
@@ -182,7 +188,7 @@ func (s *driverStore) lockOnce(ctx context.Context, name, owner string, wait boo
 // watches only its predecessor, so one release wakes one waiter (no herd),
 // and a predecessor already gone means looking again at once rather than
 // waiting for an event that will not come.
-func (s *driverStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, early <-chan listing) (int64, error) {
+func (s *lockStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, early <-chan listing) (int64, error) {
 	s.lk.mu.Lock()
 	own, fence := n.path[len(n.parent)+1:], n.czxid
 	s.lk.mu.Unlock()
@@ -194,7 +200,7 @@ func (s *driverStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, ear
 		if err := s.lockUsable(n); err != nil {
 			return 0, err
 		}
-		a := attempts{s: s}
+		a := attempts{s: s.session}
 		kids, err := s.earlyListing(ctx, early, own)
 		early = nil
 		if err != nil {
@@ -257,7 +263,7 @@ func (s *driverStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, ear
 // earlyListing waits for the listing sent behind the create and returns
 // it if it shows own (so it was read after the create); nil if there is
 // none or it does not.
-func (s *driverStore) earlyListing(ctx context.Context, early <-chan listing, own string) ([]string, error) {
+func (s *lockStore) earlyListing(ctx context.Context, early <-chan listing, own string) ([]string, error) {
 	if early == nil {
 		return nil, nil
 	}
@@ -308,7 +314,7 @@ func queuePlace(kids []string, own, guid string, mySeq int32) queue {
 }
 
 // lockUsable reports why n can no longer become a hold, or nil.
-func (s *driverStore) lockUsable(n *lockNode) error {
+func (s *lockStore) lockUsable(n *lockNode) error {
 	why := s.lk.lostErr(n)
 	switch {
 	case why == nil && s.conn.SessionID() == n.sid:
@@ -321,7 +327,7 @@ func (s *driverStore) lockUsable(n *lockNode) error {
 	return fmt.Errorf("%v: %w", why, errRequeue)
 }
 
-func (s *driverStore) isClosing() bool {
+func (s *lockStore) isClosing() bool {
 	select {
 	case <-s.closing:
 		return true
@@ -335,7 +341,7 @@ func (s *driverStore) isClosing() bool {
 // one round trip. A missing own node gives a nil Stat. Both reads run in
 // one call, the Stat on a goroutine of its own (go-zookeeper's calls
 // block), so the pass costs one wake-up of the caller, not two.
-func (s *driverStore) lockPass(ctx context.Context, n *lockNode, withStat bool, a *attempts) ([]string, *zk.Stat, error) {
+func (s *lockStore) lockPass(ctx context.Context, n *lockNode, withStat bool, a *attempts) ([]string, *zk.Stat, error) {
 	type pass struct {
 		kids []string
 		stat *zk.Stat
@@ -378,79 +384,4 @@ func (s *driverStore) lockPass(ctx context.Context, n *lockNode, withStat bool, 
 			return nil, nil, fmt.Errorf("zookeeper: list %s: %w", n.parent, err)
 		}
 	}
-}
-
-// zkLock is a held lock.
-type zkLock struct {
-	s     *driverStore
-	n     *lockNode
-	fence int64
-
-	mu       sync.Mutex
-	unlocked bool
-}
-
-func (l *zkLock) Fence() int64 { return l.fence }
-
-// Lost also looks at the deadline itself: in a process paused past it,
-// the timer that closes Lost runs at some point after the resume, in no
-// set order with the caller, who must not find the lock still held.
-func (l *zkLock) Lost() <-chan struct{} {
-	l.s.loseIfPastDeadline(l.n)
-	return l.n.lost
-}
-
-// Unlock deletes the lock's own node, by its path (see removeLockNode), so
-// a retried or repeated Unlock can never remove a later holder's node. A
-// second call returns nil. If ctx ends before the delete is confirmed the
-// removal goes on in the background and Unlock reports ctx's error.
-func (l *zkLock) Unlock(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.unlocked {
-		return nil
-	}
-	l.unlocked = true
-	s, n := l.s, l.n
-	if why := s.lk.startRelease(n); why != nil {
-		// A loss that left the node behind started its removal already.
-		return fmt.Errorf("zookeeper: lock %q was lost before Unlock (%v): %w", n.name, why, driver.ErrLeaseLost)
-	}
-	a := attempts{s: s}
-	unknown := false // an earlier attempt's outcome is unknown
-	for {
-		_, err := call(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(n.path, -1) })
-		switch {
-		case err == nil || (errors.Is(err, zk.ErrNoNode) && unknown):
-			s.releasedLockNode(n)
-			return nil
-		case errors.Is(err, zk.ErrNoNode):
-			// Gone before this Unlock, and no loss was seen: the hold
-			// ended without the store knowing (deleted by hand?).
-			s.lk.unregister(n)
-			return fmt.Errorf("zookeeper: lock %q: node %s was gone before Unlock: %w", n.name, n.path, driver.ErrLeaseLost)
-		}
-		unknown = true
-		if ctx.Err() != nil || errors.Is(err, driver.ErrClosed) {
-			s.abandonLockNode(n, 0)
-			return err
-		}
-		if err := a.retry(ctx, err); err != nil {
-			s.abandonLockNode(n, 0)
-			return fmt.Errorf("zookeeper: unlock %q: delete %s: %w", n.name, n.path, err)
-		}
-	}
-}
-
-// releasedLockNode forgets a released node; if it may have twins, a
-// removal sweeps them.
-func (s *driverStore) releasedLockNode(n *lockNode) {
-	s.lk.mu.Lock()
-	twins := n.twins
-	s.lk.mu.Unlock()
-	if twins {
-		s.abandonLockNode(n, 0)
-		return
-	}
-	s.lk.unregister(n)
 }

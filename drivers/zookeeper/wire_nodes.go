@@ -25,7 +25,7 @@ func corruptData(path string, data []byte, why error) error {
 
 // createEmptyNode creates an empty node whose parent exists; an existing node,
 // or one whose parent vanished, is left for the caller's next read.
-func (s *driverStore) createEmptyNode(ctx context.Context, path string, a *attempts) error {
+func (s *session) createEmptyNode(ctx context.Context, path string, a *attempts) error {
 	_, err := call(ctx, s, func() (string, error) { return s.conn.Create(path, nil, 0, s.acl) })
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNoNode):
@@ -38,8 +38,8 @@ func (s *driverStore) createEmptyNode(ctx context.Context, path string, a *attem
 }
 
 // createParents creates the missing ancestors of path below "/", top down:
-// the root with the store's identity (identity.go), the others empty.
-func (s *driverStore) createParents(ctx context.Context, path string, a *attempts) error {
+// the root with the store's identity (session_identity.go), the others empty.
+func (s *session) createParents(ctx context.Context, path string, a *attempts) error {
 	for i := 1; i < len(path); i++ {
 		if path[i] != '/' {
 			continue
@@ -65,7 +65,7 @@ func (s *driverStore) createParents(ctx context.Context, path string, a *attempt
 }
 
 // children lists a node's children; a missing node has none.
-func (s *driverStore) children(ctx context.Context, path string, a *attempts) ([]string, error) {
+func (s *session) children(ctx context.Context, path string, a *attempts) ([]string, error) {
 	for {
 		names, err := call(ctx, s, func() ([]string, error) {
 			names, _, err := s.conn.Children(path)

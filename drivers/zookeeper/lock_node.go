@@ -1,0 +1,195 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// lockNodeStore keeps the lock nodes the store created, or may have created,
+// and removes them. lk is the Locker's state, shared by lockWatch and
+// lockStore above.
+type lockNodeStore struct {
+	*session
+
+	lk lockState // lock nodes and the session as the Locker sees it (lock_watch.go)
+}
+
+// lockParent is the parent of name's lock nodes.
+func (s *lockNodeStore) lockParent(name string) string { return s.root + "/lock/" + name }
+
+// lockChildren lists a lock's nodes; a missing parent gives ErrNotFound.
+func (s *lockNodeStore) lockChildren(ctx context.Context, parent string, a *attempts) ([]string, error) {
+	for {
+		kids, err := call(ctx, s, func() ([]string, error) {
+			kids, _, err := s.conn.Children(parent)
+			return kids, err
+		})
+		switch {
+		case err == nil:
+			return kids, nil
+		case errors.Is(err, zk.ErrNoNode):
+			return nil, fmt.Errorf("zookeeper: no lock node %s: %w", parent, driver.ErrNotFound)
+		}
+		if err := a.retry(ctx, err); err != nil {
+			return nil, fmt.Errorf("zookeeper: list %s: %w", parent, err)
+		}
+	}
+}
+
+// removeTwins deletes other nodes with n's GUID: creates applied although
+// their answer was lost. They are n's own, so deleting them harms nobody;
+// one that cannot be deleted now stays marked for n's removal to sweep.
+func (s *lockNodeStore) removeTwins(ctx context.Context, n *lockNode, twins []string) {
+	s.lk.mu.Lock()
+	n.twins = true
+	s.lk.mu.Unlock()
+	for _, t := range twins {
+		path := n.parent + "/" + t
+		if _, err := call(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(path, -1) }); err != nil {
+			return // the sweep at removal retries
+		}
+	}
+}
+
+// abandonLockNode removes n's node (or the node it may have, if the create
+// is in flight or its outcome unknown) on a context of its own, never the
+// caller's, which may have ended. It waits up to wait for the removal,
+// which goes on in the background after that.
+func (s *lockNodeStore) abandonLockNode(n *lockNode, wait time.Duration) {
+	if !s.lk.markAbandoned(n) {
+		return
+	}
+	done := s.lk.spawn(func() {
+		ctx, cancel := s.lk.cleanupContext()
+		defer cancel()
+		s.removeLockNode(ctx, n)
+	})
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// removeLockNode deletes n's node, retrying until it succeeds, the node is
+// known to have died with its session, the store's connection closes, or
+// ctx ends. Deleting by path is safe whatever happened meanwhile: the path
+// holds n's GUID and a sequence number the parent never gives again, so it
+// can only name n's own node.
+func (s *lockNodeStore) removeLockNode(ctx context.Context, n *lockNode) {
+	path, inflight, _ := s.lk.nodeState(n)
+	if path == "" && inflight == nil {
+		s.lk.unregister(n)
+		return // no create was sent
+	}
+	if inflight != nil {
+		// go-zookeeper keeps unsent requests across a reconnect, even into
+		// a new session, so the create may land long after: wait for its
+		// answer, or its node would block the lock for as long as the
+		// store lives. Only Close ends the wait (its connection closing
+		// answers every request).
+		select {
+		case <-inflight:
+		case <-ctx.Done():
+			s.lk.unregister(n)
+			return
+		}
+	}
+	defer s.lk.unregister(n)
+	for k := 0; ; k++ {
+		path, _, dead := s.lk.nodeState(n)
+		if dead {
+			return
+		}
+		err := s.deleteLockNode(ctx, n, path)
+		if err == nil || (definite(err) && !errors.Is(err, zk.ErrNoNode)) ||
+			errors.Is(err, zk.ErrClosing) || errors.Is(err, driver.ErrClosed) {
+			// Done, or nothing more can be done: the server refuses (an ACL
+			// changed by hand), or the connection closed with the store and
+			// its session with it.
+			return
+		}
+		t := time.NewTimer(s.retry.sleep(k))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// deleteLockNode deletes path, then, if its path is unknown or it may have
+// twins, every node with n's GUID.
+func (s *lockNodeStore) deleteLockNode(ctx context.Context, n *lockNode, path string) error {
+	s.lk.mu.Lock()
+	sweep := n.twins || path == ""
+	s.lk.mu.Unlock()
+	del := func(p string) error {
+		_, err := call(ctx, &s.lk, func() (struct{}, error) { return struct{}{}, s.conn.Delete(p, -1) })
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		return err
+	}
+	if path != "" {
+		if err := del(path); err != nil {
+			return err
+		}
+	}
+	if !sweep {
+		return nil
+	}
+	kids, err := call(ctx, &s.lk, func() ([]string, error) {
+		kids, _, err := s.conn.Children(n.parent)
+		return kids, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if g, _, ok := parseLockNode(k); ok && g == n.guid {
+			if err := del(n.parent + "/" + k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitLockSession waits until the connection has a session, and returns its
+// ID for a node about to be created.
+func (s *lockNodeStore) waitLockSession(ctx context.Context) (int64, error) {
+	lk := &s.lk
+	for {
+		lk.mu.Lock()
+		if lk.sessionUp == nil {
+			lk.sessionUp = make(chan struct{})
+		}
+		up := lk.sessionUp
+		lk.mu.Unlock()
+		if sid := s.conn.SessionID(); sid != 0 && s.conn.State() == zk.StateHasSession {
+			return sid, nil
+		}
+		select {
+		case <-up:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-s.closing:
+			return 0, driver.ErrClosed
+		}
+	}
+}

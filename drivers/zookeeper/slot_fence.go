@@ -1,0 +1,108 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// The slot fences a purge keeps: fences never repeat, even across a purge
+// (see Purge).
+
+// keepSlotFences raises the root's slot fence floor to the highest fence
+// of the slots (and fence floor of the namespaces) the purge found, before
+// anything is deleted, and writes the root in any case. A slot whose fence line does not parse stops the
+// purge: its fence cannot be kept.
+func (s *slotStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a *attempts) error {
+	base := s.root + "/slot/"
+	paths := []string{s.root}
+	for _, level := range levels {
+		for _, n := range level {
+			if rest, ok := strings.CutPrefix(n.path, base); ok && !strings.HasSuffix(rest, "/"+clockName) {
+				paths = append(paths, n.path)
+			}
+		}
+	}
+	var rootFound bool // a store that never wrote has no root, nor leases
+	var rootData []byte
+	var rootVersion int32
+	var rootFloor, floor int64
+	for start := 0; start < len(paths); start += slotListChunk {
+		chunk := paths[start:min(start+slotListChunk, len(paths))]
+		rs, err := s.getNodes(ctx, chunk, a)
+		if err != nil {
+			return err
+		}
+		for i, r := range rs {
+			path := chunk[i]
+			var f int64
+			switch {
+			case errors.Is(r.err, zk.ErrNoNode):
+				continue
+			case r.err != nil:
+				return fmt.Errorf("zookeeper: purge: read %s: %w", path, r.err)
+			case path == s.root:
+				rootFound, rootData, rootVersion = true, r.data, r.stat.Version
+				f, err = parseFenceFloor(r.data, fieldSlotFenceFloor)
+				rootFloor = f
+			case !strings.Contains(strings.TrimPrefix(path, base), "/"):
+				f, err = parseFenceFloor(r.data, fieldFenceFloor)
+			default:
+				// Only the fence line counts: a slot corrupt otherwise is
+				// still purged.
+				f, err = parseFenceFloor(r.data, fieldFence)
+			}
+			if err != nil {
+				return fmt.Errorf("zookeeper: purge cannot keep the fences: %w", corruptData(path, r.data, err))
+			}
+			floor = max(floor, f)
+		}
+	}
+	// The root is written even when the floor stays: its new version
+	// stops the writes of leases taken before the purge (slotState.root).
+	if !rootFound {
+		return nil
+	}
+	data, err := rootData, error(nil)
+	if floor > rootFloor {
+		data, err = withLine(rootData, fieldSlotFenceFloor, strconv.FormatInt(floor, 10))
+	}
+	if err == nil {
+		err = checkVersion(s.root, rootVersion)
+	}
+	if err != nil {
+		return fmt.Errorf("zookeeper: purge: %s: %w", s.root, err)
+	}
+	_, err = call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(s.root, data, rootVersion) })
+	if err != nil {
+		// A lost answer or a conflict: the operator runs the purge again,
+		// which reads the floor anew; nothing was deleted yet.
+		return fmt.Errorf("zookeeper: purge: write %s: %w", s.root, err)
+	}
+	return nil
+}
+
+// rootFenceFloor reads the root's slot fence floor, for a namespace being
+// created; a missing root has none.
+func (s *slotStore) rootFenceFloor(ctx context.Context, a *attempts) (int64, error) {
+	rs, err := s.getNodes(ctx, []string{s.root}, a)
+	if err != nil {
+		return 0, err
+	}
+	switch r := rs[0]; {
+	case errors.Is(r.err, zk.ErrNoNode):
+		return 0, nil
+	case r.err != nil:
+		return 0, fmt.Errorf("zookeeper: read %s: %w", s.root, r.err)
+	default:
+		f, err := parseFenceFloor(r.data, fieldSlotFenceFloor)
+		if err != nil {
+			return 0, corruptData(s.root, r.data, err)
+		}
+		return f, nil
+	}
+}
