@@ -121,16 +121,6 @@ func nextAsync(ctx context.Context, st *store.Store, key string, step int64) <-c
 	return ch
 }
 
-// eventually polls cond for up to 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: not %s", what)
-		}
-	}
-}
-
 // queue starts a call and waits until it waits for the next write, so that
 // calls queued one after the other arrive in that order.
 func queue(t *testing.T, ctx context.Context, st *store.Store, key string, step int64) <-chan outcome {

@@ -48,15 +48,6 @@ type faultHold struct {
 	fence int64
 }
 
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // granted records h. Every check runs under one mutex, so the order of
 // records is an order in time: a hold recorded with its Lost open held the
 // lock then, so (if no two ever hold at once) it was granted after every

@@ -484,24 +484,8 @@ func testCallerConnection(t *testing.T, addr string) {
 func testNoGoroutineLeft(t *testing.T, addr string) {
 	proxy := zktest.NewProxy(t, addr)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-
-	s, err := open(testOptions(proxy.Addr(), nil), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	useCutAndClose(t, testOptions(proxy.Addr(), nil), proxy)
 	ctx := t.Context()
-	if _, err := s.Next(ctx, "leak", 1); err != nil {
-		t.Fatal(err)
-	}
-	proxy.Cut()
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	if _, err := s.Next(short, "leak", 1); err == nil {
-		t.Error("Next succeeded with the connection cut")
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
 
 	// A store on a caller's connection leaves nothing either, once the
 	// caller closes the connection.
