@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -118,7 +117,20 @@ func TestFaults(t *testing.T) {
 	for i, s := range stores {
 		wg.Go(func() { ex.work(ctx, i, s) })
 	}
-	faults := injectFaults(t, srv, proxies, freezers, ex.holder, 15*time.Second)
+	// The clock steps forward by twice the lock timeout, or back by one:
+	// lock takeovers must not care, and slot terms stay disjoint by their
+	// floors and ceilings.
+	stepClock := func(ms int64) {
+		err := srv.Exec(t, func(c *pgx.Conn) error {
+			_, err := c.Exec(t.Context(), `UPDATE public.cosid_test_step SET ms = ms + $1`, ms)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("step the clock: %v", err)
+		}
+	}
+	faults := pgtest.Faults{Server: srv, Cut: proxies, Silent: freezers, Holder: ex.holder, StepClock: stepClock}.
+		Schedule(t, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))).Run(t, 15*time.Second)
 	stop()
 	wg.Wait()
 
@@ -157,77 +169,6 @@ func TestFaults(t *testing.T) {
 	if total < 200 || nterms < 10 || ex.holds < 5 {
 		t.Errorf("too little work done under faults to prove anything: %d ranges, %d terms, %d holds", total, nterms, ex.holds)
 	}
-}
-
-// injectFaults runs for d: every second or so it kills and restarts the
-// server, cuts one store's connections, silences one store's network for
-// longer than the lock timeout, terminates every client backend, or steps
-// the database's clock; it returns what it did.
-func injectFaults(t *testing.T, srv *pgtest.Server, proxies []*pgtest.Proxy, freezers []*pgtest.Proxy,
-	holder func() int, d time.Duration) []string {
-	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	var did []string
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		time.Sleep(time.Duration(500+rnd.IntN(700)) * time.Millisecond)
-		kind := rnd.IntN(5)
-		if len(did)%3 == 1 {
-			kind = 4 // a clock step at least every third fault
-		}
-		switch kind {
-		case 4:
-			// The server's clock steps (forward by twice the lock timeout,
-			// or back by one): lock takeovers must not care, and slot
-			// terms stay disjoint by their floors and ceilings.
-			step := []int64{2000, -1000}[rnd.IntN(2)]
-			c, err := pgx.Connect(t.Context(), srv.ConnString())
-			if err != nil {
-				t.Fatalf("connect to step the clock: %v", err)
-			}
-			_, err = c.Exec(t.Context(), `UPDATE public.cosid_test_step SET ms = ms + $1`, step)
-			c.Close(context.Background())
-			if err != nil {
-				t.Fatalf("step the clock: %v", err)
-			}
-			did = append(did, fmt.Sprintf("clock stepped %+dms", step))
-		case 3:
-			// The lock holder's network, if any: the case the liveness
-			// rule is for.
-			i := holder()
-			if i < 0 {
-				i = rnd.IntN(len(freezers))
-			}
-			f := freezers[i]
-			f.Freeze()
-			time.Sleep(1500 * time.Millisecond)
-			f.Thaw()
-			did = append(did, "network silent 1.5s")
-		case 0:
-			srv.Kill()
-			srv.Restart(t)
-			did = append(did, "server killed+restarted")
-		case 1:
-			p := proxies[rnd.IntN(len(proxies))]
-			p.Cut()
-			time.Sleep(100 * time.Millisecond)
-			p.Restore()
-			did = append(did, "connections cut")
-		case 2:
-			c, err := pgx.Connect(t.Context(), srv.ConnString())
-			if err != nil {
-				t.Fatalf("connect to terminate backends: %v", err)
-			}
-			var k int
-			err = c.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-				WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&k)
-			c.Close(context.Background())
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Fatalf("pg_terminate_backend: %v", err)
-			}
-			did = append(did, fmt.Sprintf("%d backends terminated", k))
-		}
-	}
-	return did
 }
 
 // exclusion checks that a lock is never granted while another store's

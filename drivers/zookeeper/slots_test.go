@@ -1270,7 +1270,7 @@ func testSlotEnsembleFaults(t *testing.T, version string, duration time.Duration
 		}
 	}
 
-	log := injectFaults(t, ens, proxies, rand.New(rand.NewPCG(13, 17)), duration)
+	log := zktest.EnsembleFaults(t, ens, proxies, rand.New(rand.NewPCG(13, 17))).Run(t, duration)
 	stop()
 	wg.Wait()
 	t.Logf("faults: %s", strings.Join(log, "; "))
