@@ -381,7 +381,7 @@ func startLeaking(t *testing.T) *Server {
 func TestReap(t *testing.T) {
 	s := startLeaking(t)
 	t.Cleanup(func() { s.halt(syscall.SIGKILL) }) // only if the checks below fail early
-	pid := s.proc.cmd.Process.Pid
+	pid := s.proc.Pid()
 	if pids := markedProcesses(os.Getpid()); runtime.GOOS == "linux" && !slices.Contains(pids, pid) {
 		t.Fatalf("markedProcesses() = %v, want it to contain %d", pids, pid)
 	}
