@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/rangecheck"
 )
 
 // TestFaults is the proof under faults: 8 stores, each reaching the server
@@ -52,66 +55,10 @@ func TestFaults(t *testing.T) {
 	}
 	ns := driver.Namespace{Name: "w", Limit: 4, Tolerance: 50 * time.Millisecond}
 	ctx, stop := context.WithCancel(t.Context())
-	var mu sync.Mutex
-	type rng struct{ start, end int64 }
-	ranges := map[string][]rng{}
-	type term struct {
-		who            int
-		floor, ceiling int64
-	}
-	terms := map[int]map[int64]*term{}
-	seen := func(i int, l driver.Lease) {
-		mu.Lock()
-		defer mu.Unlock()
-		if terms[l.Slot] == nil {
-			terms[l.Slot] = map[int64]*term{}
-		}
-		tm := terms[l.Slot][l.Fence]
-		if tm == nil {
-			terms[l.Slot][l.Fence] = &term{who: i, floor: l.Floor, ceiling: l.Ceiling}
-			return
-		}
-		if tm.who != i || tm.floor != l.Floor {
-			t.Errorf("slot %d fence %d: held by store %d (floor %d) and store %d (floor %d)", l.Slot, l.Fence, tm.who, tm.floor, i, l.Floor)
-		}
-		tm.ceiling = max(tm.ceiling, l.Ceiling)
-	}
-	var failures sync.Map
+	w := &faultWork{t: t, ns: ns, ranges: map[string]*rangecheck.Handed{"a": {}, "b": {}}, terms: map[int]map[int64]*term{}}
 	var wg sync.WaitGroup
 	for i, s := range stores {
-		wg.Go(func() {
-			for j := 0; ctx.Err() == nil; j++ {
-				key := []string{"a", "b"}[j%2]
-				step := int64(1 + j%5)
-				octx, cancel := context.WithTimeout(ctx, 3*time.Second)
-				start, err := s.Next(octx, key, step)
-				cancel()
-				if err == nil {
-					mu.Lock()
-					ranges[key] = append(ranges[key], rng{start, start + step})
-					mu.Unlock()
-				} else {
-					failures.Store(err.Error(), true)
-				}
-				if j%4 != 0 {
-					continue
-				}
-				octx, cancel = context.WithTimeout(ctx, 3*time.Second)
-				l, err := s.Acquire(octx, driver.AcquireRequest{Namespace: ns, Owner: fmt.Sprintf("s%d", i),
-					Incarnation: "x", TTL: 300 * time.Millisecond, Preferred: j % 4})
-				if err == nil {
-					seen(i, l)
-					if l2, err := s.Renew(octx, l); err == nil {
-						seen(i, l2)
-						l = l2
-					}
-					if j%8 == 0 {
-						_ = s.Release(octx, l, -1)
-					}
-				}
-				cancel()
-			}
-		})
+		wg.Go(func() { w.rangesAndLeases(ctx, i, s) })
 	}
 	ex := &exclusion{t: t}
 	for i, s := range stores {
@@ -135,40 +82,107 @@ func TestFaults(t *testing.T) {
 	wg.Wait()
 
 	total := 0
-	for key, rs := range ranges {
-		slices.SortFunc(rs, func(a, b rng) int { return int(a.start - b.start) })
-		for i := 1; i < len(rs); i++ {
-			if rs[i].start < rs[i-1].end {
-				t.Errorf("key %s: ranges overlap: %v and %v", key, rs[i-1], rs[i])
-			}
-		}
-		total += len(rs)
+	for _, h := range w.ranges {
+		total += len(h.Check(t))
 	}
-	nterms := 0
-	for slot, ts := range terms {
-		fences := slices.Sorted(func(yield func(int64) bool) {
-			for f := range ts {
-				if !yield(f) {
-					return
-				}
-			}
-		})
-		nterms += len(fences)
-		for i := 1; i < len(fences); i++ {
-			prev, cur := ts[fences[i-1]], ts[fences[i]]
-			if cur.floor < prev.ceiling {
-				t.Errorf("slot %d: fence %d (store %d) floor %d below fence %d's (store %d) ceiling %d",
-					slot, fences[i], cur.who, cur.floor, fences[i-1], prev.who, prev.ceiling)
-			}
-		}
-	}
+	nterms := w.checkTerms()
 	var errs []string
-	failures.Range(func(k, _ any) bool { errs = append(errs, k.(string)); return len(errs) < 5 })
+	w.failures.Range(func(k, _ any) bool { errs = append(errs, k.(string)); return len(errs) < 5 })
 	t.Logf("faults: %v; %d ranges, %d lease terms and %d lock holds (%d of them lost) collected; some failures seen: %q",
 		faults, total, nterms, ex.holds, ex.lost, errs)
 	if total < 200 || nterms < 10 || ex.holds < 5 {
 		t.Errorf("too little work done under faults to prove anything: %d ranges, %d terms, %d holds", total, nterms, ex.holds)
 	}
+}
+
+// faultWork is the ranges and leases part of TestFaults: what the stores
+// were handed, collected.
+type faultWork struct {
+	t        *testing.T
+	ns       driver.Namespace
+	ranges   map[string]*rangecheck.Handed // by key
+	mu       sync.Mutex
+	terms    map[int]map[int64]*term // by slot and fence
+	failures sync.Map                // error text -> true
+}
+
+type term struct {
+	who            int
+	floor, ceiling int64
+}
+
+// rangesAndLeases is store i's work until ctx ends: Next on keys a and b in
+// turn, and every fourth round a lease acquired, renewed, and (every
+// eighth) released.
+func (w *faultWork) rangesAndLeases(ctx context.Context, i int, s *driverStore) {
+	for j := 0; ctx.Err() == nil; j++ {
+		key := []string{"a", "b"}[j%2]
+		step := int64(1 + j%5)
+		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		start, err := s.Next(octx, key, step)
+		cancel()
+		if err == nil {
+			w.ranges[key].Add(i, store.Range{Start: start, End: start + step})
+		} else {
+			w.failures.Store(err.Error(), true)
+		}
+		if j%4 != 0 {
+			continue
+		}
+		octx, cancel = context.WithTimeout(ctx, 3*time.Second)
+		l, err := s.Acquire(octx, driver.AcquireRequest{Namespace: w.ns, Owner: fmt.Sprintf("s%d", i),
+			Incarnation: "x", TTL: 300 * time.Millisecond, Preferred: j % 4})
+		if err == nil {
+			w.seen(i, l)
+			if l2, err := s.Renew(octx, l); err == nil {
+				w.seen(i, l2)
+				l = l2
+			}
+			if j%8 == 0 {
+				_ = s.Release(octx, l, -1)
+			}
+		}
+		cancel()
+	}
+}
+
+// seen records a lease store i holds: one term (slot and fence) is one
+// holder's, with one floor.
+func (w *faultWork) seen(i int, l driver.Lease) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.terms[l.Slot] == nil {
+		w.terms[l.Slot] = map[int64]*term{}
+	}
+	tm := w.terms[l.Slot][l.Fence]
+	if tm == nil {
+		w.terms[l.Slot][l.Fence] = &term{who: i, floor: l.Floor, ceiling: l.Ceiling}
+		return
+	}
+	if tm.who != i || tm.floor != l.Floor {
+		w.t.Errorf("slot %d fence %d: held by store %d (floor %d) and store %d (floor %d)", l.Slot, l.Fence, tm.who, tm.floor, i, l.Floor)
+	}
+	tm.ceiling = max(tm.ceiling, l.Ceiling)
+}
+
+// checkTerms checks that, per slot, no term's floor is below the ceiling
+// of the term before it (by fence), and returns how many terms there were.
+func (w *faultWork) checkTerms() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for slot, ts := range w.terms {
+		fences := slices.Sorted(maps.Keys(ts))
+		n += len(fences)
+		for i := 1; i < len(fences); i++ {
+			prev, cur := ts[fences[i-1]], ts[fences[i]]
+			if cur.floor < prev.ceiling {
+				w.t.Errorf("slot %d: fence %d (store %d) floor %d below fence %d's (store %d) ceiling %d",
+					slot, fences[i], cur.who, cur.floor, fences[i-1], prev.who, prev.ceiling)
+			}
+		}
+	}
+	return n
 }
 
 // exclusion checks that a lock is never granted while another store's
