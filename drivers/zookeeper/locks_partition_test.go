@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -126,7 +128,12 @@ func lockProofRound(t *testing.T, ens *zktest.Ensemble, timeout time.Duration, r
 	margin := g.at - lostAt
 	t.Logf("round %d (A on member %d): A lost at +%v, B granted at +%v after the fault: margin %v",
 		round, a+1, lostAt-faultAt, g.at-faultAt, margin)
-	if err := g.l.Unlock(ctx); err != nil {
+	// B may lose its own hold meanwhile on a loaded machine (its session
+	// not confirmed in time after the fault): safe, and not this proof's
+	// point. Any other failure of its Unlock is.
+	if err := g.l.Unlock(ctx); errors.Is(err, driver.ErrLeaseLost) {
+		t.Logf("round %d: B's hold was lost before its Unlock: %v", round, err)
+	} else if err != nil {
 		t.Errorf("round %d: B's Unlock: %v", round, err)
 	}
 	return margin

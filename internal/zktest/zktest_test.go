@@ -42,42 +42,12 @@ func (nopLogger) Printf(string, ...any) {}
 func connect(t *testing.T, servers string, timeout time.Duration) (*zk.Conn, <-chan zk.Event) {
 	t.Helper()
 	conn, events, err := zk.Connect(strings.Split(servers, ","), timeout, zk.WithLogger(nopLogger{}),
-		zk.WithDialer(boundedHandshake))
+		zk.WithDialer(BoundedHandshake))
 	if err != nil {
 		t.Fatalf("zk.Connect(%s): %v", servers, err)
 	}
 	t.Cleanup(conn.Close)
 	return conn, events
-}
-
-// boundedHandshake dials as go-zookeeper does, but waits at most 10s for
-// the answer to the connect request. A request that reaches a server still
-// starting can stay unanswered (cons shows it: recved=1, sent=0), and
-// go-zookeeper would wait ten receive timeouts (200s for a 30s session)
-// before it tries again: a restarted server then looks dead to the test.
-func boundedHandshake(network, addr string, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout(network, addr, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &handshakeConn{Conn: c}, nil
-}
-
-// handshakeConn caps the first read deadline set on it: go-zookeeper's
-// wait for the connect answer. Later ones, the session's, are left alone.
-type handshakeConn struct {
-	net.Conn
-	capped bool // only go-zookeeper's connecting goroutine sets deadlines
-}
-
-func (c *handshakeConn) SetReadDeadline(t time.Time) error {
-	if !c.capped && !t.IsZero() {
-		c.capped = true
-		if limit := time.Now().Add(10 * time.Second); t.After(limit) {
-			t = limit
-		}
-	}
-	return c.Conn.SetReadDeadline(t)
 }
 
 // waitState reads session events until one reports want.
