@@ -15,16 +15,11 @@ import (
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/poll"
 )
 
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
+// closed reports whether a Lost channel (or any) is closed, without waiting.
+var closed = poll.Closed
 
 // setHook calls f at the store's named points (and after each query of
 // its pool has read its rows, with the statement as the point).

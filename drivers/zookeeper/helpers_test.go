@@ -20,14 +20,8 @@ func lockEventually(t *testing.T, d time.Duration, what string, cond func() bool
 	poll.Until(t, d, what, cond)
 }
 
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
+// isClosed reports whether a Lost channel (or any) is closed, without waiting.
+var isClosed = poll.Closed
 
 type lockResult struct {
 	l   driver.Lock

@@ -53,3 +53,13 @@ func loop(t testing.TB, d time.Duration, what string, every time.Duration, f fun
 		}
 	}
 }
+
+// Closed reports whether ch is closed, without waiting.
+func Closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
