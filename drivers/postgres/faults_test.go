@@ -30,7 +30,7 @@ import (
 // while another hold is neither given back nor lost (see exclusion).
 func TestFaults(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs about 15s with a server of its own")
+		t.Skip("runs 15s to a minute with a server of its own")
 	}
 	srv := pgtest.Start(t)
 	schema := freshSchema("faults")
@@ -76,8 +76,10 @@ func TestFaults(t *testing.T) {
 			t.Fatalf("step the clock: %v", err)
 		}
 	}
-	faults := pgtest.Faults{Server: srv, Cut: proxies, Silent: freezers, Holder: ex.holder, StepClock: stepClock}.
-		Schedule(t, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))).Run(t, 15*time.Second)
+	schedule := pgtest.Faults{Server: srv, Cut: proxies, Silent: freezers, Holder: ex.holder, StepClock: stepClock}.
+		Schedule(t, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)))
+	schedule.More = func() bool { return !enough(w.counts()) || ex.count() < minHolds }
+	faults := schedule.Run(t, 15*time.Second)
 	stop()
 	wg.Wait()
 
@@ -90,7 +92,7 @@ func TestFaults(t *testing.T) {
 	w.failures.Range(func(k, _ any) bool { errs = append(errs, k.(string)); return len(errs) < 5 })
 	t.Logf("faults: %v; %d ranges, %d lease terms and %d lock holds (%d of them lost) collected; some failures seen: %q",
 		faults, total, nterms, ex.holds, ex.lost, errs)
-	if total < 200 || nterms < 10 || ex.holds < 5 {
+	if !enough(total, nterms) || ex.holds < minHolds {
 		t.Errorf("too little work done under faults to prove anything: %d ranges, %d terms, %d holds", total, nterms, ex.holds)
 	}
 }
@@ -183,6 +185,31 @@ func (w *faultWork) checkTerms() int {
 		}
 	}
 	return n
+}
+
+// The least work under faults that proves something.
+const minRanges, minTerms, minHolds = 200, 10, 5
+
+func enough(ranges, terms int) bool { return ranges >= minRanges && terms >= minTerms }
+
+// counts returns the ranges and lease terms collected so far.
+func (w *faultWork) counts() (ranges, terms int) {
+	for _, h := range w.ranges {
+		ranges += h.Len()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ts := range w.terms {
+		terms += len(ts)
+	}
+	return ranges, terms
+}
+
+// count returns the holds granted so far.
+func (ex *exclusion) count() int {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.holds
 }
 
 // exclusion checks that a lock is never granted while another store's

@@ -26,13 +26,25 @@ type Schedule struct {
 	// After runs after each fault, before the next: a wait for the
 	// servers to serve again, then traffic.
 	After func()
+	// More, if set, keeps the faults going past the duration while it
+	// holds, up to four times the duration: until the work under faults
+	// is enough to prove something, which a loaded machine slows down.
+	More func() bool
 }
 
-// Run runs faults until d has passed or t failed, and returns what it did.
+// Run runs faults until d has passed (and More no longer holds) or t
+// failed, and returns what it did.
 func (s Schedule) Run(t testing.TB, d time.Duration) []string {
 	var did []string
-	deadline := time.Now().Add(d)
-	for round := 0; time.Now().Before(deadline) && !t.Failed() && t.Context().Err() == nil; round++ {
+	start := time.Now()
+	going := func() bool {
+		if t.Failed() || t.Context().Err() != nil {
+			return false
+		}
+		since := time.Since(start)
+		return since < d || s.More != nil && s.More() && since < 4*d
+	}
+	for round := 0; going(); round++ {
 		if s.Before != nil {
 			s.Before()
 		}
