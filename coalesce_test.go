@@ -121,16 +121,6 @@ func nextAsync(ctx context.Context, st *store.Store, key string, step int64) <-c
 	return ch
 }
 
-// eventually polls cond for up to 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: not %s", what)
-		}
-	}
-}
-
 // queue starts a call and waits until it waits for the next write, so that
 // calls queued one after the other arrive in that order.
 func queue(t *testing.T, ctx context.Context, st *store.Store, key string, step int64) <-chan outcome {
@@ -472,37 +462,10 @@ func TestCoalescedManyCallersSeveralStores(t *testing.T) {
 		sts = append(sts, openGate(t, g))
 	}
 	var got rangecheck.Handed
-	var ok, lost, cancelled atomic.Int64
-	var wg sync.WaitGroup
-	for i, st := range sts {
-		for w := range goroutines {
-			wg.Go(func() {
-				rnd := rand.New(rand.NewPCG(uint64(i), uint64(w)+100))
-				for range calls {
-					step := 1 + rnd.Int64N(20)
-					ctx, cancel := context.WithCancel(t.Context())
-					if rnd.IntN(8) == 0 {
-						// Cancelled while it waits, writes, or not at all.
-						time.AfterFunc(time.Duration(rnd.IntN(400))*time.Microsecond, cancel)
-					}
-					r, err := st.Ranges().Next(ctx, "k", step)
-					cancel()
-					switch {
-					case err == nil:
-						ok.Add(1)
-						got.Step(t, i, r, step)
-					case errors.Is(err, errLost):
-						lost.Add(1)
-					case errors.Is(err, context.Canceled):
-						cancelled.Add(1)
-					default:
-						t.Errorf("Next: %v", err)
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
+	n := rangecheck.Callers{Stores: sts, PerStore: goroutines, Calls: calls, MaxStep: 20,
+		CancelWithin: 400 * time.Microsecond, Seed: 100,
+		Expected: func(err error) bool { return errors.Is(err, errLost) },
+	}.Run(t, "k", &got)
 	rs := got.Check(t)
 	writes := 0
 	for i, g := range gates {
@@ -521,12 +484,12 @@ func TestCoalescedManyCallersSeveralStores(t *testing.T) {
 	if end := rs[len(rs)-1].End; end > next {
 		t.Errorf("a range ends at %d, past the key's next value %d", end, next)
 	}
-	t.Logf("%d calls got a range, %d lost answers, %d cancelled; %d driver writes", ok.Load(), lost.Load(), cancelled.Load(), writes)
-	if lost.Load() == 0 || cancelled.Load() == 0 {
+	t.Logf("%d calls got a range, %d lost answers, %d cancelled; %d driver writes", n.OK.Load(), n.Failed.Load(), n.Cancelled.Load(), writes)
+	if n.Failed.Load() == 0 || n.Cancelled.Load() == 0 {
 		t.Errorf("no lost answer or no cancelled call: the test proved less than it claims")
 	}
-	if int64(writes) >= ok.Load()+lost.Load() {
-		t.Errorf("%d driver writes for %d calls answered by the driver: no call shared a write", writes, ok.Load()+lost.Load())
+	if int64(writes) >= n.OK.Load()+n.Failed.Load() {
+		t.Errorf("%d driver writes for %d calls answered by the driver: no call shared a write", writes, n.OK.Load()+n.Failed.Load())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/poll"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -217,13 +218,7 @@ func (c *fakeClock) waitReads(t *testing.T, n int64) {
 // eventually polls cond (a state no event announces) until it holds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, what, cond)
 }
 
 // waitUntil waits for the local clock to reach ms: a known instant, such as

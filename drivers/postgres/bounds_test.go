@@ -3,19 +3,13 @@ package postgres
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/pgtest"
 )
-
-// setHook calls f at the store's named points (and after each query of
-// its pool has read its rows, with the statement as the point).
-func setHook(s *driverStore, f func(point string)) { s.health.hook.Store(&f) }
 
 // TestSilentClientInEnqueue: store a's network goes silent between its
 // lock enqueue's INSERT and COMMIT, and stays silent past a's lock
@@ -25,31 +19,14 @@ func setHook(s *driverStore, f func(point string)) { s.health.hook.Store(&f) }
 func TestSilentClientInEnqueue(t *testing.T) {
 	t.Parallel()
 	const lockTimeout = 2 * time.Second
-	opts := map[string]string{"lockTimeout": lockTimeout.String()}
-	srv := pgtest.Shared(t)
-	schema := freshSchema("silentlock")
-	p := pgtest.NewProxy(t, srv.Addr())
-	a := openAt(t, pgtest.ConnStringAt(p.Addr()), schema, opts)
-	b := openAt(t, srv.ConnString(), schema, opts)
+	srv, schema, p, a, b := silentPair(t, "silentlock", lockTimeout)
 	su := superuser(t, srv)
 	ctx := t.Context()
 	if _, err := b.Lock(ctx, "warm", "b", true); err != nil { // b's session started before
 		t.Fatal(err)
 	}
-	frozen := make(chan struct{})
-	var once sync.Once
-	setHook(a, func(point string) {
-		if point == "enqueue" {
-			once.Do(func() { p.Freeze(); close(frozen) })
-		}
-	})
-	actx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer p.Thaw()
-	defer cancel()
-	wg.Go(func() { _, _ = a.Lock(actx, "x", "a", true) })
-	<-frozen
+	silenceAt(t, p, a, func(point string) bool { return point == "enqueue" },
+		func(ctx context.Context) { _, _ = a.Lock(ctx, "x", "a", true) })
 	// Past a's lock timeout by the database's clock: the old rule would
 	// have every pass delete a's session, waiting on its open transaction.
 	deadline := time.Now().Add(10 * lockTimeout)
@@ -90,34 +67,18 @@ func TestSilentClientInEnqueue(t *testing.T) {
 func TestSilentAcquirer(t *testing.T) {
 	t.Parallel()
 	const lockTimeout = 2 * time.Second
-	opts := map[string]string{"lockTimeout": lockTimeout.String()}
-	srv := pgtest.Shared(t)
-	schema := freshSchema("silentslot")
-	p := pgtest.NewProxy(t, srv.Addr())
-	a := openAt(t, pgtest.ConnStringAt(p.Addr()), schema, opts)
-	h := openAt(t, srv.ConnString(), schema, opts)
+	_, _, p, a, h := silentPair(t, "silentslot", lockTimeout)
 	ctx := t.Context()
 	ns := driver.Namespace{Name: "w", Limit: 4, Tolerance: 100 * time.Millisecond}
 	l, err := h.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "h", Incarnation: "1", TTL: time.Minute, Preferred: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	frozen := make(chan struct{})
-	var once sync.Once
-	setHook(a, func(point string) {
-		if strings.Contains(point, "slot IN (") && strings.HasSuffix(point, "FOR UPDATE") {
-			once.Do(func() { p.Freeze(); close(frozen) })
-		}
+	silenceAt(t, p, a, func(point string) bool {
+		return strings.Contains(point, "slot IN (") && strings.HasSuffix(point, "FOR UPDATE")
+	}, func(ctx context.Context) {
+		_, _ = a.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute, Preferred: l.Slot})
 	})
-	actx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer p.Thaw()
-	defer cancel()
-	wg.Go(func() {
-		_, _ = a.Acquire(actx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute, Preferred: l.Slot})
-	})
-	<-frozen
 	bound := boundsOf(lockTimeout).lock + 2*time.Second
 	for i := range 3 {
 		start := time.Now()

@@ -1,37 +1,16 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/eventrec"
 	"github.com/cosid-go/store/internal/pgtest"
 )
-
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestServerStopped: what an operator sees when the server stops and comes
 // back, as with ZooKeeper: calls fail with ErrUnavailable (not a bare
@@ -44,15 +23,8 @@ func TestServerStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
-	var mu sync.Mutex
-	var kinds []driver.EventKind
-	st, err := store.OpenDriver(d, store.WithLogger(slog.New(slog.NewTextHandler(logs, nil))),
-		store.WithObserver(store.Observer{Event: func(e store.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			kinds = append(kinds, driver.EventKind(e.Kind))
-		}}))
+	ev := eventrec.New()
+	st, err := store.OpenDriver(d, ev.Options()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,26 +66,11 @@ func TestServerStopped(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // the pool's next dial
 	}
-	mu.Lock()
-	got := append([]driver.EventKind(nil), kinds...)
-	mu.Unlock()
-	dis := indexOf(got, driver.Disconnected)
-	if dis < 0 || indexOf(got[dis:], driver.Connected) < 0 {
-		t.Errorf("events %v: want disconnected, then connected", got)
-	}
-	out := logs.String()
+	ev.CheckOrder(t, store.Disconnected, store.Connected)
+	out := ev.Log()
 	for _, want := range []string{"store: connected", "store: disconnected", "store: lock lost"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the log has no %q:\n%s", want, out)
 		}
 	}
-}
-
-func indexOf(ks []driver.EventKind, k driver.EventKind) int {
-	for i, x := range ks {
-		if x == k {
-			return i
-		}
-	}
-	return -1
 }

@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -12,8 +12,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/rangecheck"
 )
 
 // TestFaults is the proof under faults: 8 stores, each reaching the server
@@ -28,7 +30,7 @@ import (
 // while another hold is neither given back nor lost (see exclusion).
 func TestFaults(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs about 15s with a server of its own")
+		t.Skip("runs 15s to a minute with a server of its own")
 	}
 	srv := pgtest.Start(t)
 	schema := freshSchema("faults")
@@ -53,181 +55,161 @@ func TestFaults(t *testing.T) {
 	}
 	ns := driver.Namespace{Name: "w", Limit: 4, Tolerance: 50 * time.Millisecond}
 	ctx, stop := context.WithCancel(t.Context())
-	var mu sync.Mutex
-	type rng struct{ start, end int64 }
-	ranges := map[string][]rng{}
-	type term struct {
-		who            int
-		floor, ceiling int64
-	}
-	terms := map[int]map[int64]*term{}
-	seen := func(i int, l driver.Lease) {
-		mu.Lock()
-		defer mu.Unlock()
-		if terms[l.Slot] == nil {
-			terms[l.Slot] = map[int64]*term{}
-		}
-		tm := terms[l.Slot][l.Fence]
-		if tm == nil {
-			terms[l.Slot][l.Fence] = &term{who: i, floor: l.Floor, ceiling: l.Ceiling}
-			return
-		}
-		if tm.who != i || tm.floor != l.Floor {
-			t.Errorf("slot %d fence %d: held by store %d (floor %d) and store %d (floor %d)", l.Slot, l.Fence, tm.who, tm.floor, i, l.Floor)
-		}
-		tm.ceiling = max(tm.ceiling, l.Ceiling)
-	}
-	var failures sync.Map
+	w := &faultWork{t: t, ns: ns, ranges: map[string]*rangecheck.Handed{"a": {}, "b": {}}, terms: map[int]map[int64]*term{}}
 	var wg sync.WaitGroup
 	for i, s := range stores {
-		wg.Go(func() {
-			for j := 0; ctx.Err() == nil; j++ {
-				key := []string{"a", "b"}[j%2]
-				step := int64(1 + j%5)
-				octx, cancel := context.WithTimeout(ctx, 3*time.Second)
-				start, err := s.Next(octx, key, step)
-				cancel()
-				if err == nil {
-					mu.Lock()
-					ranges[key] = append(ranges[key], rng{start, start + step})
-					mu.Unlock()
-				} else {
-					failures.Store(err.Error(), true)
-				}
-				if j%4 != 0 {
-					continue
-				}
-				octx, cancel = context.WithTimeout(ctx, 3*time.Second)
-				l, err := s.Acquire(octx, driver.AcquireRequest{Namespace: ns, Owner: fmt.Sprintf("s%d", i),
-					Incarnation: "x", TTL: 300 * time.Millisecond, Preferred: j % 4})
-				if err == nil {
-					seen(i, l)
-					if l2, err := s.Renew(octx, l); err == nil {
-						seen(i, l2)
-						l = l2
-					}
-					if j%8 == 0 {
-						_ = s.Release(octx, l, -1)
-					}
-				}
-				cancel()
-			}
-		})
+		wg.Go(func() { w.rangesAndLeases(ctx, i, s) })
 	}
 	ex := &exclusion{t: t}
 	for i, s := range stores {
 		wg.Go(func() { ex.work(ctx, i, s) })
 	}
-	faults := injectFaults(t, srv, proxies, freezers, ex.holder, 15*time.Second)
+	// The clock steps forward by twice the lock timeout, or back by one:
+	// lock takeovers must not care, and slot terms stay disjoint by their
+	// floors and ceilings.
+	stepClock := func(ms int64) {
+		err := srv.Exec(t, func(c *pgx.Conn) error {
+			_, err := c.Exec(t.Context(), `UPDATE public.cosid_test_step SET ms = ms + $1`, ms)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("step the clock: %v", err)
+		}
+	}
+	schedule := pgtest.Faults{Server: srv, Cut: proxies, Silent: freezers, Holder: ex.holder, StepClock: stepClock}.
+		Schedule(t, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)))
+	schedule.More = func() bool { return !enough(w.counts()) || ex.count() < minHolds }
+	faults := schedule.Run(t, 15*time.Second)
 	stop()
 	wg.Wait()
 
 	total := 0
-	for key, rs := range ranges {
-		slices.SortFunc(rs, func(a, b rng) int { return int(a.start - b.start) })
-		for i := 1; i < len(rs); i++ {
-			if rs[i].start < rs[i-1].end {
-				t.Errorf("key %s: ranges overlap: %v and %v", key, rs[i-1], rs[i])
-			}
-		}
-		total += len(rs)
+	for _, h := range w.ranges {
+		total += len(h.Check(t))
 	}
-	nterms := 0
-	for slot, ts := range terms {
-		fences := slices.Sorted(func(yield func(int64) bool) {
-			for f := range ts {
-				if !yield(f) {
-					return
-				}
-			}
-		})
-		nterms += len(fences)
-		for i := 1; i < len(fences); i++ {
-			prev, cur := ts[fences[i-1]], ts[fences[i]]
-			if cur.floor < prev.ceiling {
-				t.Errorf("slot %d: fence %d (store %d) floor %d below fence %d's (store %d) ceiling %d",
-					slot, fences[i], cur.who, cur.floor, fences[i-1], prev.who, prev.ceiling)
-			}
-		}
-	}
+	nterms := w.checkTerms()
 	var errs []string
-	failures.Range(func(k, _ any) bool { errs = append(errs, k.(string)); return len(errs) < 5 })
+	w.failures.Range(func(k, _ any) bool { errs = append(errs, k.(string)); return len(errs) < 5 })
 	t.Logf("faults: %v; %d ranges, %d lease terms and %d lock holds (%d of them lost) collected; some failures seen: %q",
 		faults, total, nterms, ex.holds, ex.lost, errs)
-	if total < 200 || nterms < 10 || ex.holds < 5 {
+	if !enough(total, nterms) || ex.holds < minHolds {
 		t.Errorf("too little work done under faults to prove anything: %d ranges, %d terms, %d holds", total, nterms, ex.holds)
 	}
 }
 
-// injectFaults runs for d: every second or so it kills and restarts the
-// server, cuts one store's connections, silences one store's network for
-// longer than the lock timeout, terminates every client backend, or steps
-// the database's clock; it returns what it did.
-func injectFaults(t *testing.T, srv *pgtest.Server, proxies []*pgtest.Proxy, freezers []*pgtest.Proxy,
-	holder func() int, d time.Duration) []string {
-	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	var did []string
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		time.Sleep(time.Duration(500+rnd.IntN(700)) * time.Millisecond)
-		kind := rnd.IntN(5)
-		if len(did)%3 == 1 {
-			kind = 4 // a clock step at least every third fault
+// faultWork is the ranges and leases part of TestFaults: what the stores
+// were handed, collected.
+type faultWork struct {
+	t        *testing.T
+	ns       driver.Namespace
+	ranges   map[string]*rangecheck.Handed // by key
+	mu       sync.Mutex
+	terms    map[int]map[int64]*term // by slot and fence
+	failures sync.Map                // error text -> true
+}
+
+type term struct {
+	who            int
+	floor, ceiling int64
+}
+
+// rangesAndLeases is store i's work until ctx ends: Next on keys a and b in
+// turn, and every fourth round a lease acquired, renewed, and (every
+// eighth) released.
+func (w *faultWork) rangesAndLeases(ctx context.Context, i int, s *driverStore) {
+	for j := 0; ctx.Err() == nil; j++ {
+		key := []string{"a", "b"}[j%2]
+		step := int64(1 + j%5)
+		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		start, err := s.Next(octx, key, step)
+		cancel()
+		if err == nil {
+			w.ranges[key].Add(i, store.Range{Start: start, End: start + step})
+		} else {
+			w.failures.Store(err.Error(), true)
 		}
-		switch kind {
-		case 4:
-			// The server's clock steps (forward by twice the lock timeout,
-			// or back by one): lock takeovers must not care, and slot
-			// terms stay disjoint by their floors and ceilings.
-			step := []int64{2000, -1000}[rnd.IntN(2)]
-			c, err := pgx.Connect(t.Context(), srv.ConnString())
-			if err != nil {
-				t.Fatalf("connect to step the clock: %v", err)
+		if j%4 != 0 {
+			continue
+		}
+		octx, cancel = context.WithTimeout(ctx, 3*time.Second)
+		l, err := s.Acquire(octx, driver.AcquireRequest{Namespace: w.ns, Owner: fmt.Sprintf("s%d", i),
+			Incarnation: "x", TTL: 300 * time.Millisecond, Preferred: j % 4})
+		if err == nil {
+			w.seen(i, l)
+			if l2, err := s.Renew(octx, l); err == nil {
+				w.seen(i, l2)
+				l = l2
 			}
-			_, err = c.Exec(t.Context(), `UPDATE public.cosid_test_step SET ms = ms + $1`, step)
-			c.Close(context.Background())
-			if err != nil {
-				t.Fatalf("step the clock: %v", err)
+			if j%8 == 0 {
+				_ = s.Release(octx, l, -1)
 			}
-			did = append(did, fmt.Sprintf("clock stepped %+dms", step))
-		case 3:
-			// The lock holder's network, if any: the case the liveness
-			// rule is for.
-			i := holder()
-			if i < 0 {
-				i = rnd.IntN(len(freezers))
+		}
+		cancel()
+	}
+}
+
+// seen records a lease store i holds: one term (slot and fence) is one
+// holder's, with one floor.
+func (w *faultWork) seen(i int, l driver.Lease) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.terms[l.Slot] == nil {
+		w.terms[l.Slot] = map[int64]*term{}
+	}
+	tm := w.terms[l.Slot][l.Fence]
+	if tm == nil {
+		w.terms[l.Slot][l.Fence] = &term{who: i, floor: l.Floor, ceiling: l.Ceiling}
+		return
+	}
+	if tm.who != i || tm.floor != l.Floor {
+		w.t.Errorf("slot %d fence %d: held by store %d (floor %d) and store %d (floor %d)", l.Slot, l.Fence, tm.who, tm.floor, i, l.Floor)
+	}
+	tm.ceiling = max(tm.ceiling, l.Ceiling)
+}
+
+// checkTerms checks that, per slot, no term's floor is below the ceiling
+// of the term before it (by fence), and returns how many terms there were.
+func (w *faultWork) checkTerms() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for slot, ts := range w.terms {
+		fences := slices.Sorted(maps.Keys(ts))
+		n += len(fences)
+		for i := 1; i < len(fences); i++ {
+			prev, cur := ts[fences[i-1]], ts[fences[i]]
+			if cur.floor < prev.ceiling {
+				w.t.Errorf("slot %d: fence %d (store %d) floor %d below fence %d's (store %d) ceiling %d",
+					slot, fences[i], cur.who, cur.floor, fences[i-1], prev.who, prev.ceiling)
 			}
-			f := freezers[i]
-			f.Freeze()
-			time.Sleep(1500 * time.Millisecond)
-			f.Thaw()
-			did = append(did, "network silent 1.5s")
-		case 0:
-			srv.Kill()
-			srv.Restart(t)
-			did = append(did, "server killed+restarted")
-		case 1:
-			p := proxies[rnd.IntN(len(proxies))]
-			p.Cut()
-			time.Sleep(100 * time.Millisecond)
-			p.Restore()
-			did = append(did, "connections cut")
-		case 2:
-			c, err := pgx.Connect(t.Context(), srv.ConnString())
-			if err != nil {
-				t.Fatalf("connect to terminate backends: %v", err)
-			}
-			var k int
-			err = c.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-				WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&k)
-			c.Close(context.Background())
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Fatalf("pg_terminate_backend: %v", err)
-			}
-			did = append(did, fmt.Sprintf("%d backends terminated", k))
 		}
 	}
-	return did
+	return n
+}
+
+// The least work under faults that proves something.
+const minRanges, minTerms, minHolds = 200, 10, 5
+
+func enough(ranges, terms int) bool { return ranges >= minRanges && terms >= minTerms }
+
+// counts returns the ranges and lease terms collected so far.
+func (w *faultWork) counts() (ranges, terms int) {
+	for _, h := range w.ranges {
+		ranges += h.Len()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ts := range w.terms {
+		terms += len(ts)
+	}
+	return ranges, terms
+}
+
+// count returns the holds granted so far.
+func (ex *exclusion) count() int {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.holds
 }
 
 // exclusion checks that a lock is never granted while another store's

@@ -30,15 +30,6 @@ func openAt(t *testing.T, connString, schema string, extra map[string]string) *d
 	return s
 }
 
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 type lockResult struct {
 	l       driver.Lock
 	err     error

@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -36,17 +34,7 @@ func TestLockHolderPaused(t *testing.T) {
 	}
 	srv := pgtest.Shared(t)
 	schema := freshSchema("paused")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHolderPaused$")
-	cmd.Env = append(os.Environ(), pausedEnv+"="+srv.ConnString()+"|"+schema)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	r := bufio.NewReader(out)
+	cmd, r := startChild(t, pausedEnv, srv, schema)
 	line, err := r.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "HELD ") {
 		t.Fatalf("the holder process said %q (%v)", line, err)
@@ -83,17 +71,7 @@ func TestLockHolderPaused(t *testing.T) {
 // then prints the wall time (shared with the parent, same host) taken
 // before the last check that found it open.
 func pausedHolder(v string) {
-	connString, schema, _ := strings.Cut(v, "|")
-	d, err := fromOptions(map[string]string{"connString": connString, "schema": schema, "lockTimeout": "2s"})
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(2)
-	}
-	l, err := d.(*driverStore).Lock(context.Background(), "x", "paused", true)
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(2)
-	}
+	l := childLock(v, "paused")
 	// Every P busy checking, as a loaded program would be: the timer then
 	// runs only once the runtime preempts one of them.
 	const checkers = 8

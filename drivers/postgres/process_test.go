@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,33 +21,13 @@ const holderEnv = "COSID_PG_LOCK_HOLDER"
 // the lock timeout of its last confirmation), with a higher fence.
 func TestLockHolderKilled(t *testing.T) {
 	if v := os.Getenv(holderEnv); v != "" {
-		connString, schema, _ := strings.Cut(v, "|")
-		d, err := fromOptions(map[string]string{"connString": connString, "schema": schema, "lockTimeout": "2s"})
-		if err != nil {
-			fmt.Println("ERR", err)
-			os.Exit(2)
-		}
-		l, err := d.(*driverStore).Lock(context.Background(), "x", "child", true)
-		if err != nil {
-			fmt.Println("ERR", err)
-			os.Exit(2)
-		}
-		fmt.Println("FENCE", l.Fence())
+		fmt.Println("FENCE", childLock(v, "child").Fence())
 		select {} // until killed
 	}
 	srv := pgtest.Shared(t)
 	schema := freshSchema("killed")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHolderKilled$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+srv.ConnString()+"|"+schema)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	cmd, out := startChild(t, holderEnv, srv, schema)
+	line, err := out.ReadString('\n')
 	fence, perr := strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(line, "FENCE ")), 10, 64)
 	if err != nil || perr != nil {
 		t.Fatalf("the holder process said %q (%v)", line, err)

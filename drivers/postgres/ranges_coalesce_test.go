@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"sync"
@@ -59,45 +58,20 @@ func TestCoalescedNext(t *testing.T) {
 	})
 
 	var handed rangecheck.Handed
-	var ok, cancelled, failed atomic.Int64
-	// Callers go on past their calls until a fault and a cancellation were
-	// seen (bounded): a fast run may end before the first fault.
-	proofBy := time.Now().Add(60 * time.Second)
-	var wg sync.WaitGroup
-	for i, st := range sts {
-		for g := range goroutines {
-			wg.Go(func() {
-				rnd := rand.New(rand.NewPCG(uint64(i), uint64(g)+1))
-				for n := 0; n < calls || (failed.Load() == 0 || cancelled.Load() == 0) && time.Now().Before(proofBy); n++ {
-					step := 1 + rnd.Int64N(20)
-					ctx, cancel := context.WithCancel(t.Context())
-					if rnd.IntN(8) == 0 {
-						time.AfterFunc(time.Duration(rnd.IntN(3000))*time.Microsecond, cancel)
-					}
-					r, err := st.Ranges().Next(ctx, "k", step)
-					cancel()
-					switch {
-					case err == nil:
-						ok.Add(1)
-						handed.Step(t, i, r, step)
-					case errors.Is(err, context.Canceled):
-						cancelled.Add(1)
-					case errors.Is(err, store.ErrSealed), errors.Is(err, store.ErrExhausted),
-						errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrRecreated):
-						t.Errorf("store %d: Next: %v", i, err)
-					default:
-						failed.Add(1) // a cut connection
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
+	n := rangecheck.Callers{Stores: sts, PerStore: goroutines, Calls: calls, MaxStep: 20,
+		CancelWithin: 3 * time.Millisecond, Seed: 1,
+		More: func(n *rangecheck.Counts) bool { return n.Failed.Load() == 0 || n.Cancelled.Load() == 0 },
+		// A cut connection; never a refusal of the key.
+		Expected: func(err error) bool {
+			return !errors.Is(err, store.ErrSealed) && !errors.Is(err, store.ErrExhausted) &&
+				!errors.Is(err, store.ErrCorrupt) && !errors.Is(err, store.ErrRecreated)
+		},
+	}.Run(t, "k", &handed)
 	close(stop)
 	cutter.Wait()
 
 	rs := handed.Check(t)
-	t.Logf("%d calls got a range, %d cancelled, %d failed; %d cuts", ok.Load(), cancelled.Load(), failed.Load(), cuts.Load())
+	t.Logf("%d calls got a range, %d cancelled, %d failed; %d cuts", n.OK.Load(), n.Cancelled.Load(), n.Failed.Load(), cuts.Load())
 	// The last cut may still cost a connection attempt on a loaded machine.
 	var next int64
 	var err error
@@ -112,7 +86,7 @@ func TestCoalescedNext(t *testing.T) {
 	if end := rs[len(rs)-1].End; end > next {
 		t.Errorf("a range ends at %d, past the key's next value %d", end, next)
 	}
-	if failed.Load() == 0 || cancelled.Load() == 0 {
+	if n.Failed.Load() == 0 || n.Cancelled.Load() == 0 {
 		t.Errorf("no call failed on a cut connection, or none was cancelled: the test proved less than it claims")
 	}
 }

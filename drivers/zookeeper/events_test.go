@@ -1,17 +1,14 @@
 package zookeeper
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/eventrec"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -43,46 +40,22 @@ func TestOpenContextEndsWithItsContext(t *testing.T) {
 	}
 }
 
-// events collects a driver's events.
-type events struct {
-	mu  sync.Mutex
-	all []driver.Event
-}
-
-func (e *events) add(ev driver.Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.all = append(e.all, ev)
-}
-
-func (e *events) of(kind driver.EventKind) []driver.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []driver.Event
-	for _, ev := range e.all {
-		if ev.Kind == kind {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
 // openNotified opens a store the way the portable layer does: events
 // first, then Connect.
-func openNotified(t *testing.T, addr string, w *wire) (*driverStore, *events) {
+func openNotified(t *testing.T, addr string, w *wire) (*driverStore, *eventrec.Recorder) {
 	t.Helper()
 	var wrap = w.wrap
 	s, err := prepare(testOptions(addr, nil), wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev events
-	s.Notify(ev.add)
+	ev := eventrec.New()
+	s.Notify(ev.Notify)
 	if err := s.Connect(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, &ev
+	return s, ev
 }
 
 func TestEvents(t *testing.T) {
@@ -98,7 +71,7 @@ func TestEvents(t *testing.T) {
 
 func testConnectedAndPing(t *testing.T, addr string) {
 	s, ev := openNotified(t, addr, &wire{})
-	c := ev.of(driver.Connected)
+	c := ev.Of(store.Connected)
 	if len(c) != 1 || c[0].Server != addr || c[0].SessionID == 0 || c[0].Timeout <= 0 {
 		t.Errorf("connected events %+v, want one naming %s, its session and timeout", c, addr)
 	}
@@ -120,14 +93,14 @@ func testLostAnswerReported(t *testing.T, addr string) {
 	if _, err := s.Next(ctx, "lost", 10); err != nil {
 		t.Fatalf("Next across a lost answer: %v", err)
 	}
-	u := ev.of(driver.UnknownOutcome)
+	u := ev.Of(store.UnknownOutcome)
 	if len(u) != 1 || u[0].Key != "lost" || u[0].Value != 10 || u[0].Count != 10 || u[0].Err == nil {
 		t.Errorf("unknown-outcome events %+v, want one of key lost, values [10, 20), with the error", u)
 	}
-	if r := ev.of(driver.Retry); len(r) == 0 || r[0].Attempt != 1 {
+	if r := ev.Of(store.Retry); len(r) == 0 || r[0].Attempt != 1 {
 		t.Errorf("retry events %+v, want the first retry", r)
 	}
-	if d := ev.of(driver.Disconnected); len(d) == 0 {
+	if d := ev.Of(store.Disconnected); len(d) == 0 {
 		t.Error("the dropped connection was not reported")
 	}
 
@@ -136,44 +109,19 @@ func testLostAnswerReported(t *testing.T, addr string) {
 	if _, err := s.Next(ctx, "lostfirst", 10); err != nil {
 		t.Fatalf("Next across a lost create answer: %v", err)
 	}
-	u = ev.of(driver.UnknownOutcome)
+	u = ev.Of(store.UnknownOutcome)
 	if len(u) != 2 || u[1].Key != "lostfirst" || u[1].Value != 0 || u[1].Count != 10 {
 		t.Errorf("unknown-outcome events %+v, want a second one of key lostfirst, values [0, 10)", u)
 	}
-}
-
-// syncBuffer is a log destination safe for the store's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // testLockLostLogged: a lock held across a cut longer than the session
 // timeout is lost, and the log says so at Error with the driver's reason.
 func testLockLostLogged(t *testing.T, addr string) {
 	proxy := zktest.NewProxy(t, addr)
-	var logs syncBuffer
-	lost := make(chan store.Event, 1)
+	ev := eventrec.New()
 	st, err := store.OpenContext(t.Context(), "zookeeper", testOptions(proxy.Addr(), nil),
-		store.WithTimeout(10*time.Second),
-		store.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-		store.WithObserver(store.Observer{Event: func(e store.Event) {
-			if e.Kind == store.LockLost {
-				lost <- e
-			}
-		}}))
+		append(ev.Options(), store.WithTimeout(10*time.Second))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,12 +131,7 @@ func testLockLostLogged(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	proxy.Cut()
-	var e store.Event
-	select {
-	case e = <-lost:
-	case <-time.After(60 * time.Second): // a 4s session timeout, on a loaded machine
-		t.Fatal("the lock was not reported lost within 60s of the cut")
-	}
+	e := ev.Await(t, store.LockLost, 60*time.Second) // a 4s session timeout, on a loaded machine
 	// The reason is the driver's (its words change with the liveness rule).
 	if !errors.Is(e.Err, store.ErrLeaseLost) || !strings.Contains(e.Err.Error(), "zookeeper: ") {
 		t.Errorf("lost lock reported with %v, want ErrLeaseLost and the driver's reason", e.Err)
@@ -197,7 +140,7 @@ func testLockLostLogged(t *testing.T, addr string) {
 		t.Errorf("lost lock reported as %q fence %d, want held fence %d", e.Key, e.Fence, l.Fence())
 	}
 	want := `level=ERROR msg="store: lock lost" key=held fence=`
-	if got := logs.String(); !strings.Contains(got, want) || !strings.Contains(got, "zookeeper: ") {
+	if got := ev.Log(); !strings.Contains(got, want) || !strings.Contains(got, "zookeeper: ") {
 		t.Errorf("log lacks %q with the reason:\n%s", want, got)
 	}
 }

@@ -62,8 +62,8 @@ type allocation struct {
 // ens through proxies of its own (returned as [store][member]), so a test
 // can cut one store off one member. The short timeouts make faults show
 // within a test's run.
-func openBehindProxies(t *testing.T, ens *zktest.Ensemble, n int, root string) ([]*driverStore, [][]*zktest.Proxy) {
-	proxies := make([][]*zktest.Proxy, n)
+func openBehindProxies(t *testing.T, ens *zktest.Ensemble, n int, root string) ([]*driverStore, zktest.Stores) {
+	proxies := make(zktest.Stores, n)
 	sts := make([]*driverStore, n)
 	for i := range n {
 		var addrs []string
@@ -129,7 +129,7 @@ func testEnsembleFaults(t *testing.T, version string, duration time.Duration) {
 	}
 
 	// Faults, one at a time, each held long enough for requests to meet it.
-	log := injectFaults(t, ens, proxies, rand.New(rand.NewPCG(7, 11)), duration)
+	log := zktest.EnsembleFaults(t, ens, proxies, rand.New(rand.NewPCG(7, 11))).Run(t, duration)
 	stop()
 	wg.Wait()
 	t.Logf("faults: %s", strings.Join(log, "; "))
@@ -208,67 +208,4 @@ func cmpInt64(a, b int64) int {
 		return 1
 	}
 	return 0
-}
-
-// injectFaults runs faults on ens, one at a time, until duration has passed
-// or the test failed: the leader or another member killed and restarted,
-// half the stores cut off for a moment, one store cut off past its session
-// timeout (proxies[store][member]). It returns what it did.
-func injectFaults(t *testing.T, ens *zktest.Ensemble, proxies [][]*zktest.Proxy, rnd *rand.Rand, duration time.Duration) []string {
-	stores := len(proxies)
-	hold := func(d time.Duration) {
-		select {
-		case <-time.After(d):
-		case <-t.Context().Done():
-		}
-	}
-	var log []string
-	deadline := time.Now().Add(duration)
-	for round := 0; time.Now().Before(deadline) && !t.Failed(); round++ {
-		switch round % 4 {
-		case 0: // the leader dies
-			l := ens.Leader()
-			if l < 0 {
-				ens.WaitQuorum(t)
-				l = ens.Leader()
-			}
-			ens.Members[l].Kill()
-			hold(300 * time.Millisecond)
-			ens.Members[l].Start()
-			log = append(log, fmt.Sprintf("killed and restarted leader %d", l+1))
-		case 1: // any member dies
-			m := rnd.IntN(len(ens.Members))
-			ens.Members[m].Kill()
-			hold(300 * time.Millisecond)
-			ens.Members[m].Start()
-			log = append(log, fmt.Sprintf("killed and restarted member %d", m+1))
-		case 2: // half the stores lose every connection for a moment
-			cut := rnd.Perm(stores)[:stores/2]
-			for _, i := range cut {
-				for _, p := range proxies[i] {
-					p.Cut()
-				}
-			}
-			hold(500 * time.Millisecond)
-			for _, i := range cut {
-				for _, p := range proxies[i] {
-					p.Restore()
-				}
-			}
-			log = append(log, fmt.Sprintf("cut stores %v for 500ms", cut))
-		case 3: // one store is cut off longer than its session timeout
-			i := rnd.IntN(stores)
-			for _, p := range proxies[i] {
-				p.Cut()
-			}
-			hold(2500 * time.Millisecond)
-			for _, p := range proxies[i] {
-				p.Restore()
-			}
-			log = append(log, fmt.Sprintf("cut store %d for 2.5s (its session expires)", i))
-		}
-		ens.WaitQuorum(t)
-		hold(300 * time.Millisecond) // let traffic flow between faults
-	}
-	return log
 }

@@ -170,7 +170,8 @@ func TestLockCallerConnTimeoutShrinks(t *testing.T) {
 			srv := zktest.StartServer(t, version)
 			root := randomRoot()
 			proxy := zktest.NewProxy(t, srv.Addr())
-			conn, _, err := zk.Connect([]string{proxy.Addr()}, 20*time.Second, zk.WithLogInfo(false))
+			conn, _, err := zk.Connect([]string{proxy.Addr()}, 20*time.Second, zk.WithLogInfo(false),
+				zk.WithDialer(zktest.BoundedHandshake)) // it reconnects to a restarted server
 			if err != nil {
 				t.Fatalf("zk.Connect: %v", err)
 			}

@@ -48,15 +48,6 @@ type faultHold struct {
 	fence int64
 }
 
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // granted records h. Every check runs under one mutex, so the order of
 // records is an order in time: a hold recorded with its Lost open held the
 // lock then, so (if no two ever hold at once) it was granted after every
@@ -155,7 +146,7 @@ func testLockEnsembleFaults(t *testing.T, version string, duration time.Duration
 		}
 	}
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
-	done := injectLockFaults(t, ens, proxies, rnd, duration)
+	done := zktest.LockFaults(t, ens, proxies, rnd).Run(t, duration)
 	stop()
 	wg.Wait()
 	t.Logf("faults: %s", strings.Join(done, "; "))
@@ -193,73 +184,6 @@ func testLockEnsembleFaults(t *testing.T, version string, duration time.Duration
 		kids, _, err := s.conn.Children(s.lockParent(name))
 		return err != nil || len(kids) == 0 // a missing parent (the container went) is empty too
 	})
-}
-
-// injectLockFaults runs faults on ens one at a time, in turn, until
-// duration has passed or the test failed: a follower cut off from the
-// other members (its clients stay connected) past the session timeout, the
-// leader or another member killed and restarted, the stores cut off for a
-// moment, one store cut off past its session timeout
-// (proxies[store][member]).
-func injectLockFaults(t *testing.T, ens *zktest.Ensemble, proxies [][]*zktest.Proxy, rnd *rand.Rand, duration time.Duration) []string {
-	hold := func(d time.Duration) {
-		select {
-		case <-time.After(d):
-		case <-t.Context().Done():
-		}
-	}
-	cut := func(stores []int, d time.Duration) {
-		for _, i := range stores {
-			for _, p := range proxies[i] {
-				p.Cut()
-			}
-		}
-		hold(d)
-		for _, i := range stores {
-			for _, p := range proxies[i] {
-				p.Restore()
-			}
-		}
-	}
-	var log []string
-	deadline := time.Now().Add(duration)
-	for round := 0; time.Now().Before(deadline) && !t.Failed(); round++ {
-		switch round % 5 {
-		case 0: // a follower, as in docs/design.md's partition (the leader's own isolation is an election)
-			m := (max(ens.Leader(), 0) + 1 + rnd.IntN(len(ens.Members)-1)) % len(ens.Members)
-			ens.Isolate(m)
-			hold(3 * time.Second)
-			ens.Heal(m)
-			log = append(log, fmt.Sprintf("isolated member %d for 3s", m+1))
-		case 1:
-			l := ens.Leader()
-			if l < 0 {
-				ens.WaitQuorum(t)
-				l = ens.Leader()
-			}
-			ens.Members[l].Kill()
-			hold(300 * time.Millisecond)
-			ens.Members[l].Start()
-			log = append(log, fmt.Sprintf("killed and restarted leader %d", l+1))
-		case 2:
-			m := rnd.IntN(len(ens.Members))
-			ens.Members[m].Kill()
-			hold(300 * time.Millisecond)
-			ens.Members[m].Start()
-			log = append(log, fmt.Sprintf("killed and restarted member %d", m+1))
-		case 3:
-			c := rnd.Perm(len(proxies))[:2]
-			cut(c, 500*time.Millisecond)
-			log = append(log, fmt.Sprintf("cut stores %v for 500ms", c))
-		case 4:
-			i := rnd.IntN(len(proxies))
-			cut([]int{i}, 2500*time.Millisecond)
-			log = append(log, fmt.Sprintf("cut store %d for 2.5s (its session expires)", i))
-		}
-		ens.WaitQuorum(t)
-		hold(300 * time.Millisecond) // let traffic flow between faults
-	}
-	return log
 }
 
 // waitCommits waits until every member of ens commits a write made

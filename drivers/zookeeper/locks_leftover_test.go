@@ -149,7 +149,9 @@ func TestLockAbandonedWaitsShareWatch(t *testing.T) {
 			}
 			got := w.requests(opGetData) - gets
 			t.Logf("%d abandoned waits set %d watches", waits, got)
-			if got != 1 {
+			// One, or a few more if a loaded machine cost the store its
+			// connection and it watched again; one per wait would be 30.
+			if got < 1 || got > 3 {
 				t.Errorf("%d abandoned waits behind one holder set %d watches (getData requests), want 1 shared", waits, got)
 			}
 			s.lk.mu.Lock()

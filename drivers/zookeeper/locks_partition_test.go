@@ -1,6 +1,8 @@
 package zookeeper
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -8,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -96,15 +99,7 @@ func lockProofRound(t *testing.T, ens *zktest.Ensemble, timeout time.Duration, r
 	if err != nil {
 		t.Fatalf("round %d: A's Lock: %v", round, err)
 	}
-	type grant struct {
-		res lockResult
-		at  time.Duration
-	}
-	chB := make(chan grant, 1)
-	go func() {
-		l, err := sb.Lock(ctx, name, "b", true)
-		chB <- grant{lockResult{l, err}, monoNow()} // taken at once: the grant instant, or later
-	}()
+	chB := lockAsync(t, ctx, sb, name, "b")
 	lockEventually(t, 20*time.Second, "B queued", func() bool { return queueLength(ctx, sb, name) == 2 })
 	lost := make(chan time.Duration, 1)
 	go func() {
@@ -115,14 +110,9 @@ func lockProofRound(t *testing.T, ens *zktest.Ensemble, timeout time.Duration, r
 	faultAt := monoNow()
 	fault()
 	defer heal()
-	var g grant
-	select {
-	case g = <-chB:
-	case <-time.After(30*timeout + 60*time.Second):
-		t.Fatalf("round %d: B not granted the lock within %v of the fault", round, 30*timeout+60*time.Second)
-	}
-	if g.res.err != nil {
-		t.Fatalf("round %d: B's Lock: %v", round, g.res.err)
+	g := awaitLock(t, chB, 30*timeout+60*time.Second, fmt.Sprintf("round %d: B's Lock after the fault", round))
+	if g.err != nil {
+		t.Fatalf("round %d: B's Lock: %v", round, g.err)
 	}
 	var lostAt time.Duration
 	select {
@@ -138,7 +128,12 @@ func lockProofRound(t *testing.T, ens *zktest.Ensemble, timeout time.Duration, r
 	margin := g.at - lostAt
 	t.Logf("round %d (A on member %d): A lost at +%v, B granted at +%v after the fault: margin %v",
 		round, a+1, lostAt-faultAt, g.at-faultAt, margin)
-	if err := g.res.l.Unlock(ctx); err != nil {
+	// B may lose its own hold meanwhile on a loaded machine (its session
+	// not confirmed in time after the fault): safe, and not this proof's
+	// point. Any other failure of its Unlock is.
+	if err := g.l.Unlock(ctx); errors.Is(err, driver.ErrLeaseLost) {
+		t.Logf("round %d: B's hold was lost before its Unlock: %v", round, err)
+	} else if err != nil {
 		t.Errorf("round %d: B's Unlock: %v", round, err)
 	}
 	return margin

@@ -114,23 +114,6 @@ func lockOnce(t *testing.T, s *driverStore, name, owner string) int64 {
 	return l.Fence()
 }
 
-// lockEventually polls cond until it holds, and stops the test if it does
-// not within d.
-func lockEventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		select {
-		case <-time.After(5 * time.Millisecond):
-		case <-t.Context().Done():
-			t.Fatalf("%s: the test ended", what)
-		}
-	}
-}
-
 // lockNodes lists a lock's nodes through conn, sorted; none if the parent
 // is missing.
 func lockNodes(t *testing.T, conn *zk.Conn, parent string) []string {
@@ -159,34 +142,6 @@ func lockedCount(s *driverStore) int {
 	s.lk.mu.Lock()
 	defer s.lk.mu.Unlock()
 	return len(s.lk.nodes)
-}
-
-type lockResult struct {
-	l   driver.Lock
-	err error
-}
-
-// lockAsync runs Lock in a goroutine the test waits for.
-func lockAsync(t *testing.T, ctx context.Context, s *driverStore, name, owner string) <-chan lockResult {
-	ch := make(chan lockResult, 1)
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait)
-	wg.Go(func() {
-		l, err := s.Lock(ctx, name, owner, true)
-		ch <- lockResult{l, err}
-	})
-	return ch
-}
-
-func awaitLock(t *testing.T, ch <-chan lockResult, d time.Duration, what string) lockResult {
-	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(d):
-		t.Fatalf("%s: no result within %v", what, d)
-	}
-	panic("unreachable")
 }
 
 // testLockRequestsUncontended: an uncontended Lock and Unlock send three
@@ -370,7 +325,7 @@ func testLockNoHerd(t *testing.T, addr string) {
 		st := openTest(t, opts, wires[i])
 		wg.Go(func() {
 			l, err := st.Lock(ctx, name, fmt.Sprintf("w%02d", i), true)
-			got <- acquired{i, lockResult{l, err}}
+			got <- acquired{i, lockResult{l: l, err: err}}
 		})
 		// One at a time, so the arrival order is known.
 		lockEventually(t, 10*time.Second, fmt.Sprintf("waiter %d queued", i), func() bool {

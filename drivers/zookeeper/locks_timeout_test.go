@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -108,15 +109,7 @@ func timeoutChangeRound(t *testing.T, srv *zktest.Server, c timeoutChange) {
 	}()
 	b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root}), nil)
 	defer b.Close()
-	type grant struct {
-		res lockResult
-		at  time.Duration
-	}
-	chB := make(chan grant, 1)
-	go func() {
-		l, err := b.Lock(ctx, name, "b", true)
-		chB <- grant{lockResult{l, err}, monoNow()} // the grant instant, or later
-	}()
+	chB := lockAsync(t, ctx, b, name, "b")
 	var heldAtFreeze bool
 	lockEventually(t, 20*time.Second, "B queued or granted", func() bool {
 		if len(chB) > 0 {
@@ -127,14 +120,9 @@ func timeoutChangeRound(t *testing.T, srv *zktest.Server, c timeoutChange) {
 	})
 	faultAt := monoNow()
 	proxy.Freeze()
-	var g grant
-	select {
-	case g = <-chB:
-	case <-time.After(2*c.after + 60*time.Second):
-		t.Fatalf("%v to %v: B not granted the lock within %v of the freeze", c.asked, c.after, 2*c.after+60*time.Second)
-	}
-	if g.res.err != nil {
-		t.Fatalf("%v to %v: B's Lock: %v", c.asked, c.after, g.res.err)
+	g := awaitLock(t, chB, 2*c.after+60*time.Second, fmt.Sprintf("%v to %v: B's Lock after the freeze", c.asked, c.after))
+	if g.err != nil {
+		t.Fatalf("%v to %v: B's Lock: %v", c.asked, c.after, g.err)
 	}
 	var lostAt time.Duration
 	select {
@@ -148,7 +136,7 @@ func timeoutChangeRound(t *testing.T, srv *zktest.Server, c timeoutChange) {
 		t.Errorf("%v to %v: A's Lost closed at %+v, not before B was granted the lock at %+v after the freeze: two holders",
 			c.asked, c.after, lostAt-faultAt, g.at-faultAt)
 	}
-	if err := g.res.l.Unlock(ctx); err != nil {
+	if err := g.l.Unlock(ctx); err != nil {
 		t.Errorf("%v to %v: B's Unlock: %v", c.asked, c.after, err)
 	}
 }

@@ -96,7 +96,7 @@ func rawConn(t testing.TB, addr string) *zk.Conn {
 	session := make(chan struct{})
 	var once sync.Once
 	conn, _, err := zk.Connect([]string{addr}, 4*time.Second,
-		zk.WithLogInfo(false),
+		zk.WithLogInfo(false), zk.WithDialer(zktest.BoundedHandshake),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.State == zk.StateHasSession {
 				once.Do(func() { close(session) })

@@ -1,8 +1,6 @@
 package zookeeper
 
 import (
-	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -76,39 +74,10 @@ func testCoalescedNext(t *testing.T, addr string) {
 		before += w.requests(opSetData) + w.requests(opMulti)
 	}
 
-	var ok, cancelled atomic.Int64
-	// Callers go on past their calls until a fault and a cancellation were
-	// seen (bounded): a fast run may end before the first fault.
-	proofBy := time.Now().Add(60 * time.Second)
-	var wg sync.WaitGroup
-	for i, st := range sts {
-		for g := range goroutines {
-			wg.Go(func() {
-				rnd := rand.New(rand.NewPCG(uint64(i), uint64(g)+1))
-				for n := 0; n < calls || (dropped.Load() == 0 || cancelled.Load() == 0) && time.Now().Before(proofBy); n++ {
-					step := 1 + rnd.Int64N(20)
-					ctx, cancel := context.WithCancel(t.Context())
-					if rnd.IntN(8) == 0 {
-						// Cancelled while it waits, while its write is in
-						// flight, or after it returned.
-						time.AfterFunc(time.Duration(rnd.IntN(3000))*time.Microsecond, cancel)
-					}
-					r, err := st.Ranges().Next(ctx, "k", step)
-					cancel()
-					switch {
-					case err == nil:
-						ok.Add(1)
-						handed.Step(t, i, r, step)
-					case errors.Is(err, context.Canceled):
-						cancelled.Add(1)
-					default:
-						t.Errorf("store %d: Next: %v", i, err)
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
+	n := rangecheck.Callers{Stores: sts, PerStore: goroutines, Calls: calls, MaxStep: 20,
+		CancelWithin: 3 * time.Millisecond, Seed: 1,
+		More: func(n *rangecheck.Counts) bool { return dropped.Load() == 0 || n.Cancelled.Load() == 0 },
+	}.Run(t, "k", &handed)
 
 	writes := -before
 	for _, w := range wires {
@@ -127,11 +96,11 @@ func testCoalescedNext(t *testing.T, addr string) {
 		}
 	}
 	t.Logf("%d calls got a range, %d cancelled; %d answers dropped, %d writes with an unknown outcome; %d writes in all",
-		ok.Load(), cancelled.Load(), dropped.Load(), len(skipped), writes)
-	if dropped.Load() == 0 || cancelled.Load() == 0 {
+		n.OK.Load(), n.Cancelled.Load(), dropped.Load(), len(skipped), writes)
+	if dropped.Load() == 0 || n.Cancelled.Load() == 0 {
 		t.Errorf("no answer dropped or no call cancelled: the test proved less than it claims")
 	}
-	if int64(writes) >= ok.Load() {
-		t.Errorf("%d writes for %d ranges: no call shared a write", writes, ok.Load())
+	if int64(writes) >= n.OK.Load() {
+		t.Errorf("%d writes for %d ranges: no call shared a write", writes, n.OK.Load())
 	}
 }

@@ -1158,10 +1158,7 @@ func testSlotEnsembleFaults(t *testing.T, version string, duration time.Duration
 	sts, proxies := openBehindProxies(t, ens, stores, root)
 
 	rec := &slotRecorder{terms: map[slotTermKey]*slotTerm{}}
-	var (
-		renews, releases, abandons, exhausted atomic.Int64
-		failures                              sync.Map
-	)
+	var failures sync.Map
 	bug := func(i int, what string, err error) {
 		if errors.Is(err, driver.ErrCorrupt) || errors.Is(err, driver.ErrConfigMismatch) ||
 			errors.Is(err, driver.ErrInvalidArgument) || (errors.Is(err, driver.ErrRecreated)) {
@@ -1170,107 +1167,15 @@ func testSlotEnsembleFaults(t *testing.T, version string, duration time.Duration
 		countFailure(&failures, what+": "+strings.ReplaceAll(err.Error(), root, "{root}"))
 	}
 	run, stop := context.WithCancel(t.Context())
-	pause := func(d time.Duration) {
-		select {
-		case <-time.After(d):
-		case <-run.Done():
-		}
-	}
+	wl := &slotWorkload{t: t, run: run, ns: ns, ttl: ttl, rec: rec, bug: bug}
 	var wg sync.WaitGroup
 	for i, s := range sts {
 		for w := range workers {
-			wg.Go(func() {
-				rnd := rand.New(rand.NewPCG(uint64(i), uint64(w)))
-				owner := fmt.Sprintf("w%d-%d", i, w)
-				runs, reclaim := 0, false
-				for run.Err() == nil {
-					ctx, cancel := context.WithTimeout(run, 2*time.Second)
-					l, err := s.Acquire(ctx, driver.AcquireRequest{
-						Namespace: ns, Owner: owner, Incarnation: fmt.Sprintf("%s-run%d", owner, runs),
-						TTL: ttl, Preferred: rnd.IntN(ns.Limit), Reclaim: reclaim,
-					})
-					cancel()
-					if errors.Is(err, driver.ErrExhausted) {
-						exhausted.Add(1)
-						pause(time.Duration(10+rnd.IntN(30)) * time.Millisecond) // pacing, not synchronisation
-						continue
-					}
-					if err != nil {
-						bug(i, "Acquire", err)
-						continue
-					}
-					if l.Floor > l.Ceiling || l.Ceiling < l.ExpiresAt+ns.Tolerance.Milliseconds() {
-						t.Errorf("store %d: lease %+v has bad times", i, l)
-					}
-					rec.granted(l)
-					reclaim = false
-					// Hold the term, renewing a third of the way before its
-					// expiry, until the hold ends, the term is lost, or it
-					// expires unrenewed.
-					holdUntil := time.Now().Add(time.Duration(rnd.Int64N(int64(2 * ttl))))
-					held := true
-					for held && run.Err() == nil && time.Now().Before(holdUntil) {
-						renewAt := time.UnixMilli(l.ExpiresAt - ttl.Milliseconds()*2/3)
-						if renewAt.After(holdUntil) {
-							break
-						}
-						if d := time.Until(renewAt); d > 0 {
-							pause(d) // waiting for a known instant
-						}
-						if time.Now().UnixMilli() >= l.ExpiresAt {
-							held = false // expired: the holder has stopped issuing
-							break
-						}
-						ctx, cancel := context.WithDeadline(run, time.UnixMilli(l.ExpiresAt))
-						r, err := s.Renew(ctx, l)
-						cancel()
-						switch {
-						case err == nil:
-							renews.Add(1)
-							rec.renewed(r)
-							l = r
-						case errors.Is(err, driver.ErrLeaseLost):
-							held = false
-						default:
-							bug(i, "Renew", err)
-						}
-					}
-					if !held || time.Now().UnixMilli() >= l.ExpiresAt {
-						abandons.Add(1)
-						continue
-					}
-					switch rnd.IntN(4) {
-					case 0: // abandon: the term expires
-						abandons.Add(1)
-					case 1: // a restart: a new incarnation reclaims the slot
-						abandons.Add(1)
-						runs++
-						reclaim = true
-					case 2:
-						used := l.Floor + rnd.Int64N(max(1, l.Ceiling-l.Floor))
-						rec.released(l, used)
-						ctx, cancel := context.WithTimeout(run, 2*time.Second)
-						if err := s.Release(ctx, l, used); err != nil {
-							bug(i, "Release", err)
-						} else {
-							releases.Add(1)
-						}
-						cancel()
-					default:
-						ctx, cancel := context.WithTimeout(run, 2*time.Second)
-						if err := s.Release(ctx, l, -1); err != nil {
-							bug(i, "Release", err)
-						} else {
-							releases.Add(1)
-						}
-						cancel()
-					}
-				}
-			})
+			wg.Go(func() { wl.worker(i, w, s) })
 		}
 	}
 
-	log := injectFaults(t, ens, proxies, rand.New(rand.NewPCG(13, 17)), duration)
+	log := zktest.EnsembleFaults(t, ens, proxies, rand.New(rand.NewPCG(13, 17))).Run(t, duration)
 	stop()
 	wg.Wait()
 	t.Logf("faults: %s", strings.Join(log, "; "))
@@ -1296,9 +1201,120 @@ func testSlotEnsembleFaults(t *testing.T, version string, duration time.Duration
 	})
 	slices.Sort(summary)
 	t.Logf("%d leases granted (%d terms), %d renewals, %d releases, %d abandoned, %d acquires found no free slot; failures during faults:\n\t%s",
-		rec.grants, len(rec.terms), renews.Load(), releases.Load(), abandons.Load(), exhausted.Load(), strings.Join(summary, "\n\t"))
+		rec.grants, len(rec.terms), wl.renews.Load(), wl.releases.Load(), wl.abandons.Load(), wl.exhausted.Load(), strings.Join(summary, "\n\t"))
 	if len(rec.terms) < 40 {
 		t.Errorf("only %d terms recorded: the test proved little", len(rec.terms))
+	}
+}
+
+// slotWorkload is what the workers of testSlotEnsembleFaults share.
+type slotWorkload struct {
+	t                                     *testing.T
+	run                                   context.Context // ends the work
+	ns                                    driver.Namespace
+	ttl                                   time.Duration
+	rec                                   *slotRecorder
+	bug                                   func(store int, what string, err error)
+	renews, releases, abandons, exhausted atomic.Int64
+}
+
+// pause waits d, or until the work ends.
+func (wl *slotWorkload) pause(d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-wl.run.Done():
+	}
+}
+
+// worker is worker w of store i, s: until the work ends it takes a slot,
+// holds the term (renewing), then lets it expire, reclaims it as a
+// restarted holder would, or releases it.
+func (wl *slotWorkload) worker(i, w int, s *driverStore) {
+	rnd := rand.New(rand.NewPCG(uint64(i), uint64(w)))
+	owner := fmt.Sprintf("w%d-%d", i, w)
+	runs, reclaim := 0, false
+	for wl.run.Err() == nil {
+		ctx, cancel := context.WithTimeout(wl.run, 2*time.Second)
+		l, err := s.Acquire(ctx, driver.AcquireRequest{
+			Namespace: wl.ns, Owner: owner, Incarnation: fmt.Sprintf("%s-run%d", owner, runs),
+			TTL: wl.ttl, Preferred: rnd.IntN(wl.ns.Limit), Reclaim: reclaim,
+		})
+		cancel()
+		if errors.Is(err, driver.ErrExhausted) {
+			wl.exhausted.Add(1)
+			wl.pause(time.Duration(10+rnd.IntN(30)) * time.Millisecond) // pacing, not synchronisation
+			continue
+		}
+		if err != nil {
+			wl.bug(i, "Acquire", err)
+			continue
+		}
+		if l.Floor > l.Ceiling || l.Ceiling < l.ExpiresAt+wl.ns.Tolerance.Milliseconds() {
+			wl.t.Errorf("store %d: lease %+v has bad times", i, l)
+		}
+		wl.rec.granted(l)
+		reclaim = false
+		// Hold the term, renewing a third of the way before its
+		// expiry, until the hold ends, the term is lost, or it
+		// expires unrenewed.
+		holdUntil := time.Now().Add(time.Duration(rnd.Int64N(int64(2 * wl.ttl))))
+		held := true
+		for held && wl.run.Err() == nil && time.Now().Before(holdUntil) {
+			renewAt := time.UnixMilli(l.ExpiresAt - wl.ttl.Milliseconds()*2/3)
+			if renewAt.After(holdUntil) {
+				break
+			}
+			if d := time.Until(renewAt); d > 0 {
+				wl.pause(d) // waiting for a known instant
+			}
+			if time.Now().UnixMilli() >= l.ExpiresAt {
+				held = false // expired: the holder has stopped issuing
+				break
+			}
+			ctx, cancel := context.WithDeadline(wl.run, time.UnixMilli(l.ExpiresAt))
+			r, err := s.Renew(ctx, l)
+			cancel()
+			switch {
+			case err == nil:
+				wl.renews.Add(1)
+				wl.rec.renewed(r)
+				l = r
+			case errors.Is(err, driver.ErrLeaseLost):
+				held = false
+			default:
+				wl.bug(i, "Renew", err)
+			}
+		}
+		if !held || time.Now().UnixMilli() >= l.ExpiresAt {
+			wl.abandons.Add(1)
+			continue
+		}
+		switch rnd.IntN(4) {
+		case 0: // abandon: the term expires
+			wl.abandons.Add(1)
+		case 1: // a restart: a new incarnation reclaims the slot
+			wl.abandons.Add(1)
+			runs++
+			reclaim = true
+		case 2:
+			used := l.Floor + rnd.Int64N(max(1, l.Ceiling-l.Floor))
+			wl.rec.released(l, used)
+			ctx, cancel := context.WithTimeout(wl.run, 2*time.Second)
+			if err := s.Release(ctx, l, used); err != nil {
+				wl.bug(i, "Release", err)
+			} else {
+				wl.releases.Add(1)
+			}
+			cancel()
+		default:
+			ctx, cancel := context.WithTimeout(wl.run, 2*time.Second)
+			if err := s.Release(ctx, l, -1); err != nil {
+				wl.bug(i, "Release", err)
+			} else {
+				wl.releases.Add(1)
+			}
+			cancel()
+		}
 	}
 }
 

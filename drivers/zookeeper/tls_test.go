@@ -170,23 +170,7 @@ func testTLSNoGoroutineLeft(t *testing.T, env tlsEnv) {
 	proxy := zktest.NewProxy(t, env.srv.SecureAddr())
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 
-	s, err := open(env.options(map[string]string{"connectString": proxy.Addr(), "auth": "digest:alice:" + newSecret()}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	if _, err := s.Next(ctx, "leak", 1); err != nil {
-		t.Fatal(err)
-	}
-	proxy.Cut()
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	if _, err := s.Next(short, "leak", 1); err == nil {
-		t.Error("Next succeeded with the connection cut")
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	useCutAndClose(t, env.options(map[string]string{"connectString": proxy.Addr(), "auth": "digest:alice:" + newSecret()}), proxy)
 	if _, err := openWith(env.options(map[string]string{"auth": "ldap:" + newSecret()})); !errors.Is(err, zk.ErrAuthFailed) {
 		t.Errorf("Open with a rejected auth over TLS: %v, want ErrAuthFailed", err)
 	}

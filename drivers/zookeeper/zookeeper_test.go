@@ -3,7 +3,6 @@ package zookeeper
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -15,15 +14,14 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/zktest"
-	"github.com/cosid-go/store/tck"
 )
 
 // TestServer runs the checks that need a server, once per supported
-// ZooKeeper version, each on one server with a root of its own.
+// ZooKeeper version, each on one server with a root of its own. The
+// conformance kit runs in TestTCK.
 func TestServer(t *testing.T) {
-	onEachVersion(t, func(srv *zktest.Server) []serverCheck {
+	onEachVersion(t, func(*zktest.Server) []serverCheck {
 		return []serverCheck{
-			{"TCK", func(t *testing.T, addr string) { testTCK(t, srv) }},
 			{"OneRequestPerNext", testOneRequestPerNext},
 			{"DeletedNode", testDeletedNode},
 			{"RecreatedNode", testRecreatedNode},
@@ -40,66 +38,6 @@ func TestServer(t *testing.T) {
 			{"CallerConnection", testCallerConnection},
 			{"NoGoroutineLeft", testNoGoroutineLeft},
 		}
-	})
-}
-
-// harness gives each TCK check a root of its own on the shared server.
-type harness struct {
-	srv  *zktest.Server
-	root string
-}
-
-func (h harness) NewStore(context.Context) (driver.Store, error) {
-	return openWith(testOptions(h.srv.Addr(), map[string]string{"root": h.root}))
-}
-
-func (h harness) Close() error { return nil }
-
-// Restart stops the server and starts it again on the same data directory
-// (tck.Restarter). The TCK runs its Restart check alone, so no other check
-// sees the server go.
-func (h harness) Restart(context.Context) error { return restartServer(h.srv) }
-
-// restartServer is every TCK harness's Restart: srv stopped, then started
-// again on its data directory and ports.
-func restartServer(srv *zktest.Server) error {
-	srv.Stop()
-	if srv.Running() {
-		return fmt.Errorf("%s still runs after Stop", srv)
-	}
-	srv.Start()
-	return nil
-}
-
-// testTCK runs the whole conformance kit. Its lease times (ttl 100ms,
-// tolerance 50ms) are stretched for a server on a loaded machine running
-// every check at once. The harness offers no tck.ClockStepper, so
-// Slots/RenewClockBack skips: lease times come from the server's mtime, the
-// machine's wall clock, which a test cannot step back. What that check
-// proves is proven in parts: the rule itself by package driver's
-// TestSlotRenewed (a renewal on a clock stepped back lowers nothing), and
-// here TestSlotTimes (an mtime behind the recorded bounds does not lower the
-// times) and TestSlots/*/NodeLayout (a renewal writes its times as those
-// bounds).
-func testTCK(t *testing.T, srv *zktest.Server) {
-	tck.Run(t, tck.Suite{
-		NewHarness: func(context.Context, *testing.T) (tck.Harness, error) {
-			return harness{srv: srv, root: randomRoot()}, nil
-		},
-		Ranges:  true,
-		Slots:   true,
-		Locks:   true,
-		Factory: openWith,
-		Options: testOptions(srv.Addr(), nil),
-		MalformedOptions: map[string]string{
-			"sessionTimeout":   "soon",
-			"retry.maxRetries": "-1",
-			"retry.maxSleep":   "-5ms",
-		},
-		TimeScale: 2,
-		// Each random history opens its stores on a root of its own: 25
-		// keep the TCK within its time on a loaded machine.
-		Histories: 25,
 	})
 }
 
@@ -546,24 +484,8 @@ func testCallerConnection(t *testing.T, addr string) {
 func testNoGoroutineLeft(t *testing.T, addr string) {
 	proxy := zktest.NewProxy(t, addr)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-
-	s, err := open(testOptions(proxy.Addr(), nil), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	useCutAndClose(t, testOptions(proxy.Addr(), nil), proxy)
 	ctx := t.Context()
-	if _, err := s.Next(ctx, "leak", 1); err != nil {
-		t.Fatal(err)
-	}
-	proxy.Cut()
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	if _, err := s.Next(short, "leak", 1); err == nil {
-		t.Error("Next succeeded with the connection cut")
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
 
 	// A store on a caller's connection leaves nothing either, once the
 	// caller closes the connection.

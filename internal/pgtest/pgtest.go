@@ -29,6 +29,7 @@ import (
 
 	"github.com/cosid-go/store/internal/freeport"
 	"github.com/cosid-go/store/internal/netproxy"
+	"github.com/cosid-go/store/internal/srvproc"
 )
 
 const (
@@ -123,14 +124,5 @@ func (w wrapped) Run() int {
 		shared.s = nil
 	}
 	shared.Unlock()
-	if left := reap(); len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "pgtest: FAIL: %d PostgreSQL server(s) were still running after the tests (killed now):\n", len(left))
-		for _, d := range left {
-			fmt.Fprintf(os.Stderr, "\t%s\n", d)
-		}
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
+	return srvproc.Report("pgtest", "PostgreSQL", code, srvproc.Reap("pgtest"))
 }

@@ -75,7 +75,7 @@ func TestServerDiesWithTestBinary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.Stdout.WriteString("PID " + strconv.Itoa(s.proc.cmd.Process.Pid) + " DIR " + s.dir + "\n")
+		os.Stdout.WriteString("PID " + strconv.Itoa(s.proc.Pid()) + " DIR " + s.dir + "\n")
 		select {} // killed by the parent
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServerDiesWithTestBinary$")

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cosid-go/store/internal/srvproc"
 )
 
 // Bounds, not sleeps: readiness is polled. Generous, for busy machines.
@@ -33,20 +35,12 @@ type Server struct {
 	port int
 
 	mu   sync.Mutex
-	proc *process // nil when stopped
+	proc *srvproc.Process // nil when stopped
 }
 
-type process struct {
-	cmd  *exec.Cmd
-	desc string
-	done chan struct{} // closed once the postmaster has exited and been reaped
-}
-
-// live holds every postmaster this binary started and has not reaped.
-var live struct {
-	sync.Mutex
-	procs map[*process]struct{}
-}
+// launchMarker begins the log of each launch, so that the checks of a
+// failed launch look at the latest one only.
+const launchMarker = "=== pgtest: launch "
 
 // Start starts a server of the test's own, killed and deleted when the test
 // ends. It fails the test with a clear message when none can be started.
@@ -129,35 +123,16 @@ func ConnStringAt(addr string) string {
 
 // launch starts the postmaster and waits until it answers a query.
 func (s *Server) launch() error {
-	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("pgtest: %v", err)
-	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "=== pgtest: launch on port %d at %s\n", s.port, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.dataDir(), "-p", strconv.Itoa(s.port),
 		"-k", s.dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
 		"-c", "full_page_writes=off", "-c", "max_connections=400", "-c", "shared_buffers=32MB",
 		"-c", "cluster_name=cosid-pgtest-"+strconv.Itoa(os.Getpid()))
-	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = procAttr()
-	if err := cmd.Start(); err != nil {
+	p, err := srvproc.Start(cmd, srvproc.Spec{Helper: "pgtest", Log: s.logPath(), Marker: launchMarker,
+		Desc: func(int) string { return s.String() }, Kill: killAll})
+	if err != nil {
 		return fmt.Errorf("pgtest: start postgres: %v", err)
 	}
-	p := &process{cmd: cmd, desc: s.String(), done: make(chan struct{})}
-	live.Lock()
-	if live.procs == nil {
-		live.procs = map[*process]struct{}{}
-	}
-	live.procs[p] = struct{}{}
-	live.Unlock()
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
-		live.Lock()
-		delete(live.procs, p)
-		live.Unlock()
-	}()
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()
@@ -169,7 +144,7 @@ func (s *Server) launch() error {
 }
 
 // waitReady polls with a query until the server answers or p exits.
-func (s *Server) waitReady(p *process) error {
+func (s *Server) waitReady(p *srvproc.Process) error {
 	deadline := time.Now().Add(startTimeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -183,7 +158,7 @@ func (s *Server) waitReady(p *process) error {
 			return nil
 		}
 		select {
-		case <-p.done:
+		case <-p.Done():
 			return errors.New("the postmaster exited")
 		case <-time.After(pollInterval):
 		}
@@ -235,18 +210,7 @@ func (s *Server) halt(sig syscall.Signal) {
 	if p == nil {
 		return
 	}
-	pid := p.cmd.Process.Pid
-	if sig == syscall.SIGKILL {
-		killAll(pid)
-	} else {
-		_ = syscall.Kill(pid, sig)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(stopTimeout):
-		killAll(pid)
-		<-p.done
-	}
+	p.Halt(sig, stopTimeout, nil)
 }
 
 // killAll kills the postmaster and every backend at once. Each backend is
@@ -266,29 +230,8 @@ func (s *Server) destroy() {
 	os.RemoveAll(s.dir)
 }
 
-// logTail returns the last lines of the server's log.
+// logTail returns the last lines of the server's log since its latest
+// launch.
 func (s *Server) logTail() string {
-	b, _ := os.ReadFile(s.logPath())
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 30 {
-		lines = lines[len(lines)-30:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// reap kills every postmaster still running and describes each.
-func reap() []string {
-	live.Lock()
-	procs := make([]*process, 0, len(live.procs))
-	for p := range live.procs {
-		procs = append(procs, p)
-	}
-	live.Unlock()
-	var left []string
-	for _, p := range procs {
-		killAll(p.cmd.Process.Pid)
-		<-p.done
-		left = append(left, p.desc)
-	}
-	return left
+	return srvproc.Tail(srvproc.LastRun(s.logPath(), launchMarker), 30)
 }

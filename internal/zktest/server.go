@@ -1,7 +1,6 @@
 package zktest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cosid-go/store/internal/srvproc"
 )
 
 const (
@@ -24,6 +25,8 @@ const (
 	startTimeout  = 30 * time.Second // a single server until it serves
 	quorumTimeout = 60 * time.Second // an ensemble until a leader serves
 	stopTimeout   = 10 * time.Second // SIGTERM grace before SIGKILL
+	startGrace    = 10 * time.Second // more for a start that makes progress
+	startCap      = 3 * time.Minute  // a start in all, progress or not
 	pollInterval  = 50 * time.Millisecond
 
 	logTailLines = 30
@@ -78,15 +81,7 @@ type Server struct {
 	maxSession time.Duration // maxSessionTimeout; 0 is the default, 60s
 
 	mu   sync.Mutex
-	proc *process // nil when stopped
-}
-
-// process is one run of a server's JVM.
-type process struct {
-	cmd  *exec.Cmd
-	desc string
-	done chan struct{} // closed once the JVM has exited and been reaped
-	err  error         // the exit status, once done is closed
+	proc *srvproc.Process // nil when stopped
 }
 
 // StartServer starts a standalone ZooKeeper server of version ("3.8", "3.9")
@@ -179,7 +174,7 @@ func (s *Server) running() bool {
 		return false
 	}
 	select {
-	case <-s.proc.done:
+	case <-s.proc.Done():
 		return false
 	default:
 		return true
@@ -235,7 +230,7 @@ func (s *Server) signal(method string, sig syscall.Signal) {
 	if p == nil {
 		s.t.Fatalf("zktest: %s: %s is not running", method, s)
 	}
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.Signal(sig); err != nil {
 		s.t.Fatalf("zktest: %s %s: %v", method, s, err)
 	}
 }
@@ -390,27 +385,14 @@ func (s *Server) launch() error {
 	if err != nil {
 		return fmt.Errorf("%v (install a JRE; %s)", err, installHint)
 	}
-	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd := exec.Command(java, s.javaArgs()...)
+	cmd.Dir = s.dir
+	cmd.SysProcAttr = procAttr()
+	p, err := srvproc.Start(cmd, srvproc.Spec{Helper: "zktest", Log: s.logPath(), Marker: startMarker,
+		Desc: func(pid int) string { return fmt.Sprintf("%s (pid %d)", s, pid) }})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(logf, "%s%s\n", startMarker, time.Now().Format("15:04:05.000"))
-	cmd := exec.Command(java, s.javaArgs()...)
-	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = procAttr()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return err
-	}
-	p := &process{cmd: cmd, done: make(chan struct{}), desc: fmt.Sprintf("%s (pid %d)", s, cmd.Process.Pid)}
-	track(p)
-	go func() {
-		p.err = cmd.Wait()
-		logf.Close()
-		untrack(p)
-		close(p.done)
-	}()
 	s.proc = p
 	return nil
 }
@@ -425,22 +407,15 @@ func (s *Server) halt(sig syscall.Signal) {
 	if p == nil {
 		return
 	}
-	// An error means the JVM has exited already; done is then closed soon.
-	_ = p.cmd.Process.Signal(sig)
-	if sig != syscall.SIGKILL {
-		select {
-		case <-p.done:
-			return
-		case <-time.After(stopTimeout):
-			s.t.Logf("zktest: %s ignored SIGTERM for %v; killing it", s, stopTimeout)
-			_ = p.cmd.Process.Kill()
-		}
-	}
-	<-p.done
+	p.Halt(sig, stopTimeout, func() { s.t.Logf("zktest: %s ignored SIGTERM for %v; killing it", s, stopTimeout) })
 }
 
 // waitServing polls srvr until the server serves (its answer has a Mode),
-// the JVM exits, or timeout passes.
+// the JVM exits, or timeout passes with the JVM making no progress. A JVM
+// that used CPU since the last look gets startGrace more, up to
+// startCap in all: on a loaded machine a JVM may get so little CPU that it
+// logs nothing for half a minute, and a fixed bound failed such merely
+// slow starts, while a hung one still fails after timeout.
 func (s *Server) waitServing(timeout time.Duration) error {
 	s.mu.Lock()
 	p := s.proc
@@ -448,33 +423,31 @@ func (s *Server) waitServing(timeout time.Duration) error {
 	if p == nil {
 		return errors.New("it is not running")
 	}
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
+	cpu := cpuTicks(p.Pid())
 	for {
 		if s.Mode() != "" {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("it did not serve within %v (srvr kept failing or answering that it is not serving)", timeout)
+		if now := time.Now(); now.After(deadline) {
+			used := cpuTicks(p.Pid())
+			if used <= cpu || now.Sub(start) >= startCap {
+				return fmt.Errorf("it did not serve within %v (srvr kept failing or answering that it is not serving; CPU ticks used by the JVM: %d, then %d)",
+					now.Sub(start).Round(time.Second), cpu, used)
+			}
+			cpu, deadline = used, now.Add(startGrace)
 		}
 		select {
-		case <-p.done:
-			return fmt.Errorf("the JVM exited: %v", p.err)
+		case <-p.Done():
+			return fmt.Errorf("the JVM exited: %v", p.Err())
 		case <-time.After(pollInterval):
 		}
 	}
 }
 
 // lastRun returns the log of the latest launch.
-func (s *Server) lastRun() string {
-	b, err := os.ReadFile(s.logPath())
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	if i := bytes.LastIndex(b, []byte(startMarker)); i >= 0 {
-		b = b[i:]
-	}
-	return string(b)
-}
+func (s *Server) lastRun() string { return srvproc.LastRun(s.logPath(), startMarker) }
 
 func (s *Server) bindFailed() bool {
 	return strings.Contains(s.lastRun(), "Address already in use")
@@ -482,11 +455,7 @@ func (s *Server) bindFailed() bool {
 
 // logTail returns the last lines of the latest launch's log.
 func (s *Server) logTail() string {
-	lines := strings.Split(strings.TrimRight(s.lastRun(), "\n"), "\n")
-	if len(lines) > logTailLines {
-		lines = lines[len(lines)-logTailLines:]
-	}
-	return "\t" + strings.Join(lines, "\n\t")
+	return "\t" + strings.ReplaceAll(srvproc.Tail(s.lastRun(), logTailLines), "\n", "\n\t")
 }
 
 // failure describes a server that did not start: what, why, how it was run
@@ -658,8 +627,8 @@ func (e *Ensemble) waitAllServing(timeout time.Duration) (*Server, error) {
 			p := m.proc
 			m.mu.Unlock()
 			select {
-			case <-p.done:
-				return m, fmt.Errorf("%s: the JVM exited: %v", m, p.err)
+			case <-p.Done():
+				return m, fmt.Errorf("%s: the JVM exited: %v", m, p.Err())
 			default:
 			}
 			switch m.Mode() {

@@ -12,3 +12,5 @@ func procAttr() *syscall.SysProcAttr { return nil }
 func markedProcesses(int) []int { return nil }
 
 func killPid(int) {}
+
+func cpuTicks(int) int64 { return -1 }

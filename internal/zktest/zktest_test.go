@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // The release each installed version must report through srvr.
@@ -39,7 +41,8 @@ func (nopLogger) Printf(string, ...any) {}
 // may log after the test has ended.
 func connect(t *testing.T, servers string, timeout time.Duration) (*zk.Conn, <-chan zk.Event) {
 	t.Helper()
-	conn, events, err := zk.Connect(strings.Split(servers, ","), timeout, zk.WithLogger(nopLogger{}))
+	conn, events, err := zk.Connect(strings.Split(servers, ","), timeout, zk.WithLogger(nopLogger{}),
+		zk.WithDialer(BoundedHandshake))
 	if err != nil {
 		t.Fatalf("zk.Connect(%s): %v", servers, err)
 	}
@@ -60,23 +63,6 @@ func waitState(t *testing.T, events <-chan zk.Event, want zk.State, timeout time
 		case <-deadline:
 			t.Fatalf("no %v session event within %v", want, timeout)
 		}
-	}
-}
-
-// eventually retries f until it succeeds; ZooKeeper calls fail for a while
-// around a failover or a restart, until the client has reconnected.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after %v: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -142,7 +128,7 @@ func TestServer(t *testing.T) {
 				start := time.Now()
 				s.Start()
 				t.Logf("%s serves again after %v", s, time.Since(start).Round(time.Millisecond))
-				eventually(t, 60*time.Second, "read after restart", func() error {
+				poll.Succeeds(t, 60*time.Second, "read after restart", func() error {
 					return getData(conn, "/zktest", "hello")
 				})
 			}
@@ -152,7 +138,7 @@ func TestServer(t *testing.T) {
 			s.Stop()
 			s.SetSessionTimeouts(0, 4*time.Second)
 			s.Start()
-			eventually(t, 60*time.Second, "the session back at 4s", func() error {
+			poll.Succeeds(t, 60*time.Second, "the session back at 4s", func() error {
 				cons, err := FourLetterWord(s.Addr(), "cons")
 				if err != nil || !strings.Contains(cons, "to=4000") {
 					return fmt.Errorf("cons = %q, %v", cons, err)
@@ -192,7 +178,7 @@ func TestEnsemble(t *testing.T) {
 			if now < 0 || now == old {
 				t.Fatalf("Leader() = %d after killing leader %d", now, old)
 			}
-			eventually(t, 60*time.Second, "write after failover", func() error {
+			poll.Succeeds(t, 60*time.Second, "write after failover", func() error {
 				_, err := conn.Set("/ens", []byte("two"), -1)
 				return err
 			})
@@ -205,13 +191,13 @@ func TestEnsemble(t *testing.T) {
 			}
 			// Read through the restarted member alone: it has the write it missed.
 			direct, _ := connect(t, e.Members[old].Addr(), 30*time.Second)
-			eventually(t, 60*time.Second, "read on the restarted member", func() error {
+			poll.Succeeds(t, 60*time.Second, "read on the restarted member", func() error {
 				if _, err := direct.Sync("/ens"); err != nil {
 					return err
 				}
 				return getData(direct, "/ens", "two")
 			})
-			eventually(t, 60*time.Second, "write through the ensemble", func() error {
+			poll.Succeeds(t, 60*time.Second, "write through the ensemble", func() error {
 				_, err := conn.Set("/ens", []byte("three"), -1)
 				return err
 			})
@@ -230,7 +216,7 @@ func TestEnsemble(t *testing.T) {
 			}
 			e.WaitQuorum(t)
 			t.Logf("whole ensemble serves again after %v", time.Since(start).Round(time.Millisecond))
-			eventually(t, 60*time.Second, "read after the ensemble restart", func() error {
+			poll.Succeeds(t, 60*time.Second, "read after the ensemble restart", func() error {
 				return getData(conn, "/ens", "three")
 			})
 		})
@@ -396,7 +382,7 @@ func startLeaking(t *testing.T) *Server {
 func TestReap(t *testing.T) {
 	s := startLeaking(t)
 	t.Cleanup(func() { s.halt(syscall.SIGKILL) }) // only if the checks below fail early
-	pid := s.proc.cmd.Process.Pid
+	pid := s.proc.Pid()
 	if pids := markedProcesses(os.Getpid()); runtime.GOOS == "linux" && !slices.Contains(pids, pid) {
 		t.Fatalf("markedProcesses() = %v, want it to contain %d", pids, pid)
 	}
@@ -443,7 +429,7 @@ func childAddr(t *testing.T, out string) string {
 // waitGone waits until no JVM of the test binary pid runs and addr is dead.
 func waitGone(t *testing.T, pid int, addr string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "the child's JVM dies", func() error {
+	poll.Succeeds(t, 30*time.Second, "the child's JVM dies", func() error {
 		if pids := markedProcesses(pid); len(pids) > 0 {
 			return fmt.Errorf("JVMs of the child still alive: %v", pids)
 		}

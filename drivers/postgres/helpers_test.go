@@ -1,0 +1,97 @@
+package postgres
+
+// Small helpers of this package's tests.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/poll"
+)
+
+// closed reports whether a Lost channel (or any) is closed, without waiting.
+var closed = poll.Closed
+
+// setHook calls f at the store's named points (and after each query of
+// its pool has read its rows, with the statement as the point).
+func setHook(s *driverStore, f func(point string)) { s.health.hook.Store(&f) }
+
+// silentPair opens two stores with lockTimeout on a fresh schema of the
+// shared server: a through the proxy p, which silenceAt freezes, and b
+// directly.
+func silentPair(t *testing.T, prefix string, lockTimeout time.Duration) (srv *pgtest.Server, schema string, p *pgtest.Proxy, a, b *driverStore) {
+	t.Helper()
+	opts := map[string]string{"lockTimeout": lockTimeout.String()}
+	srv = pgtest.Shared(t)
+	schema = freshSchema(prefix)
+	p = pgtest.NewProxy(t, srv.Addr())
+	a = openAt(t, pgtest.ConnStringAt(p.Addr()), schema, opts)
+	b = openAt(t, srv.ConnString(), schema, opts)
+	return srv, schema, p, a, b
+}
+
+// silenceAt runs call on a in a goroutine and returns once a reached the
+// first point where at holds, and p froze there: a's network is silent
+// from then on, until the test ends (the call's context is cancelled, p
+// thawed, and the call waited for).
+func silenceAt(t *testing.T, p *pgtest.Proxy, a *driverStore, at func(point string) bool, call func(ctx context.Context)) {
+	frozen := make(chan struct{})
+	var once sync.Once
+	setHook(a, func(point string) {
+		if at(point) {
+			once.Do(func() { p.Freeze(); close(frozen) })
+		}
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	t.Cleanup(p.Thaw)
+	t.Cleanup(cancel)
+	wg.Go(func() { call(ctx) })
+	<-frozen
+}
+
+// startChild runs this test binary again as a child process for the
+// running test, with env set to "connString|schema" (childLock reads it),
+// and returns it with its output; it is killed when the test ends.
+func startChild(t *testing.T, env string, srv *pgtest.Server, schema string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
+	cmd.Env = append(os.Environ(), env+"="+srv.ConnString()+"|"+schema)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, bufio.NewReader(out)
+}
+
+// childLock is a child process's Lock of "x" as owner, on the store that
+// v ("connString|schema", from startChild) names, with a 2s lock timeout.
+// It prints the error and exits 2 when it cannot.
+func childLock(v, owner string) driver.Lock {
+	connString, schema, _ := strings.Cut(v, "|")
+	d, err := fromOptions(map[string]string{"connString": connString, "schema": schema, "lockTimeout": "2s"})
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(2)
+	}
+	l, err := d.(*driverStore).Lock(context.Background(), "x", owner, true)
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(2)
+	}
+	return l
+}
