@@ -66,7 +66,9 @@ type RangeStore interface {
 	// pass math.MaxInt64 gives ErrExhausted and changes nothing; one ending
 	// exactly at math.MaxInt64 succeeds, so math.MaxInt64 itself is never
 	// handed out. Without faults, the ranges of a key tile [0, next) with
-	// no gap.
+	// no gap. A step below 1 gives ErrInvalidArgument and changes nothing:
+	// the store checks it first, and the driver checks it again (CheckStep),
+	// since (*store.Store).Driver hands the driver itself to callers.
 	Next(ctx context.Context, key string, step int64) (start int64, err error)
 
 	// Current returns the next value of key and whether it is sealed,

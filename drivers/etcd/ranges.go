@@ -109,6 +109,9 @@ func (s *etcdStore) learn(key string, kvs []*mvccpb.KeyValue, base rangeMemo, ha
 // Next compare-and-sets the remembered value; on a conflict the answer
 // carries the key, and the next attempt uses it.
 func (s *etcdStore) Next(ctx context.Context, key string, step int64) (int64, error) {
+	if err := driver.CheckStep(step); err != nil {
+		return 0, err
+	}
 	k := s.rangeKey(key)
 	for attempt := 1; ; attempt++ {
 		m, ok := s.memo(key)

@@ -17,6 +17,9 @@ type rangeEntry struct {
 
 // Next reserves [start, start+step) of key; a missing key starts at 0.
 func (s *driverStore) Next(ctx context.Context, key string, step int64) (int64, error) {
+	if err := driver.CheckStep(step); err != nil {
+		return 0, err
+	}
 	if err := s.begin(ctx); err != nil {
 		return 0, err
 	}

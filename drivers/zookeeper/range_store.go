@@ -80,6 +80,9 @@ func (s *rangeStore) lockKey(ctx context.Context, key string) (*rangeKey, func()
 // Next reserves [start, start+step) of key. In steady state it is one
 // compare-and-set on the version the store last wrote.
 func (s *rangeStore) Next(ctx context.Context, key string, step int64) (int64, error) {
+	if err := driver.CheckStep(step); err != nil {
+		return 0, err
+	}
 	k, unlock, err := s.lockKey(ctx, key)
 	if err != nil {
 		return 0, err

@@ -14,6 +14,9 @@ import (
 // an update once the key is known to exist (a key seen once and missing
 // later fails the regression guard instead of starting again at 0).
 func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error) {
+	if err := driver.CheckStep(step); err != nil {
+		return 0, err
+	}
 	floor, known := s.seenNextKnown(key)
 	q := s.q.Next
 	if known {
