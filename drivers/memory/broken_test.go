@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strings"
 	"slices"
 	"sync"
 	"testing"
@@ -179,8 +180,16 @@ func TestBroken(t *testing.T) {
 		verdicts[v.name] = r
 		go func() {
 			defer close(r.done)
+			// A broken variant runs only the check that must catch it: the
+			// whole TCK, Explore included, on ~70 children at once with the
+			// race detector did not finish in time on a busy machine (a
+			// spinning lock's histories), and the verdict is that check's.
+			run := "^TestBrokenChild$"
+			if v.catch != "" {
+				run += "/^" + strings.ReplaceAll(regexp.QuoteMeta(v.catch), "/", "$/^") + "$"
+			}
 			cmd := exec.CommandContext(t.Context(), os.Args[0],
-				"-test.run=^TestBrokenChild$", "-test.count=1", "-test.timeout=2m")
+				"-test.run="+run, "-test.count=1", "-test.timeout=2m")
 			cmd.Env = append(os.Environ(), brokenEnv+"="+v.name)
 			r.out, r.err = cmd.CombinedOutput()
 		}()
