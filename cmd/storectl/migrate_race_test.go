@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cosid-go/store"
 )
 
 // TestMigrateTargetUsedMeanwhile: an instance started on the target before
@@ -47,13 +50,33 @@ func TestMigrateTargetUsedMeanwhile(t *testing.T) {
 			break
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	// The stop may land inside migrate's write of the next key, with the
+	// target's file locked: then the instance's open or Next finds it busy,
+	// and the test lets migrate finish that key and stops it after it,
+	// until the instance's call lands between two keys (migrate has 19 more).
 	last := fmt.Sprintf("k%d", keys-1)
-	app := dst.open(t)
-	r := next(t, app, last, 1000)
-	app.Close()
+	var r store.Range
+	for attempt := 1; ; attempt++ {
+		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		r, err = nextOnce(t, dst, last, 1000)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "SQLITE_BUSY") || attempt == keys/2 {
+			t.Fatalf("the instance on the target (attempt %d): %v", attempt, err)
+		}
+		t.Logf("the target was busy (attempt %d, migrate stopped inside a write): %v", attempt, err)
+		if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		if !lines.Scan() {
+			t.Fatalf("migrate ended before the instance's call:\n%s%s", out.String(), stderr.String())
+		}
+		out.WriteString(lines.Text() + "\n")
+	}
 	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -95,4 +118,18 @@ func TestMigrateTargetUsedBefore(t *testing.T) {
 	if strings.Contains(r.stderr, "warning") {
 		t.Fatalf("the rerun warns:\n%s", r.stderr)
 	}
+}
+
+// nextOnce opens spec's store with a short busy timeout, takes one range
+// of key and closes the store.
+func nextOnce(t *testing.T, spec storeSpec, key string, step int64) (store.Range, error) {
+	t.Helper()
+	opts := maps.Clone(spec.options)
+	opts["busyTimeout"] = "2s"
+	st, err := store.Open(spec.driver, opts)
+	if err != nil {
+		return store.Range{}, err
+	}
+	defer st.Close()
+	return st.Ranges().Next(t.Context(), key, step)
 }
