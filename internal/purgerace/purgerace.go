@@ -15,8 +15,8 @@ import (
 
 // Run races slots (taking, renewing and releasing a lease in a loop, one
 // term at a time, each live from its Acquire to its Release) against
-// purger (purging in a loop) until purger has both gone through and been
-// refused want times, or the bound has passed. A purge that deletes a live
+// purger (purging in a loop) until want terms have ended and purger has
+// both gone through and been refused want times, or the bound has passed. A purge that deletes a live
 // term shows as that term's Renew or Release giving ErrLeaseLost: nothing
 // else ends it. A purge that fails with another error (a node changed under
 // it) is allowed: it is a refusal, counted apart.
@@ -63,7 +63,12 @@ func Run(t testing.TB, slots driver.SlotStore, purger driver.Purger, want int, b
 		}
 	})
 	var purged, locked, other int
-	for ctx.Err() == nil && (purged < want || locked < want) {
+	enough := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return purged >= want && locked >= want && terms >= want
+	}
+	for ctx.Err() == nil && !enough() {
 		_, err := purger.Purge(ctx)
 		switch {
 		case err == nil:
@@ -79,9 +84,9 @@ func Run(t testing.TB, slots driver.SlotStore, purger driver.Purger, want int, b
 	wg.Wait()
 	t.Logf("%d purges went through, %d were refused with ErrLocked, %d failed otherwise; %d terms, %d failed acquires",
 		purged, locked, other, terms, acquireErrs)
-	if purged < want || locked < want {
-		t.Errorf("within %v: %d purges went through and %d were refused, want %d of each: the race proved little",
-			bound, purged, locked, want)
+	if !enough() {
+		t.Errorf("within %v: %d purges went through, %d were refused, %d terms; want %d of each: the race proved little",
+			bound, purged, locked, terms, want)
 	}
 	if acquireErrs > terms {
 		t.Errorf("%d acquires failed, %d terms went through", acquireErrs, terms)
