@@ -38,8 +38,11 @@ func Run(t testing.TB, slots driver.SlotStore, purger driver.Purger, want int, b
 				if ctx.Err() == nil {
 					mu.Lock()
 					acquireErrs++
+					n := acquireErrs
 					mu.Unlock()
-					t.Logf("Acquire: %v", err)
+					if n <= 3 {
+						t.Logf("Acquire: %v", err)
+					}
 				}
 				continue
 			}
@@ -76,8 +79,9 @@ func Run(t testing.TB, slots driver.SlotStore, purger driver.Purger, want int, b
 		case errors.Is(err, driver.ErrLocked):
 			locked++
 		case ctx.Err() == nil:
-			other++
-			t.Logf("Purge: %v", err)
+			if other++; other <= 3 {
+				t.Logf("Purge: %v", err)
+			}
 		}
 	}
 	cancel()
