@@ -225,9 +225,11 @@ func (s *Store) ID(ctx context.Context) (string, error) {
 
 // Purge deletes everything the store keeps, and returns what it deleted.
 // Run it only with every instance that uses the store stopped: a range key
-// deleted under a running store would hand out its values again (the
-// storectl tool checks for live leases and held locks first). Drivers
-// without the capability give ErrUnsupported.
+// deleted under a running store would hand out its values again. While a
+// lock is held or waited on, or a lease's term is not released and its
+// ceiling is ahead of the store's clock, it deletes nothing and gives
+// ErrLocked (see driver.Purger). Drivers without the capability give
+// ErrUnsupported.
 func (s *Store) Purge(ctx context.Context) ([]string, error) {
 	return call(ctx, s, op{name: "Purge"}, func(ctx context.Context, d driver.Purger) ([]string, error) {
 		return d.Purge(ctx)

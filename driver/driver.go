@@ -323,6 +323,15 @@ type SlotSeeder interface {
 // ErrLocked naming the lock: a purge never ends a hold, since its holder
 // may be paused and still count on it, so it never makes two holders. A
 // lock taken while the purge runs either stops it or waits for it to end.
+// Likewise, while any slot holds a term that is not released and whose
+// Ceiling is ahead of the store's clock (SlotRecord.Issuing), Purge deletes
+// nothing and gives ErrLocked naming the slot and the ceiling at which it
+// frees: its holder may still issue timestamps up to the ceiling, and once
+// the slot is forgotten nothing would keep the next term above them. The
+// bound is the Ceiling, not ExpiresAt: a takeover after ExpiresAt starts
+// the next term at the ceiling, a purge has nothing to start it from. The
+// check is made together with the deletion: an Acquire that races the
+// purge either makes it fail or comes after it.
 //
 // A store still open on the purged storage sees what a crash of the
 // storage's other users would leave: its leases' Renew and Release give

@@ -303,3 +303,20 @@ func FirstSlots(index []int, preferred, limit int) []int {
 	}
 	return out
 }
+
+// Issuing reports whether the record holds a term, not released, whose
+// holder may still issue timestamps at now: now < Ceiling. Only a new term
+// of the slot keeps above them (NewTerm starts it at the ceiling), so a
+// purge, which forgets the slot, must wait until the ceiling has passed.
+func (r SlotRecord) Issuing(now int64) bool { return r.Owner != "" && now < r.Ceiling() }
+
+// PurgeRefusal is the error a purge gives while r, slot n of namespace ns,
+// is Issuing at now (nil otherwise): ErrLocked, naming the slot, its
+// holder and the ceiling at which it frees.
+func (r SlotRecord) PurgeRefusal(ns string, n int, now int64) error {
+	if !r.Issuing(now) {
+		return nil
+	}
+	return fmt.Errorf("slot %s/%d: the term of %s/%s (fence %d) is not released and may issue timestamps until its ceiling %d (%s): %w",
+		ns, n, r.Owner, r.Incarnation, r.Fence, r.Ceiling(), time.UnixMilli(r.Ceiling()).UTC().Format(time.RFC3339Nano), ErrLocked)
+}

@@ -901,6 +901,11 @@ func (h *history) purge(t *rapid.T) {
 		h.wantErr(what+" with "+strings.Join(active, ", ")+" in use", "driver.Purger", err, store.ErrLocked)
 		return
 	}
+	if live := h.m.issuingSlots(); len(live) > 0 {
+		// A term that may still issue: the purge deletes nothing.
+		h.wantErr(what+" with slots "+strings.Join(live, ", ")+" before their ceilings", "driver.Purger", err, store.ErrLocked)
+		return
+	}
 	h.wantErr(what, "driver.Purger.Purge", err, nil)
 	h.m.purge()
 	// The leases of before are the stopped instances': a purge is for

@@ -21,7 +21,8 @@ func generalChecks() []check {
 }
 
 func purgeChecks() []check {
-	return []check{{"Everything", needNothing, checkPurge}, {"Locked", needLocks, checkPurgeLocked}}
+	return []check{{"Everything", needNothing, checkPurge}, {"Locked", needLocks, checkPurgeLocked},
+		{"LiveLease", needSlots, checkPurgeLiveLease}}
 }
 
 func optionChecks() []check {

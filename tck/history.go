@@ -126,7 +126,8 @@ func checkPurgeSlotFences(e *env) {
 		e.fatalIf(st.Slots().Release(e.ctx, l), "Release")
 	}
 	high := l.Fence
-	e.acquire(st, e.namespace("purge-fence-z", 1), "a", e.long())
+	// Released: a live term stops a purge (Purge/LiveLease).
+	e.fatalIf(st.Slots().Release(e.ctx, e.acquire(st, e.namespace("purge-fence-z", 1), "a", e.long())), "Release")
 	_, err = st.Purge(e.ctx)
 	e.fatalIf(err, "second Purge")
 	l = e.acquire(e.open(), e.namespace("purge-fence-new", 1), "a", e.long())

@@ -138,6 +138,7 @@
 //	D117 ... and returns what it deleted, one readable entry per thing           Purge/Everything
 //	D118 after a purge, lock and slot fences stay above every earlier one        Purge/Everything, History/PurgeKeepsSlotFences; ZK TestPurgeFences
 //	D118a a lock held or waited on: Purge gives ErrLocked and deletes nothing     Purge/Locked, History (Purge); postgres TestPurgeWhileWaiting
+//	D118b a slot term not released before its ceiling: ErrLocked, nothing deleted Purge/LiveLease, History (Purge); TestPurgeLiveLease
 //	D119 Connector: Notify, then Connect once, before any other method           binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
 //	D120 Connect returns when ctx ends, wrapping ctx.Err() (and ErrUnavailable)  needs a silent server: package store TestOpenContextEndsWithItsContext;
 //	                                                                             ZK TestOpenContextEndsWithItsContext

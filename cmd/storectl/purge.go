@@ -22,7 +22,9 @@ values again. purge therefore refuses (exit code 3) while any lease may be in
 use (its owner is set and its ceiling, the expiry plus the clock tolerance, is
 ahead) or any lock has a holder, or while the store holds nodes that are not
 its own (for ZooKeeper, another store's root inside this one: /ids/v2 in /ids),
-and without --yes it only says what it would delete.
+and without --yes it only says what it would delete. The store itself refuses
+too (exit code 3, nothing deleted), by its own clock and together with the
+deletion: an instance that starts while purge runs is never purged under it.
 
   --yes   really delete
 
@@ -59,6 +61,13 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	deleted, err := st.Purge(ctx)
 	if errors.Is(err, store.ErrUnsupported) {
 		return fmt.Errorf("the driver of %s cannot purge (nothing deleted)", desc)
+	}
+	if errors.Is(err, store.ErrLocked) && len(deleted) == 0 {
+		// The store's own check, made with the deletion and on its clock:
+		// a lease or lock taken since the survey, or one this machine's
+		// clock took for over.
+		return refusedf("%s is in use: the store refused the purge (nothing deleted); stop every instance first:\n  %v",
+			desc, err)
 	}
 	for _, d := range deleted {
 		fmt.Fprintf(e.stdout, "deleted %s\n", d)

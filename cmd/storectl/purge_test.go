@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"testing"
@@ -71,5 +72,37 @@ func TestPurge(t *testing.T) {
 		after.want(t, exitOK, "RANGES: none", "SLOTS: no namespaces", "LOCKS: none")
 		// Purging an empty store is fine.
 		purge("--yes").want(t, exitOK, ": 0 items\n")
+	})
+}
+
+// TestPurgeRefusedByStore: storectl's survey judges leases by this
+// machine's clock, before the purge; the store judges them again by its own
+// clock, with the deletion. A lease the survey takes for over (a clock an
+// hour ahead here) but the store still counts live is refused by the store:
+// exit code 3, a message naming the slot, nothing deleted.
+func TestPurgeRefusedByStore(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		spec := b.fresh(t)
+		st := spec.open(t, store.WithOwner("ops"))
+		next(t, st, "orders", 100)
+		live := acquire(t, st, workers, "host-a", 0, time.Minute)
+		var out, errb bytes.Buffer
+		ahead := &env{stdout: &out, stderr: &errb, now: func() time.Time { return time.Now().Add(time.Hour) }}
+		err := runPurge(t.Context(), ahead, with(spec.flags(), args("--yes")))
+		if exitCode(err) != exitRefused {
+			t.Fatalf("purge with a lease live on the store's clock: exit code %d (%v), want %d\nstdout:\n%s",
+				exitCode(err), err, exitRefused, out.String())
+		}
+		for _, s := range []string{"the store refused the purge (nothing deleted)", "workers/0", "stop every instance first"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("the refusal lacks %q:\n%v", s, err)
+			}
+		}
+		if keys := keysOf(t, st); len(keys) != 1 {
+			t.Fatalf("a refused purge deleted keys: %v", keys)
+		}
+		if _, err := st.Slots().Renew(t.Context(), live); err != nil {
+			t.Fatalf("Renew after the refused purge: %v", err)
+		}
 	})
 }

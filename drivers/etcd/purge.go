@@ -30,8 +30,9 @@ func (s *etcdStore) parseFloor(kvs []*mvccpb.KeyValue) (int64, error) {
 
 // Purge deletes every range, namespace, slot and owner key (driver.Purger)
 // in one transaction that holds only if no key under the prefix changed
-// since it read them all, and no lock key existed then: a lock taken
-// meanwhile stops it. The identity stays; the slot fence floor rises to
+// since it read them all, and no lock key existed then, nor a slot whose
+// term may still issue (ErrLocked, see driver.Purger): a lock or lease
+// taken meanwhile stops it. The identity stays; the slot fence floor rises to
 // the highest fence deleted.
 func (s *etcdStore) Purge(ctx context.Context) ([]string, error) {
 	root := s.cfg.prefix + "/"
@@ -51,6 +52,7 @@ func (s *etcdStore) Purge(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		deleted := []string{}
+		now := s.now()
 		for _, kv := range resp.Kvs {
 			rest := strings.TrimPrefix(string(kv.Key), root)
 			kind, name, _ := strings.Cut(rest, "/")
@@ -67,6 +69,14 @@ func (s *etcdStore) Purge(ctx context.Context) ([]string, error) {
 				var r driver.SlotRecord
 				if r.UnmarshalBinary(kv.Value) == nil {
 					floor = max(floor, r.Fence)
+					// A term that may still issue stops the purge
+					// (driver.Purger); the transaction's compare keeps
+					// it from being written after this read.
+					ns, num, _ := strings.Cut(name, "/")
+					n, _ := strconv.Atoi(num)
+					if err := r.PurgeRefusal(ns, n, now); err != nil {
+						return nil, fmt.Errorf("etcd: purge: %w", err)
+					}
 				}
 			case "owner":
 				deleted = append(deleted, "owner index "+name)

@@ -16,8 +16,10 @@ import (
 // "owner workers/host-a", "namespace workers", "lock rebalance".
 //
 // It is meant for a state no instance uses. While a lock is held or waited
-// on it deletes nothing and gives ErrLocked: a purge never ends a hold, so
-// it never makes two holders. A lease still in use sees what it would see
+// on, or while a slot's term is not released and its ceiling not passed,
+// it deletes nothing and gives ErrLocked: a purge never ends a hold or a
+// term that may still issue, so it never makes two holders or two live
+// terms of one slot. A lease still in use sees what it would see
 // on ZooKeeper once the nodes are gone: its Renew and Release give
 // ErrLeaseLost. Fences keep growing from where they were, so none is
 // handed out twice: lock fences as ZooKeeper's czxids do, and slot fences
@@ -30,6 +32,17 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 	for _, name := range slices.Sorted(maps.Keys(s.st.locks)) {
 		if es := s.st.locks[name].entries; len(es) > 0 {
 			return nil, fmt.Errorf("memory: purge: lock %q is held by %s (fence %d): %w", name, es[0].owner, es[0].fence, driver.ErrLocked)
+		}
+	}
+	// A term whose holder may still issue below its ceiling keeps the slot
+	// (see driver.Purger), checked under the same mutex as the deletion.
+	now := s.st.clock()
+	for _, name := range slices.Sorted(maps.Keys(s.st.spaces)) {
+		ns := s.st.spaces[name]
+		for _, n := range slices.Sorted(maps.Keys(ns.slots)) {
+			if err := ns.slots[n].PurgeRefusal(name, n, now); err != nil {
+				return nil, fmt.Errorf("memory: purge: %w", err)
+			}
 		}
 	}
 	deleted := []string{}

@@ -213,7 +213,8 @@ func TestPurge(t *testing.T) {
 	if deleted, err := b.Purge(ctx); !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("Purge while a lock is held and waited on: %q, %v; want ErrLocked", deleted, err)
 	}
-	if _, err := a.Slots().Renew(ctx, lease); err != nil {
+	renewed, err := a.Slots().Renew(ctx, lease)
+	if err != nil {
 		t.Fatalf("Renew after a refused purge: %v", err)
 	}
 	if err := held.Unlock(ctx); err != nil {
@@ -224,6 +225,10 @@ func TestPurge(t *testing.T) {
 		t.Fatalf("the waiter's Lock once the holder unlocked: %v", r.err)
 	}
 	if err := r.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A live lease stops the purge too (see TestPurgeLiveLease).
+	if err := a.Slots().Release(ctx, renewed); err != nil {
 		t.Fatal(err)
 	}
 

@@ -3,11 +3,14 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/purgerace"
 )
 
 // TestPurgeWhileWaiting: an operator purges the store while one store
@@ -82,4 +85,38 @@ func TestPurgeWhileWaiting(t *testing.T) {
 	if err := c.Unlock(ctx); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestPurgeLiveLease: a purge while a lease is live deletes nothing and
+// gives ErrLocked naming the slot; the lease renews after it, and once it
+// is released the purge goes through. Then the race: one store takes
+// leases in a loop while another purges; the purge locks the slot tables
+// before it checks the terms, so no purge deletes a term that was live.
+func TestPurgeLiveLease(t *testing.T) {
+	srv := pgtest.Shared(t)
+	schema := freshSchema("purgelease")
+	a := openAt(t, srv.ConnString(), schema, nil)
+	op := openAt(t, srv.ConnString(), schema, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req := driver.AcquireRequest{Namespace: driver.Namespace{Name: "workers", Limit: 2},
+		Owner: "a", Incarnation: "run", TTL: time.Minute}
+	l, err := a.Acquire(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := op.Purge(ctx)
+	if !errors.Is(err, driver.ErrLocked) || len(deleted) != 0 || !strings.Contains(fmt.Sprint(err), "workers/0") {
+		t.Fatalf("Purge with a live lease: deleted %q, %v; want nothing deleted, ErrLocked naming workers/0", deleted, err)
+	}
+	if l, err = a.Renew(ctx, l); err != nil {
+		t.Fatalf("Renew after the refused purge: %v", err)
+	}
+	if err := a.Release(ctx, l, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Purge(ctx); err != nil {
+		t.Fatalf("Purge once the lease is released: %v", err)
+	}
+	purgerace.Run(t, a, op, 10, time.Minute)
 }

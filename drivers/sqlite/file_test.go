@@ -150,6 +150,9 @@ func TestPurgeAtTheLastFence(t *testing.T) {
 	if err != nil || l.Fence != math.MaxInt64 {
 		t.Fatalf("Acquire = fence %d, %v; want fence %d", l.Fence, err, int64(math.MaxInt64))
 	}
+	if err := s.Release(ctx, l, -1); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Purge(ctx); err != nil {
 		t.Fatal(err)
 	}

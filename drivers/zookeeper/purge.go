@@ -30,8 +30,9 @@ type purgeNode struct {
 // copy it, and their slots start above it.
 //
 // It is for an operator who stopped every instance. While a lock node of
-// a live session is there (a lock held or waited on), it deletes nothing
-// and gives ErrLocked. Each node is deleted
+// a live session is there (a lock held or waited on), or a slot holds a
+// term not released whose ceiling is ahead of the root write's mtime, it
+// deletes nothing and gives ErrLocked. Each node is deleted
 // on the version the walk saw, so a node written meanwhile (or given a new
 // child) stops the purge with an error rather than vanish under a running
 // instance. Each level of the tree is listed, and deleted, in one round

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/zktest"
@@ -27,7 +28,10 @@ func TestPurgeFences(t *testing.T) {
 			}
 			// A slot restored by hand in another namespace, with a higher fence.
 			other := driver.Namespace{Name: "restored", Limit: 4}
-			mustAcquire(t, s, slotRequest(other, "owner", "run"))
+			// Released: a live term stops a purge (TestPurgeLiveLease).
+			if err := s.Release(ctx, mustAcquire(t, s, slotRequest(other, "owner", "run")), -1); err != nil {
+				t.Fatal(err)
+			}
 			mustCreatePath(t, conn, s.slotPath(other.Name, 3), string(formatSlot(slotNode{fence: 40, nextFloor: 7})))
 
 			if _, err := s.Purge(ctx); err != nil {
@@ -36,8 +40,12 @@ func TestPurgeFences(t *testing.T) {
 			if data, _, err := conn.Get(s.root); err != nil || !strings.Contains(string(data), "slot_fence_floor=40\n") {
 				t.Errorf("root after the purge holds %q (err %v), want slot_fence_floor=40", data, err)
 			}
-			if l := mustAcquire(t, s, slotRequest(ns, "owner", "run")); l.Fence != 41 || l.Floor != 0 {
+			l = mustAcquire(t, s, slotRequest(ns, "owner", "run"))
+			if l.Fence != 41 || l.Floor != 0 {
 				t.Errorf("first term after the purge: fence %d floor %d, want 41 and 0", l.Fence, l.Floor)
+			}
+			if err := s.Release(ctx, l, -1); err != nil {
+				t.Fatal(err)
 			}
 			if data, _, err := conn.Get(s.nsPath(ns.Name)); err != nil || !strings.Contains(string(data), "fence_floor=40\n") {
 				t.Errorf("namespace created after the purge holds %q (err %v), want fence_floor=40", data, err)
@@ -80,10 +88,12 @@ func TestPurgeStaleRelease(t *testing.T) {
 			s := openTest(t, testOptions(addr, nil), nil)
 			ctx := t.Context()
 			ns := driver.Namespace{Name: "stale", Limit: 1}
-			old := mustAcquire(t, s, slotRequest(ns, "a", "run"))
-			if _, err := s.Purge(ctx); err != nil {
-				t.Fatal(err)
-			}
+			// A holder paused past its ceiling: only then may a purge go
+			// (TestPurgeLiveLease).
+			req := slotRequest(ns, "a", "run")
+			req.TTL = 100 * time.Millisecond
+			old := mustAcquire(t, s, req)
+			purgeOnceFree(t, s, old)
 			cur := mustAcquire(t, s, slotRequest(ns, "b", "run"))
 			if err := s.Release(ctx, old, 1); !errors.Is(err, driver.ErrLeaseLost) {
 				t.Errorf("Release of a lease taken before the purge: %v, want ErrLeaseLost", err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/driver"
 )
 
 // The slot fences a purge keeps: fences never repeat, even across a purge
@@ -16,7 +18,8 @@ import (
 // keepSlotFences raises the root's slot fence floor to the highest fence
 // of the slots (and fence floor of the namespaces) the purge found, before
 // anything is deleted, and writes the root in any case. A slot whose fence line does not parse stops the
-// purge: its fence cannot be kept.
+// purge: its fence cannot be kept. So does a slot whose term may still
+// issue (ErrLocked), before the floor is raised.
 func (s *slotStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a *attempts) error {
 	base := s.root + "/slot/"
 	paths := []string{s.root}
@@ -31,6 +34,11 @@ func (s *slotStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a 
 	var rootData []byte
 	var rootVersion int32
 	var rootFloor, floor int64
+	type purgeTerm struct {
+		path string
+		rec  driver.SlotRecord
+	}
+	var terms []purgeTerm // slots with a term not released, as read
 	for start := 0; start < len(paths); start += slotListChunk {
 		chunk := paths[start:min(start+slotListChunk, len(paths))]
 		rs, err := s.getNodes(ctx, chunk, a)
@@ -55,6 +63,9 @@ func (s *slotStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a 
 				// Only the fence line counts: a slot corrupt otherwise is
 				// still purged.
 				f, err = parseFenceFloor(r.data, fieldFence)
+				if node, perr := parseSlot(r.data); perr == nil && node.owner != "" {
+					terms = append(terms, purgeTerm{path, node.record(r.stat.Mtime)})
+				}
 			}
 			if err != nil {
 				return fmt.Errorf("zookeeper: purge cannot keep the fences: %w", corruptData(path, r.data, err))
@@ -62,25 +73,45 @@ func (s *slotStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a 
 			floor = max(floor, f)
 		}
 	}
-	// The root is written even when the floor stays: its new version
-	// stops the writes of leases taken before the purge (slotState.root).
+	// The root is written as it is first, in any case: its new version
+	// stops the writes of leases taken before the purge (slotState.root),
+	// and its mtime is the purge's now.
 	if !rootFound {
 		return nil
 	}
-	data, err := rootData, error(nil)
-	if floor > rootFloor {
-		data, err = withLine(rootData, fieldSlotFenceFloor, strconv.FormatInt(floor, 10))
+	if err := checkVersion(s.root, rootVersion); err != nil {
+		return fmt.Errorf("zookeeper: purge: %s: %w", s.root, err)
 	}
+	stat, err := call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(s.root, rootData, rootVersion) })
+	if err != nil {
+		// A lost answer or a conflict: the operator runs the purge again,
+		// which reads the floor anew; nothing was deleted yet.
+		return fmt.Errorf("zookeeper: purge: write %s: %w", s.root, err)
+	}
+	// A term that may still issue stops the purge (see driver.Purger),
+	// judged at that mtime, which comes after every read above, and before
+	// the floor is raised: a refused purge changes nothing. A slot written
+	// after its read (an acquire, a renewal) has moved past the version its
+	// delete checks, and stops the purge there. The root's new version only
+	// makes the holders' next writes read their slot again.
+	for _, t := range terms {
+		ns, num, _ := strings.Cut(strings.TrimPrefix(t.path, base), "/")
+		n, _ := strconv.Atoi(num)
+		if err := t.rec.PurgeRefusal(ns, n, stat.Mtime); err != nil {
+			return fmt.Errorf("zookeeper: purge: %s: %w", t.path, err)
+		}
+	}
+	if floor <= rootFloor {
+		return nil
+	}
+	data, err := withLine(rootData, fieldSlotFenceFloor, strconv.FormatInt(floor, 10))
 	if err == nil {
-		err = checkVersion(s.root, rootVersion)
+		err = checkVersion(s.root, stat.Version)
 	}
 	if err != nil {
 		return fmt.Errorf("zookeeper: purge: %s: %w", s.root, err)
 	}
-	_, err = call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(s.root, data, rootVersion) })
-	if err != nil {
-		// A lost answer or a conflict: the operator runs the purge again,
-		// which reads the floor anew; nothing was deleted yet.
+	if _, err := call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(s.root, data, stat.Version) }); err != nil {
 		return fmt.Errorf("zookeeper: purge: write %s: %w", s.root, err)
 	}
 	return nil

@@ -1326,7 +1326,10 @@ func testSlotPurge(t *testing.T, addr string) {
 	conn := rawConn(t, addr)
 	ctx := t.Context()
 	ns := driver.Namespace{Name: "purged", Limit: 4}
-	mustAcquire(t, s, slotRequest(ns, "owner", "run"))
+	// A live term stops a purge (TestPurgeLiveLease): released first.
+	if err := s.Release(ctx, mustAcquire(t, s, slotRequest(ns, "owner", "run")), -1); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Next(ctx, "a/b", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -1362,7 +1365,9 @@ func testSlotPurge(t *testing.T, addr string) {
 	}
 
 	// A node written between the walk and its delete stops the purge.
-	mustAcquire(t, s, slotRequest(ns, "owner", "run"))
+	if err := s.Release(ctx, mustAcquire(t, s, slotRequest(ns, "owner", "run")), -1); err != nil {
+		t.Fatal(err)
+	}
 	path := s.slotPath(ns.Name, 0)
 	const opDelete = 2
 	var armed atomic.Bool

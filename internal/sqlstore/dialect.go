@@ -44,6 +44,11 @@ type Dialect struct {
 	Setup func(ctx context.Context, tx Querier) error
 	// Tables are the driver's own, created after the shared ones.
 	Tables []string
+	// PurgeLock, if set, runs first in Purge's transaction and keeps every
+	// slot write (an Acquire, Renew, Release or seed) out until it ends, so
+	// that the check of live terms holds until the rows are deleted; empty
+	// where a write transaction holds the whole database anyway.
+	PurgeLock string
 	// PurgeMore deletes the driver's own tables in Purge's transaction
 	// and says what it deleted.
 	PurgeMore func(ctx context.Context, tx Querier) ([]string, error)

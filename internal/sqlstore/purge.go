@@ -15,11 +15,21 @@ import (
 // purged, so a slot's fences keep growing after a purge as lock fences do) and returns what it deleted, children before parents as the
 // memory driver lists them: "range orders", "slot workers/3",
 // "owner workers/host-a", "namespace workers". Dialect.PurgeMore adds the
-// driver's own tables (locks). Meant for a store no instance uses.
+// driver's own tables (locks). Meant for a store no instance uses: a slot
+// whose term may still issue stops it with ErrLocked, deleting nothing (see
+// driver.Purger).
 func (s *Store) Purge(ctx context.Context) ([]string, error) {
 	deleted := []string{}
 	err := s.db.Tx(ctx, func(tx Querier) error {
 		deleted = deleted[:0]
+		if s.d.PurgeLock != "" {
+			if _, err := tx.Exec(ctx, s.d.Rewrite(s.d.PurgeLock)); err != nil {
+				return err
+			}
+		}
+		if err := s.checkTerms(ctx, tx); err != nil {
+			return err
+		}
 		keys, err := strings1(ctx, tx, s.q.Keys)
 		if err != nil {
 			return err
@@ -70,6 +80,31 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 	}
 	s.forget()
 	return deleted, nil
+}
+
+// checkTerms gives ErrLocked for the first slot whose term may still issue
+// timestamps (driver.SlotRecord.Issuing) at the database's time. It runs in
+// the purge's transaction, after PurgeLock: no term starts or renews
+// between the check and the deletion. A row's fields are read as they are,
+// not checked (see slotRow.check), so that a corrupt store can be purged.
+func (s *Store) checkTerms(ctx context.Context, tx Querier) error {
+	rows, err := tx.Query(ctx, s.q.PurgeTerms)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ns string
+		var r slotRow
+		var now int64
+		if err := rows.Scan(append(append([]any{&ns}, r.dest()...), &now)...); err != nil {
+			return err
+		}
+		if err := r.rec.PurgeRefusal(ns, r.slot, now); err != nil {
+			return fmt.Errorf("%s: purge: %w", s.d.Name, err)
+		}
+	}
+	return rows.Err()
 }
 
 // strings1 returns the one text column of a query, sorted bytewise.

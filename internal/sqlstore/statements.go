@@ -30,6 +30,7 @@ type statements struct {
 	SlotGap, SlotList, SlotInsert, SlotUpdate      string
 	SlotRead, SlotsHead, SlotsTail                 string
 	PurgeNamespaces, PurgeSlots, PurgeOwners, Ping string
+	PurgeTerms                                     string // the slots with a term not released, and the store's time
 	PurgeDelete                                    []string
 }
 
@@ -101,6 +102,8 @@ func newStatements(d Dialect) (*statements, error) {
 		PurgeNamespaces: `SELECT name FROM {p}cosid_namespace`,
 		PurgeSlots:      `SELECT CAST(slot AS TEXT) FROM {p}cosid_slot WHERE namespace = $1`,
 		PurgeOwners:     `SELECT owner FROM {p}cosid_owner WHERE namespace = $1`,
+		PurgeTerms: `SELECT namespace, ` + slotCols + `, {now} FROM {p}cosid_slot WHERE owner <> ''
+			ORDER BY namespace, slot`,
 		PurgeDelete: []string{`DELETE FROM {p}cosid_range`, `DELETE FROM {p}cosid_slot`,
 			`DELETE FROM {p}cosid_owner`, `DELETE FROM {p}cosid_namespace`},
 		Ping: `SELECT 1`,

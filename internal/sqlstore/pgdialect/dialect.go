@@ -26,7 +26,10 @@ func New(schema string) sqlstore.Dialect {
 		Now:        Clock,
 		ForUpdate:  " FOR UPDATE",
 		FreeSearch: []string{" FOR UPDATE SKIP LOCKED", " FOR UPDATE NOWAIT"},
-		HasMeta:    "SELECT to_regclass('" + pgx.Identifier{schema, "cosid_meta"}.Sanitize() + "') IS NOT NULL",
+		// In the order an Acquire writes them, so a purge waits for the
+		// acquires under way rather than deadlock with them.
+		PurgeLock: "LOCK TABLE {p}cosid_namespace, {p}cosid_slot, {p}cosid_owner IN EXCLUSIVE MODE",
+		HasMeta:   "SELECT to_regclass('" + pgx.Identifier{schema, "cosid_meta"}.Sanitize() + "') IS NOT NULL",
 		Setup: func(ctx context.Context, tx sqlstore.Querier) error {
 			// Stores opening at once on a new schema would race to create
 			// the same tables; one at a time, per database.

@@ -1,0 +1,98 @@
+// Package purgerace is a test helper for drivers that implement
+// driver.Purger: one store takes, renews and releases a lease in a loop
+// while another purges, and no purge may delete a term that was live.
+package purgerace
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// Run races slots (taking, renewing and releasing a lease in a loop, one
+// term at a time, each live from its Acquire to its Release) against
+// purger (purging in a loop) until want terms have ended and purger has
+// both gone through and been refused want times, or the bound has passed. A purge that deletes a live
+// term shows as that term's Renew or Release giving ErrLeaseLost: nothing
+// else ends it. A purge that fails with another error (a node changed under
+// it) is allowed: it is a refusal, counted apart.
+func Run(t testing.TB, slots driver.SlotStore, purger driver.Purger, want int, bound time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	defer cancel()
+	req := driver.AcquireRequest{
+		Namespace: driver.Namespace{Name: "purge-race", Limit: 1, Tolerance: time.Second},
+		Owner:     "racer", Incarnation: "run", TTL: time.Minute,
+	}
+	var mu sync.Mutex
+	var terms, acquireErrs int
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			l, err := slots.Acquire(ctx, req)
+			if err != nil {
+				if ctx.Err() == nil {
+					mu.Lock()
+					acquireErrs++
+					n := acquireErrs
+					mu.Unlock()
+					if n <= 3 {
+						t.Logf("Acquire: %v", err)
+					}
+				}
+				continue
+			}
+			r, err := slots.Renew(ctx, l)
+			if err == nil {
+				err = slots.Release(ctx, r, -1)
+			}
+			switch {
+			case errors.Is(err, driver.ErrLeaseLost):
+				t.Errorf("a purge ended the live term of fence %d (floor %d, ceiling %d): %v", l.Fence, l.Floor, l.Ceiling, err)
+				cancel()
+				return
+			case err != nil && ctx.Err() == nil:
+				t.Errorf("Renew or Release of fence %d: %v", l.Fence, err)
+				cancel()
+				return
+			}
+			mu.Lock()
+			terms++
+			mu.Unlock()
+		}
+	})
+	var purged, locked, other int
+	enough := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return purged >= want && locked >= want && terms >= want
+	}
+	for ctx.Err() == nil && !enough() {
+		_, err := purger.Purge(ctx)
+		switch {
+		case err == nil:
+			purged++
+		case errors.Is(err, driver.ErrLocked):
+			locked++
+		case ctx.Err() == nil:
+			if other++; other <= 3 {
+				t.Logf("Purge: %v", err)
+			}
+		}
+	}
+	cancel()
+	wg.Wait()
+	t.Logf("%d purges went through, %d were refused with ErrLocked, %d failed otherwise; %d terms, %d failed acquires",
+		purged, locked, other, terms, acquireErrs)
+	if !enough() {
+		t.Errorf("within %v: %d purges went through, %d were refused, %d terms; want %d of each: the race proved little",
+			bound, purged, locked, terms, want)
+	}
+	if acquireErrs > terms {
+		t.Errorf("%d acquires failed, %d terms went through", acquireErrs, terms)
+	}
+}
