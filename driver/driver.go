@@ -307,7 +307,9 @@ type SlotSeeder interface {
 }
 
 // Purger is an optional capability: it deletes everything the store keeps
-// (for ZooKeeper, every node under the root), for an operator who stopped
+// (for ZooKeeper, every node of its layout under the root; a node outside
+// that layout, such as another store's root inside this one, makes it
+// delete nothing and give ErrCorrupt naming the node), for an operator who stopped
 // every instance. It returns what it deleted, one readable non-empty entry
 // per thing. Afterwards a new store finds nothing (no keys, namespaces or
 // locks; a key, sealed or not, starts again at 0 unsealed), but fences

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/cosid-go/store"
 )
@@ -47,13 +45,6 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		return refusedf("%s is in use; stop every instance first (nothing deleted):\n  %s",
 			desc, strings.Join(busy, "\n  "))
 	}
-	if foreign, err := foreignNodes(ctx, st); err != nil {
-		return fmt.Errorf("%s: %w", desc, err)
-	} else if len(foreign) > 0 {
-		return refusedf("%s holds nodes that are not its own, which a purge would delete with it (nothing deleted):\n  %s\n"+
-			"Another store's root inside this one is another store: move it out, or purge it first, then purge this one.",
-			desc, strings.Join(foreign, "\n  "))
-	}
 	if !yes {
 		return refusedf("purge deletes everything in %s: %s; run again with --yes once every instance is stopped",
 			desc, r.contents())
@@ -69,6 +60,12 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		return refusedf("%s is in use: the store refused the purge (nothing deleted); stop every instance first:\n  %v",
 			desc, err)
 	}
+	if errors.Is(err, store.ErrCorrupt) && len(deleted) == 0 {
+		// ZooKeeper: nodes outside the store's layout, most likely another
+		// store's root inside this one.
+		return refusedf("%s: the store refused the purge (nothing deleted):\n  %v\n"+
+			"Another store's root inside this one is another store: move it out, or purge it first, then purge this one.", desc, err)
+	}
 	for _, d := range deleted {
 		fmt.Fprintf(e.stdout, "deleted %s\n", d)
 	}
@@ -77,58 +74,6 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "purged %s: %s\n", desc, count(len(deleted), "item"))
 	return nil
-}
-
-// foreignNodes lists the nodes below a ZooKeeper store's root that are not
-// part of its layout (range/KEY..., slot/NS/SLOT, slot/NS/.clock,
-// owner/NS/OWNER, lock/NAME/_c_WAITER): most likely another store's root
-// (/ids/v2, /ids/lock/v2 inside /ids), which the driver's purge deletes
-// with everything else below the root. Only the topmost node of each
-// foreign subtree is listed. Drivers that list no nodes have none.
-func foreignNodes(ctx context.Context, st *store.Store) ([]string, error) {
-	l, ok := st.Driver().(aclLister)
-	if !ok {
-		return nil, nil
-	}
-	// Two round trips a node, one node at a time: a bound for big stores
-	// (a minute is 30 000 nodes or more on a LAN), not for a stuck server.
-	ctx, cancel := context.WithTimeout(ctx, max(100*st.Timeout(), 10*time.Minute))
-	defer cancel()
-	nodes, err := l.ACLs(ctx)
-	if err != nil || len(nodes) == 0 {
-		return nil, err
-	}
-	var out []string
-	root := nodes[0].Path // the walk starts at the root, parents before children
-	for _, n := range nodes[1:] {
-		if len(out) > 0 && strings.HasPrefix(n.Path, out[len(out)-1]+"/") {
-			continue
-		}
-		if rel, ok := strings.CutPrefix(n.Path, root+"/"); ok && !inLayout(strings.Split(rel, "/")) {
-			out = append(out, n.Path)
-		}
-	}
-	return out, nil
-}
-
-// inLayout reports whether a node below a ZooKeeper store's root, given as
-// its path segments below the root, is one the store itself makes.
-func inLayout(segs []string) bool {
-	switch segs[0] {
-	case "range":
-		return true // keys have any number of segments
-	case "slot":
-		if len(segs) == 3 {
-			_, err := strconv.Atoi(segs[2])
-			return err == nil || segs[2] == ".clock"
-		}
-		return len(segs) < 3
-	case "owner":
-		return len(segs) <= 3
-	case "lock":
-		return len(segs) < 3 || len(segs) == 3 && strings.HasPrefix(segs[2], "_c_")
-	}
-	return false
 }
 
 // inUse lists the leases that may be in use and the locks that are held.

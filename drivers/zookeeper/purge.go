@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 
@@ -80,6 +82,10 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 			levels = append(levels, level)
 		}
 	}
+	if foreign := s.foreignNodes(levels); len(foreign) > 0 {
+		return nil, fmt.Errorf("zookeeper: purge: nodes below the root that are not this store's, which a purge would delete "+
+			"with it (another store's root inside this one?): %s; nothing deleted: %w", strings.Join(foreign, ", "), driver.ErrCorrupt)
+	}
 	if err := s.keepSlotFences(ctx, levels, &a); err != nil {
 		return nil, err
 	}
@@ -94,6 +100,52 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 		}
 	}
 	return deleted, nil
+}
+
+// foreignNodes lists, topmost first and at most eight, the nodes of the
+// walk that are not part of the store's layout (docs/design.md, ZooKeeper
+// node layout): range/KEY..., slot/NS/{N|.clock}, owner/NS/OWNER,
+// lock/NAME/_c_WAITER. Such a node is most likely another store's root
+// (/ids/v2 inside /ids), which deleting everything below the root would
+// delete too.
+func (s *driverStore) foreignNodes(levels [][]purgeNode) []string {
+	var out []string
+	for _, level := range levels {
+		for _, n := range level {
+			if len(out) == 8 {
+				return out
+			}
+			rel := strings.Split(strings.TrimPrefix(n.path, s.root+"/"), "/")
+			below := false // inside a foreign node already listed
+			for _, f := range out {
+				below = below || strings.HasPrefix(n.path, f+"/")
+			}
+			if !below && !inLayout(rel) {
+				out = append(out, n.path)
+			}
+		}
+	}
+	return out
+}
+
+// inLayout reports whether a node, given as its path segments below the
+// root, is one the store itself makes.
+func inLayout(segs []string) bool {
+	switch segs[0] {
+	case "range":
+		return true // a key has any number of segments
+	case "slot":
+		if len(segs) == 3 {
+			_, err := strconv.Atoi(segs[2])
+			return err == nil || segs[2] == ".clock"
+		}
+		return len(segs) < 3
+	case "owner":
+		return len(segs) <= 3
+	case "lock":
+		return len(segs) < 3 || len(segs) == 3 && strings.HasPrefix(segs[2], "_c_")
+	}
+	return false
 }
 
 // listAll lists the children of paths in one round trip (see readAll).

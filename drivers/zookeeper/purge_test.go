@@ -104,3 +104,35 @@ func TestPurgeStaleRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestPurgeSparesForeignNodes: a node outside the store's layout, such as
+// another store's root inside this one (/ids/v2 in /ids, or deeper in an
+// owner index or a lock's tree), stops the purge before anything is
+// deleted: the other store keeps its keys. A purge of the whole tree would
+// have started the inner store's keys again at 0.
+func TestPurgeSparesForeignNodes(t *testing.T) {
+	addr := zktest.StartServer(t, zktest.Versions()[0]).Addr()
+	for _, sub := range []string{"/v2", "/owner/v2", "/lock/v2", "/owner/ns/o/x"} {
+		t.Run(strings.TrimPrefix(sub, "/"), func(t *testing.T) {
+			outer := openTest(t, testOptions(addr, nil), nil)
+			ctx := t.Context()
+			if _, err := outer.Next(ctx, "orders", 100); err != nil {
+				t.Fatal(err)
+			}
+			inner := openTest(t, testOptions(addr, map[string]string{"root": outer.root + sub}), nil)
+			if _, err := inner.Next(ctx, "orders", 7); err != nil {
+				t.Fatal(err)
+			}
+			deleted, err := outer.Purge(ctx)
+			if !errors.Is(err, driver.ErrCorrupt) || !strings.Contains(err.Error(), outer.root+sub) || len(deleted) > 0 {
+				t.Fatalf("purge of %s with a store at %s inside: deleted %v, %v; want ErrCorrupt naming it, nothing deleted",
+					outer.root, outer.root+sub, deleted, err)
+			}
+			for _, st := range []*driverStore{outer, inner} {
+				if next, _, err := st.Current(ctx, "orders"); err != nil || next == 0 {
+					t.Errorf("%s after the refused purge: orders at %d (%v), want it kept", st.root, next, err)
+				}
+			}
+		})
+	}
+}
