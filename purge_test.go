@@ -92,7 +92,7 @@ func TestPurgeLiveLeaseRace(t *testing.T) {
 	for _, drv := range []string{"sqlite", "memory"} {
 		t.Run(drv, func(t *testing.T) {
 			open := purgeStores(t, drv)
-			slots := open().Driver().(driver.SlotStore)
+			slots := open().Driver().(driver.SlotLeaseStore)
 			purger := open().Driver().(driver.Purger)
 			purgerace.Run(t, slots, purger, 20, time.Minute)
 		})

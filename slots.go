@@ -41,7 +41,7 @@ func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string
 		checkMillis("ttl", opts.TTL, time.Millisecond, MaxTTL),
 		checkSlot("preferred slot", opts.Preferred, ns.Limit),
 	)}
-	return call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) (Lease, error) {
+	return call(ctx, l.s, o, func(ctx context.Context, d driver.SlotLeaseStore) (Lease, error) {
 		dl, err := d.Acquire(ctx, driver.AcquireRequest{
 			Namespace:   ns.toDriver(),
 			Owner:       owner,
@@ -75,7 +75,7 @@ func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string
 // the store returned before a renewal) is fine.
 func (l *SlotLeaseStore) Renew(ctx context.Context, lease Lease) (Lease, error) {
 	o := op{name: "Renew", key: leaseKey(lease), check: checkLease(lease), lease: true, fence: lease.Fence}
-	renewed, err := call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) (Lease, error) {
+	renewed, err := call(ctx, l.s, o, func(ctx context.Context, d driver.SlotLeaseStore) (Lease, error) {
 		dl, err := d.Renew(ctx, lease.toDriver())
 		return leaseOf(dl), err
 	})
@@ -104,14 +104,14 @@ func (l *SlotLeaseStore) ReleaseUsed(ctx context.Context, lease Lease, used int6
 
 func (l *SlotLeaseStore) release(ctx context.Context, o op, lease Lease, used int64) error {
 	o.lease, o.fence = true, lease.Fence
-	return callErr(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) error {
+	return callErr(ctx, l.s, o, func(ctx context.Context, d driver.SlotLeaseStore) error {
 		return d.Release(ctx, lease.toDriver(), used)
 	})
 }
 
 // Namespaces lists every namespace with its settings.
 func (l *SlotLeaseStore) Namespaces(ctx context.Context) ([]Namespace, error) {
-	return call(ctx, l.s, op{name: "Namespaces"}, func(ctx context.Context, d driver.SlotStore) ([]Namespace, error) {
+	return call(ctx, l.s, op{name: "Namespaces"}, func(ctx context.Context, d driver.SlotLeaseStore) ([]Namespace, error) {
 		nss, err := d.Namespaces(ctx)
 		return convert(nss, namespaceOf), err
 	})
@@ -120,7 +120,7 @@ func (l *SlotLeaseStore) Namespaces(ctx context.Context) ([]Namespace, error) {
 // List lists every used slot of namespace ns, by slot number.
 func (l *SlotLeaseStore) List(ctx context.Context, ns string) ([]SlotInfo, error) {
 	o := op{name: "Slots", key: ns, check: checkName("namespace", ns)}
-	return call(ctx, l.s, o, func(ctx context.Context, d driver.SlotStore) ([]SlotInfo, error) {
+	return call(ctx, l.s, o, func(ctx context.Context, d driver.SlotLeaseStore) ([]SlotInfo, error) {
 		infos, err := d.Slots(ctx, ns)
 		return convert(infos, slotInfoOf), err
 	})

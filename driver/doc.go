@@ -8,7 +8,7 @@
 // returns raw errors: the sentinel errors below, context errors, or its own.
 //
 // A driver implements Store and, for each capability it has, RangeStore,
-// SlotStore or Locker. A capability it lacks makes the user's call fail with
+// SlotLeaseStore or Locker. A capability it lacks makes the user's call fail with
 // ErrUnsupported. The comment on each method states everything the
 // conformance kit (package tck) checks of it; an author needs to read
 // neither tck's nor store's source.
@@ -65,7 +65,7 @@
 // loop, or one UPDATE ... RETURNING). A write whose answer was lost is a
 // gap, never a retry that might hand the same values out twice.
 //
-// SlotStore: store-wide, after a purge, a fence floor (the highest slot
+// SlotLeaseStore: store-wide, after a purge, a fence floor (the highest slot
 // fence the purges deleted: it outlives the namespaces they deleted); per
 // namespace, its Limit and Tolerance (fixed at creation); per slot, the
 // fields of a SlotRecord (a

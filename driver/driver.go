@@ -37,7 +37,7 @@ var (
 type Factory func(options map[string]string) (Store, error)
 
 // Store is an open driver store. It must also implement at least one of
-// RangeStore, SlotStore and Locker; the TCK's suite declares which.
+// RangeStore, SlotLeaseStore and Locker; the TCK's suite declares which.
 //
 // Every store a program opens on the same storage acts as a separate
 // process: what one writes, the others see at once (no cache of another
@@ -153,13 +153,13 @@ type SlotInfo struct {
 	NextFloor   int64 // the next term starts at least here; during a term, its Floor
 }
 
-// SlotStore leases worker slots. It keeps, per namespace, its settings;
+// SlotLeaseStore leases worker slots. It keeps, per namespace, its settings;
 // per slot, a SlotRecord; per owner key, the slots it held last (at most
 // OwnerIndexLen, most recent first). The rules below are SlotRecord's
 // methods: a driver supplies storage, the store's clock and an atomic
 // read-modify-write, and calls them. All times are the store's clock
 // (a server's write time, a database's clock), never the caller's.
-type SlotStore interface {
+type SlotLeaseStore interface {
 	// Acquire creates the namespace if it is missing (ErrConfigMismatch,
 	// creating nothing, if it exists with another Limit or Tolerance) and
 	// leases a slot at now, the store's time:
@@ -288,7 +288,7 @@ type Waiter struct {
 	Fence int64
 }
 
-// SlotSeeder is an optional capability of a SlotStore, for migrations
+// SlotSeeder is an optional capability of a SlotLeaseStore, for migrations
 // between stores: it carries a slot's history so that the slot's next term
 // stays above every timestamp and fence of the terms in the old store.
 type SlotSeeder interface {

@@ -53,7 +53,7 @@ func rawDriver(t *testing.T, driverName string, options map[string]string) drive
 type faulty struct {
 	driver.Store
 	driver.RangeStore
-	driver.SlotStore
+	driver.SlotLeaseStore
 	next, acquire, renew gate
 	skew                 atomic.Int64
 }
@@ -62,7 +62,7 @@ func (f *faulty) Acquire(ctx context.Context, req driver.AcquireRequest) (driver
 	if err := f.acquire.pass(ctx); err != nil {
 		return driver.Lease{}, err
 	}
-	l, err := f.SlotStore.Acquire(ctx, req)
+	l, err := f.SlotLeaseStore.Acquire(ctx, req)
 	l.ExpiresAt -= f.skew.Load()
 	return l, err
 }
@@ -78,7 +78,7 @@ func (f *faulty) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error
 	if err := f.renew.pass(ctx); err != nil {
 		return l, err
 	}
-	return f.SlotStore.Renew(ctx, l)
+	return f.SlotLeaseStore.Renew(ctx, l)
 }
 
 // gate lets calls through, fails them, or holds them until released.
@@ -168,7 +168,7 @@ func open(t *testing.T, b backend, opts ...store.Option) (*store.Store, *faulty)
 	d := b(t)
 	f := &faulty{Store: d}
 	f.RangeStore, _ = d.(driver.RangeStore)
-	f.SlotStore, _ = d.(driver.SlotStore)
+	f.SlotLeaseStore, _ = d.(driver.SlotLeaseStore)
 	st, err := store.OpenDriver(f, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -405,7 +405,7 @@ func (h *history) acquire(t *rapid.T) {
 	}
 	req := acquireReq{ns: ns, owner: owner, inc: h.inc[i], ttl: ttl, preferred: pref, reclaim: reclaim}
 	n, fresh, want := h.m.acquire(req)
-	h.wantErr(what, "driver.SlotStore.Acquire", err, want)
+	h.wantErr(what, "driver.SlotLeaseStore.Acquire", err, want)
 	if err != nil {
 		return
 	}
@@ -415,7 +415,7 @@ func (h *history) acquire(t *rapid.T) {
 	}
 	h.leases = append(h.leases, l)
 	if w := h.m.lease(ns.Name, n); !sameLease(l, w) {
-		t.Fatalf("%s: the driver gave %s, the contract says %s\n\t(see driver.SlotStore.Acquire: the slot order and the new term)", what, leaseText(l), leaseText(w))
+		t.Fatalf("%s: the driver gave %s, the contract says %s\n\t(see driver.SlotLeaseStore.Acquire: the slot order and the new term)", what, leaseText(l), leaseText(w))
 	}
 }
 
@@ -471,13 +471,13 @@ func (h *history) renew(t *rapid.T) {
 	if err == nil {
 		h.adoptNow(got.ExpiresAt - l.TTL.Milliseconds())
 	}
-	h.wantErr(what, "driver.SlotStore.Renew", err, h.m.renew(l))
+	h.wantErr(what, "driver.SlotLeaseStore.Renew", err, h.m.renew(l))
 	if err != nil {
 		return
 	}
 	h.leases = append(h.leases, got)
 	if w := h.m.lease(l.Namespace, l.Slot); !sameLease(got, w) {
-		t.Fatalf("%s: the driver gave %s, the contract says %s\n\t(see driver.SlotStore.Renew)", what, leaseText(got), leaseText(w))
+		t.Fatalf("%s: the driver gave %s, the contract says %s\n\t(see driver.SlotLeaseStore.Renew)", what, leaseText(got), leaseText(w))
 	}
 }
 
@@ -500,7 +500,7 @@ func (h *history) release(t *rapid.T) {
 	if h.closed(i, what, err) {
 		return
 	}
-	h.wantErr(what, "driver.SlotStore.Release", err, h.m.release(l, used))
+	h.wantErr(what, "driver.SlotLeaseStore.Release", err, h.m.release(l, used))
 }
 
 func (h *history) seed(t *rapid.T) {
@@ -526,9 +526,9 @@ func (h *history) namespaces(t *rapid.T) {
 	if h.closed(i, what, err) {
 		return
 	}
-	h.wantErr(what, "driver.SlotStore.Namespaces", err, nil)
+	h.wantErr(what, "driver.SlotLeaseStore.Namespaces", err, nil)
 	if want := h.m.namespaces(); !slices.Equal(got, want) {
-		t.Fatalf("%s: the driver listed %v, the contract says %v\n\t(see driver.SlotStore.Namespaces: sorted by name)", what, got, want)
+		t.Fatalf("%s: the driver listed %v, the contract says %v\n\t(see driver.SlotLeaseStore.Namespaces: sorted by name)", what, got, want)
 	}
 }
 
@@ -542,12 +542,12 @@ func (h *history) slots(t *rapid.T) {
 		return
 	}
 	want, werr := h.m.slotList(ns)
-	h.wantErr(what, "driver.SlotStore.Slots", err, werr)
+	h.wantErr(what, "driver.SlotLeaseStore.Slots", err, werr)
 	if err != nil {
 		return
 	}
 	if !sameInfos(got, want) {
-		t.Fatalf("%s: the driver listed\n\t%s\nthe contract says\n\t%s\n\t(see driver.SlotStore.Slots, driver.SlotInfo)", what, infosText(got), infosText(want))
+		t.Fatalf("%s: the driver listed\n\t%s\nthe contract says\n\t%s\n\t(see driver.SlotLeaseStore.Slots, driver.SlotInfo)", what, infosText(got), infosText(want))
 	}
 }
 

@@ -79,5 +79,5 @@ func checkForgedLease(e *env) {
 	zero.ExpiresAt, zero.Ceiling = 0, 0
 	_, err := s.Renew(e.ctx, zero)
 	e.fatalIf(err, "Renew of a lease copy with ExpiresAt and Ceiling 0 of a term of floor 0 and tolerance 0 "+
-		"(see driver.SlotStore.Renew: an older copy has lower times, and is fine)")
+		"(see driver.SlotLeaseStore.Renew: an older copy has lower times, and is fine)")
 }

@@ -62,7 +62,7 @@ func checkDeclared(e *env) {
 		call     func() error
 	}{
 		{"Ranges", e.suite.Ranges, is[driver.RangeStore](d), func() error { _, err := st.Ranges().Keys(e.ctx); return err }},
-		{"Slots", e.suite.Slots, is[driver.SlotStore](d), func() error { _, err := st.Slots().Namespaces(e.ctx); return err }},
+		{"Slots", e.suite.Slots, is[driver.SlotLeaseStore](d), func() error { _, err := st.Slots().Namespaces(e.ctx); return err }},
 		{"Locks", e.suite.Locks, is[driver.Locker](d), func() error { _, err := st.Locks().List(e.ctx); return err }},
 	}
 	for _, c := range caps {
@@ -312,8 +312,8 @@ func checkPurge(e *env) {
 // checkAtLeastOne: a driver store implements at least one capability.
 func checkAtLeastOne(e *env) {
 	d := e.open().Driver()
-	if !is[driver.RangeStore](d) && !is[driver.SlotStore](d) && !is[driver.Locker](d) {
-		e.t.Errorf("%T implements none of driver.RangeStore, driver.SlotStore and driver.Locker", d)
+	if !is[driver.RangeStore](d) && !is[driver.SlotLeaseStore](d) && !is[driver.Locker](d) {
+		e.t.Errorf("%T implements none of driver.RangeStore, driver.SlotLeaseStore and driver.Locker", d)
 	}
 }
 

@@ -179,9 +179,9 @@ func checkFenceAtMax(e *env) {
 	e.fatalIf(st.Slots().Seed(e.ctx, ns, 0, math.MaxInt64, 0), "Seed(fence MaxInt64)")
 	l, err := st.Slots().Acquire(e.ctx, ns, "a", e.long())
 	e.wantIs(err, store.ErrExhausted, "Acquire of a namespace whose one slot has fence MaxInt64 (got fence %d; "+
-		"see driver.SlotStore.Acquire: a slot whose fence is math.MaxInt64 is passed over)", l.Fence)
+		"see driver.SlotLeaseStore.Acquire: a slot whose fence is math.MaxInt64 is passed over)", l.Fence)
 	if err != nil && !strings.Contains(err.Error(), "slot 0") {
-		e.t.Errorf("Acquire passing over slot 0 (fence MaxInt64) says %q; the contract (driver.SlotStore.Acquire) "+
+		e.t.Errorf("Acquire passing over slot 0 (fence MaxInt64) says %q; the contract (driver.SlotLeaseStore.Acquire) "+
 			"wants a slot passed over named in the ErrExhausted error", err)
 	}
 }

@@ -36,7 +36,7 @@ func checkMostRecentFirst(e *env) {
 	x := e.acquire(e.open(), ns, "x", store.AcquireOptions{TTL: e.longTTL, Preferred: 1})
 	e.wantSlot(x, 1, "the preferred slot, free; the owner has no last slots")
 	pref := store.AcquireOptions{TTL: e.longTTL, Preferred: 4}
-	const rule = " (see driver.SlotStore.Acquire: the owner's last slots, most recently acquired first)"
+	const rule = " (see driver.SlotLeaseStore.Acquire: the owner's last slots, most recently acquired first)"
 	e.wantSlot(e.acquire(runs[0], ns, "a", pref), 0,
 		"its most recent slot 1 is taken: its next most recent, before its older slot 2 and the preferred 4"+rule)
 	e.wantSlot(e.acquire(runs[1], ns, "a", pref), 2, "its oldest last slot, before the preferred 4"+rule)
@@ -203,7 +203,7 @@ func checkRenewClockBack(e *env) {
 // over as from anyone (fence + 1, floor at the old ceiling, the owner as
 // LastOwner), not the old term back.
 func checkOwnExpired(e *env) {
-	const rule = "(see driver.SlotStore.Acquire: a live term of the same owner and incarnation is returned as it is; " +
+	const rule = "(see driver.SlotLeaseStore.Acquire: a live term of the same owner and incarnation is returned as it is; " +
 		"an expired one is free, whoever held it, and a new term takes it over)"
 	st := e.open()
 	ns := e.namespace("own-expired", 1)
@@ -216,7 +216,7 @@ func checkOwnExpired(e *env) {
 	e.wantFloor(n, l.Ceiling, "a taken-over term starts at the old ceiling "+rule)
 	if info, ok := e.slotInfo(st, ns.Name, 0); !ok || info.LastOwner != "a" {
 		e.t.Errorf("Slots shows LastOwner %q after the owner's own expired term was taken over, want %q "+
-			"(see driver.SlotStore.Acquire: LastOwner becomes the taken-over term's owner)", info.LastOwner, "a")
+			"(see driver.SlotLeaseStore.Acquire: LastOwner becomes the taken-over term's owner)", info.LastOwner, "a")
 	}
 }
 
@@ -224,7 +224,7 @@ func checkOwnExpired(e *env) {
 // live until the instant before its ExpiresAt and free at it, for another
 // owner and for its own.
 func checkExpiryBoundary(e *env) {
-	const rule = "(see driver.SlotStore.Acquire: expired when now >= ExpiresAt; never a live term of another owner)"
+	const rule = "(see driver.SlotLeaseStore.Acquire: expired when now >= ExpiresAt; never a live term of another owner)"
 	cs, ok := e.h.(ClockSetter)
 	if !ok {
 		e.t.Skipf("the harness (%T) does not implement the optional tck.ClockSetter: "+
@@ -249,7 +249,7 @@ func checkExpiryBoundary(e *env) {
 // checkIndexLength: an owner's index keeps its last driver.OwnerIndexLen
 // slots, no more: an older slot is not tried before the preferred one.
 func checkIndexLength(e *env) {
-	const rule = "(see driver.SlotStore: per owner key, the slots it held last, at most OwnerIndexLen)"
+	const rule = "(see driver.SlotLeaseStore: per owner key, the slots it held last, at most OwnerIndexLen)"
 	n := driver.OwnerIndexLen + 2 // slots 0..n-1 held once by the owner, slot n+1 preferred
 	ns := e.namespace("index-length", n+2)
 	runs := make([]*store.Store, n)

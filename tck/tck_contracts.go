@@ -16,7 +16,7 @@
 //	D3   Factory: reject an unknown option key, wrapping ErrInvalidArgument,     Options/UnknownKey, Options/UnknownWithValid
 //	D4   ... naming it, also when valid keys come with it                        Options/UnknownWithValid
 //	D5   Factory: reject a malformed value, naming the key and the value         Options/MalformedValue
-//	D6   Store: implements at least one of RangeStore, SlotStore, Locker         Capabilities/AtLeastOne
+//	D6   Store: implements at least one of RangeStore, SlotLeaseStore, Locker         Capabilities/AtLeastOne
 //	D7   stores on one storage act as processes: each sees the others' writes    Ranges/Current, Ranges/Seal, Ranges/Init, Ranges/NeverTwice,
 //	                                                                             Slots/ConcurrentAcquire, Locks/Exclusion (several stores each)
 //	D8   a persistent driver keeps ranges, slot records, owner indexes and       Restart/Survives (needs Restarter; Suite.NotPersistent skips it, saying why)
@@ -61,7 +61,7 @@
 //	D45  ... a released or seeded slot: no Owner, and its last term's fields     History/Listed, History/SeedNeverLowers
 //	D46  LastOwner: the owner of the last term ended (release, takeover, seed)   History/Listed; the seed: driver TestSlotSeeded
 //	D47  NextFloor: the next term starts there or above; during a term, Floor    History/Listed, Slots/ReleaseFloor
-//	D48  SlotStore keeps per slot a SlotRecord, per owner its last slots         Slots/MostRecentFirst, Restart/Survives; driver TestOwnerIndex
+//	D48  SlotLeaseStore keeps per slot a SlotRecord, per owner its last slots         Slots/MostRecentFirst, Restart/Survives; driver TestOwnerIndex
 //	D49  ... at most OwnerIndexLen, most recent first                            Slots/MostRecentFirst; driver TestOwnerIndex
 //	D50  the rules are SlotRecord's; times: the store's clock, not the caller's  driver TestSlotJudge ... TestSlotSeeded; Slots/RenewClockBack
 //	D51  Acquire creates a missing namespace                                     Slots/FirstTerm, Slots/Listing

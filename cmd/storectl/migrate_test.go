@@ -329,13 +329,13 @@ func init() {
 			return nil, err
 		}
 		m := st.Driver()
-		return noSeed{m.(driver.RangeStore), m.(driver.SlotStore), m.(driver.Locker), m}, nil
+		return noSeed{m.(driver.RangeStore), m.(driver.SlotLeaseStore), m.(driver.Locker), m}, nil
 	})
 }
 
 type noSeed struct {
 	driver.RangeStore
-	driver.SlotStore
+	driver.SlotLeaseStore
 	driver.Locker
 	closer driver.Store
 }

@@ -15,5 +15,5 @@ func TestPurgeLiveLeaseRace(t *testing.T) {
 	prefix := freshPrefix("purgerace")
 	a, _ := openCounting(t, prefix)
 	op, _ := openCounting(t, prefix)
-	purgerace.Run(t, a.Driver().(driver.SlotStore), op.Driver().(driver.Purger), 10, time.Minute)
+	purgerace.Run(t, a.Driver().(driver.SlotLeaseStore), op.Driver().(driver.Purger), 10, time.Minute)
 }

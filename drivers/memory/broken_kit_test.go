@@ -129,7 +129,7 @@ func kitReq(owner string) driver.AcquireRequest {
 	return driver.AcquireRequest{Namespace: kitNS, Owner: owner, Incarnation: "1", TTL: 100 * time.Millisecond}
 }
 
-func kitListed(ctx context.Context, s driver.SlotStore) (driver.SlotInfo, error) {
+func kitListed(ctx context.Context, s driver.SlotLeaseStore) (driver.SlotInfo, error) {
 	infos, err := s.Slots(ctx, kitNS.Name)
 	if err == nil && len(infos) != 1 {
 		err = fmt.Errorf("Slots = %v; want one slot", infos)
@@ -149,7 +149,7 @@ func probeSeedLowers(ctx context.Context, wrap func(*driverStore) driver.Store, 
 			return "", err
 		}
 	}
-	in, err := kitListed(ctx, d.(driver.SlotStore))
+	in, err := kitListed(ctx, d.(driver.SlotLeaseStore))
 	return fmt.Sprintf("fence %d after seeds 10 then 3", in.Fence), err
 }
 
@@ -160,7 +160,7 @@ func probeSeedFloorIgnored(ctx context.Context, wrap func(*driverStore) driver.S
 	defer d.Close()
 	now := int64(1000)
 	SetClock(base, func() int64 { return now })
-	s := d.(driver.SlotStore)
+	s := d.(driver.SlotLeaseStore)
 	if _, err := s.Acquire(ctx, kitReq("a")); err != nil { // expires at 1100, ceiling 1150
 		return "", err
 	}
@@ -178,7 +178,7 @@ func probeTakeoverLastOwner(ctx context.Context, wrap func(*driverStore) driver.
 	defer d.Close()
 	now := int64(1000)
 	SetClock(base, func() int64 { return now })
-	s := d.(driver.SlotStore)
+	s := d.(driver.SlotLeaseStore)
 	if _, err := s.Acquire(ctx, kitReq("a")); err != nil {
 		return "", err
 	}
@@ -194,7 +194,7 @@ func probeTakeoverLastOwner(ctx context.Context, wrap func(*driverStore) driver.
 func probePurgeFences(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	defer d.Close()
-	s := d.(driver.SlotStore)
+	s := d.(driver.SlotLeaseStore)
 	l, err := s.Acquire(ctx, kitReq("a"))
 	if err != nil {
 		return "", err

@@ -284,7 +284,7 @@ func req(ns driver.Namespace, owner, inc string, ttl time.Duration, pref int) dr
 func probeOldestFirst(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	defer d.Close()
-	s := d.(driver.SlotStore)
+	s := d.(driver.SlotLeaseStore)
 	ns := probeNS(3, 0)
 	var held []driver.Lease
 	for i := range 2 {
@@ -308,7 +308,7 @@ func probeOldestFirst(ctx context.Context, wrap func(*driverStore) driver.Store,
 func probeSearchSkipsExpired(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, raw := probeStore(wrap)
 	defer d.Close()
-	s := d.(driver.SlotStore)
+	s := d.(driver.SlotLeaseStore)
 	ns := probeNS(2, 0)
 	if _, err := s.Acquire(ctx, req(ns, "a", "a", time.Second, 0)); err != nil {
 		return "", err
@@ -326,7 +326,7 @@ func probeSearchSkipsExpired(ctx context.Context, wrap func(*driverStore) driver
 func probeEarly(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	defer d.Close()
-	s := d.(driver.SlotStore)
+	s := d.(driver.SlotLeaseStore)
 	ns := probeNS(1, time.Hour)
 	if _, err := s.Acquire(ctx, req(ns, "a", "a", time.Hour, 0)); err != nil {
 		return "", err
@@ -339,7 +339,7 @@ func probeEarly(ctx context.Context, wrap func(*driverStore) driver.Store, _ dri
 func probeReleaseExpired(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, raw := probeStore(wrap)
 	defer d.Close()
-	s := d.(driver.SlotStore)
+	s := d.(driver.SlotLeaseStore)
 	ns := probeNS(1, 0)
 	l, err := s.Acquire(ctx, req(ns, "a", "a", time.Second, 0))
 	if err != nil {
@@ -357,7 +357,7 @@ func probeReleaseExpired(ctx context.Context, wrap func(*driverStore) driver.Sto
 func probeHighFloor(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, _ := probeStore(wrap)
 	defer d.Close()
-	s := d.(driver.SlotStore)
+	s := d.(driver.SlotLeaseStore)
 	ns := probeNS(1, 0)
 	l, err := s.Acquire(ctx, req(ns, "a", "a", time.Hour, 0))
 	if err != nil {
@@ -374,7 +374,7 @@ func probeHighFloor(ctx context.Context, wrap func(*driverStore) driver.Store, _
 func probeRenewClockBack(ctx context.Context, wrap func(*driverStore) driver.Store, _ driver.Factory) (string, error) {
 	d, raw := probeStore(wrap)
 	defer d.Close()
-	s := d.(driver.SlotStore)
+	s := d.(driver.SlotLeaseStore)
 	l, err := s.Acquire(ctx, req(probeNS(1, 0), "a", "a", time.Second, 0))
 	if err != nil {
 		return "", err
@@ -437,7 +437,7 @@ func probeBare(_ context.Context, wrap func(*driverStore) driver.Store, _ driver
 	d, _ := probeStore(wrap)
 	defer d.Close()
 	_, r := d.(driver.RangeStore)
-	_, s := d.(driver.SlotStore)
+	_, s := d.(driver.SlotLeaseStore)
 	_, k := d.(driver.Locker)
 	return fmt.Sprintf("capabilities: ranges %v, slots %v, locks %v", r, s, k), nil
 }

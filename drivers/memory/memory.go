@@ -102,7 +102,7 @@ func newDriver(name string) *driverStore {
 }
 
 // driverStore is an open memory store. It implements driver.Store,
-// driver.RangeStore, driver.SlotStore and driver.Locker, and the optional
+// driver.RangeStore, driver.SlotLeaseStore and driver.Locker, and the optional
 // driver.SlotSeeder, driver.Purger and driver.Pinger.
 type driverStore struct {
 	st   *state
@@ -114,13 +114,13 @@ type driverStore struct {
 }
 
 var (
-	_ driver.RangeStore = (*driverStore)(nil)
-	_ driver.SlotStore  = (*driverStore)(nil)
-	_ driver.Locker     = (*driverStore)(nil)
-	_ driver.SlotSeeder = (*driverStore)(nil)
-	_ driver.Purger     = (*driverStore)(nil)
-	_ driver.Pinger     = (*driverStore)(nil)
-	_ driver.Identifier = (*driverStore)(nil)
+	_ driver.RangeStore     = (*driverStore)(nil)
+	_ driver.SlotLeaseStore = (*driverStore)(nil)
+	_ driver.Locker         = (*driverStore)(nil)
+	_ driver.SlotSeeder     = (*driverStore)(nil)
+	_ driver.Purger         = (*driverStore)(nil)
+	_ driver.Pinger         = (*driverStore)(nil)
+	_ driver.Identifier     = (*driverStore)(nil)
 )
 
 // StoreID returns the state's identity (driver.Identifier).

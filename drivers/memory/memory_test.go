@@ -781,7 +781,7 @@ func TestClose(t *testing.T) {
 
 // TestExhaustedNamesUnusable: a slot passed over because its fence cannot
 // grow is named in ErrExhausted, so an operator learns which slot to
-// repair (driver.SlotStore.Acquire).
+// repair (driver.SlotLeaseStore.Acquire).
 func TestExhaustedNamesUnusable(t *testing.T) {
 	ctx := t.Context()
 	d := memory.NewDriver("")

@@ -146,7 +146,7 @@ type Options struct {
 }
 
 // driverStore is an open PostgreSQL store. It implements driver.Store,
-// driver.RangeStore, driver.SlotStore, driver.Locker, driver.SlotSeeder,
+// driver.RangeStore, driver.SlotLeaseStore, driver.Locker, driver.SlotSeeder,
 // driver.Purger, driver.Pinger and driver.Notifier.
 type driverStore struct {
 	*sqlstore.Store
@@ -177,12 +177,12 @@ func (s *driverStore) sawTicket(t int64) {
 }
 
 var (
-	_ driver.RangeStore = (*driverStore)(nil)
-	_ driver.SlotStore  = (*driverStore)(nil)
-	_ driver.SlotSeeder = (*driverStore)(nil)
-	_ driver.Purger     = (*driverStore)(nil)
-	_ driver.Pinger     = (*driverStore)(nil)
-	_ driver.Identifier = (*driverStore)(nil)
+	_ driver.RangeStore     = (*driverStore)(nil)
+	_ driver.SlotLeaseStore = (*driverStore)(nil)
+	_ driver.SlotSeeder     = (*driverStore)(nil)
+	_ driver.Purger         = (*driverStore)(nil)
+	_ driver.Pinger         = (*driverStore)(nil)
+	_ driver.Identifier     = (*driverStore)(nil)
 )
 
 // fromOptions opens a store from options (see the package documentation). It is

@@ -151,7 +151,7 @@ import (
 func init() { store.Register("sqlite", fromOptions) }
 
 // driverStore is an open SQLite store. It implements driver.Store,
-// driver.RangeStore, driver.SlotStore, driver.SlotSeeder, driver.Purger and
+// driver.RangeStore, driver.SlotLeaseStore, driver.SlotSeeder, driver.Purger and
 // driver.Pinger.
 type driverStore struct {
 	*sqlstore.Store
@@ -164,12 +164,12 @@ type driverStore struct {
 }
 
 var (
-	_ driver.RangeStore = (*driverStore)(nil)
-	_ driver.SlotStore  = (*driverStore)(nil)
-	_ driver.SlotSeeder = (*driverStore)(nil)
-	_ driver.Purger     = (*driverStore)(nil)
-	_ driver.Pinger     = (*driverStore)(nil)
-	_ driver.Identifier = (*driverStore)(nil)
+	_ driver.RangeStore     = (*driverStore)(nil)
+	_ driver.SlotLeaseStore = (*driverStore)(nil)
+	_ driver.SlotSeeder     = (*driverStore)(nil)
+	_ driver.Purger         = (*driverStore)(nil)
+	_ driver.Pinger         = (*driverStore)(nil)
+	_ driver.Identifier     = (*driverStore)(nil)
 )
 
 // The busyTimeout option's default and bound (SQLite keeps milliseconds

@@ -31,11 +31,11 @@ import (
 // trip in wire_trip.go.
 
 var (
-	_ driver.SlotStore  = (*slotStore)(nil)
-	_ driver.SlotSeeder = (*slotStore)(nil)
+	_ driver.SlotLeaseStore = (*slotStore)(nil)
+	_ driver.SlotSeeder     = (*slotStore)(nil)
 )
 
-// slotStore is the store's driver.SlotStore and driver.SlotSeeder.
+// slotStore is the store's driver.SlotLeaseStore and driver.SlotSeeder.
 type slotStore struct {
 	*session
 

@@ -15,7 +15,7 @@ import (
 func init() { store.Register("zookeeper", factory) }
 
 // driverStore is an open ZooKeeper store. It implements driver.Store,
-// driver.RangeStore, driver.SlotStore, driver.Locker, and the optional
+// driver.RangeStore, driver.SlotLeaseStore, driver.Locker, and the optional
 // driver.SlotSeeder and driver.Purger, and is safe for concurrent use.
 //
 // It is made of one part per job, sharing one session: the session and
@@ -33,10 +33,10 @@ type driverStore struct {
 // The parts' methods are promoted to driverStore; a name two parts both
 // had would drop out of its method set, which these catch.
 var (
-	_ driver.RangeStore = (*driverStore)(nil)
-	_ driver.SlotStore  = (*driverStore)(nil)
-	_ driver.SlotSeeder = (*driverStore)(nil)
-	_ driver.Locker     = (*driverStore)(nil)
+	_ driver.RangeStore     = (*driverStore)(nil)
+	_ driver.SlotLeaseStore = (*driverStore)(nil)
+	_ driver.SlotSeeder     = (*driverStore)(nil)
+	_ driver.Locker         = (*driverStore)(nil)
 )
 
 // open opens a store on a connection it makes from options and closes with

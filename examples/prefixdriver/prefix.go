@@ -116,8 +116,8 @@ func (s *Store) Keys(ctx context.Context) ([]string, error) {
 	return strip(all, s.p+"/"), err
 }
 
-func (s *Store) slots() (driver.SlotStore, error) {
-	if r, ok := s.d.(driver.SlotStore); ok {
+func (s *Store) slots() (driver.SlotLeaseStore, error) {
+	if r, ok := s.d.(driver.SlotLeaseStore); ok {
 		return r, nil
 	}
 	return nil, driver.ErrUnsupported

@@ -20,7 +20,7 @@ import (
 // term shows as that term's Renew or Release giving ErrLeaseLost: nothing
 // else ends it. A purge that fails with another error (a node changed under
 // it) is allowed: it is a refusal, counted apart.
-func Run(t testing.TB, slots driver.SlotStore, purger driver.Purger, want int, bound time.Duration) {
+func Run(t testing.TB, slots driver.SlotLeaseStore, purger driver.Purger, want int, bound time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), bound)
 	defer cancel()
