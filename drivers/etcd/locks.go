@@ -113,8 +113,8 @@ func (h *lockHold) deleted(what string) {
 		h.gone = true
 		return
 	}
-	h.ss.lose(fmt.Errorf("lock key %s %s by someone else (an operator's delete or lease revoke): the lock is no longer held: %w",
-		h.key, what, driver.ErrLeaseLost))
+	h.ss.lose(fmt.Errorf("lock key %s %s by someone else (an operator's delete or lease revoke): the lock is no longer held",
+		h.key, what))
 	h.s.spawn(func() {
 		ctx, cancel := context.WithTimeout(h.s.ctx, 5*time.Second)
 		defer cancel()
