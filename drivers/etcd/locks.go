@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cosid-go/store/driver"
@@ -220,6 +221,12 @@ func (s *etcdStore) createWaiter(ctx context.Context, ss *session, key, owner, p
 				return rev, len(oldest) == 1 && oldest[0].CreateRevision == rev, nil
 			}
 			return resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision, false, nil
+		}
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			// Revoked by an operator, or expired, before a keep-alive
+			// told us: the session is over; queue under a new one.
+			ss.lose(fmt.Errorf("etcd lease %x not found when queueing: revoked or expired", int64(ss.id)))
+			return 0, false, fmt.Errorf("%v: %w", err, errQueueLost)
 		}
 		if !retryable(err) {
 			return 0, false, err

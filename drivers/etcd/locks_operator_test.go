@@ -92,3 +92,40 @@ func TestLockOperatorEndsHold(t *testing.T) {
 		})
 	}
 }
+
+// TestLockAfterOperatorRevoke: an operator revokes the lease of a store
+// that holds nothing (its session is still alive to it until the next
+// keep-alive, a third of the TTL away). Its next Lock gets the lock, under
+// a new session, rather than failing on the lease the server no longer has.
+func TestLockAfterOperatorRevoke(t *testing.T) {
+	ctx := t.Context()
+	ep := sharedServer(t).Endpoints()[0]
+	prefix := freshPrefix("revoke-idle")
+	st, err := OpenStore(ctx, &Options{Endpoints: []string{ep}, Prefix: prefix, SessionTTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := st.Locks().Lock(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := rawClient(t)
+	resp, err := cli.Get(ctx, prefix+"/lock/r/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the hold's key: %v, %v", resp, err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	l, err = st.Locks().Lock(ctx, "r")
+	if err != nil {
+		t.Fatalf("Lock after the operator revoked the idle session: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Error(err)
+	}
+}
