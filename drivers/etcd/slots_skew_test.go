@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -79,5 +80,27 @@ func TestSlotSkewedClocks(t *testing.T) {
 				t.Errorf("the old holder's Renew after the takeover: %v; want ErrLeaseLost", err)
 			}
 		})
+	}
+}
+
+// TestAcquireExhaustedCreatesNamespace: after a purge whose fence floor is
+// at its end, no slot can be taken; an Acquire still creates its missing
+// namespace, so the next one with other settings is ErrConfigMismatch.
+func TestAcquireExhaustedCreatesNamespace(t *testing.T) {
+	ctx := t.Context()
+	s := openShifted(t, freshPrefix("exhausted-ns"), 0)
+	if err := s.SeedSlot(ctx, driver.Namespace{Name: "n", Limit: 1}, 0, math.MaxInt64, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := driver.AcquireRequest{Namespace: driver.Namespace{Name: "m", Limit: 2}, Owner: "o", Incarnation: "i", TTL: time.Second}
+	if _, err := s.Acquire(ctx, req); !errors.Is(err, driver.ErrExhausted) {
+		t.Fatalf("Acquire above a purged MaxInt64 fence: %v; want ErrExhausted", err)
+	}
+	req.Namespace.Limit = 3
+	if _, err := s.Acquire(ctx, req); !errors.Is(err, driver.ErrConfigMismatch) {
+		t.Fatalf("Acquire with another limit: %v; want ErrConfigMismatch", err)
 	}
 }
