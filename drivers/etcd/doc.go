@@ -38,8 +38,8 @@
 // lock/{name}/{waiter} (one key per holder or waiter, on its store's
 // session lease, holding the owner), purged (the highest slot fence a
 // purge deleted). Run-time code never deletes a range or slot key; Purge
-// (driver.Purger) deletes them all, refusing while any lock key exists
-// or another store's keys lie under the prefix.
+// (driver.Purger) deletes them all, refusing while any lock key exists, a
+// slot term may still issue, or another store's keys lie under the prefix.
 //
 // # Guarantees
 //
