@@ -38,7 +38,8 @@
 // lock/{name}/{waiter} (one key per holder or waiter, on its store's
 // session lease, holding the owner), purged (the highest slot fence a
 // purge deleted). Run-time code never deletes a range or slot key; Purge
-// (driver.Purger) deletes them all, refusing while any lock key exists.
+// (driver.Purger) deletes them all, refusing while any lock key exists, a
+// slot term may still issue, or another store's keys lie under the prefix.
 //
 // # Guarantees
 //
@@ -65,6 +66,13 @@
 // leadership with a quorum before renewing) plus the TTL it returned, less
 // a tenth of it, on the monotonic clock. The lease cannot expire before
 // that, so no other store is granted the lock before Lost closes.
+//
+// An operator who deletes a held lock key, or revokes a store's lease,
+// frees the lock at once: the next waiter can be granted before the holder
+// can know. Each hold watches its own key, and such a delete loses the
+// store's session (and revokes it) as soon as it is seen: Lost closes
+// promptly after, not before. Purge refuses a key on a lease, or another
+// store's metadata, under its prefix (a store nested there).
 //
 // # Operations
 //

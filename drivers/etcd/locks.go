@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cosid-go/store/driver"
@@ -31,8 +32,95 @@ type lockHold struct {
 	rev int64
 	n   int64 // the key's number in its session (session.take)
 
-	mu       sync.Mutex
-	unlocked bool
+	mu        sync.Mutex
+	unlocked  bool
+	stopGuard context.CancelFunc // ends guard
+
+	gmu       sync.Mutex
+	releasing bool // Unlock's own delete is under way
+	gone      bool // and guard saw the key deleted meanwhile
+}
+
+// hold makes the hold of a granted key and starts its guard.
+func (s *etcdStore) hold(ss *session, key string, rev, n int64) *lockHold {
+	h := &lockHold{s: s, ss: ss, key: key, rev: rev, n: n}
+	ctx, cancel := context.WithCancel(s.ctx)
+	h.stopGuard = cancel
+	s.spawn(func() {
+		defer cancel()
+		s.guard(ctx, h)
+	})
+	return h
+}
+
+// guard loses the hold's session when its key is deleted by anyone but
+// Unlock: an operator's delete, or a revoke of the lease, frees the lock
+// for the next waiter at once, with the session still renewed (a deleted
+// key) or until the next keep-alive fails. The waiter can be granted in
+// the same instant the holder hears of it, so Lost closes promptly, not
+// before. Losing the whole session (and revoking it, so that its other
+// keys go at once) is the simple safe answer: its other holds are ended
+// too.
+func (s *etcdStore) guard(ctx context.Context, h *lockHold) {
+	rev := h.rev
+	for attempt := 1; ; attempt++ {
+		wch := s.cli.Watch(ctx, h.key, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+	events:
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.ss.lost:
+				return
+			case resp, ok := <-wch:
+				if !ok || resp.Err() != nil {
+					break events // compacted, or the watch ended: read the key
+				}
+				for _, ev := range resp.Events {
+					if ev.Type == clientv3.EventTypeDelete {
+						h.deleted(fmt.Sprintf("deleted at revision %d", ev.Kv.ModRevision))
+						return
+					}
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		resp, err := s.cli.Get(ctx, h.key)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.ss.lost:
+				return
+			case <-time.After(min(50*time.Millisecond<<min(attempt, 5), time.Second)):
+			}
+			continue
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != h.rev {
+			h.deleted("missing")
+			return
+		}
+		rev = resp.Header.Revision
+	}
+}
+
+// deleted loses the session of a hold whose key went without Unlock.
+func (h *lockHold) deleted(what string) {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	if h.releasing {
+		h.gone = true
+		return
+	}
+	h.ss.lose(fmt.Errorf("lock key %s %s by someone else (an operator's delete or lease revoke): the lock is no longer held",
+		h.key, what))
+	h.s.spawn(func() {
+		ctx, cancel := context.WithTimeout(h.s.ctx, 5*time.Second)
+		defer cancel()
+		h.s.cli.Revoke(ctx, h.ss.id)
+	})
 }
 
 // errQueueLost marks a wait whose session was lost (its key is gone, or
@@ -81,7 +169,7 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 			return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
 		}
 		granted = true
-		return &lockHold{s: s, ss: ss, key: key, rev: rev, n: n}, nil
+		return s.hold(ss, key, rev, n), nil
 	}
 	for attempt := 1; ; {
 		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithKeysOnly()),
@@ -105,7 +193,7 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 				return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
 			}
 			granted = true
-			return &lockHold{s: s, ss: ss, key: key, rev: rev, n: n}, nil
+			return s.hold(ss, key, rev, n), nil
 		}
 		if !wait {
 			return nil, driver.ErrLocked
@@ -133,6 +221,12 @@ func (s *etcdStore) createWaiter(ctx context.Context, ss *session, key, owner, p
 				return rev, len(oldest) == 1 && oldest[0].CreateRevision == rev, nil
 			}
 			return resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision, false, nil
+		}
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			// Revoked by an operator, or expired, before a keep-alive
+			// told us: the session is over; queue under a new one.
+			ss.lose(fmt.Errorf("etcd lease %x not found when queueing: revoked or expired", int64(ss.id)))
+			return 0, false, fmt.Errorf("%v: %w", err, errQueueLost)
 		}
 		if !retryable(err) {
 			return 0, false, err
@@ -219,6 +313,7 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 		return nil
 	}
 	if !h.ss.alive() {
+		h.stopGuard()
 		// The lease is gone or will be (the store closed, or it could not
 		// be kept alive): its expiry deletes the key; the holder learns
 		// that its critical section was not protected to the end.
@@ -232,13 +327,28 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 	}
 	// The key's name is the hold's until this delete returns (its number is
 	// reused only after): a plain delete removes no one else's.
+	h.setReleasing(true)
 	_, err := h.s.cli.Delete(ctx, h.key)
 	if err = h.s.check(ctx, err); err != nil {
-		return err
+		// The answer was lost: if the guard saw the delete, it was
+		// applied (done); if it sees it later, it loses the session.
+		if gone := h.setReleasing(false); !gone {
+			return err
+		}
 	}
+	h.stopGuard()
 	h.unlocked = true
 	h.ss.release(h.n)
 	return nil
+}
+
+// setReleasing marks Unlock's delete under way or over, and says whether
+// guard saw the key deleted meanwhile.
+func (h *lockHold) setReleasing(on bool) (gone bool) {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	h.releasing = on
+	return h.gone
 }
 
 func (h *lockHold) Fence() int64 { return h.rev }

@@ -54,6 +54,9 @@ func (s *etcdStore) Purge(ctx context.Context) ([]string, error) {
 		deleted := []string{}
 		now := s.now()
 		for _, kv := range resp.Kvs {
+			if err := s.foreign(kv); err != nil {
+				return nil, err
+			}
 			rest := strings.TrimPrefix(string(kv.Key), root)
 			kind, name, _ := strings.Cut(rest, "/")
 			switch kind {
@@ -105,4 +108,22 @@ func (s *etcdStore) Purge(ctx context.Context) ([]string, error) {
 			return deleted, nil
 		}
 	}
+}
+
+// foreign refuses a key of another store nested under this one's prefix
+// (its prefix is, say, this one's + "/range"), which the purge would
+// delete with this store's subtrees: any key on a lease (a live session's
+// lock key: the purge would end its hold), or another store's metadata
+// key (its range keys would start again at 0 in a new process).
+func (s *etcdStore) foreign(kv *mvccpb.KeyValue) error {
+	k := string(kv.Key)
+	if kv.Lease != 0 && !strings.HasPrefix(k, s.key("lock")+"/") {
+		return fmt.Errorf("key %s is on etcd lease %x (a live session's lock key of a store nested under %s?): %w",
+			k, kv.Lease, s.cfg.prefix, driver.ErrLocked)
+	}
+	if k != s.key("meta") && strings.HasSuffix(k, "/meta") && strings.HasPrefix(string(kv.Value), "id=") {
+		return fmt.Errorf("key %s is the metadata of another store, nested under %s: purge it by its own prefix, or delete it first: %w",
+			k, s.cfg.prefix, driver.ErrConfigMismatch)
+	}
+	return nil
 }

@@ -1,9 +1,11 @@
 package etcd
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/purgerace"
 )
@@ -16,4 +18,67 @@ func TestPurgeLiveLeaseRace(t *testing.T) {
 	a, _ := openCounting(t, prefix)
 	op, _ := openCounting(t, prefix)
 	purgerace.Run(t, a.Driver().(driver.SlotLeaseStore), op.Driver().(driver.Purger), 10, time.Minute)
+}
+
+// TestPurgeSparesNestedStore: two stores whose prefixes nest (/p and
+// /p/range: the inner one's keys lie in the outer one's range
+// subtree). The outer store's Purge must not end the inner one's lock
+// hold (a live lease's key) nor delete its range keys (a fresh process of
+// the inner store would hand its values out again from 0): it deletes
+// nothing and says why.
+func TestPurgeSparesNestedStore(t *testing.T) {
+	ctx := t.Context()
+	ep := sharedServer(t).Endpoints()[0]
+	outerPrefix := freshPrefix("nested")
+	innerPrefix := outerPrefix + "/range"
+	outer, err := OpenStore(ctx, &Options{Endpoints: []string{ep}, Prefix: outerPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outer.Close()
+	inner, err := OpenStore(ctx, &Options{Endpoints: []string{ep}, Prefix: innerPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	for _, withLock := range []bool{true, false} {
+		r, err := inner.Ranges().Next(ctx, "k", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l *store.Lock
+		if withLock {
+			if l, err = inner.Locks().Lock(ctx, "held"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deleted, err := outer.Purge(ctx)
+		if err == nil {
+			t.Errorf("lock held=%v: the outer store's Purge deleted %q, the inner store's keys among them", withLock, deleted)
+		} else if withLock && !errors.Is(err, store.ErrLocked) {
+			t.Errorf("Purge with the inner store's lock held: %v; want ErrLocked", err)
+		}
+		if l != nil {
+			select {
+			case <-l.Lost():
+				t.Errorf("the outer store's Purge ended the inner store's hold")
+			default:
+			}
+			if err := l.Unlock(ctx); err != nil {
+				t.Errorf("Unlock after the purge: %v", err)
+			}
+		}
+		fresh, err := OpenStore(ctx, &Options{Endpoints: []string{ep}, Prefix: innerPrefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := fresh.Ranges().Next(ctx, "k", 10)
+		fresh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Start <= r.Start {
+			t.Fatalf("a fresh inner store got [%d, +10) again after the outer store's Purge (handed out before: %d)", again.Start, r.Start)
+		}
+	}
 }

@@ -232,6 +232,19 @@ func (s *etcdStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, 
 			return l, taken, err
 		}
 	}
+	if createNS {
+		// A missing namespace is created even when no slot can be taken
+		// (every fence at its end, after a purge): a later Acquire with
+		// other settings is then a mismatch, as the contract says.
+		tr, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(nk), "=", 0)).
+			Then(clientv3.OpPut(nk, formatNamespace(req.Namespace))).Commit()
+		if err = s.check(ctx, err); err != nil {
+			return driver.Lease{}, false, err
+		}
+		if !tr.Succeeded {
+			return driver.Lease{}, false, nil // created meanwhile: start over
+		}
+	}
 	why := ""
 	if len(skipped) > 0 {
 		why = " (" + strings.Join(skipped, "; ") + ")"

@@ -1,0 +1,195 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cosid-go/store"
+)
+
+// openLossy opens a store on prefix whose client loses the answer of every
+// third transaction: the server applied it, the store hears Unavailable.
+func openLossy(t testing.TB, prefix string, lost *atomic.Int64) *store.Store {
+	t.Helper()
+	cfg, err := parseOptions(map[string]string{"endpoints": strings.Join(sharedServer(t).Endpoints(), ","), "prefix": prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	d := newStore(cfg, nil)
+	d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if err == nil && strings.HasSuffix(method, "/Txn") && n.Add(1)%3 == 0 {
+			lost.Add(1)
+			return status.Error(codes.Unavailable, "answer lost (test)")
+		}
+		return err
+	})}
+	if err := d.Connect(t.Context()); err != nil {
+		d.Close()
+		t.Fatal(err)
+	}
+	st, err := store.OpenDriver(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestNextLostAnswers: two stores whose Next transactions lose every third
+// answer (applied, then retried) and a third that loses none, all on one
+// key: no value is handed out twice.
+func TestNextLostAnswers(t *testing.T) {
+	prefix := freshPrefix("lossy")
+	var lost atomic.Int64
+	stores := []*store.Store{openLossy(t, prefix, &lost), openLossy(t, prefix, &lost), openLossy(t, prefix, &lost)}
+	plain, err := OpenStore(t.Context(), &Options{Endpoints: sharedServer(t).Endpoints(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	stores = append(stores, plain)
+	var mu sync.Mutex
+	var got []store.Range
+	var wg sync.WaitGroup
+	for _, st := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 30 {
+				r, err := st.Ranges().Next(t.Context(), "k", 7)
+				if err != nil {
+					t.Errorf("Next: %v", err)
+					return
+				}
+				mu.Lock()
+				got = append(got, r)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if lost.Load() == 0 {
+		t.Fatal("no answer was lost")
+	}
+	t.Logf("%d answers lost, %d ranges", lost.Load(), len(got))
+	sort.Slice(got, func(i, j int) bool { return got[i].Start < got[j].Start })
+	for i := 1; i < len(got); i++ {
+		if got[i].Start < got[i-1].End {
+			t.Fatalf("ranges %v and %v overlap", got[i-1], got[i])
+		}
+	}
+}
+
+// TestLockCloseDuringWait: Close of a store whose Lock waits ends that
+// Lock with ErrClosed, and its waiter key leaves the queue (the holder is
+// alone again); the holder keeps its hold.
+func TestLockCloseDuringWait(t *testing.T) {
+	ctx := t.Context()
+	ep := sharedServer(t).Endpoints()
+	prefix := freshPrefix("closewait")
+	holder, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	waiter, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := holder.Locks().Lock(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Locks().Lock(ctx, "c")
+		done <- err
+	}()
+	waitQueued(t, holder, "c", 2)
+	waiter.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, store.ErrClosed) {
+			t.Errorf("the waiting Lock after Close: %v; want ErrClosed", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting Lock did not end with Close")
+	}
+	waitQueued(t, holder, "c", 1)
+	select {
+	case <-l.Lost():
+		t.Error("the holder lost its hold when a waiter closed")
+	default:
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestLockWaitThroughCompaction: the revisions a waiter watches from are
+// compacted while it waits; it is still granted once the holder unlocks.
+func TestLockWaitThroughCompaction(t *testing.T) {
+	ctx := t.Context()
+	ep := sharedServer(t).Endpoints()
+	prefix := freshPrefix("compact")
+	holder, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	waiter, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	l, err := holder.Locks().Lock(ctx, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l2, err := waiter.Locks().Lock(ctx, "w")
+		if err == nil {
+			l2.Unlock(ctx)
+		}
+		got <- err
+	}()
+	waitQueued(t, holder, "w", 2)
+	cli := rawClient(t)
+	for range 20 {
+		if _, err := cli.Put(ctx, prefix+"/churn", "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := cli.Get(ctx, prefix+"/churn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the waiter's Lock: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter was not granted after a compaction and the unlock")
+	}
+}
