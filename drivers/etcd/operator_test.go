@@ -143,6 +143,8 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"dialTimeout": "-1s"}, `"dialTimeout"`},
 		{map[string]string{"sessionTTL": "500ms"}, `"sessionTTL"`},
 		{map[string]string{"prefix": "cosid"}, `"prefix"`},
+		{map[string]string{"prefix": "/ids/."}, `"prefix"`},
+		{map[string]string{"prefix": "/ids/../x"}, `"prefix"`},
 		{map[string]string{"password": "hunter2"}, `"username"`},
 		{map[string]string{"username": "u", "password": "hunter2", "endpoints": "http://u:hunter2@h:1"}, `"endpoints"`},
 		{map[string]string{"tls.certFile": "/nonexistent"}, `"tls.certFile"`},

@@ -77,6 +77,14 @@ func parseOptions(m map[string]string) (config, error) {
 	if !strings.HasPrefix(c.prefix, "/") || strings.HasSuffix(c.prefix, "/") || strings.Contains(c.prefix, "//") {
 		return config{}, bad("prefix", "must start with '/' and not end with '/' (for example /cosid)")
 	}
+	// A "." or ".." segment is a second spelling of another prefix to a
+	// reader (etcd keys are plain strings): a separate store that looks
+	// like the same one, or like one nested in another.
+	for _, seg := range strings.Split(c.prefix[1:], "/") {
+		if seg == "." || seg == ".." {
+			return config{}, bad("prefix", "must not have a '.' or '..' segment")
+		}
+	}
 	if (c.username == "") != (c.password == "") {
 		return config{}, bad("username", "username and password go together")
 	}
