@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/drivers/etcd/internal/etcdtest"
+	"github.com/cosid-go/store/internal/etcdtest"
 	"github.com/cosid-go/store/internal/netproxy"
 )
 

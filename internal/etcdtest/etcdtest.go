@@ -1,5 +1,7 @@
-// Package etcdtest starts real etcd servers on loopback for the etcd
-// driver's tests: one member, or a cluster of several. The binary is the one
+// Package etcdtest starts real etcd servers on loopback for the tests of
+// the etcd driver and of storectl: one member, or a cluster of several. It
+// starts the server binary and speaks only HTTP to it, so the store's own
+// module, which holds it, does not need etcd's client or gRPC. The binary is the one
 // scripts/install-etcd.sh builds (make etcd), found through .etcd/env at
 // the repository root, or ETCD_BIN. A test that needs a server fails, with
 // the reason, when none starts.
