@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/etcdtest"
 	"github.com/cosid-go/store/internal/netproxy"
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // TestLockLostBeforeOtherGrant: a holder whose only member goes silent
@@ -158,12 +160,8 @@ func pickMember(t *testing.T, c *etcdtest.Cluster, leader bool) (*etcdtest.Membe
 // waitQueued polls Waiters until the lock has n entries (bounded).
 func waitQueued(t *testing.T, st *store.Store, name string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if ws, err := st.Locks().Waiters(t.Context(), name); err == nil && len(ws) == n {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("lock %s never had %d waiters", name, n)
+	poll.Until(t, 30*time.Second, fmt.Sprintf("lock %s with %d waiters", name, n), func() bool {
+		ws, err := st.Locks().Waiters(t.Context(), name)
+		return err == nil && len(ws) == n
+	})
 }
