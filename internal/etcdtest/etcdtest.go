@@ -1,5 +1,6 @@
 // Package etcdtest starts real etcd servers on loopback for the tests of
-// the etcd driver and of storectl: one member, or a cluster of several. It
+// the etcd driver and of storectl: one member, or a cluster of several,
+// any of which can be partitioned from its peers (Partition). It
 // starts the server binary and speaks only HTTP to it, so the store's own
 // module, which holds it, does not need etcd's client or gRPC. The binary is the one
 // scripts/install-etcd.sh builds (make etcd), found through .etcd/env at
