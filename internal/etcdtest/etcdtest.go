@@ -135,7 +135,6 @@ func (c *Cluster) start(t testing.TB, dir string, n int) error {
 		m.PeerURL = m.listenPeer
 		if n > 1 {
 			m.proxy = netproxy.New(t, fmt.Sprintf("127.0.0.1:%d", pp))
-			m.proxy.SetOrigin(c.dialer)
 			m.PeerURL = "http://" + m.proxy.Addr()
 		}
 		m.dir = filepath.Join(dir, m.Name)
@@ -144,6 +143,9 @@ func (c *Cluster) start(t testing.TB, dir string, n int) error {
 		initial = append(initial, m.Name+"="+m.PeerURL)
 	}
 	for _, m := range c.Members {
+		if m.proxy != nil {
+			m.proxy.SetOrigin(c.dialer) // reads c.Members: complete now
+		}
 		m.args = []string{
 			"--name", m.Name, "--data-dir", m.dir,
 			"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
