@@ -71,9 +71,7 @@ func TestPartition(t *testing.T) {
 		if _, err := read(x, key, true); err != nil {
 			t.Errorf("round %d: a serializable read through %s (its client port must stay reachable): %v", round, x.Name, err)
 		}
-		if err := keepAlive(others[1], lease); err != nil {
-			t.Errorf("round %d: a lease renewal through the others: %v", round, err)
-		}
+		poll.Succeeds(t, bound, "a lease renewal through the others", func() error { return keepAlive(others[1], lease) })
 
 		c.Heal()
 		poll.Until(t, bound, x.Name+" following the others' leader", func() bool {
