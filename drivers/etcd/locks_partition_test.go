@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,31 +13,45 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/etcdtest"
 	"github.com/cosid-go/store/internal/netproxy"
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // TestLockLostBeforeOtherGrant: a holder whose only member goes silent
 // (its connection frozen by a proxy, or the member itself paused: a
-// follower, or the leader, so that the others elect a new one) on a
-// 3-member cluster. Another store, on the other members, waits for the
-// lock. When it is granted, the holder's Lost must already be closed: the
-// check is made at that instant, and both times are logged.
+// follower, or the leader, so that the others elect a new one) or is
+// partitioned from its peers (a follower, or the leader: its client port
+// still answers the holder) on a 3-member cluster. Another store, on the
+// other members, waits for the lock. When it is granted, the holder's Lost
+// must already be closed: the check is made at that instant, and both
+// times are logged.
 func TestLockLostBeforeOtherGrant(t *testing.T) {
+	const (
+		freeze    = iota // freeze the holder's connection (a proxy)
+		pause            // pause the member
+		partition        // partition the member from its peers
+	)
 	for _, tc := range []struct {
 		name   string
 		leader bool // the holder's member is the leader
-		pause  bool // pause the member; else freeze the holder's proxy
+		how    int
 	}{
-		{"ProxyFrozen", false, false},
-		{"FollowerPaused", false, true},
-		{"LeaderPaused", true, true},
+		{"ProxyFrozen", false, freeze},
+		{"FollowerPaused", false, pause},
+		{"LeaderPaused", true, pause},
+		{"FollowerPartitioned", false, partition},
+		{"LeaderPartitioned", true, partition},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := etcdtest.Start(t, 3)
 			x, others := pickMember(t, c, tc.leader)
 			p := netproxy.New(t, strings.TrimPrefix(x.ClientURL, "http://"))
+			endpoint := p.Addr()
+			if tc.how == partition {
+				endpoint = x.ClientURL // no proxy: only the peer links are cut
+			}
 			ctx := t.Context()
 			prefix := freshPrefix("partition")
-			holder, err := OpenStore(ctx, &Options{Endpoints: []string{p.Addr()}, Prefix: prefix, SessionTTL: 2 * time.Second})
+			holder, err := OpenStore(ctx, &Options{Endpoints: []string{endpoint}, Prefix: prefix, SessionTTL: 2 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,10 +91,14 @@ func TestLockLostBeforeOtherGrant(t *testing.T) {
 			waitQueued(t, other, "p", 2)
 
 			cutAt := time.Now()
-			if tc.pause {
+			switch tc.how {
+			case pause:
 				x.Pause()
 				defer x.Resume()
-			} else {
+			case partition:
+				c.Partition(t, x)
+				defer c.Heal()
+			default:
 				p.Freeze()
 				defer p.Thaw()
 			}
@@ -141,12 +160,8 @@ func pickMember(t *testing.T, c *etcdtest.Cluster, leader bool) (*etcdtest.Membe
 // waitQueued polls Waiters until the lock has n entries (bounded).
 func waitQueued(t *testing.T, st *store.Store, name string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if ws, err := st.Locks().Waiters(t.Context(), name); err == nil && len(ws) == n {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("lock %s never had %d waiters", name, n)
+	poll.Until(t, 30*time.Second, fmt.Sprintf("lock %s with %d waiters", name, n), func() bool {
+		ws, err := st.Locks().Waiters(t.Context(), name)
+		return err == nil && len(ws) == n
+	})
 }

@@ -1,5 +1,6 @@
 // Package etcdtest starts real etcd servers on loopback for the tests of
-// the etcd driver and of storectl: one member, or a cluster of several. It
+// the etcd driver and of storectl: one member, or a cluster of several,
+// any of which can be partitioned from its peers (Partition). It
 // starts the server binary and speaks only HTTP to it, so the store's own
 // module, which holds it, does not need etcd's client or gRPC. The binary is the one
 // scripts/install-etcd.sh builds (make etcd), found through .etcd/env at
@@ -18,11 +19,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cosid-go/store/internal/freeport"
+	"github.com/cosid-go/store/internal/netproxy"
+	"github.com/cosid-go/store/internal/srvproc"
 )
 
 // startWait bounds a cluster's start: generous, for a loaded machine.
@@ -32,18 +37,26 @@ const startWait = 90 * time.Second
 type Member struct {
 	Name      string
 	ClientURL string // http://127.0.0.1:port
-	PeerURL   string
-	dir       string
-	args      []string
-	logPath   string
-	cmd       *exec.Cmd
-	exited    chan struct{}
+	// PeerURL is the address the other members reach it at: in a cluster
+	// of several, its peer proxy's, in front of the peer port it listens on.
+	PeerURL    string
+	listenPeer string
+	proxy      *netproxy.Proxy // nil in a single-member cluster
+	dir        string
+	args       []string
+	logPath    string
+
+	mu   sync.Mutex
+	proc *srvproc.Process // nil when stopped
 }
 
 // Cluster is a set of members started together.
 type Cluster struct {
 	Members []*Member
 	bin     string
+	mu      sync.Mutex
+	cut     map[*Member]bool // partitioned from their peers
+	unknown atomic.Int64     // peer connections whose dialer was not found
 }
 
 // Binary returns the etcd binary's path, or why there is none.
@@ -92,8 +105,8 @@ func Start(t testing.TB, n int) *Cluster {
 	}
 	var last error
 	for range 3 {
-		c := &Cluster{bin: bin}
-		if last = c.start(t.TempDir(), n); last == nil {
+		c := &Cluster{bin: bin, cut: map[*Member]bool{}}
+		if last = c.start(t, t.TempDir(), n); last == nil {
 			t.Cleanup(c.Close)
 			return c
 		}
@@ -103,7 +116,7 @@ func Start(t testing.TB, n int) *Cluster {
 	return nil
 }
 
-func (c *Cluster) start(dir string, n int) error {
+func (c *Cluster) start(t testing.TB, dir string, n int) error {
 	var initial []string
 	for i := range n {
 		cp, err := freeport.Get()
@@ -115,9 +128,14 @@ func (c *Cluster) start(dir string, n int) error {
 			return err
 		}
 		m := &Member{
-			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", cp),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", pp),
+			Name:       fmt.Sprintf("m%d", i),
+			ClientURL:  fmt.Sprintf("http://127.0.0.1:%d", cp),
+			listenPeer: fmt.Sprintf("http://127.0.0.1:%d", pp),
+		}
+		m.PeerURL = m.listenPeer
+		if n > 1 {
+			m.proxy = netproxy.New(t, fmt.Sprintf("127.0.0.1:%d", pp))
+			m.PeerURL = "http://" + m.proxy.Addr()
 		}
 		m.dir = filepath.Join(dir, m.Name)
 		m.logPath = filepath.Join(dir, m.Name+".log")
@@ -125,10 +143,13 @@ func (c *Cluster) start(dir string, n int) error {
 		initial = append(initial, m.Name+"="+m.PeerURL)
 	}
 	for _, m := range c.Members {
+		if m.proxy != nil {
+			m.proxy.SetOrigin(c.dialer) // reads c.Members: complete now
+		}
 		m.args = []string{
 			"--name", m.Name, "--data-dir", m.dir,
 			"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
-			"--listen-peer-urls", m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL,
+			"--listen-peer-urls", m.listenPeer, "--initial-advertise-peer-urls", m.PeerURL,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", filepath.Base(dir),
 			"--log-level", "warn",
@@ -151,37 +172,40 @@ func (c *Cluster) start(dir string, n int) error {
 	return nil
 }
 
+// launchMarker starts the line written to a member's log before each run.
+const launchMarker = "=== etcdtest: launch at "
+
 func (m *Member) run(bin string) error {
-	log, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
 	cmd := exec.Command(bin, m.args...)
-	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		log.Close()
+	p, err := srvproc.Start(cmd, srvproc.Spec{Helper: "etcdtest", Log: m.logPath, Marker: launchMarker,
+		Desc: func(pid int) string { return fmt.Sprintf("etcd member %s (pid %d) at %s", m.Name, pid, m.ClientURL) }})
+	if err != nil {
 		return fmt.Errorf("start %s: %v", bin, err)
 	}
-	m.cmd = cmd
-	m.exited = make(chan struct{})
-	go func() {
-		cmd.Wait()
-		log.Close()
-		close(m.exited)
-	}()
+	m.mu.Lock()
+	m.proc = p
+	m.mu.Unlock()
 	return nil
+}
+
+// process returns the running process, or nil.
+func (m *Member) process() *srvproc.Process {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proc
 }
 
 // waitHealthy polls the member's /health until it says true, it exits, or
 // d passes.
 func (m *Member) waitHealthy(d time.Duration) error {
+	p := m.process()
 	deadline := time.Now().Add(d)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for time.Now().Before(deadline) {
 		select {
-		case <-m.exited:
-			return fmt.Errorf("member %s exited while starting; log:\n%s", m.Name, m.tail())
+		case <-p.Done():
+			return fmt.Errorf("member %s exited while starting (%v); log:\n%s", m.Name, p.Err(), m.tail())
 		default:
 		}
 		if resp, err := client.Get(m.ClientURL + "/health"); err == nil {
@@ -196,12 +220,9 @@ func (m *Member) waitHealthy(d time.Duration) error {
 	return fmt.Errorf("member %s not healthy after %v; log:\n%s", m.Name, d, m.tail())
 }
 
+// tail returns the end of the member's log since its latest launch.
 func (m *Member) tail() string {
-	b, _ := os.ReadFile(m.logPath)
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
-	}
-	return string(b)
+	return srvproc.Tail(srvproc.LastRun(m.logPath, launchMarker), 30)
 }
 
 // Endpoints returns every member's client URL.
@@ -215,18 +236,25 @@ func (c *Cluster) Endpoints() []string {
 
 // Stop kills the member (SIGKILL: what a crash leaves) and waits for it.
 func (m *Member) Stop() {
-	if m.cmd == nil {
-		return
+	m.mu.Lock()
+	p := m.proc
+	m.proc = nil
+	m.mu.Unlock()
+	if p != nil {
+		p.Halt(syscall.SIGKILL, 0, nil)
 	}
-	m.cmd.Process.Kill()
-	<-m.exited
-	m.cmd = nil
 }
 
 // Pause stops the member's process (SIGSTOP) with its sockets open, as a
 // member cut off from everyone; Resume lets it go on.
-func (m *Member) Pause()  { m.cmd.Process.Signal(syscall.SIGSTOP) }
-func (m *Member) Resume() { m.cmd.Process.Signal(syscall.SIGCONT) }
+func (m *Member) Pause()  { m.signal(syscall.SIGSTOP) }
+func (m *Member) Resume() { m.signal(syscall.SIGCONT) }
+
+func (m *Member) signal(sig syscall.Signal) {
+	if p := m.process(); p != nil {
+		_ = p.Signal(sig) // an error: it has exited
+	}
+}
 
 // Restart starts a stopped member again on its data and waits until it is
 // healthy (a cluster needs a quorum of members up for that).
@@ -244,9 +272,7 @@ func (c *Cluster) Restart(t testing.TB, m *Member) {
 // Close stops every member.
 func (c *Cluster) Close() {
 	for _, m := range c.Members {
-		if m.cmd != nil {
-			m.Resume()
-		}
+		m.Resume()
 		m.Stop()
 	}
 }

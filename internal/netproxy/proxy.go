@@ -1,6 +1,8 @@
 // Package netproxy is a loopback TCP proxy for tests: put in front of one
 // server, it can cut a client's connections, or freeze them (a network gone
-// silent, as in a partition), without touching the server.
+// silent, as in a partition), without touching the server. Told how to name
+// who opened each connection (SetOrigin), it can cut one dialer's
+// connections and leave the others' alone.
 //
 // It is a test helper: import it from _test.go files and test helpers only.
 package netproxy
@@ -23,7 +25,9 @@ type Proxy struct {
 	cut      bool
 	closed   bool
 	accepted int
-	open     map[net.Conn]struct{} // both ends of every forwarded connection
+	open     map[net.Conn]string // both ends of every forwarded connection: its origin
+	origin   func(net.Conn) string
+	cutFrom  map[string]bool
 	wg       sync.WaitGroup
 }
 
@@ -36,7 +40,7 @@ func New(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatalf("netproxy: listen: %v", err)
 	}
-	p := &Proxy{target: target, ln: ln, open: map[net.Conn]struct{}{}}
+	p := &Proxy{target: target, ln: ln, open: map[net.Conn]string{}, cutFrom: map[string]bool{}}
 	p.thawed = sync.NewCond(&p.mu)
 	p.wg.Add(1)
 	go p.acceptLoop()
@@ -64,6 +68,43 @@ func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
+}
+
+// SetOrigin makes the proxy name each connection it accepts after this by
+// origin(conn), the one that opened it ("" when it cannot tell), for
+// CutFrom.
+func (p *Proxy) SetOrigin(origin func(c net.Conn) string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.origin = origin
+}
+
+// CutFrom closes every open connection opened by origin and, until
+// RestoreFrom(origin), closes each new one as soon as it is accepted; the
+// other origins' connections go on. While any origin is cut, connections of
+// unknown origin are cut too: the one cut off may have opened them.
+func (p *Proxy) CutFrom(origin string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutFrom[origin] = true
+	for c, o := range p.open {
+		if p.refusedLocked(o) {
+			c.Close()
+		}
+	}
+}
+
+// RestoreFrom forwards new connections opened by origin again.
+func (p *Proxy) RestoreFrom(origin string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.cutFrom, origin)
+}
+
+// refusedLocked reports whether a connection from origin is refused, for a
+// reason other than Cut.
+func (p *Proxy) refusedLocked(origin string) bool {
+	return p.cutFrom[origin] || (origin == "" && len(p.cutFrom) > 0)
 }
 
 // Freeze holds every byte in both directions, of open and new connections,
@@ -101,22 +142,29 @@ func (p *Proxy) acceptLoop() {
 			return // closed
 		}
 		p.mu.Lock()
-		if p.cut || p.closed {
+		originOf := p.origin
+		p.mu.Unlock()
+		origin := ""
+		if originOf != nil {
+			origin = originOf(c)
+		}
+		p.mu.Lock()
+		if p.cut || p.closed || p.refusedLocked(origin) {
 			p.mu.Unlock()
 			c.Close()
 			continue
 		}
 		p.accepted++
-		p.open[c] = struct{}{}
+		p.open[c] = origin
 		p.wg.Add(1)
 		p.mu.Unlock()
-		go p.forward(c)
+		go p.forward(c, origin)
 	}
 }
 
 // forward pipes client to the target until either side closes or the proxy
 // cuts, then closes both.
-func (p *Proxy) forward(client net.Conn) {
+func (p *Proxy) forward(client net.Conn, origin string) {
 	defer p.wg.Done()
 	defer p.drop(client)
 	// A connection accepted while frozen reaches the server only at Thaw,
@@ -132,12 +180,12 @@ func (p *Proxy) forward(client net.Conn) {
 	}
 	defer p.drop(server)
 	p.mu.Lock()
-	if p.cut || p.closed {
+	if p.cut || p.closed || p.refusedLocked(origin) {
 		// Cut while dialing: Cut did not see this end yet.
 		p.mu.Unlock()
 		return
 	}
-	p.open[server] = struct{}{}
+	p.open[server] = origin
 	p.mu.Unlock()
 
 	done := make(chan struct{})

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cosid-go/store/internal/freeport"
 )
 
 // wait bounds every read that must (or must not) see bytes: generous, since
@@ -212,4 +214,76 @@ func TestCutWhileFrozen(t *testing.T) {
 	wantClosed(t, c, "open connection")
 	wantClosed(t, waiting, "connection made while frozen")
 	received(t, s.ended, "the server side closed by Cut")
+}
+
+// CutFrom closes and refuses the connections of one origin only, and those
+// of unknown origin while it lasts; RestoreFrom lets that origin in again.
+func TestCutFrom(t *testing.T) {
+	s := startServer(t)
+	p := New(t, s.ln.Addr().String())
+	var mu sync.Mutex
+	names := map[int]string{} // the client's port: its origin
+	p.SetOrigin(func(c net.Conn) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return names[c.RemoteAddr().(*net.TCPAddr).Port]
+	})
+	// dialAs dials from a port named origin ("": unknown).
+	dialAs := func(origin string) net.Conn {
+		t.Helper()
+		port, err := freeport.Get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if origin != "" {
+			names[port] = origin
+		}
+		mu.Unlock()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}}
+		c, err := d.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, b, unknown := dialAs("a"), dialAs("b"), dialAs("")
+	echo(t, a, "a before")
+	echo(t, b, "b before")
+	echo(t, unknown, "unknown before")
+
+	p.CutFrom("a")
+	wantClosed(t, a, "a's open connection")
+	wantClosed(t, unknown, "an open connection of unknown origin")
+	wantClosed(t, dialAs("a"), "a new connection of a")
+	wantClosed(t, dialAs(""), "a new connection of unknown origin")
+	echo(t, b, "b during")
+	echo(t, dialAs("b"), "b's new connection")
+
+	p.RestoreFrom("a")
+	echo(t, dialAs("a"), "a after")
+	echo(t, dialAs(""), "unknown after")
+	echo(t, b, "b after")
+}
+
+// DialedBy names the process that opened a connection the proxy accepted.
+func TestDialedBy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dial(t, ln.Addr().String())
+	accepted, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer accepted.Close()
+	if pid, err := DialedBy(accepted, 1, os.Getpid()); err != nil || pid != os.Getpid() {
+		t.Fatalf("DialedBy(accepted, 1, self) = %d, %v; want %d", pid, err, os.Getpid())
+	}
+	if pid, err := DialedBy(accepted, 1); err == nil {
+		t.Fatalf("DialedBy(accepted, 1) = %d; want an error: pid 1 did not open it", pid)
+	}
 }
