@@ -55,6 +55,10 @@ type etcdStore struct {
 	lmu     sync.Mutex
 	sess    *session
 	closedL bool
+
+	// watchHook, if set, runs before each start of a session's watch
+	// (tests hold it back).
+	watchHook func()
 }
 
 func newStore(cfg config, cli *clientv3.Client) *etcdStore {

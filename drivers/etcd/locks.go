@@ -24,96 +24,73 @@ var errClosedStore = driver.ErrClosed
 
 func (s *etcdStore) lockPrefix(name string) string { return s.key("lock", name) + "/" }
 
-// lockHold is a held lock.
+// lockHold is a waiter key of the session and, once granted, its hold.
 type lockHold struct {
 	s   *etcdStore
 	ss  *session
 	key string
-	rev int64
 	n   int64 // the key's number in its session (session.take)
 
-	mu        sync.Mutex
-	unlocked  bool
-	stopGuard context.CancelFunc // ends guard
+	mu       sync.Mutex
+	unlocked bool
 
 	gmu       sync.Mutex
-	releasing bool // Unlock's own delete is under way
-	gone      bool // and guard saw the key deleted meanwhile
+	rev       int64 // the key's create revision, once known (the fence)
+	granted   bool
+	deleted   int64 // the latest delete of the key seen before the grant
+	releasing bool  // Unlock's own delete is under way
+	gone      bool  // and the session's watch saw the key deleted meanwhile
 }
 
-// hold makes the hold of a granted key and starts its guard.
-func (s *etcdStore) hold(ss *session, key string, rev, n int64) *lockHold {
-	h := &lockHold{s: s, ss: ss, key: key, rev: rev, n: n}
-	ctx, cancel := context.WithCancel(s.ctx)
-	h.stopGuard = cancel
-	s.spawn(func() {
-		defer cancel()
-		s.guard(ctx, h)
-	})
+// created sets the key's create revision.
+func (h *lockHold) created(rev int64) {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	h.rev = rev
+}
+
+// grant makes h a hold. A delete of its key seen meanwhile came after the
+// grant (the grant read the key), so it ends the hold at once.
+func (h *lockHold) grant() *lockHold {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	h.granted = true
+	if h.deleted > h.rev {
+		h.loseLocked(fmt.Sprintf("deleted at revision %d", h.deleted))
+	}
 	return h
 }
 
-// guard loses the hold's session when its key is deleted by anyone but
-// Unlock: an operator's delete, or a revoke of the lease, frees the lock
-// for the next waiter at once, with the session still renewed (a deleted
-// key) or until the next keep-alive fails. The waiter can be granted in
-// the same instant the holder hears of it, so Lost closes promptly, not
-// before. Losing the whole session (and revoking it, so that its other
-// keys go at once) is the simple safe answer: its other holds are ended
-// too.
-func (s *etcdStore) guard(ctx context.Context, h *lockHold) {
-	rev := h.rev
-	for attempt := 1; ; attempt++ {
-		wch := s.cli.Watch(ctx, h.key, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
-	events:
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-h.ss.lost:
-				return
-			case resp, ok := <-wch:
-				if !ok || resp.Err() != nil {
-					break events // compacted, or the watch ended: read the key
-				}
-				for _, ev := range resp.Events {
-					if ev.Type == clientv3.EventTypeDelete {
-						h.deleted(fmt.Sprintf("deleted at revision %d", ev.Kv.ModRevision))
-						return
-					}
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		resp, err := s.cli.Get(ctx, h.key)
-		if err != nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-h.ss.lost:
-				return
-			case <-time.After(min(50*time.Millisecond<<min(attempt, 5), time.Second)):
-			}
-			continue
-		}
-		if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != h.rev {
-			h.deleted("missing")
-			return
-		}
-		rev = resp.Header.Revision
-	}
-}
-
-// deleted loses the session of a hold whose key went without Unlock.
-func (h *lockHold) deleted(what string) {
+// sawDelete is told of each delete of the hold's key at revision rev (or
+// of the key found missing at rev): one after its create ends the hold,
+// unless Unlock made it. Before the grant, or before the create revision
+// is known, it is only noted: the watch can report a delete before the
+// Lock that created the key has its answer.
+func (h *lockHold) sawDelete(rev int64, what string) {
 	h.gmu.Lock()
 	defer h.gmu.Unlock()
+	if !h.granted {
+		h.deleted = max(h.deleted, rev)
+		return
+	}
+	if rev <= h.rev {
+		return // a delete of an earlier key of the same name
+	}
 	if h.releasing {
 		h.gone = true
 		return
 	}
+	h.loseLocked(what)
+}
+
+// loseLocked loses the session of a hold whose key went without Unlock:
+// an operator's delete, or a revoke of the lease, frees the lock for the
+// next waiter at once, with the session still renewed (a deleted key) or
+// until the next keep-alive fails. The waiter can be granted in the same
+// instant the holder hears of it, so Lost closes promptly, not before.
+// Losing the whole session (and revoking it, so that its other keys go at
+// once) is the simple safe answer: its other holds are ended too.
+func (h *lockHold) loseLocked(what string) {
 	h.ss.lose(fmt.Errorf("lock key %s %s by someone else (an operator's delete or lease revoke): the lock is no longer held",
 		h.key, what))
 	h.s.spawn(func() {
@@ -121,6 +98,82 @@ func (h *lockHold) deleted(what string) {
 		defer cancel()
 		h.s.cli.Revoke(ctx, h.ss.id)
 	})
+}
+
+// watchDeletes follows, for the session's life, every delete of a lock key
+// under the store's prefix from revision from on (the session's keys are
+// all created after it), and tells the session's own keys' holds. One
+// watch per session, not one per hold: a hold costs no watch of its own to
+// set up and tear down. When the watch ends (its revisions compacted, or
+// the server ended it), the keys are read again and it starts anew.
+func (s *etcdStore) watchDeletes(ss *session, from int64) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	prefix := s.key("lock") + "/"
+	for attempt := 1; ; {
+		if s.watchHook != nil {
+			s.watchHook()
+		}
+		wch := s.cli.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut())
+	events:
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ss.lost:
+				return
+			case resp, ok := <-wch:
+				if !ok || resp.Err() != nil {
+					break events // compacted, or the watch ended
+				}
+				for _, ev := range resp.Events {
+					if ev.Type == clientv3.EventTypeDelete {
+						ss.sawDelete(string(ev.Kv.Key), ev.Kv.ModRevision, fmt.Sprintf("deleted at revision %d", ev.Kv.ModRevision))
+					}
+				}
+			}
+		}
+		next, err := s.recheckHolds(ctx, ss)
+		if err == nil {
+			from, attempt = next, 1
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ss.lost:
+			return
+		case <-time.After(min(50*time.Millisecond<<min(attempt, 5), time.Second)):
+		}
+		attempt++
+	}
+}
+
+// recheckHolds reads every key the session watches, telling each hold
+// whose key is missing or another, and returns the revision to watch
+// from again. That revision is read before the keys are listed, so a key
+// registered after the listing was created after it.
+func (s *etcdStore) recheckHolds(ctx context.Context, ss *session) (int64, error) {
+	resp, err := s.cli.Get(ctx, s.key("meta"), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, err
+	}
+	from := resp.Header.Revision + 1
+	for _, h := range ss.watched() {
+		resp, err := s.cli.Get(ctx, h.key)
+		if err != nil {
+			return 0, err
+		}
+		h.gmu.Lock()
+		rev := h.rev
+		h.gmu.Unlock()
+		if len(resp.Kvs) == 0 {
+			h.sawDelete(resp.Header.Revision, "missing")
+		} else if rev != 0 && resp.Kvs[0].CreateRevision != rev {
+			h.sawDelete(resp.Header.Revision, "replaced")
+		}
+	}
+	return from, nil
 }
 
 // errQueueLost marks a wait whose session was lost (its key is gone, or
@@ -149,13 +202,18 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 	// key's index entry until a compaction, and a name whose every lock
 	// made a new key would make each listing of its queue slower.
 	n := ss.take()
-	release := func() { ss.release(n) }
 	key := s.lockPrefix(name) + fmt.Sprintf("%016x-%d", int64(ss.id), n)
+	// Watched from before its create: the session's watch may report a
+	// delete before the create's answer is back.
+	h := &lockHold{s: s, ss: ss, key: key, n: n}
+	ss.watch(h)
+	release := func() { ss.unwatch(h); ss.release(n) }
 	rev, first, err := s.createWaiter(ctx, ss, key, owner, s.lockPrefix(name))
 	if err != nil {
 		s.dropWaiter(key, 0, release)
 		return nil, err
 	}
+	h.created(rev)
 	granted := false
 	defer func() {
 		if !granted {
@@ -169,7 +227,7 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 			return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
 		}
 		granted = true
-		return s.hold(ss, key, rev, n), nil
+		return h.grant(), nil
 	}
 	for attempt := 1; ; {
 		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithKeysOnly()),
@@ -193,7 +251,7 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 				return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
 			}
 			granted = true
-			return s.hold(ss, key, rev, n), nil
+			return h.grant(), nil
 		}
 		if !wait {
 			return nil, driver.ErrLocked
@@ -313,7 +371,6 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 		return nil
 	}
 	if !h.ss.alive() {
-		h.stopGuard()
 		// The lease is gone or will be (the store closed, or it could not
 		// be kept alive): its expiry deletes the key; the holder learns
 		// that its critical section was not protected to the end.
@@ -321,7 +378,7 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 		select {
 		case <-h.s.closing:
 		default:
-			h.s.dropWaiter(h.key, h.rev, func() { h.ss.release(h.n) })
+			h.s.dropWaiter(h.key, h.rev, func() { h.ss.unwatch(h); h.ss.release(h.n) })
 		}
 		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
 	}
@@ -330,20 +387,20 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 	h.setReleasing(true)
 	_, err := h.s.cli.Delete(ctx, h.key)
 	if err = h.s.check(ctx, err); err != nil {
-		// The answer was lost: if the guard saw the delete, it was
-		// applied (done); if it sees it later, it loses the session.
+		// The answer was lost: if the session's watch saw the delete, it
+		// was applied (done); if it sees it later, it loses the session.
 		if gone := h.setReleasing(false); !gone {
 			return err
 		}
 	}
-	h.stopGuard()
 	h.unlocked = true
+	h.ss.unwatch(h)
 	h.ss.release(h.n)
 	return nil
 }
 
 // setReleasing marks Unlock's delete under way or over, and says whether
-// guard saw the key deleted meanwhile.
+// the session's watch saw the key deleted meanwhile.
 func (h *lockHold) setReleasing(on bool) (gone bool) {
 	h.gmu.Lock()
 	defer h.gmu.Unlock()

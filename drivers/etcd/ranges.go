@@ -115,12 +115,14 @@ func (s *etcdStore) Next(ctx context.Context, key string, step int64) (int64, er
 	k := s.rangeKey(key)
 	for attempt := 1; ; attempt++ {
 		m, ok := s.memo(key)
-		cmp := clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
+		var cmp clientv3.Cmp
 		if ok {
 			if m.sealed && m.mod >= 0 {
 				return 0, driver.ErrSealed
 			}
 			cmp = clientv3.Compare(clientv3.ModRevision(k), "=", m.mod)
+		} else {
+			cmp = clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
 		}
 		cur := m.next
 		if cur > math.MaxInt64-step {

@@ -27,9 +27,10 @@ type session struct {
 	ttl time.Duration // as the server granted it
 
 	mu       sync.Mutex
-	used     map[int64]bool // waiter key numbers in use (take, release)
-	deadline time.Time      // monotonic: holds are lost from here on
-	sent     time.Time      // of the last keep-alive answered
+	used     map[int64]bool       // waiter key numbers in use (take, release)
+	keys     map[string]*lockHold // the keys watchDeletes reports to
+	deadline time.Time            // monotonic: holds are lost from here on
+	sent     time.Time            // of the last keep-alive answered
 	lost     chan struct{}
 	err      error
 }
@@ -104,6 +105,47 @@ func (ss *session) release(n int64) {
 	delete(ss.used, n)
 }
 
+// watch has the session's watch report the deletes of h's key to h.
+func (ss *session) watch(h *lockHold) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.keys == nil {
+		ss.keys = map[string]*lockHold{}
+	}
+	ss.keys[h.key] = h
+}
+
+// unwatch ends what watch started.
+func (ss *session) unwatch(h *lockHold) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.keys[h.key] == h {
+		delete(ss.keys, h.key)
+	}
+}
+
+// watched lists the holds watch registered.
+func (ss *session) watched() []*lockHold {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := make([]*lockHold, 0, len(ss.keys))
+	for _, h := range ss.keys {
+		out = append(out, h)
+	}
+	return out
+}
+
+// sawDelete tells the hold of key, if the session watches it, of its
+// delete at revision rev.
+func (ss *session) sawDelete(key string, rev int64, what string) {
+	ss.mu.Lock()
+	h := ss.keys[key]
+	ss.mu.Unlock()
+	if h != nil {
+		h.sawDelete(rev, what)
+	}
+}
+
 // errSessionClosed is the cause of holds lost because the store closed.
 var errSessionClosed = errors.New("store closed")
 
@@ -128,6 +170,8 @@ func (s *etcdStore) session(ctx context.Context) (*session, error) {
 	ss.confirm(sent, ttl)
 	s.sess = ss
 	s.spawn(func() { s.keepAlive(ss) })
+	// Every key of the session is created after the grant's revision.
+	s.spawn(func() { s.watchDeletes(ss, resp.ResponseHeader.Revision+1) })
 	return ss, nil
 }
 
