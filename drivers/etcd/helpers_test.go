@@ -1,10 +1,13 @@
 package etcd
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // openDriver opens a store on prefix of the shared member, letting set
@@ -27,4 +30,28 @@ func openDriver(t testing.TB, prefix string, set func(d *etcdStore)) *store.Stor
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// openPair opens two stores on prefix of the shared member, a holder and a
+// waiter of the same locks, each closed when the test ends.
+func openPair(t testing.TB, prefix string) (holder, waiter *store.Store) {
+	t.Helper()
+	open := func() *store.Store {
+		st, err := OpenStore(t.Context(), &Options{Endpoints: sharedServer(t).Endpoints(), Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	return open(), open()
+}
+
+// waitQueued polls Waiters until the lock has n entries (bounded).
+func waitQueued(t *testing.T, st *store.Store, name string, n int) {
+	t.Helper()
+	poll.Until(t, 30*time.Second, fmt.Sprintf("lock %s has %d waiters", name, n), func() bool {
+		ws, err := st.Locks().Waiters(t.Context(), name)
+		return err == nil && len(ws) == n
+	})
 }
