@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,147 +110,228 @@ func (s *etcdStore) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 	}
 }
 
-func (s *etcdStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, nk, ok string) (driver.Lease, bool, error) {
-	name := req.Namespace.Name
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(ok), clientv3.OpGet(s.key("purged"))).Commit()
-	if err = s.check(ctx, err); err != nil {
-		return driver.Lease{}, false, err
-	}
-	floor, err := s.parseFloor(resp.Responses[2].GetResponseRange().Kvs)
+// acquireOnce is one pass of Acquire: done is false when another store
+// wrote a key it read (start over).
+func (s *etcdStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, nk, ok string) (l driver.Lease, done bool, err error) {
+	a, err := s.startAcquire(ctx, req, nk, ok)
 	if err != nil {
 		return driver.Lease{}, false, err
 	}
-	nsKVs := resp.Responses[0].GetResponseRange().Kvs
-	createNS := len(nsKVs) == 0
-	if !createNS {
-		have, err := parseNamespace(name, nk, nsKVs[0].Value)
-		if err != nil {
-			return driver.Lease{}, false, err
-		}
-		if have.Limit != req.Namespace.Limit || have.Tolerance != req.Namespace.Tolerance {
-			return driver.Lease{}, false, fmt.Errorf("namespace has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
-				have.Limit, have.Tolerance, req.Namespace.Limit, req.Namespace.Tolerance, driver.ErrConfigMismatch)
-		}
+	first := driver.FirstSlots(a.index, req.Preferred, req.Namespace.Limit)
+	if err := a.read(ctx, first); err != nil {
+		return driver.Lease{}, false, err
 	}
-	var index []int
-	var ownerMod int64
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
-		if index, err = parseIndex(ok, kvs[0].Value); err != nil {
-			return driver.Lease{}, false, err
-		}
-		ownerMod = kvs[0].ModRevision
+	a.now = s.now()
+	if l, own := a.own(first); own {
+		return l, true, nil
 	}
-	limit := req.Namespace.Limit
-	first := driver.FirstSlots(index, req.Preferred, limit)
-	slots := map[int]slotState{}
-	slot := func(n int) slotState {
-		if st, ok := slots[n]; ok {
-			return st
-		}
-		return slotFrom("", nil, floor)
+	if l, taken, lost, err := a.tryEach(ctx, slices.Values(first)); taken || lost || err != nil {
+		return l, taken, err
 	}
-	var ops []clientv3.Op
-	for _, n := range first {
-		ops = append(ops, clientv3.OpGet(s.slotKey(name, n)))
+	if err := a.readAll(ctx); err != nil {
+		return driver.Lease{}, false, err
 	}
-	if !createNS {
-		r2, err := s.cli.Txn(ctx).Then(ops...).Commit()
-		if err = s.check(ctx, err); err != nil {
-			return driver.Lease{}, false, err
-		}
-		for i, n := range first {
-			var kv *mvccpb.KeyValue
-			if kvs := r2.Responses[i].GetResponseRange().Kvs; len(kvs) == 1 {
-				kv = kvs[0]
-			}
-			slots[n] = slotFrom(s.slotKey(name, n), kv, floor)
-		}
+	a.skipped = a.skipped[:0]
+	if l, taken, lost, err := a.tryEach(ctx, upTo(req.Namespace.Limit)); taken || lost || err != nil {
+		return l, taken, err
 	}
-	now := s.now()
-	for _, n := range first {
-		if st := slot(n); st.err == nil {
-			if v, _ := st.r.Judge(req, now); v == driver.SlotOwn {
-				return st.r.Lease(name, n), true, nil
-			}
-		}
-	}
-	var skipped []string
-	// try judges slot n: a lease when it is ours or was taken, lost when
-	// another store wrote a key read meanwhile (start over), else pass on.
-	try := func(n int) (l driver.Lease, taken, lost bool, err error) {
-		for {
-			st := slot(n)
-			if st.err != nil {
-				skipped = append(skipped, st.err.Error())
-				return driver.Lease{}, false, false, nil
-			}
-			v, why := st.r.Judge(req, now)
-			switch v {
-			case driver.SlotOwn:
-				return st.r.Lease(name, n), true, false, nil
-			case driver.SlotFree:
-				l, ok, fresh, err := s.writeTerm(ctx, req, n, st, index, ownerMod, createNS, now)
-				if ok || err != nil {
-					return l, ok, false, err
-				}
-				if fresh == nil {
-					return driver.Lease{}, false, true, nil // the index or namespace changed: start over
-				}
-				// Another store took this slot first: judge it again as
-				// it is now, and go on from it (a crowd of acquirers
-				// each moves on, rather than all starting over).
-				slots[n] = *fresh
-				continue
-			}
-			if why != nil {
-				skipped = append(skipped, fmt.Sprintf("slot %d: %v", n, why))
-			}
-			return driver.Lease{}, false, false, nil
-		}
-	}
-	for _, n := range first {
-		if l, taken, lost, err := try(n); taken || lost || err != nil {
-			return l, taken, err
-		}
-	}
-	if !createNS {
-		p := s.key("slot", name) + "/"
-		r3, err := s.cli.Get(ctx, p, clientv3.WithPrefix())
-		if err = s.check(ctx, err); err != nil {
-			return driver.Lease{}, false, err
-		}
-		for _, kv := range r3.Kvs {
-			n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), p))
-			if err != nil || n < 0 || n >= limit {
-				continue // not a slot of this limit: never chosen
-			}
-			slots[n] = slotFrom(string(kv.Key), kv, floor)
-		}
-	}
-	skipped = skipped[:0]
-	for n := range limit {
-		if l, taken, lost, err := try(n); taken || lost || err != nil {
-			return l, taken, err
-		}
-	}
-	if createNS {
+	if a.createNS {
 		// A missing namespace is created even when no slot can be taken
 		// (every fence at its end, after a purge): a later Acquire with
 		// other settings is then a mismatch, as the contract says.
-		tr, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(nk), "=", 0)).
-			Then(clientv3.OpPut(nk, formatNamespace(req.Namespace))).Commit()
-		if err = s.check(ctx, err); err != nil {
-			return driver.Lease{}, false, err
-		}
-		if !tr.Succeeded {
-			return driver.Lease{}, false, nil // created meanwhile: start over
+		if created, err := a.createNamespace(ctx); !created || err != nil {
+			return driver.Lease{}, false, err // created meanwhile: start over
 		}
 	}
+	return driver.Lease{}, true, a.exhausted()
+}
+
+// acquisition is what one pass of Acquire read and judged.
+type acquisition struct {
+	s        *etcdStore
+	req      driver.AcquireRequest
+	nk       string
+	floor    int64 // the highest slot fence a purge deleted
+	createNS bool  // the namespace is missing: this pass creates it
+	index    []int // the owner's slots, most recent first
+	ownerMod int64 // the owner index's mod revision (0: none)
+	slots    map[int]slotState
+	now      int64
+	skipped  []string // why slots were passed over
+}
+
+// startAcquire reads the namespace (checking its settings), the owner
+// index and the purge's fence floor, in one transaction.
+func (s *etcdStore) startAcquire(ctx context.Context, req driver.AcquireRequest, nk, ok string) (*acquisition, error) {
+	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(ok), clientv3.OpGet(s.key("purged"))).Commit()
+	if err = s.check(ctx, err); err != nil {
+		return nil, err
+	}
+	a := &acquisition{s: s, req: req, nk: nk, slots: map[int]slotState{}}
+	if a.floor, err = s.parseFloor(resp.Responses[2].GetResponseRange().Kvs); err != nil {
+		return nil, err
+	}
+	nsKVs := resp.Responses[0].GetResponseRange().Kvs
+	a.createNS = len(nsKVs) == 0
+	if !a.createNS {
+		have, err := parseNamespace(req.Namespace.Name, nk, nsKVs[0].Value)
+		if err != nil {
+			return nil, err
+		}
+		if have.Limit != req.Namespace.Limit || have.Tolerance != req.Namespace.Tolerance {
+			return nil, fmt.Errorf("namespace has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
+				have.Limit, have.Tolerance, req.Namespace.Limit, req.Namespace.Tolerance, driver.ErrConfigMismatch)
+		}
+	}
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
+		if a.index, err = parseIndex(ok, kvs[0].Value); err != nil {
+			return nil, err
+		}
+		a.ownerMod = kvs[0].ModRevision
+	}
+	return a, nil
+}
+
+// slot returns slot n as read, or as a slot never stored.
+func (a *acquisition) slot(n int) slotState {
+	if st, ok := a.slots[n]; ok {
+		return st
+	}
+	return slotFrom("", nil, a.floor)
+}
+
+// read reads the slots ns in one transaction (a missing namespace has
+// none).
+func (a *acquisition) read(ctx context.Context, ns []int) error {
+	if a.createNS {
+		return nil
+	}
+	name := a.req.Namespace.Name
+	var ops []clientv3.Op
+	for _, n := range ns {
+		ops = append(ops, clientv3.OpGet(a.s.slotKey(name, n)))
+	}
+	resp, err := a.s.cli.Txn(ctx).Then(ops...).Commit()
+	if err = a.s.check(ctx, err); err != nil {
+		return err
+	}
+	for i, n := range ns {
+		var kv *mvccpb.KeyValue
+		if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) == 1 {
+			kv = kvs[0]
+		}
+		a.slots[n] = slotFrom(a.s.slotKey(name, n), kv, a.floor)
+	}
+	return nil
+}
+
+// readAll reads every slot of the namespace's limit.
+func (a *acquisition) readAll(ctx context.Context) error {
+	if a.createNS {
+		return nil
+	}
+	p := a.s.key("slot", a.req.Namespace.Name) + "/"
+	resp, err := a.s.cli.Get(ctx, p, clientv3.WithPrefix())
+	if err = a.s.check(ctx, err); err != nil {
+		return err
+	}
+	for _, kv := range resp.Kvs {
+		n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), p))
+		if err != nil || n < 0 || n >= a.req.Namespace.Limit {
+			continue // not a slot of this limit: never chosen
+		}
+		a.slots[n] = slotFrom(string(kv.Key), kv, a.floor)
+	}
+	return nil
+}
+
+// own returns the owner's running term among the slots ns.
+func (a *acquisition) own(ns []int) (driver.Lease, bool) {
+	for _, n := range ns {
+		if st := a.slot(n); st.err == nil {
+			if v, _ := st.r.Judge(a.req, a.now); v == driver.SlotOwn {
+				return st.r.Lease(a.req.Namespace.Name, n), true
+			}
+		}
+	}
+	return driver.Lease{}, false
+}
+
+// tryEach tries the slots ns in order until one is taken, the pass is
+// lost or fails.
+func (a *acquisition) tryEach(ctx context.Context, ns iter.Seq[int]) (l driver.Lease, taken, lost bool, err error) {
+	for n := range ns {
+		if l, taken, lost, err = a.try(ctx, n); taken || lost || err != nil {
+			return l, taken, lost, err
+		}
+	}
+	return driver.Lease{}, false, false, nil
+}
+
+// upTo yields 0, 1, ..., n-1.
+func upTo(n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i := range n {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+}
+
+// try judges slot n: a lease when it is ours or was taken, lost when
+// another store wrote a key read meanwhile (start over), else pass on.
+func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lost bool, err error) {
+	name := a.req.Namespace.Name
+	for {
+		st := a.slot(n)
+		if st.err != nil {
+			a.skipped = append(a.skipped, st.err.Error())
+			return driver.Lease{}, false, false, nil
+		}
+		v, why := st.r.Judge(a.req, a.now)
+		switch v {
+		case driver.SlotOwn:
+			return st.r.Lease(name, n), true, false, nil
+		case driver.SlotFree:
+			l, ok, fresh, err := a.s.writeTerm(ctx, a.req, n, st, a.index, a.ownerMod, a.createNS, a.now)
+			if ok || err != nil {
+				return l, ok, false, err
+			}
+			if fresh == nil {
+				return driver.Lease{}, false, true, nil // the index or namespace changed: start over
+			}
+			// Another store took this slot first: judge it again as it
+			// is now, and go on from it (a crowd of acquirers each moves
+			// on, rather than all starting over).
+			a.slots[n] = *fresh
+			continue
+		}
+		if why != nil {
+			a.skipped = append(a.skipped, fmt.Sprintf("slot %d: %v", n, why))
+		}
+		return driver.Lease{}, false, false, nil
+	}
+}
+
+// createNamespace writes the missing namespace; created is false when
+// another store created it meanwhile.
+func (a *acquisition) createNamespace(ctx context.Context) (created bool, err error) {
+	tr, err := a.s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(a.nk), "=", 0)).
+		Then(clientv3.OpPut(a.nk, formatNamespace(a.req.Namespace))).Commit()
+	if err = a.s.check(ctx, err); err != nil {
+		return false, err
+	}
+	return tr.Succeeded, nil
+}
+
+// exhausted is the error of a pass that found no slot to take.
+func (a *acquisition) exhausted() error {
 	why := ""
-	if len(skipped) > 0 {
-		why = " (" + strings.Join(skipped, "; ") + ")"
+	if len(a.skipped) > 0 {
+		why = " (" + strings.Join(a.skipped, "; ") + ")"
 	}
-	return driver.Lease{}, true, fmt.Errorf("all %d slots are held%s: %w", limit, why, driver.ErrExhausted)
+	return fmt.Errorf("all %d slots are held%s: %w", a.req.Namespace.Limit, why, driver.ErrExhausted)
 }
 
 // writeTerm writes slot n's new term and the owner index, comparing both
