@@ -22,7 +22,7 @@ import (
 func openLossy(t testing.TB, prefix string, lost *atomic.Int64) *store.Store {
 	t.Helper()
 	var n atomic.Int64
-	return openDriver(t, prefix, func(d *etcdStore) {
+	return openDriver(t, prefix, func(d *driverStore) {
 		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
 			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			err := invoker(ctx, method, req, reply, cc, opts...)

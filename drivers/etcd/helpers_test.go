@@ -12,7 +12,7 @@ import (
 
 // openDriver opens a store on prefix of the shared member, letting set
 // change the driver (its test hooks) before it connects.
-func openDriver(t testing.TB, prefix string, set func(d *etcdStore)) *store.Store {
+func openDriver(t testing.TB, prefix string, set func(d *driverStore)) *store.Store {
 	t.Helper()
 	cfg, err := parseOptions(map[string]string{"endpoints": strings.Join(sharedServer(t).Endpoints(), ","), "prefix": prefix})
 	if err != nil {

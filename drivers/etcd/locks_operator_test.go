@@ -147,7 +147,7 @@ func TestLockDeleteWhileWatchBehind(t *testing.T) {
 	prefix := freshPrefix("watch-behind")
 	start := make(chan struct{})
 	var once sync.Once
-	st := openDriver(t, prefix, func(d *etcdStore) {
+	st := openDriver(t, prefix, func(d *driverStore) {
 		d.watchHook = func() { once.Do(func() { <-start }) }
 	})
 	l, err := st.Locks().Lock(ctx, "w")
@@ -186,8 +186,8 @@ func TestLockDeletedBeforeAnswer(t *testing.T) {
 	defer answer()
 	var once sync.Once
 	var armed atomic.Bool // from the Lock on
-	var d *etcdStore
-	st := openDriver(t, prefix, func(s *etcdStore) {
+	var d *driverStore
+	st := openDriver(t, prefix, func(s *driverStore) {
 		d = s
 		s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
 			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {

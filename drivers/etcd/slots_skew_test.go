@@ -12,7 +12,7 @@ import (
 
 // openShifted opens a driver store on prefix whose slot clock is the
 // host's shifted by shift.
-func openShifted(t *testing.T, prefix string, shift time.Duration) *etcdStore {
+func openShifted(t *testing.T, prefix string, shift time.Duration) *driverStore {
 	t.Helper()
 	cfg, err := parseOptions(map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix})
 	if err != nil {
