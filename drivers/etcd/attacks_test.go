@@ -21,31 +21,18 @@ import (
 // third transaction: the server applied it, the store hears Unavailable.
 func openLossy(t testing.TB, prefix string, lost *atomic.Int64) *store.Store {
 	t.Helper()
-	cfg, err := parseOptions(map[string]string{"endpoints": strings.Join(sharedServer(t).Endpoints(), ","), "prefix": prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var n atomic.Int64
-	d := newStore(cfg, nil)
-	d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		err := invoker(ctx, method, req, reply, cc, opts...)
-		if err == nil && strings.HasSuffix(method, "/Txn") && n.Add(1)%3 == 0 {
-			lost.Add(1)
-			return status.Error(codes.Unavailable, "answer lost (test)")
-		}
-		return err
-	})}
-	if err := d.Connect(t.Context()); err != nil {
-		d.Close()
-		t.Fatal(err)
-	}
-	st, err := store.OpenDriver(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return openDriver(t, prefix, func(d *driverStore) {
+		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			err := invoker(ctx, method, req, reply, cc, opts...)
+			if err == nil && strings.HasSuffix(method, "/Txn") && n.Add(1)%3 == 0 {
+				lost.Add(1)
+				return status.Error(codes.Unavailable, "answer lost (test)")
+			}
+			return err
+		})}
+	})
 }
 
 // TestNextLostAnswers: two stores whose Next transactions lose every third
@@ -98,17 +85,7 @@ func TestNextLostAnswers(t *testing.T) {
 // alone again); the holder keeps its hold.
 func TestLockCloseDuringWait(t *testing.T) {
 	ctx := t.Context()
-	ep := sharedServer(t).Endpoints()
-	prefix := freshPrefix("closewait")
-	holder, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	waiter, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder, waiter := openPair(t, freshPrefix("closewait"))
 	l, err := holder.Locks().Lock(ctx, "c")
 	if err != nil {
 		t.Fatal(err)
@@ -143,18 +120,8 @@ func TestLockCloseDuringWait(t *testing.T) {
 // compacted while it waits; it is still granted once the holder unlocks.
 func TestLockWaitThroughCompaction(t *testing.T) {
 	ctx := t.Context()
-	ep := sharedServer(t).Endpoints()
 	prefix := freshPrefix("compact")
-	holder, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	waiter, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer waiter.Close()
+	holder, waiter := openPair(t, prefix)
 	l, err := holder.Locks().Lock(ctx, "w")
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,8 @@ import (
 //
 //   - Next: the store's Next (through the user API) against a raw
 //     transaction doing the same, a compare on the mod revision the caller
-//     remembers and a put: the least a correct Next can do.
+//     remembers and a put: the least a correct Next can do; NextDriver the
+//     same through the driver alone.
 //
 //   - Lock: the store's Lock and Unlock (fence, Lost rule and all) against
 //     concurrency.Mutex's Lock and Unlock on a session, uncontended;
@@ -30,17 +31,24 @@ import (
 //
 //     go test -run '^$' -bench Paired -benchtime 2s ./
 func BenchmarkPaired(b *testing.B) {
-	b.Run("Next", benchNextPaired)
+	b.Run("Next", func(b *testing.B) { benchNextPaired(b, false) })
+	b.Run("NextDriver", func(b *testing.B) { benchNextPaired(b, true) })
 	b.Run("Lock", func(b *testing.B) { benchLockPaired(b, false) })
 	b.Run("LockDriver", func(b *testing.B) { benchLockPaired(b, true) })
 }
 
+// benchStore opens a store as a user would: no test instrumentation on its
+// client (the baselines have none either).
 func benchStore(b *testing.B) *store.Store {
-	st, _ := openCounting(b, freshPrefix("bench"))
+	st, err := OpenStore(b.Context(), &Options{Endpoints: sharedServer(b).Endpoints(), Prefix: freshPrefix("bench")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
 	return st
 }
 
-func benchNextPaired(b *testing.B) {
+func benchNextPaired(b *testing.B, bare bool) {
 	ctx := context.Background()
 	st := benchStore(b)
 	cli := rawClient(b)
@@ -61,8 +69,15 @@ func benchNextPaired(b *testing.B) {
 		}
 		mod, next = tr.Header.Revision, next+10
 	}
+	d := st.Driver().(driver.RangeStore)
 	mine := func() {
-		if _, err := st.Ranges().Next(ctx, "k", 10); err != nil {
+		var err error
+		if bare {
+			_, err = d.Next(ctx, "k", 10)
+		} else {
+			_, err = st.Ranges().Next(ctx, "k", 10)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -69,9 +69,10 @@
 //
 // An operator who deletes a held lock key, or revokes a store's lease,
 // frees the lock at once: the next waiter can be granted before the holder
-// can know. Each hold watches its own key, and such a delete loses the
-// store's session (and revokes it) as soon as it is seen: Lost closes
-// promptly after, not before. Purge refuses a key on a lease, or another
+// can know. Each session watches the deletes of lock keys under the
+// prefix (one watch for all its holds), and a delete of one of its held
+// keys not made by Unlock loses the session (and revokes it) as soon as it
+// is seen: Lost closes promptly after, not before. Purge refuses a key on a lease, or another
 // store's metadata, under its prefix (a store nested there).
 //
 // # Operations

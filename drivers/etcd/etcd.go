@@ -32,13 +32,13 @@ func fromOptions(m map[string]string) (driver.Store, error) {
 	return newStore(cfg, nil), nil
 }
 
-// etcdStore is one store: a client (its own or the caller's), a cache of
-// the ranges it wrote last, and the lock session.
+// etcdStore is a store's connection, which its capabilities share
+// (driverStore): a client (its own or the caller's), the goroutines it
+// started, and what it reports.
 type etcdStore struct {
 	cfg     config
 	cli     *clientv3.Client
 	ownCli  bool
-	now     func() int64      // the slot clock, ms since the epoch (slots.go)
 	dialOpt []grpc.DialOption // tests count round trips with an interceptor
 	notify  atomic.Pointer[func(driver.Event)]
 	answer  atomic.Int64 // unix nanos of the last answer from a server
@@ -48,25 +48,6 @@ type etcdStore struct {
 	goMu    sync.Mutex // guards goDone, so no goroutine starts once Close waits
 	goDone  bool
 	closing chan struct{}
-
-	rmu    sync.Mutex
-	ranges map[string]rangeMemo
-
-	lmu     sync.Mutex
-	sess    *session
-	closedL bool
-}
-
-func newStore(cfg config, cli *clientv3.Client) *etcdStore {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &etcdStore{
-		cfg: cfg, cli: cli, ownCli: cli == nil,
-		now:     func() int64 { return time.Now().UnixMilli() },
-		ctx:     ctx,
-		cancel:  cancel,
-		closing: make(chan struct{}),
-		ranges:  map[string]rangeMemo{},
-	}
 }
 
 // Notify sets the event sink (driver.Notifier).
@@ -248,12 +229,9 @@ func (s *etcdStore) Format(f fmt.State, _ rune) {
 	fmt.Fprintf(f, "etcd store prefix=%s endpoints=%s", s.cfg.prefix, driver.Redact(strings.Join(s.cfg.endpoints, ",")))
 }
 
-// Close ends the lock session (revoking its lease, so the next waiters get
-// the locks at once) and every goroutine, then the client if it is the
-// store's own.
-func (s *etcdStore) Close() error {
-	close(s.closing)
-	s.closeLocks()
+// shutdown ends every goroutine the store started, then the client if it
+// is the store's own.
+func (s *etcdStore) shutdown() error {
 	s.cancel()
 	s.goMu.Lock()
 	s.goDone = true

@@ -2,11 +2,19 @@ package etcd
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // TestLockOperatorEndsHold: an operator revokes the holder's session
@@ -127,5 +135,108 @@ func TestLockAfterOperatorRevoke(t *testing.T) {
 	}
 	if err := l.Unlock(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestLockDeleteWhileWatchBehind: the session's watch starts late, after
+// an operator deleted the held key and the revisions up to now were
+// compacted, so it cannot replay the delete. It reads the keys it watches
+// instead, and the hold is lost.
+func TestLockDeleteWhileWatchBehind(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("watch-behind")
+	start := make(chan struct{})
+	var once sync.Once
+	st := openDriver(t, prefix, func(d *driverStore) {
+		d.watchHook = func() { once.Do(func() { <-start }) }
+	})
+	l, err := st.Locks().Lock(ctx, "w")
+	if err != nil {
+		close(start)
+		t.Fatal(err)
+	}
+	cli := rawClient(t)
+	resp, err := cli.Delete(ctx, prefix+"/lock/w/", clientv3.WithPrefix())
+	if err != nil || resp.Deleted != 1 {
+		close(start)
+		t.Fatalf("the operator's delete: %v, %v", resp, err)
+	}
+	if _, err := cli.Compact(ctx, resp.Header.Revision); err != nil {
+		close(start)
+		t.Fatal(err)
+	}
+	close(start)
+	select {
+	case <-l.Lost():
+		t.Logf("lost: %v", l.Unlock(ctx))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold whose key was deleted before its watch started is not lost after 10s")
+	}
+}
+
+// TestLockDeletedBeforeAnswer: an operator deletes a waiter key that its
+// Lock created and was granted, before the Lock hears the answer; the
+// session's watch reports the delete first. The hold that Lock returns is
+// lost, not held with its key gone.
+func TestLockDeletedBeforeAnswer(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("delete-early")
+	answered := make(chan struct{})
+	answer := sync.OnceFunc(func() { close(answered) })
+	defer answer()
+	var once sync.Once
+	var armed atomic.Bool // from the Lock on
+	var d *driverStore
+	st := openDriver(t, prefix, func(s *driverStore) {
+		d = s
+		s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			err := invoker(ctx, method, req, reply, cc, opts...)
+			if armed.Load() && strings.HasSuffix(method, "/Txn") {
+				once.Do(func() { <-answered })
+			}
+			return err
+		})}
+	})
+	got := make(chan *store.Lock, 1)
+	armed.Store(true)
+	go func() {
+		l, err := st.Locks().Lock(ctx, "e")
+		if err != nil {
+			t.Errorf("Lock: %v", err)
+		}
+		got <- l
+	}()
+	cli := rawClient(t)
+	poll.Succeeds(t, 10*time.Second, "the operator deletes the waiter key", func() error {
+		resp, err := cli.Delete(ctx, prefix+"/lock/e/", clientv3.WithPrefix())
+		if err == nil && resp.Deleted != 1 {
+			err = errors.New("no key yet")
+		}
+		return err
+	})
+	poll.Until(t, 10*time.Second, "the session's watch reports the delete", func() bool {
+		d.lmu.Lock()
+		ss := d.sess
+		d.lmu.Unlock()
+		for _, h := range ss.watched() {
+			h.gmu.Lock()
+			seen := h.deleted != 0
+			h.gmu.Unlock()
+			if seen {
+				return true
+			}
+		}
+		return false
+	})
+	answer()
+	l := <-got
+	if l == nil {
+		return
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold whose key was deleted before Lock's answer is not lost after 10s")
 	}
 }

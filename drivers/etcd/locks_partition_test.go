@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/etcdtest"
 	"github.com/cosid-go/store/internal/netproxy"
-	"github.com/cosid-go/store/internal/poll"
 )
 
 // TestLockLostBeforeOtherGrant: a holder whose only member goes silent
@@ -155,13 +153,4 @@ func pickMember(t *testing.T, c *etcdtest.Cluster, leader bool) (*etcdtest.Membe
 	}
 	t.Fatalf("no member with leader=%v", leader)
 	return nil, nil
-}
-
-// waitQueued polls Waiters until the lock has n entries (bounded).
-func waitQueued(t *testing.T, st *store.Store, name string, n int) {
-	t.Helper()
-	poll.Until(t, 30*time.Second, fmt.Sprintf("lock %s with %d waiters", name, n), func() bool {
-		ws, err := st.Locks().Waiters(t.Context(), name)
-		return err == nil && len(ws) == n
-	})
 }

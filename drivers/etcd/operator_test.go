@@ -15,6 +15,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/etcdtest"
 	"github.com/cosid-go/store/internal/freeport"
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // TestOpenUnavailable: Open against an endpoint where nobody listens ends
@@ -78,15 +79,12 @@ func TestMemberDown(t *testing.T) {
 	mu.Unlock()
 	c.Restart(t, c.Members[0])
 	var next store.Range
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Succeeds(t, 30*time.Second, "Next after the restart", func() error {
 		next, err = st.Ranges().Next(ctx, "k", 10)
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil || next.Start < 10 {
-		t.Fatalf("Next after the restart = %d, %v; want >= 10", next, err)
+		return err
+	})
+	if next.Start < 10 {
+		t.Fatalf("Next after the restart = %d; want >= 10", next)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 // deleted: "slot_fence_floor=N". Lock fences need nothing: they are
 // revisions, which only grow.
 
-func (s *etcdStore) parseFloor(kvs []*mvccpb.KeyValue) (int64, error) {
+func (s *slotStore) parseFloor(kvs []*mvccpb.KeyValue) (int64, error) {
 	if len(kvs) == 0 {
 		return 0, nil
 	}
@@ -34,7 +34,7 @@ func (s *etcdStore) parseFloor(kvs []*mvccpb.KeyValue) (int64, error) {
 // term may still issue (ErrLocked, see driver.Purger): a lock or lease
 // taken meanwhile stops it. The identity stays; the slot fence floor rises to
 // the highest fence deleted.
-func (s *etcdStore) Purge(ctx context.Context) ([]string, error) {
+func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 	root := s.cfg.prefix + "/"
 	for attempt := 1; ; attempt++ {
 		resp, err := s.cli.Get(ctx, root, clientv3.WithPrefix())
@@ -115,7 +115,7 @@ func (s *etcdStore) Purge(ctx context.Context) ([]string, error) {
 // delete with this store's subtrees: any key on a lease (a live session's
 // lock key: the purge would end its hold), or another store's metadata
 // key (its range keys would start again at 0 in a new process).
-func (s *etcdStore) foreign(kv *mvccpb.KeyValue) error {
+func (s *driverStore) foreign(kv *mvccpb.KeyValue) error {
 	k := string(kv.Key)
 	if kv.Lease != 0 && !strings.HasPrefix(k, s.key("lock")+"/") {
 		return fmt.Errorf("key %s is on etcd lease %x (a live session's lock key of a store nested under %s?): %w",

@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -19,26 +18,14 @@ import (
 // calls (round trips).
 func openCounting(t testing.TB, prefix string) (*store.Store, *atomic.Int64) {
 	t.Helper()
-	cfg, err := parseOptions(map[string]string{"endpoints": strings.Join(sharedServer(t).Endpoints(), ","), "prefix": prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var calls atomic.Int64
-	d := newStore(cfg, nil)
-	d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		calls.Add(1)
-		return invoker(ctx, method, req, reply, cc, opts...)
-	})}
-	if err := d.Connect(t.Context()); err != nil {
-		d.Close()
-		t.Fatal(err)
-	}
-	st, err := store.OpenDriver(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openDriver(t, prefix, func(d *driverStore) {
+		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			calls.Add(1)
+			return invoker(ctx, method, req, reply, cc, opts...)
+		})}
+	})
 	return st, &calls
 }
 

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // openShifted opens a driver store on prefix whose slot clock is the
 // host's shifted by shift.
-func openShifted(t *testing.T, prefix string, shift time.Duration) *etcdStore {
+func openShifted(t *testing.T, prefix string, shift time.Duration) *driverStore {
 	t.Helper()
 	cfg, err := parseOptions(map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix})
 	if err != nil {
@@ -58,17 +59,13 @@ func TestSlotSkewedClocks(t *testing.T) {
 			// holder is behind; after the holder's term ends in the
 			// taker's time when it is ahead).
 			var l2 driver.Lease
-			deadline := time.Now().Add(60 * time.Second)
-			for {
+			poll.Succeeds(t, 60*time.Second, "the taker's Acquire", func() error {
 				l2, err = taker.Acquire(ctx, req("b"))
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, driver.ErrExhausted) || time.Now().After(deadline) {
+				if err != nil && !errors.Is(err, driver.ErrExhausted) {
 					t.Fatalf("the taker's Acquire: %v", err)
 				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return err
+			})
 			if l2.Floor < l.Ceiling {
 				t.Errorf("new term's floor %d is below the old term's ceiling %d: timestamps [%d,%d) and [%d,%d) overlap",
 					l2.Floor, l.Ceiling, l.Floor, l.Ceiling, l2.Floor, l2.Ceiling)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,6 +19,15 @@ import (
 // once sealed.
 const sealedSuffix = ":sealed"
 
+// rangeStore is the ranges capability: it remembers what it last wrote or
+// read of each key, so that Next is one round trip.
+type rangeStore struct {
+	*etcdStore
+
+	rmu    sync.Mutex
+	ranges map[string]rangeMemo
+}
+
 // rangeMemo is what the store last wrote or read of a key: with it, Next
 // is one transaction comparing mod (one round trip while the store is the
 // only writer). create tells a deleted and recreated key apart.
@@ -28,7 +38,7 @@ type rangeMemo struct {
 	create int64
 }
 
-func (s *etcdStore) rangeKey(k string) string { return s.key("range", k) }
+func (s *rangeStore) rangeKey(k string) string { return s.key("range", k) }
 
 func parseRange(k string, kv *mvccpb.KeyValue) (int64, bool, error) {
 	v := string(kv.Value)
@@ -48,7 +58,7 @@ func formatRange(next int64, sealed bool) string {
 	return v
 }
 
-func (s *etcdStore) memo(key string) (rangeMemo, bool) {
+func (s *rangeStore) memo(key string) (rangeMemo, bool) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
 	m, ok := s.ranges[key]
@@ -57,7 +67,7 @@ func (s *etcdStore) memo(key string) (rangeMemo, bool) {
 
 // remember keeps m unless the memo already holds a later revision (a
 // concurrent call of this store answered after it).
-func (s *etcdStore) remember(key string, m rangeMemo) {
+func (s *rangeStore) remember(key string, m rangeMemo) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
 	if old, ok := s.ranges[key]; ok && old.mod > m.mod && old.create == m.create {
@@ -68,7 +78,7 @@ func (s *etcdStore) remember(key string, m rangeMemo) {
 
 // stale marks the memo unknown after a write with a lost answer, if it
 // is still the one that write compared with.
-func (s *etcdStore) stale(key string, used int64) {
+func (s *rangeStore) stale(key string, used int64) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
 	if m, ok := s.ranges[key]; ok && m.mod == used {
@@ -81,7 +91,7 @@ func (s *etcdStore) stale(key string, used int64) {
 // was before the call sent its request (had: there was one), and
 // remembers it: a key the store used that is now missing or has another
 // create revision is ErrRecreated, a value below one seen is ErrCorrupt.
-func (s *etcdStore) learn(key string, kvs []*mvccpb.KeyValue, base rangeMemo, had bool) (rangeMemo, bool, error) {
+func (s *rangeStore) learn(key string, kvs []*mvccpb.KeyValue, base rangeMemo, had bool) (rangeMemo, bool, error) {
 	k := s.rangeKey(key)
 	if len(kvs) == 0 {
 		if had {
@@ -108,19 +118,21 @@ func (s *etcdStore) learn(key string, kvs []*mvccpb.KeyValue, base rangeMemo, ha
 
 // Next compare-and-sets the remembered value; on a conflict the answer
 // carries the key, and the next attempt uses it.
-func (s *etcdStore) Next(ctx context.Context, key string, step int64) (int64, error) {
+func (s *rangeStore) Next(ctx context.Context, key string, step int64) (int64, error) {
 	if err := driver.CheckStep(step); err != nil {
 		return 0, err
 	}
 	k := s.rangeKey(key)
 	for attempt := 1; ; attempt++ {
 		m, ok := s.memo(key)
-		cmp := clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
+		var cmp clientv3.Cmp
 		if ok {
 			if m.sealed && m.mod >= 0 {
 				return 0, driver.ErrSealed
 			}
 			cmp = clientv3.Compare(clientv3.ModRevision(k), "=", m.mod)
+		} else {
+			cmp = clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
 		}
 		cur := m.next
 		if cur > math.MaxInt64-step {
@@ -161,7 +173,7 @@ func (s *etcdStore) Next(ctx context.Context, key string, step int64) (int64, er
 }
 
 // Current reads the key; a missing one is (0, false).
-func (s *etcdStore) Current(ctx context.Context, key string) (int64, bool, error) {
+func (s *rangeStore) Current(ctx context.Context, key string) (int64, bool, error) {
 	base, had := s.memo(key)
 	resp, err := s.cli.Get(ctx, s.rangeKey(key))
 	if err = s.check(ctx, err); err != nil {
@@ -172,7 +184,7 @@ func (s *etcdStore) Current(ctx context.Context, key string) (int64, bool, error
 }
 
 // Seal rewrites the value with the suffix, compare-and-set on what it read.
-func (s *etcdStore) Seal(ctx context.Context, key string) (int64, error) {
+func (s *rangeStore) Seal(ctx context.Context, key string) (int64, error) {
 	k := s.rangeKey(key)
 	for attempt := 1; ; attempt++ {
 		base, had := s.memo(key)
@@ -220,7 +232,7 @@ func (s *etcdStore) Seal(ctx context.Context, key string) (int64, error) {
 }
 
 // Init creates the key at next, or accepts one already at next.
-func (s *etcdStore) Init(ctx context.Context, key string, next int64) error {
+func (s *rangeStore) Init(ctx context.Context, key string, next int64) error {
 	k := s.rangeKey(key)
 	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(clientv3.OpPut(k, formatRange(next, false))).Else(clientv3.OpGet(k)).Commit()
@@ -248,7 +260,7 @@ func (s *etcdStore) Init(ctx context.Context, key string, next int64) error {
 }
 
 // Keys lists the range keys, sorted.
-func (s *etcdStore) Keys(ctx context.Context) ([]string, error) {
+func (s *rangeStore) Keys(ctx context.Context) ([]string, error) {
 	p := s.key("range") + "/"
 	resp, err := s.cli.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err = s.check(ctx, err); err != nil {

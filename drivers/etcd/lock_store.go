@@ -22,106 +22,21 @@ import (
 
 var errClosedStore = driver.ErrClosed
 
-func (s *etcdStore) lockPrefix(name string) string { return s.key("lock", name) + "/" }
+// lockStore is the locks capability: its holds hang on one lease, the
+// session (lock_session.go).
+type lockStore struct {
+	*etcdStore
 
-// lockHold is a held lock.
-type lockHold struct {
-	s   *etcdStore
-	ss  *session
-	key string
-	rev int64
-	n   int64 // the key's number in its session (session.take)
+	lmu     sync.Mutex
+	sess    *session
+	closedL bool
 
-	mu        sync.Mutex
-	unlocked  bool
-	stopGuard context.CancelFunc // ends guard
-
-	gmu       sync.Mutex
-	releasing bool // Unlock's own delete is under way
-	gone      bool // and guard saw the key deleted meanwhile
+	// watchHook, if set, runs before each start of a session's watch
+	// (tests hold it back).
+	watchHook func()
 }
 
-// hold makes the hold of a granted key and starts its guard.
-func (s *etcdStore) hold(ss *session, key string, rev, n int64) *lockHold {
-	h := &lockHold{s: s, ss: ss, key: key, rev: rev, n: n}
-	ctx, cancel := context.WithCancel(s.ctx)
-	h.stopGuard = cancel
-	s.spawn(func() {
-		defer cancel()
-		s.guard(ctx, h)
-	})
-	return h
-}
-
-// guard loses the hold's session when its key is deleted by anyone but
-// Unlock: an operator's delete, or a revoke of the lease, frees the lock
-// for the next waiter at once, with the session still renewed (a deleted
-// key) or until the next keep-alive fails. The waiter can be granted in
-// the same instant the holder hears of it, so Lost closes promptly, not
-// before. Losing the whole session (and revoking it, so that its other
-// keys go at once) is the simple safe answer: its other holds are ended
-// too.
-func (s *etcdStore) guard(ctx context.Context, h *lockHold) {
-	rev := h.rev
-	for attempt := 1; ; attempt++ {
-		wch := s.cli.Watch(ctx, h.key, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
-	events:
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-h.ss.lost:
-				return
-			case resp, ok := <-wch:
-				if !ok || resp.Err() != nil {
-					break events // compacted, or the watch ended: read the key
-				}
-				for _, ev := range resp.Events {
-					if ev.Type == clientv3.EventTypeDelete {
-						h.deleted(fmt.Sprintf("deleted at revision %d", ev.Kv.ModRevision))
-						return
-					}
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		resp, err := s.cli.Get(ctx, h.key)
-		if err != nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-h.ss.lost:
-				return
-			case <-time.After(min(50*time.Millisecond<<min(attempt, 5), time.Second)):
-			}
-			continue
-		}
-		if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != h.rev {
-			h.deleted("missing")
-			return
-		}
-		rev = resp.Header.Revision
-	}
-}
-
-// deleted loses the session of a hold whose key went without Unlock.
-func (h *lockHold) deleted(what string) {
-	h.gmu.Lock()
-	defer h.gmu.Unlock()
-	if h.releasing {
-		h.gone = true
-		return
-	}
-	h.ss.lose(fmt.Errorf("lock key %s %s by someone else (an operator's delete or lease revoke): the lock is no longer held",
-		h.key, what))
-	h.s.spawn(func() {
-		ctx, cancel := context.WithTimeout(h.s.ctx, 5*time.Second)
-		defer cancel()
-		h.s.cli.Revoke(ctx, h.ss.id)
-	})
-}
+func (s *lockStore) lockPrefix(name string) string { return s.key("lock", name) + "/" }
 
 // errQueueLost marks a wait whose session was lost (its key is gone, or
 // will be): the waiter queues again, at the end, under a new session.
@@ -130,7 +45,7 @@ var errQueueLost = errors.New("the wait's session was lost")
 // Lock queues a waiter key, then waits until no key of the name is older:
 // it watches only its predecessor, and reads again when that one goes. A
 // waiter whose session is lost while it waits queues again.
-func (s *etcdStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+func (s *lockStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	for {
 		l, err := s.lockOnce(ctx, name, owner, wait)
 		if errors.Is(err, errQueueLost) && ctx.Err() == nil {
@@ -140,7 +55,7 @@ func (s *etcdStore) Lock(ctx context.Context, name, owner string, wait bool) (dr
 	}
 }
 
-func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	ss, err := s.session(ctx)
 	if err != nil {
 		return nil, err
@@ -149,13 +64,18 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 	// key's index entry until a compaction, and a name whose every lock
 	// made a new key would make each listing of its queue slower.
 	n := ss.take()
-	release := func() { ss.release(n) }
 	key := s.lockPrefix(name) + fmt.Sprintf("%016x-%d", int64(ss.id), n)
+	// Watched from before its create: the session's watch may report a
+	// delete before the create's answer is back.
+	h := &lockHold{s: s, ss: ss, key: key, n: n}
+	ss.watch(h)
+	release := func() { ss.unwatch(h); ss.release(n) }
 	rev, first, err := s.createWaiter(ctx, ss, key, owner, s.lockPrefix(name))
 	if err != nil {
 		s.dropWaiter(key, 0, release)
 		return nil, err
 	}
+	h.created(rev)
 	granted := false
 	defer func() {
 		if !granted {
@@ -169,7 +89,7 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 			return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
 		}
 		granted = true
-		return s.hold(ss, key, rev, n), nil
+		return h.grant(), nil
 	}
 	for attempt := 1; ; {
 		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithKeysOnly()),
@@ -193,7 +113,7 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 				return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
 			}
 			granted = true
-			return s.hold(ss, key, rev, n), nil
+			return h.grant(), nil
 		}
 		if !wait {
 			return nil, driver.ErrLocked
@@ -208,7 +128,7 @@ func (s *etcdStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 // create revision, and whether it is the oldest key of the name (read in
 // the same transaction). The key is unique, so a retry after a lost answer
 // finds it rather than queueing twice.
-func (s *etcdStore) createWaiter(ctx context.Context, ss *session, key, owner, prefix string) (int64, bool, error) {
+func (s *lockStore) createWaiter(ctx context.Context, ss *session, key, owner, prefix string) (int64, bool, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, owner, clientv3.WithLease(ss.id)),
@@ -239,7 +159,7 @@ func (s *etcdStore) createWaiter(ctx context.Context, ss *session, key, owner, p
 
 // waitGone returns once pred was deleted after revision rev, or after a
 // third of the session TTL (to look again), or with the reason to stop.
-func (s *etcdStore) waitGone(ctx context.Context, ss *session, pred string, rev int64) error {
+func (s *lockStore) waitGone(ctx context.Context, ss *session, pred string, rev int64) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wch := s.cli.Watch(clientv3.WithRequireLeader(wctx), pred, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
@@ -261,7 +181,7 @@ func (s *etcdStore) waitGone(ctx context.Context, ss *session, pred string, rev 
 // dropWaiter deletes a waiter key in the background (rev 0: whatever its
 // revision), retrying until it succeeds (then calls done) or the store
 // closes (revoking the lease, which deletes it anyway).
-func (s *etcdStore) dropWaiter(key string, rev int64, done func()) {
+func (s *lockStore) dropWaiter(key string, rev int64, done func()) {
 	s.spawn(func() {
 		for attempt := 1; ; attempt++ {
 			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
@@ -291,7 +211,7 @@ func (s *etcdStore) dropWaiter(key string, rev int64, done func()) {
 
 // closeLocks loses every hold and revokes the session's lease, so the next
 // waiters of the store's locks get them at once.
-func (s *etcdStore) closeLocks() {
+func (s *lockStore) closeLocks() {
 	s.lmu.Lock()
 	s.closedL = true
 	ss := s.sess
@@ -305,65 +225,8 @@ func (s *etcdStore) closeLocks() {
 	s.cli.Revoke(ctx, ss.id)
 }
 
-// Unlock deletes the hold's own key.
-func (h *lockHold) Unlock(ctx context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.unlocked {
-		return nil
-	}
-	if !h.ss.alive() {
-		h.stopGuard()
-		// The lease is gone or will be (the store closed, or it could not
-		// be kept alive): its expiry deletes the key; the holder learns
-		// that its critical section was not protected to the end.
-		h.unlocked = true
-		select {
-		case <-h.s.closing:
-		default:
-			h.s.dropWaiter(h.key, h.rev, func() { h.ss.release(h.n) })
-		}
-		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
-	}
-	// The key's name is the hold's until this delete returns (its number is
-	// reused only after): a plain delete removes no one else's.
-	h.setReleasing(true)
-	_, err := h.s.cli.Delete(ctx, h.key)
-	if err = h.s.check(ctx, err); err != nil {
-		// The answer was lost: if the guard saw the delete, it was
-		// applied (done); if it sees it later, it loses the session.
-		if gone := h.setReleasing(false); !gone {
-			return err
-		}
-	}
-	h.stopGuard()
-	h.unlocked = true
-	h.ss.release(h.n)
-	return nil
-}
-
-// setReleasing marks Unlock's delete under way or over, and says whether
-// guard saw the key deleted meanwhile.
-func (h *lockHold) setReleasing(on bool) (gone bool) {
-	h.gmu.Lock()
-	defer h.gmu.Unlock()
-	h.releasing = on
-	return h.gone
-}
-
-func (h *lockHold) Fence() int64 { return h.rev }
-
-// Lost checks the deadline on each call, besides the session's own timer.
-func (h *lockHold) Lost() <-chan struct{} {
-	h.ss.alive()
-	return h.ss.lost
-}
-
-// LostErr says why the hold was lost (driver.LostCause).
-func (h *lockHold) LostErr() error { return h.ss.lostErr() }
-
 // Locks lists the names with a waiter or holder key.
-func (s *etcdStore) Locks(ctx context.Context) ([]string, error) {
+func (s *lockStore) Locks(ctx context.Context) ([]string, error) {
 	p := s.key("lock") + "/"
 	resp, err := s.cli.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err = s.check(ctx, err); err != nil {
@@ -384,7 +247,7 @@ func (s *etcdStore) Locks(ctx context.Context) ([]string, error) {
 
 // Waiters lists the queue in create-revision order; an empty queue is a
 // name the store has forgotten (ErrNotFound).
-func (s *etcdStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+func (s *lockStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
 	resp, err := s.cli.Get(ctx, s.lockPrefix(name), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err = s.check(ctx, err); err != nil {

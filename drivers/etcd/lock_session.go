@@ -27,9 +27,10 @@ type session struct {
 	ttl time.Duration // as the server granted it
 
 	mu       sync.Mutex
-	used     map[int64]bool // waiter key numbers in use (take, release)
-	deadline time.Time      // monotonic: holds are lost from here on
-	sent     time.Time      // of the last keep-alive answered
+	used     map[int64]bool       // waiter key numbers in use (take, release)
+	keys     map[string]*lockHold // the keys watchDeletes reports to
+	deadline time.Time            // monotonic: holds are lost from here on
+	sent     time.Time            // of the last keep-alive answered
 	lost     chan struct{}
 	err      error
 }
@@ -104,12 +105,53 @@ func (ss *session) release(n int64) {
 	delete(ss.used, n)
 }
 
+// watch has the session's watch report the deletes of h's key to h.
+func (ss *session) watch(h *lockHold) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.keys == nil {
+		ss.keys = map[string]*lockHold{}
+	}
+	ss.keys[h.key] = h
+}
+
+// unwatch ends what watch started.
+func (ss *session) unwatch(h *lockHold) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.keys[h.key] == h {
+		delete(ss.keys, h.key)
+	}
+}
+
+// watched lists the holds watch registered.
+func (ss *session) watched() []*lockHold {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := make([]*lockHold, 0, len(ss.keys))
+	for _, h := range ss.keys {
+		out = append(out, h)
+	}
+	return out
+}
+
+// sawDelete tells the hold of key, if the session watches it, of its
+// delete at revision rev.
+func (ss *session) sawDelete(key string, rev int64, what string) {
+	ss.mu.Lock()
+	h := ss.keys[key]
+	ss.mu.Unlock()
+	if h != nil {
+		h.sawDelete(rev, what)
+	}
+}
+
 // errSessionClosed is the cause of holds lost because the store closed.
 var errSessionClosed = errors.New("store closed")
 
 // session returns the store's live session, granting a new lease when
 // there is none (or the last was lost).
-func (s *etcdStore) session(ctx context.Context) (*session, error) {
+func (s *lockStore) session(ctx context.Context) (*session, error) {
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
 	if s.closedL {
@@ -128,12 +170,14 @@ func (s *etcdStore) session(ctx context.Context) (*session, error) {
 	ss.confirm(sent, ttl)
 	s.sess = ss
 	s.spawn(func() { s.keepAlive(ss) })
+	// Every key of the session is created after the grant's revision.
+	s.spawn(func() { s.watchDeletes(ss, resp.ResponseHeader.Revision+1) })
 	return ss, nil
 }
 
 // keepAlive renews ss every third of its TTL until it is lost or the store
 // closes, and loses it when its deadline passes first.
-func (s *etcdStore) keepAlive(ss *session) {
+func (s *lockStore) keepAlive(ss *session) {
 	every := ss.ttl / 3
 	next := time.NewTimer(every)
 	defer next.Stop()
@@ -161,7 +205,7 @@ func (s *etcdStore) keepAlive(ss *session) {
 }
 
 // renew sends one keep-alive, bounded by every (the next one takes over).
-func (s *etcdStore) renew(ss *session, every time.Duration) {
+func (s *lockStore) renew(ss *session, every time.Duration) {
 	ctx, cancel := context.WithTimeout(s.ctx, every)
 	defer cancel()
 	sent := time.Now()
@@ -173,4 +217,80 @@ func (s *etcdStore) renew(ss *session, every time.Duration) {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		ss.lose(fmt.Errorf("etcd lease %x expired: the server ended the session", int64(ss.id)))
 	}
+}
+
+// watchDeletes follows, for the session's life, every delete of a lock key
+// under the store's prefix from revision from on (the session's keys are
+// all created after it), and tells the session's own keys' holds. One
+// watch per session, not one per hold: a hold costs no watch of its own to
+// set up and tear down. When the watch ends (its revisions compacted, or
+// the server ended it), the keys are read again and it starts anew.
+func (s *lockStore) watchDeletes(ss *session, from int64) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	prefix := s.key("lock") + "/"
+	for attempt := 1; ; {
+		if s.watchHook != nil {
+			s.watchHook()
+		}
+		wch := s.cli.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut())
+	events:
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ss.lost:
+				return
+			case resp, ok := <-wch:
+				if !ok || resp.Err() != nil {
+					break events // compacted, or the watch ended
+				}
+				for _, ev := range resp.Events {
+					if ev.Type == clientv3.EventTypeDelete {
+						ss.sawDelete(string(ev.Kv.Key), ev.Kv.ModRevision, fmt.Sprintf("deleted at revision %d", ev.Kv.ModRevision))
+					}
+				}
+			}
+		}
+		next, err := s.recheckHolds(ctx, ss)
+		if err == nil {
+			from, attempt = next, 1
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ss.lost:
+			return
+		case <-time.After(min(50*time.Millisecond<<min(attempt, 5), time.Second)):
+		}
+		attempt++
+	}
+}
+
+// recheckHolds reads every key the session watches, telling each hold
+// whose key is missing or another, and returns the revision to watch
+// from again. That revision is read before the keys are listed, so a key
+// registered after the listing was created after it.
+func (s *lockStore) recheckHolds(ctx context.Context, ss *session) (int64, error) {
+	resp, err := s.cli.Get(ctx, s.key("meta"), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, err
+	}
+	from := resp.Header.Revision + 1
+	for _, h := range ss.watched() {
+		resp, err := s.cli.Get(ctx, h.key)
+		if err != nil {
+			return 0, err
+		}
+		h.gmu.Lock()
+		rev := h.rev
+		h.gmu.Unlock()
+		if len(resp.Kvs) == 0 {
+			h.sawDelete(resp.Header.Revision, "missing")
+		} else if rev != 0 && resp.Kvs[0].CreateRevision != rev {
+			h.sawDelete(resp.Header.Revision, "replaced")
+		}
+	}
+	return from, nil
 }

@@ -1,0 +1,142 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// lockHold is a waiter key of the session and, once granted, its hold.
+type lockHold struct {
+	s   *lockStore
+	ss  *session
+	key string
+	n   int64 // the key's number in its session (session.take)
+
+	mu       sync.Mutex
+	unlocked bool
+
+	gmu       sync.Mutex
+	rev       int64 // the key's create revision, once known (the fence)
+	granted   bool
+	deleted   int64 // the latest delete of the key seen before the grant
+	releasing bool  // Unlock's own delete is under way
+	gone      bool  // and the session's watch saw the key deleted meanwhile
+}
+
+// created sets the key's create revision.
+func (h *lockHold) created(rev int64) {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	h.rev = rev
+}
+
+// grant makes h a hold. A delete of its key seen meanwhile came after the
+// grant (the grant read the key), so it ends the hold at once.
+func (h *lockHold) grant() *lockHold {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	h.granted = true
+	if h.deleted > h.rev {
+		h.loseLocked(fmt.Sprintf("deleted at revision %d", h.deleted))
+	}
+	return h
+}
+
+// sawDelete is told of each delete of the hold's key at revision rev (or
+// of the key found missing at rev): one after its create ends the hold,
+// unless Unlock made it. Before the grant, or before the create revision
+// is known, it is only noted: the watch can report a delete before the
+// Lock that created the key has its answer.
+func (h *lockHold) sawDelete(rev int64, what string) {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	if !h.granted {
+		h.deleted = max(h.deleted, rev)
+		return
+	}
+	if rev <= h.rev {
+		return // a delete of an earlier key of the same name
+	}
+	if h.releasing {
+		h.gone = true
+		return
+	}
+	h.loseLocked(what)
+}
+
+// loseLocked loses the session of a hold whose key went without Unlock:
+// an operator's delete, or a revoke of the lease, frees the lock for the
+// next waiter at once, with the session still renewed (a deleted key) or
+// until the next keep-alive fails. The waiter can be granted in the same
+// instant the holder hears of it, so Lost closes promptly, not before.
+// Losing the whole session (and revoking it, so that its other keys go at
+// once) is the simple safe answer: its other holds are ended too.
+func (h *lockHold) loseLocked(what string) {
+	h.ss.lose(fmt.Errorf("lock key %s %s by someone else (an operator's delete or lease revoke): the lock is no longer held",
+		h.key, what))
+	h.s.spawn(func() {
+		ctx, cancel := context.WithTimeout(h.s.ctx, 5*time.Second)
+		defer cancel()
+		h.s.cli.Revoke(ctx, h.ss.id)
+	})
+}
+
+// Unlock deletes the hold's own key.
+func (h *lockHold) Unlock(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.unlocked {
+		return nil
+	}
+	if !h.ss.alive() {
+		// The lease is gone or will be (the store closed, or it could not
+		// be kept alive): its expiry deletes the key; the holder learns
+		// that its critical section was not protected to the end.
+		h.unlocked = true
+		select {
+		case <-h.s.closing:
+		default:
+			h.s.dropWaiter(h.key, h.rev, func() { h.ss.unwatch(h); h.ss.release(h.n) })
+		}
+		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
+	}
+	// The key's name is the hold's until this delete returns (its number is
+	// reused only after): a plain delete removes no one else's.
+	h.setReleasing(true)
+	_, err := h.s.cli.Delete(ctx, h.key)
+	if err = h.s.check(ctx, err); err != nil {
+		// The answer was lost: if the session's watch saw the delete, it
+		// was applied (done); if it sees it later, it loses the session.
+		if gone := h.setReleasing(false); !gone {
+			return err
+		}
+	}
+	h.unlocked = true
+	h.ss.unwatch(h)
+	h.ss.release(h.n)
+	return nil
+}
+
+// setReleasing marks Unlock's delete under way or over, and says whether
+// the session's watch saw the key deleted meanwhile.
+func (h *lockHold) setReleasing(on bool) (gone bool) {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	h.releasing = on
+	return h.gone
+}
+
+func (h *lockHold) Fence() int64 { return h.rev }
+
+// Lost checks the deadline on each call, besides the session's own timer.
+func (h *lockHold) Lost() <-chan struct{} {
+	h.ss.alive()
+	return h.ss.lost
+}
+
+// LostErr says why the hold was lost (driver.LostCause).
+func (h *lockHold) LostErr() error { return h.ss.lostErr() }

@@ -1,0 +1,313 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// Acquire reads the namespace and the owner index, then the owner's slots
+// and the preferred one, then, only if none is free, every slot; then it
+// writes the new term and the index in one transaction that compares every
+// key it read. A lost race starts over.
+func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	name := req.Namespace.Name
+	nk, ok := s.nsKey(name), s.ownerKey(name, req.Owner)
+	for attempt := 1; ; attempt++ {
+		l, done, err := s.acquireOnce(ctx, req, nk, ok)
+		if done || err != nil {
+			if err != nil && retryable(err) && ctx.Err() == nil {
+				if err := s.backoff(ctx, attempt, err); err != nil {
+					return driver.Lease{}, err
+				}
+				continue
+			}
+			return l, err
+		}
+	}
+}
+
+// acquireOnce is one pass of Acquire: done is false when another store
+// wrote a key it read (start over).
+func (s *slotStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, nk, ok string) (l driver.Lease, done bool, err error) {
+	a, err := s.startAcquire(ctx, req, nk, ok)
+	if err != nil {
+		return driver.Lease{}, false, err
+	}
+	first := driver.FirstSlots(a.index, req.Preferred, req.Namespace.Limit)
+	if err := a.read(ctx, first); err != nil {
+		return driver.Lease{}, false, err
+	}
+	a.now = s.now()
+	if l, own := a.own(first); own {
+		return l, true, nil
+	}
+	if l, taken, lost, err := a.tryEach(ctx, slices.Values(first)); taken || lost || err != nil {
+		return l, taken, err
+	}
+	if err := a.readAll(ctx); err != nil {
+		return driver.Lease{}, false, err
+	}
+	a.skipped = a.skipped[:0]
+	if l, taken, lost, err := a.tryEach(ctx, upTo(req.Namespace.Limit)); taken || lost || err != nil {
+		return l, taken, err
+	}
+	if a.createNS {
+		// A missing namespace is created even when no slot can be taken
+		// (every fence at its end, after a purge): a later Acquire with
+		// other settings is then a mismatch, as the contract says.
+		if created, err := a.createNamespace(ctx); !created || err != nil {
+			return driver.Lease{}, false, err // created meanwhile: start over
+		}
+	}
+	return driver.Lease{}, true, a.exhausted()
+}
+
+// acquisition is what one pass of Acquire read and judged.
+type acquisition struct {
+	s        *slotStore
+	req      driver.AcquireRequest
+	nk       string
+	floor    int64 // the highest slot fence a purge deleted
+	createNS bool  // the namespace is missing: this pass creates it
+	index    []int // the owner's slots, most recent first
+	ownerMod int64 // the owner index's mod revision (0: none)
+	slots    map[int]slotState
+	now      int64
+	skipped  []string // why slots were passed over
+}
+
+// startAcquire reads the namespace (checking its settings), the owner
+// index and the purge's fence floor, in one transaction.
+func (s *slotStore) startAcquire(ctx context.Context, req driver.AcquireRequest, nk, ok string) (*acquisition, error) {
+	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(ok), clientv3.OpGet(s.key("purged"))).Commit()
+	if err = s.check(ctx, err); err != nil {
+		return nil, err
+	}
+	a := &acquisition{s: s, req: req, nk: nk, slots: map[int]slotState{}}
+	if a.floor, err = s.parseFloor(resp.Responses[2].GetResponseRange().Kvs); err != nil {
+		return nil, err
+	}
+	nsKVs := resp.Responses[0].GetResponseRange().Kvs
+	a.createNS = len(nsKVs) == 0
+	if !a.createNS {
+		have, err := parseNamespace(req.Namespace.Name, nk, nsKVs[0].Value)
+		if err != nil {
+			return nil, err
+		}
+		if have.Limit != req.Namespace.Limit || have.Tolerance != req.Namespace.Tolerance {
+			return nil, fmt.Errorf("namespace has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
+				have.Limit, have.Tolerance, req.Namespace.Limit, req.Namespace.Tolerance, driver.ErrConfigMismatch)
+		}
+	}
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
+		if a.index, err = parseIndex(ok, kvs[0].Value); err != nil {
+			return nil, err
+		}
+		a.ownerMod = kvs[0].ModRevision
+	}
+	return a, nil
+}
+
+// slot returns slot n as read, or as a slot never stored.
+func (a *acquisition) slot(n int) slotState {
+	if st, ok := a.slots[n]; ok {
+		return st
+	}
+	return slotFrom("", nil, a.floor)
+}
+
+// read reads the slots ns in one transaction (a missing namespace has
+// none).
+func (a *acquisition) read(ctx context.Context, ns []int) error {
+	if a.createNS {
+		return nil
+	}
+	name := a.req.Namespace.Name
+	var ops []clientv3.Op
+	for _, n := range ns {
+		ops = append(ops, clientv3.OpGet(a.s.slotKey(name, n)))
+	}
+	resp, err := a.s.cli.Txn(ctx).Then(ops...).Commit()
+	if err = a.s.check(ctx, err); err != nil {
+		return err
+	}
+	for i, n := range ns {
+		var kv *mvccpb.KeyValue
+		if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) == 1 {
+			kv = kvs[0]
+		}
+		a.slots[n] = slotFrom(a.s.slotKey(name, n), kv, a.floor)
+	}
+	return nil
+}
+
+// readAll reads every slot of the namespace's limit.
+func (a *acquisition) readAll(ctx context.Context) error {
+	if a.createNS {
+		return nil
+	}
+	p := a.s.key("slot", a.req.Namespace.Name) + "/"
+	resp, err := a.s.cli.Get(ctx, p, clientv3.WithPrefix())
+	if err = a.s.check(ctx, err); err != nil {
+		return err
+	}
+	for _, kv := range resp.Kvs {
+		n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), p))
+		if err != nil || n < 0 || n >= a.req.Namespace.Limit {
+			continue // not a slot of this limit: never chosen
+		}
+		a.slots[n] = slotFrom(string(kv.Key), kv, a.floor)
+	}
+	return nil
+}
+
+// own returns the owner's running term among the slots ns.
+func (a *acquisition) own(ns []int) (driver.Lease, bool) {
+	for _, n := range ns {
+		if st := a.slot(n); st.err == nil {
+			if v, _ := st.r.Judge(a.req, a.now); v == driver.SlotOwn {
+				return st.r.Lease(a.req.Namespace.Name, n), true
+			}
+		}
+	}
+	return driver.Lease{}, false
+}
+
+// tryEach tries the slots ns in order until one is taken, the pass is
+// lost or fails.
+func (a *acquisition) tryEach(ctx context.Context, ns iter.Seq[int]) (l driver.Lease, taken, lost bool, err error) {
+	for n := range ns {
+		if l, taken, lost, err = a.try(ctx, n); taken || lost || err != nil {
+			return l, taken, lost, err
+		}
+	}
+	return driver.Lease{}, false, false, nil
+}
+
+// upTo yields 0, 1, ..., n-1.
+func upTo(n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i := range n {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+}
+
+// try judges slot n: a lease when it is ours or was taken, lost when
+// another store wrote a key read meanwhile (start over), else pass on.
+func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lost bool, err error) {
+	name := a.req.Namespace.Name
+	for {
+		st := a.slot(n)
+		if st.err != nil {
+			a.skipped = append(a.skipped, st.err.Error())
+			return driver.Lease{}, false, false, nil
+		}
+		v, why := st.r.Judge(a.req, a.now)
+		switch v {
+		case driver.SlotOwn:
+			return st.r.Lease(name, n), true, false, nil
+		case driver.SlotFree:
+			l, ok, fresh, err := a.s.writeTerm(ctx, a.req, n, st, a.index, a.ownerMod, a.createNS, a.now)
+			if ok || err != nil {
+				return l, ok, false, err
+			}
+			if fresh == nil {
+				return driver.Lease{}, false, true, nil // the index or namespace changed: start over
+			}
+			// Another store took this slot first: judge it again as it
+			// is now, and go on from it (a crowd of acquirers each moves
+			// on, rather than all starting over).
+			a.slots[n] = *fresh
+			continue
+		}
+		if why != nil {
+			a.skipped = append(a.skipped, fmt.Sprintf("slot %d: %v", n, why))
+		}
+		return driver.Lease{}, false, false, nil
+	}
+}
+
+// createNamespace writes the missing namespace; created is false when
+// another store created it meanwhile.
+func (a *acquisition) createNamespace(ctx context.Context) (created bool, err error) {
+	tr, err := a.s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(a.nk), "=", 0)).
+		Then(clientv3.OpPut(a.nk, formatNamespace(a.req.Namespace))).Commit()
+	if err = a.s.check(ctx, err); err != nil {
+		return false, err
+	}
+	return tr.Succeeded, nil
+}
+
+// exhausted is the error of a pass that found no slot to take.
+func (a *acquisition) exhausted() error {
+	why := ""
+	if len(a.skipped) > 0 {
+		why = " (" + strings.Join(a.skipped, "; ") + ")"
+	}
+	return fmt.Errorf("all %d slots are held%s: %w", a.req.Namespace.Limit, why, driver.ErrExhausted)
+}
+
+// writeTerm writes slot n's new term and the owner index, comparing both
+// (and the namespace, when this acquire creates it) with what was read.
+// When another store wrote first, fresh is the slot as it is now if only
+// the slot changed, nil if the index or the namespace did.
+func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n int, st slotState,
+	index []int, ownerMod int64, createNS bool, now int64) (l driver.Lease, ok bool, fresh *slotState, err error) {
+	name := req.Namespace.Name
+	r := st.r.NewTerm(req, now)
+	data, err := r.MarshalBinary()
+	if err != nil {
+		return driver.Lease{}, false, nil, err
+	}
+	sk, ok2, nk := s.slotKey(name, n), s.ownerKey(name, req.Owner), s.nsKey(name)
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(sk), "=", st.mod),
+		clientv3.Compare(clientv3.ModRevision(ok2), "=", ownerMod),
+	}
+	ops := []clientv3.Op{
+		clientv3.OpPut(sk, string(data)),
+		clientv3.OpPut(ok2, formatIndex(driver.RememberSlot(index, n))),
+	}
+	if createNS {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
+		ops = append(ops, clientv3.OpPut(nk, formatNamespace(req.Namespace)))
+	}
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).
+		Else(clientv3.OpGet(sk), clientv3.OpGet(ok2, clientv3.WithKeysOnly()), clientv3.OpGet(nk, clientv3.WithKeysOnly())).Commit()
+	if err = s.check(ctx, err); err != nil {
+		// Unknown outcome: a retried acquire finds the term by owner and
+		// incarnation (SlotOwn) if it was written.
+		return driver.Lease{}, false, nil, err
+	}
+	if resp.Succeeded {
+		l = r.Lease(name, n)
+		l.State = resp.Header.Revision
+		return l, true, nil, nil
+	}
+	var ownerNow int64
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
+		ownerNow = kvs[0].ModRevision
+	}
+	nsExists := len(resp.Responses[2].GetResponseRange().Kvs) == 1
+	if ownerNow != ownerMod || (createNS && nsExists) {
+		return driver.Lease{}, false, nil, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return driver.Lease{}, false, nil, nil // deleted meanwhile: start over
+	}
+	now2 := slotFrom(sk, kvs[0], 0)
+	return driver.Lease{}, false, &now2, nil
+}
