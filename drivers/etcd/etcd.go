@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,7 @@ type etcdStore struct {
 	dialOpt []grpc.DialOption // tests count round trips with an interceptor
 	notify  atomic.Pointer[func(driver.Event)]
 	answer  atomic.Int64 // unix nanos of the last answer from a server
+	health  health       // connection failures (events.go)
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -76,12 +78,15 @@ func (s *etcdStore) Connect(ctx context.Context) error {
 			// replaced while no call is in flight.
 			DialKeepAliveTime:    10 * time.Second,
 			DialKeepAliveTimeout: 5 * time.Second,
-			DialOptions:          s.dialOpt,
+			DialOptions:          append(slices.Clip(s.dialOpt), s.transportCredentials()),
 		})
 		if err != nil {
-			return fmt.Errorf("etcd client for %s: %v", strings.Join(s.cfg.endpoints, ","), err)
+			return s.clientError(err)
 		}
 		s.cli = cli
+	}
+	if err := s.awaitReady(ctx); err != nil {
+		return err
 	}
 	if _, err := s.storeID(ctx, s.cfg.create); err != nil {
 		return err
@@ -164,6 +169,9 @@ func (s *etcdStore) check(ctx context.Context, err error) error {
 		last := "never"
 		if n != 0 {
 			last = time.Since(time.Unix(0, n)).Round(time.Millisecond).String() + " ago"
+		}
+		if f := s.lastFailure(time.Unix(0, n)); f != nil {
+			last += "; last failure: " + f.Error()
 		}
 		return fmt.Errorf("no answer from etcd at %s (last answer: %s; %v): %w: %w",
 			strings.Join(s.cfg.endpoints, ","), last, err, driver.ErrUnavailable, cerr)
