@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,17 +58,25 @@ func (s *etcdStore) awaitReady(ctx context.Context) error {
 	return nil
 }
 
-// transportCredentials returns the dial option that makes the client's
-// connections report their failures to the store. It replaces the
-// client's own choice, made as this one: TLS to every endpoint when the
-// first is https:// or TLS files are given (parseOptions refuses them with
-// http://, and mixed schemes), plaintext otherwise.
-func (s *etcdStore) transportCredentials() grpc.DialOption {
+// dialOptions are the client's, after the tests' own (s.dialOpt).
+//
+// The transport credentials make the client's connections report their
+// failures to the store. They replace the client's own choice, made as
+// this one: TLS to every endpoint when the first is https:// or TLS files
+// are given (parseOptions refuses them with http://, and mixed schemes),
+// plaintext otherwise.
+//
+// No idle timeout: gRPC would close an unused connection after 30 minutes
+// and go idle, which the connection events could not tell from a lost
+// connection (events.go).
+func (s *etcdStore) dialOptions() []grpc.DialOption {
 	inner := insecure.NewCredentials()
 	if s.cfg.tls != nil || strings.HasPrefix(s.cfg.endpoints[0], "https://") {
 		inner = credentials.NewTLS(s.cfg.tls)
 	}
-	return grpc.WithTransportCredentials(&watchedCreds{TransportCredentials: inner, s: s})
+	return append(slices.Clip(s.dialOpt),
+		grpc.WithTransportCredentials(&watchedCreds{TransportCredentials: inner, s: s}),
+		grpc.WithIdleTimeout(0))
 }
 
 // watchedCreds is gRPC's TLS or plaintext, recording failed handshakes and

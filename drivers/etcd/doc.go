@@ -96,4 +96,12 @@
 // (driver.Notifier); a lost lock says why (driver.LostCause). Ping
 // (driver.Pinger) reads the metadata key; ID (driver.Identifier) is the
 // identity written there when the store was created.
+//
+// Connection events, also logged (store.WithLogger): connected, at open
+// and again when members answer after a disconnected; disconnected, when
+// the client's connection stops being ready (every member's connection
+// closed or failing: a killed member is seen at once, a hung one after
+// gRPC's keepalive of 10s+5s while a call or watch is open), or when a call
+// finds no member answering. Its Err is the last failure. One member of
+// several going away is no event: the client uses the others.
 package etcd

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,7 +42,7 @@ type etcdStore struct {
 	dialOpt []grpc.DialOption // tests count round trips with an interceptor
 	notify  atomic.Pointer[func(driver.Event)]
 	answer  atomic.Int64 // unix nanos of the last answer from a server
-	health  health       // connection failures (events.go)
+	health  health       // connection events and failures (events.go)
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -65,6 +64,7 @@ func (s *etcdStore) emit(e driver.Event) {
 // metadata key: creating it (with the store's identity) unless create is
 // false, when a missing one is ErrNotFound.
 func (s *etcdStore) Connect(ctx context.Context) error {
+	s.health.down.Store(true) // Connected comes with the first answer
 	if s.cli == nil {
 		cli, err := clientv3.New(clientv3.Config{
 			Endpoints:   s.cfg.endpoints,
@@ -78,7 +78,7 @@ func (s *etcdStore) Connect(ctx context.Context) error {
 			// replaced while no call is in flight.
 			DialKeepAliveTime:    10 * time.Second,
 			DialKeepAliveTimeout: 5 * time.Second,
-			DialOptions:          append(slices.Clip(s.dialOpt), s.transportCredentials()),
+			DialOptions:          s.dialOptions(),
 		})
 		if err != nil {
 			return s.clientError(err)
@@ -91,7 +91,8 @@ func (s *etcdStore) Connect(ctx context.Context) error {
 	if _, err := s.storeID(ctx, s.cfg.create); err != nil {
 		return err
 	}
-	s.emit(driver.Event{Kind: driver.Connected, Server: strings.Join(s.cfg.endpoints, ",")})
+	s.connUp()
+	s.spawn(func() { s.watchConn(s.cli.ActiveConnection()) })
 	return nil
 }
 
@@ -152,6 +153,7 @@ const quiet = time.Second
 func (s *etcdStore) check(ctx context.Context, err error) error {
 	if err == nil {
 		s.answer.Store(time.Now().UnixNano())
+		s.connUp()
 		return nil
 	}
 	select {
@@ -173,8 +175,10 @@ func (s *etcdStore) check(ctx context.Context, err error) error {
 		if f := s.lastFailure(time.Unix(0, n)); f != nil {
 			last += "; last failure: " + f.Error()
 		}
-		return fmt.Errorf("no answer from etcd at %s (last answer: %s; %v): %w: %w",
+		err = fmt.Errorf("no answer from etcd at %s (last answer: %s; %v): %w: %w",
 			strings.Join(s.cfg.endpoints, ","), last, err, driver.ErrUnavailable, cerr)
+		s.connDown(err)
+		return err
 	}
 	return err
 }
