@@ -103,5 +103,8 @@
 // closed or failing: a killed member is seen at once, a hung one after
 // gRPC's keepalive of 10s+5s while a call or watch is open), or when a call
 // finds no member answering. Its Err is the last failure. One member of
-// several going away is no event: the client uses the others.
+// several going away is no event: the client uses the others. Expired:
+// the server ended the store's lock session (its lease revoked or
+// expired, found by a keep-alive or a Lock); the next Lock starts a new
+// one.
 package etcd

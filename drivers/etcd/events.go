@@ -15,9 +15,10 @@ import (
 
 // This file is what the store tells an operator about its connection to
 // the cluster, as the other drivers do: Disconnected when the client's
-// connection stops being ready or a call finds no member answering, and
-// Connected when members answer again (the portable layer logs both and
-// hands them to observers); and the last connection failure (connect.go
+// connection stops being ready or a call finds no member answering,
+// Connected when members answer again, Expired when the server ended the
+// store's session (the portable layer logs them and hands them to
+// observers); and the last connection failure (connect.go
 // records it), named in the events and in the errors of calls that found
 // no member answering.
 
@@ -58,6 +59,15 @@ func (s *etcdStore) connUp() {
 func (s *etcdStore) connDown(err error) {
 	if s.health.down.CompareAndSwap(false, true) {
 		s.emit(driver.Event{Kind: driver.Disconnected, Server: strings.Join(s.cfg.endpoints, ","), Err: err})
+	}
+}
+
+// expired loses ss because the server ended it (its lease revoked or
+// expired: the lock keys on it are gone), and reports Expired, once.
+func (s *etcdStore) expired(ss *session, err error) {
+	ss.lose(err)
+	if ss.lostErr() == err { // this call lost it
+		s.emit(driver.Event{Kind: driver.Expired, Err: err})
 	}
 }
 

@@ -3,10 +3,12 @@ package etcd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store"
@@ -110,5 +112,52 @@ func TestConnectionEvents(t *testing.T) {
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSessionExpiredEvent: an operator revokes the lease of a store's
+// idle lock session: the next keep-alive finds it gone, and the store
+// reports Expired, with the lease, and logs it.
+func TestSessionExpiredEvent(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("expired")
+	ev := eventrec.New()
+	st, err := store.Open("etcd", map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix, "sessionTTL": "3s"},
+		ev.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := st.Locks().Lock(ctx, "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := rawClient(t)
+	resp, err := cli.Get(ctx, prefix+"/lock/l/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease == 0 {
+		t.Fatalf("the lock key: %v, %v", resp, err)
+	}
+	lease := clientv3.LeaseID(resp.Kvs[0].Lease)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Of(store.Expired)) != 0 {
+		t.Fatalf("expired before the revoke: %v", ev.Kinds())
+	}
+	if _, err := cli.Revoke(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	e := ev.Await(t, store.Expired, 30*time.Second) // a keep-alive every second
+	if e.Err == nil || !strings.Contains(e.Err.Error(), fmt.Sprintf("%x", int64(lease))) {
+		t.Errorf("expired event %+v: want the lease %x named", e, int64(lease))
+	}
+	if !strings.Contains(ev.Log(), "store: session expired") {
+		t.Errorf("the log has no expired session:\n%s", ev.Log())
+	}
+	// The next Lock runs on a new session.
+	if l, err := st.Locks().Lock(ctx, "l"); err != nil {
+		t.Errorf("Lock after the expiry: %v", err)
+	} else {
+		l.Unlock(ctx)
 	}
 }
