@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -70,41 +71,74 @@ func (s *etcdStore) awaitReady(ctx context.Context) error {
 // and go idle, which the connection events could not tell from a lost
 // connection (events.go).
 func (s *etcdStore) dialOptions() []grpc.DialOption {
-	inner := insecure.NewCredentials()
+	c := &watchedCreds{TransportCredentials: insecure.NewCredentials(), s: s}
 	if s.cfg.tls != nil || strings.HasPrefix(s.cfg.endpoints[0], "https://") {
-		inner = credentials.NewTLS(s.cfg.tls)
+		c.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+		if s.cfg.tls != nil {
+			c.tls = s.cfg.tls
+		}
+		c.TransportCredentials = credentials.NewTLS(c.tls)
 	}
 	return append(slices.Clip(s.dialOpt),
-		grpc.WithTransportCredentials(&watchedCreds{TransportCredentials: inner, s: s}),
+		grpc.WithTransportCredentials(c),
 		grpc.WithIdleTimeout(0))
 }
 
 // watchedCreds is gRPC's TLS or plaintext, recording failed handshakes and
-// the failures of the connections' reads: a closed connection, or a server
-// that refuses the client's certificate, which TLS 1.3 says in an alert on
-// the first read after the handshake.
+// the failures of the connections' reads (a closed connection), and a
+// member's request for a client certificate the store has none of: with
+// TLS 1.3 the handshake succeeds, and the member's refusal comes in an
+// alert on the first read after it, which may be lost to a reset.
 type watchedCreds struct {
 	credentials.TransportCredentials
-	s *etcdStore
+	s   *etcdStore
+	tls *tls.Config // nil: plaintext
 }
 
 func (c *watchedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
+	inner, noCert := c.TransportCredentials, false
+	if c.tls != nil {
+		// Go's own choice (a certificate from a CA the member accepts,
+		// else none), noted for this connection.
+		cfg := c.tls.Clone()
+		certs := cfg.Certificates
+		cfg.Certificates = nil
+		cfg.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			for i := range certs {
+				if cri.SupportsCertificate(&certs[i]) == nil {
+					return &certs[i], nil
+				}
+			}
+			noCert = true
+			return &tls.Certificate{}, nil
+		}
+		inner = credentials.NewTLS(cfg)
+	}
+	conn, info, err := inner.ClientHandshake(ctx, authority, raw)
 	if err != nil {
 		c.s.failed(c.s.tlsError(authority, err))
 		return nil, nil, err
 	}
-	return &watchedConn{Conn: conn, s: c.s, server: authority}, info, nil
+	if noCert {
+		// etcd asks only with --client-cert-auth, which requires one.
+		c.s.failed(c.s.tlsError(authority, errNoClientCert))
+	}
+	return &watchedConn{Conn: conn, s: c.s, server: authority, noCert: noCert}, info, nil
 }
 
 func (c *watchedCreds) Clone() credentials.TransportCredentials {
-	return &watchedCreds{TransportCredentials: c.TransportCredentials.Clone(), s: c.s}
+	return &watchedCreds{TransportCredentials: c.TransportCredentials.Clone(), s: c.s, tls: c.tls}
 }
+
+// errNoClientCert is the failure of a connection whose server asked for a
+// client certificate the store has none of.
+var errNoClientCert = errors.New("the server asked for a client certificate, and none given is from a CA it accepts")
 
 type watchedConn struct {
 	net.Conn
 	s      *etcdStore
 	server string
+	noCert bool // errNoClientCert is recorded: a reset that follows says less
 }
 
 func (c *watchedConn) Read(p []byte) (int, error) {
@@ -112,7 +146,7 @@ func (c *watchedConn) Read(p []byte) (int, error) {
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		if tlsAlert(err) != "" {
 			c.s.failed(c.s.tlsError(c.server, err))
-		} else {
+		} else if !c.noCert {
 			c.s.failed(fmt.Errorf("connection to %s: %w", c.server, err))
 		}
 	}
@@ -145,11 +179,11 @@ func (e *tlsError) Error() string {
 		hint = "the server's certificate is not for the name or address in endpoints"
 	case errors.As(e.err, &invalid):
 		hint = "the server's certificate is not valid (expired, or not for a server)"
-	case tlsAlert(e.err) == "certificate required" && e.haveCert:
+	case (errors.Is(e.err, errNoClientCert) || tlsAlert(e.err) == "certificate required") && e.haveCert:
 		// Go's client sends only a certificate issued by a CA the server
 		// named as acceptable.
 		hint = "the server requires a client certificate issued by its CA, and the one of tls.certFile is not"
-	case tlsAlert(e.err) == "certificate required":
+	case errors.Is(e.err, errNoClientCert) || tlsAlert(e.err) == "certificate required":
 		hint = "the server requires a client certificate: set tls.certFile and tls.keyFile"
 	case tlsAlert(e.err) != "":
 		hint = "the server refused the client certificate of tls.certFile"
