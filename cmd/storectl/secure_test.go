@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cosid-go/store/internal/testcerts"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -19,7 +20,7 @@ const secretWord = "hunter2-Secret"
 func TestSecured(t *testing.T) {
 	for _, version := range zktest.Versions() {
 		t.Run(version, func(t *testing.T) {
-			ca := zktest.NewCA(t, "storectl")
+			ca := testcerts.NewCA(t, "storectl")
 			srv := zktest.StartTLSServer(t, version, ca)
 			client := ca.Issue("storectl")
 			t.Run("Digest", func(t *testing.T) { testDigestCtl(t, srv.Addr()) })

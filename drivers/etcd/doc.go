@@ -14,14 +14,25 @@
 // # Options
 //
 //   - endpoints (localhost:2379): comma-separated host:port or http(s)
-//     URLs of the members. Credentials in a URL are refused.
+//     URLs of the members. Credentials in a URL are refused, and so are
+//     http:// and https:// together: the client speaks TLS to every
+//     member or to none.
 //   - prefix (/cosid): put before every key the store writes; nothing
 //     outside it is touched.
 //   - username, password (none): etcd authentication, both or neither; the
-//     password never appears in errors.
+//     password never appears in errors. A password etcd refuses fails
+//     Open with ErrInvalidArgument naming the option.
 //   - tls.caFile, tls.certFile, tls.keyFile (none): TLS, with the CA to
-//     trust and the client certificate; the files are PEM, read at open.
-//   - dialTimeout (5s): the limit for connecting to one endpoint.
+//     trust (without it, the system's) and the client certificate for a
+//     member started with --client-cert-auth; the files are PEM, read at
+//     open. Any of them turns TLS on, also for host:port endpoints (https://
+//     does without them); with an http:// endpoint they are refused, as
+//     the connection would not be TLS. Key contents never appear in errors.
+//   - dialTimeout (5s): how long Open waits for a connection to a member
+//     (or its context, if shorter). A TLS failure fails Open at once,
+//     saying what to fix: the member's certificate not signed by the CA of
+//     tls.caFile, or the member requiring a client certificate (none given,
+//     or one its CA did not issue, which the client does not send).
 //   - sessionTTL (60s, at least 2s): the TTL asked for the etcd lease the
 //     store's locks hang on; a crashed holder's locks are free after it.
 //   - create (true): false makes Open fail with ErrNotFound ("no store
@@ -79,9 +90,21 @@
 //
 // An operation whose context ends while no member answers fails with
 // driver.ErrUnavailable next to the context error, saying when a member
-// last answered. Retries and writes given up with an unknown outcome are
-// reported to the store's logger and observers (driver.Notifier); a lost
-// lock says why (driver.LostCause). Ping (driver.Pinger) reads the
-// metadata key; ID (driver.Identifier) is the identity written there when
-// the store was created.
+// last answered and the last connection failure since (a closed
+// connection, a refused TLS handshake). Retries and writes given up with
+// an unknown outcome are reported to the store's logger and observers
+// (driver.Notifier); a lost lock says why (driver.LostCause). Ping
+// (driver.Pinger) reads the metadata key; ID (driver.Identifier) is the
+// identity written there when the store was created.
+//
+// Connection events, also logged (store.WithLogger): connected, at open
+// and again when members answer after a disconnected; disconnected, when
+// the client's connection stops being ready (every member's connection
+// closed or failing: a killed member is seen at once, a hung one after
+// gRPC's keepalive of 10s+5s while a call or watch is open), or when a call
+// finds no member answering. Its Err is the last failure. One member of
+// several going away is no event: the client uses the others. Expired:
+// the server ended the store's lock session (its lease revoked or
+// expired, found by a keep-alive or a Lock); the next Lock starts a new
+// one.
 package etcd

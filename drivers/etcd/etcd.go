@@ -42,6 +42,7 @@ type etcdStore struct {
 	dialOpt []grpc.DialOption // tests count round trips with an interceptor
 	notify  atomic.Pointer[func(driver.Event)]
 	answer  atomic.Int64 // unix nanos of the last answer from a server
+	health  health       // connection events and failures (events.go)
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -63,6 +64,7 @@ func (s *etcdStore) emit(e driver.Event) {
 // metadata key: creating it (with the store's identity) unless create is
 // false, when a missing one is ErrNotFound.
 func (s *etcdStore) Connect(ctx context.Context) error {
+	s.health.down.Store(true) // Connected comes with the first answer
 	if s.cli == nil {
 		cli, err := clientv3.New(clientv3.Config{
 			Endpoints:   s.cfg.endpoints,
@@ -76,17 +78,21 @@ func (s *etcdStore) Connect(ctx context.Context) error {
 			// replaced while no call is in flight.
 			DialKeepAliveTime:    10 * time.Second,
 			DialKeepAliveTimeout: 5 * time.Second,
-			DialOptions:          s.dialOpt,
+			DialOptions:          s.dialOptions(),
 		})
 		if err != nil {
-			return fmt.Errorf("etcd client for %s: %v", strings.Join(s.cfg.endpoints, ","), err)
+			return s.clientError(err)
 		}
 		s.cli = cli
+	}
+	if err := s.awaitReady(ctx); err != nil {
+		return err
 	}
 	if _, err := s.storeID(ctx, s.cfg.create); err != nil {
 		return err
 	}
-	s.emit(driver.Event{Kind: driver.Connected, Server: strings.Join(s.cfg.endpoints, ",")})
+	s.connUp()
+	s.spawn(func() { s.watchConn(s.cli.ActiveConnection()) })
 	return nil
 }
 
@@ -147,6 +153,7 @@ const quiet = time.Second
 func (s *etcdStore) check(ctx context.Context, err error) error {
 	if err == nil {
 		s.answer.Store(time.Now().UnixNano())
+		s.connUp()
 		return nil
 	}
 	select {
@@ -165,8 +172,13 @@ func (s *etcdStore) check(ctx context.Context, err error) error {
 		if n != 0 {
 			last = time.Since(time.Unix(0, n)).Round(time.Millisecond).String() + " ago"
 		}
-		return fmt.Errorf("no answer from etcd at %s (last answer: %s; %v): %w: %w",
+		if f := s.lastFailure(time.Unix(0, n)); f != nil {
+			last += "; last failure: " + f.Error()
+		}
+		err = fmt.Errorf("no answer from etcd at %s (last answer: %s; %v): %w: %w",
 			strings.Join(s.cfg.endpoints, ","), last, err, driver.ErrUnavailable, cerr)
+		s.connDown(err)
+		return err
 	}
 	return err
 }

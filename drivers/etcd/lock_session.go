@@ -215,7 +215,7 @@ func (s *lockStore) renew(ss *session, every time.Duration) {
 		s.check(ctx, nil)
 		ss.confirm(sent, time.Duration(resp.TTL)*time.Second)
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		ss.lose(fmt.Errorf("etcd lease %x expired: the server ended the session", int64(ss.id)))
+		s.expired(ss, fmt.Errorf("etcd lease %x expired: the server ended the session", int64(ss.id)))
 	}
 }
 

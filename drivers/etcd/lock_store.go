@@ -145,7 +145,7 @@ func (s *lockStore) createWaiter(ctx context.Context, ss *session, key, owner, p
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			// Revoked by an operator, or expired, before a keep-alive
 			// told us: the session is over; queue under a new one.
-			ss.lose(fmt.Errorf("etcd lease %x not found when queueing: revoked or expired", int64(ss.id)))
+			s.expired(ss, fmt.Errorf("etcd lease %x not found when queueing: revoked or expired", int64(ss.id)))
 			return 0, false, fmt.Errorf("%v: %w", err, errQueueLost)
 		}
 		if !retryable(err) {

@@ -21,9 +21,11 @@ type Options struct {
 	// Username and Password authenticate with etcd's auth, both or neither.
 	Username, Password string
 	// TLSCAFile, TLSCertFile and TLSKeyFile turn TLS on: the CA to trust,
-	// and the client's certificate and key.
+	// and the client's certificate and key (refused with an http://
+	// endpoint, which would not be TLS).
 	TLSCAFile, TLSCertFile, TLSKeyFile string
-	// DialTimeout bounds connecting to one endpoint; default 5s.
+	// DialTimeout bounds OpenStore's wait for a connection to a member
+	// (a TLS failure ends it at once); default 5s.
 	DialTimeout time.Duration
 	// SessionTTL is the TTL asked for the lease the store's locks hang on
 	// (whole seconds, at least 2s); default 60s. A crashed holder's locks

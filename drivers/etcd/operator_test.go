@@ -39,6 +39,32 @@ func TestOpenUnavailable(t *testing.T) {
 	}
 }
 
+// TestOpenBoundedByDialTimeout: Open without a context of its own gives
+// up after dialTimeout when no member can be reached, saying so.
+func TestOpenBoundedByDialTimeout(t *testing.T) {
+	port, err := freeport.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := fmt.Sprintf("127.0.0.1:%d", port)
+	done := make(chan error, 1)
+	go func() {
+		st, err := store.Open("etcd", map[string]string{"endpoints": ep, "dialTimeout": "1s"})
+		if err == nil {
+			st.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "dialTimeout 1s") || !strings.Contains(err.Error(), ep) {
+			t.Errorf("Open of a dead endpoint: %v; want ErrUnavailable naming dialTimeout 1s and %s", err, ep)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Open of a dead endpoint still waits after 30s; dialTimeout is 1s")
+	}
+}
+
 // TestMemberDown: with the only member stopped, calls end within the
 // store timeout with ErrUnavailable, Ping too, and the retries are
 // reported; once it is back, Next goes on above every value handed out.
@@ -146,6 +172,10 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"password": "hunter2"}, `"username"`},
 		{map[string]string{"username": "u", "password": "hunter2", "endpoints": "http://u:hunter2@h:1"}, `"endpoints"`},
 		{map[string]string{"tls.certFile": "/nonexistent"}, `"tls.certFile"`},
+		// The client would speak plaintext to an http:// endpoint, TLS
+		// files or not, and TLS to all endpoints or none.
+		{map[string]string{"tls.caFile": "/etc/ssl/ca.pem", "endpoints": "http://127.0.0.1:2379"}, "http:// with tls.* options"},
+		{map[string]string{"endpoints": "https://10.0.0.1:2379,http://10.0.0.2:2379"}, "mixes http:// and https://"},
 	} {
 		_, err := store.Open("etcd", tc.opts)
 		if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {

@@ -74,6 +74,23 @@ func parseOptions(m map[string]string) (config, error) {
 	if len(c.endpoints) == 0 {
 		return config{}, bad("endpoints", "no endpoint")
 	}
+	// The client speaks TLS to every endpoint or to none, as the first
+	// one's scheme says: an http:// endpoint with TLS files would be
+	// plaintext without a word, and mixed schemes are half wrong.
+	http, https := 0, 0
+	for _, e := range c.endpoints {
+		if strings.HasPrefix(e, "http://") {
+			http++
+		} else if strings.HasPrefix(e, "https://") {
+			https++
+		}
+	}
+	switch {
+	case http > 0 && https > 0:
+		return config{}, bad("endpoints", "mixes http:// and https:// (the client speaks TLS to all or none)")
+	case http > 0 && (ca != "" || cert != "" || key != ""):
+		return config{}, bad("endpoints", "http:// with tls.* options: the connection would not be TLS; use https:// or host:port")
+	}
 	if !strings.HasPrefix(c.prefix, "/") || strings.HasSuffix(c.prefix, "/") || strings.Contains(c.prefix, "//") {
 		return config{}, bad("prefix", "must start with '/' and not end with '/' (for example /cosid)")
 	}

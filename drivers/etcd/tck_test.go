@@ -2,34 +2,48 @@ package etcd
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/etcdtest"
 	"github.com/cosid-go/store/tck"
 )
 
-// harness opens stores on one prefix of the shared server. Its stores
-// read the slot clock through one function, which the clock hooks move.
+// harness opens stores on one prefix of the shared server, or of cluster
+// with extra options. Its stores read the slot clock through one function,
+// which the clock hooks move.
 type harness struct {
-	t      *testing.T
-	prefix string
-	shift  *atomic.Int64 // ms added to the host clock
-	frozen *atomic.Int64 // when not 0, the clock stands there
+	t       *testing.T
+	cluster *etcdtest.Cluster // nil: the shared server
+	extra   map[string]string
+	prefix  string
+	shift   *atomic.Int64 // ms added to the host clock
+	frozen  *atomic.Int64 // when not 0, the clock stands there
 }
 
 func newHarness(t *testing.T) *harness {
 	return &harness{t: t, prefix: freshPrefix("tck"), shift: new(atomic.Int64), frozen: new(atomic.Int64)}
 }
 
+func (h *harness) server() *etcdtest.Cluster {
+	if h.cluster != nil {
+		return h.cluster
+	}
+	return sharedServer(h.t)
+}
+
 func (h *harness) options() map[string]string {
-	return map[string]string{
-		"endpoints":  strings.Join(sharedServer(h.t).Endpoints(), ","),
+	o := map[string]string{
+		"endpoints":  strings.Join(h.server().Endpoints(), ","),
 		"prefix":     h.prefix,
 		"sessionTTL": "2s",
 	}
+	maps.Copy(o, h.extra)
+	return o
 }
 
 func (h *harness) NewStore(ctx context.Context) (driver.Store, error) {
@@ -55,7 +69,7 @@ func (h *harness) Close() error { return nil }
 
 // Restart kills the member and starts it on its data (tck.Restarter).
 func (h *harness) Restart(context.Context) error {
-	c := sharedServer(h.t)
+	c := h.server()
 	c.Restart(h.t, c.Members[0])
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testcerts"
 )
 
 // secretWord is in every credential these tests pass; no error may show it.
@@ -156,7 +156,7 @@ func TestSecretsNotShown(t *testing.T) {
 // TestTLSOptionValues: the tls.* files are loaded by Open's option check,
 // and TLS is on when any of them is given or tls=true.
 func TestTLSOptionValues(t *testing.T) {
-	ca := zktest.NewCA(t, "opts")
+	ca := testcerts.NewCA(t, "opts")
 	pair := ca.Issue("client")
 	cfg, err := parseOptions(map[string]string{
 		"tls.caFile": ca.CertFile, "tls.certFile": pair.CertFile, "tls.keyFile": pair.KeyFile, "tls.serverName": "zk.example",

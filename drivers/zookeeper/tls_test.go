@@ -12,6 +12,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testcerts"
 	"github.com/cosid-go/store/internal/zktest"
 	"github.com/cosid-go/store/tck"
 )
@@ -21,7 +22,7 @@ import (
 func TestTLS(t *testing.T) {
 	for _, version := range zktest.Versions() {
 		t.Run(version, func(t *testing.T) {
-			ca := zktest.NewCA(t, "cosid-test")
+			ca := testcerts.NewCA(t, "cosid-test")
 			srv := zktest.StartTLSServer(t, version, ca)
 			env := tlsEnv{srv: srv, ca: ca, client: ca.Issue("store")}
 			for _, c := range []struct {
@@ -44,8 +45,8 @@ func TestTLS(t *testing.T) {
 
 type tlsEnv struct {
 	srv    *zktest.Server
-	ca     *zktest.CA
-	client zktest.Pair
+	ca     *testcerts.CA
+	client testcerts.Pair
 }
 
 // options are a test store's options on the TLS port, with extra added.
@@ -117,7 +118,7 @@ func openFails(t *testing.T, options map[string]string, want ...string) {
 // refused by the server.
 func testTLSForeignCA(t *testing.T, env tlsEnv) {
 	t.Parallel() // each waits out blockUntilConnectedWait
-	other := zktest.NewCA(t, "other").Issue("intruder")
+	other := testcerts.NewCA(t, "other").Issue("intruder")
 	openFails(t, env.options(map[string]string{"tls.certFile": other.CertFile, "tls.keyFile": other.KeyFile}),
 		env.srv.SecureAddr(), "bad certificate")
 }

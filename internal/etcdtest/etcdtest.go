@@ -45,6 +45,7 @@ type Member struct {
 	dir        string
 	args       []string
 	logPath    string
+	http       *http.Client // for /health: the client certificate on a TLS cluster
 
 	mu   sync.Mutex
 	proc *srvproc.Process // nil when stopped
@@ -57,6 +58,7 @@ type Cluster struct {
 	mu      sync.Mutex
 	cut     map[*Member]bool // partitioned from their peers
 	unknown atomic.Int64     // peer connections whose dialer was not found
+	tls     *tlsSetup        // nil: plaintext client ports (tls.go)
 }
 
 // Binary returns the etcd binary's path, or why there is none.
@@ -99,13 +101,18 @@ func Binary() (string, error) {
 // port taken meanwhile by another process makes it retry on fresh ports.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return start(t, n, nil)
+}
+
+func start(t testing.TB, n int, tls *tlsSetup) *Cluster {
+	t.Helper()
 	bin, err := Binary()
 	if err != nil {
 		t.Fatalf("etcdtest: %v", err)
 	}
 	var last error
 	for range 3 {
-		c := &Cluster{bin: bin, cut: map[*Member]bool{}}
+		c := &Cluster{bin: bin, cut: map[*Member]bool{}, tls: tls}
 		if last = c.start(t, t.TempDir(), n); last == nil {
 			t.Cleanup(c.Close)
 			return c
@@ -129,8 +136,9 @@ func (c *Cluster) start(t testing.TB, dir string, n int) error {
 		}
 		m := &Member{
 			Name:       fmt.Sprintf("m%d", i),
-			ClientURL:  fmt.Sprintf("http://127.0.0.1:%d", cp),
+			ClientURL:  fmt.Sprintf("%s://127.0.0.1:%d", c.scheme(), cp),
 			listenPeer: fmt.Sprintf("http://127.0.0.1:%d", pp),
+			http:       c.httpClient(),
 		}
 		m.PeerURL = m.listenPeer
 		if n > 1 {
@@ -160,6 +168,7 @@ func (c *Cluster) start(t testing.TB, dir string, n int) error {
 			// fsyncs on a loaded machine would only slow every write.
 			"--unsafe-no-fsync",
 		}
+		m.args = append(m.args, c.tlsArgs()...)
 		if err := m.run(c.bin); err != nil {
 			return err
 		}
@@ -201,7 +210,8 @@ func (m *Member) process() *srvproc.Process {
 func (m *Member) waitHealthy(d time.Duration) error {
 	p := m.process()
 	deadline := time.Now().Add(d)
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := m.http
+	defer client.CloseIdleConnections() // no connection outlives the wait
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.Done():

@@ -9,12 +9,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cosid-go/store/internal/testcerts"
 )
 
 // secureConfig is the TLS client port of a server.
 type secureConfig struct {
-	ca   *CA
-	cert Pair // the server's certificate and key, issued by ca
+	ca   *testcerts.CA
+	cert testcerts.Pair // the server's certificate and key, issued by ca
 }
 
 // StartTLSServer starts a standalone server of version like StartServer,
@@ -23,7 +25,7 @@ type secureConfig struct {
 // certificate ca issued (ssl.clientAuth=need). The keystore and truststore
 // are PEM files, which both 3.8 and 3.9 read (ssl.*.type=PEM); the TLS
 // port runs on Netty, the only connection factory that serves TLS.
-func StartTLSServer(t testing.TB, version string, ca *CA) *Server {
+func StartTLSServer(t testing.TB, version string, ca *testcerts.CA) *Server {
 	t.Helper()
 	if addr := strings.TrimSpace(os.Getenv(envServers)); addr != "" {
 		t.Fatalf("zktest: StartTLSServer needs a server started by the tests, but %s=%s points at an existing one; unset %s to run this test",

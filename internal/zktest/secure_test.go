@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/cosid-go/store/internal/testcerts"
 )
 
 // tlsDialer dials with a client certificate of pair, trusting ca only.
-func tlsDialer(t *testing.T, ca *CA, pair Pair) zk.Dialer {
+func tlsDialer(t *testing.T, ca *testcerts.CA, pair testcerts.Pair) zk.Dialer {
 	t.Helper()
 	cert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
 	if err != nil {
@@ -34,7 +36,7 @@ func tlsDialer(t *testing.T, ca *CA, pair Pair) zk.Dialer {
 func TestTLSServer(t *testing.T) {
 	for _, version := range Versions() {
 		t.Run(version, func(t *testing.T) {
-			ca := NewCA(t, "test")
+			ca := testcerts.NewCA(t, "test")
 			srv := StartTLSServer(t, version, ca)
 			conn, events, err := zk.Connect([]string{srv.SecureAddr()}, 10*time.Second,
 				zk.WithDialer(tlsDialer(t, ca, ca.Issue("client"))), zk.WithLogger(nopLogger{}))
@@ -50,7 +52,7 @@ func TestTLSServer(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			other := NewCA(t, "other")
+			other := testcerts.NewCA(t, "other")
 			d := tlsDialer(t, ca, other.Issue("intruder"))
 			c, err := d("tcp", srv.SecureAddr(), 5*time.Second)
 			if err == nil {

@@ -1,4 +1,10 @@
-package zktest
+// Package testcerts makes certificates at run time for the tests of TLS:
+// a CA per test and certificates it issues, written to PEM files in the
+// test's temporary directory. Nothing is checked in, and every test gets
+// keys of its own.
+//
+// It is a test helper: import it from _test.go files only.
+package testcerts
 
 import (
 	"crypto/ecdsa"
@@ -15,8 +21,7 @@ import (
 	"time"
 )
 
-// CA is a certificate authority made at run time for one test: nothing is
-// checked in, and every test gets keys of its own.
+// CA is a certificate authority made at run time for one test.
 type CA struct {
 	t    testing.TB
 	name string
@@ -43,11 +48,11 @@ func NewCA(t testing.TB, name string) *CA {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatalf("zktest: make CA %s: %v", name, err)
+		t.Fatalf("testcerts: make CA %s: %v", name, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatalf("zktest: parse CA %s: %v", name, err)
+		t.Fatalf("testcerts: parse CA %s: %v", name, err)
 	}
 	ca := &CA{t: t, name: name, dir: t.TempDir(), cert: cert, key: key}
 	ca.CertFile = ca.write(name+"-ca.pem", pemBlock("CERTIFICATE", der))
@@ -80,11 +85,11 @@ func (ca *CA) Issue(cn string) Pair {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
-		ca.t.Fatalf("zktest: issue %s: %v", cn, err)
+		ca.t.Fatalf("testcerts: issue %s: %v", cn, err)
 	}
 	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		ca.t.Fatalf("zktest: encode key of %s: %v", cn, err)
+		ca.t.Fatalf("testcerts: encode key of %s: %v", cn, err)
 	}
 	certPEM, keyPEM := pemBlock("CERTIFICATE", der), pemBlock("PRIVATE KEY", pkcs8)
 	base := ca.name + "-" + cn
@@ -98,7 +103,7 @@ func (ca *CA) Issue(cn string) Pair {
 func (ca *CA) write(name string, data []byte) string {
 	path := filepath.Join(ca.dir, name)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
-		ca.t.Fatalf("zktest: %v", err)
+		ca.t.Fatalf("testcerts: %v", err)
 	}
 	return path
 }
@@ -106,7 +111,7 @@ func (ca *CA) write(name string, data []byte) string {
 func newKey(t testing.TB) *ecdsa.PrivateKey {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatalf("zktest: generate key: %v", err)
+		t.Fatalf("testcerts: generate key: %v", err)
 	}
 	return key
 }
@@ -114,7 +119,7 @@ func newKey(t testing.TB) *ecdsa.PrivateKey {
 func serial(t testing.TB) *big.Int {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {
-		t.Fatalf("zktest: serial number: %v", err)
+		t.Fatalf("testcerts: serial number: %v", err)
 	}
 	return n
 }
