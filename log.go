@@ -36,9 +36,11 @@ func (s *Store) log(e Event) {
 	switch e.Kind {
 	case Connected:
 		msg = "connected"
-		attrs = append(attrs, slog.String("server", e.Server),
-			slog.String("session", "0x"+strconv.FormatInt(e.SessionID, 16)),
-			slog.Duration("session_timeout", e.Timeout))
+		attrs = append(attrs, slog.String("server", e.Server))
+		if e.SessionID != 0 { // only drivers with a server session have one (ZooKeeper's)
+			attrs = append(attrs, slog.String("session", "0x"+strconv.FormatInt(e.SessionID, 16)),
+				slog.Duration("session_timeout", e.Timeout))
+		}
 	case Disconnected:
 		level, msg = slog.LevelWarn, "disconnected"
 	case Expired:

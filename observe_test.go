@@ -228,6 +228,7 @@ type notifying struct {
 	notify  func(driver.Event)
 	closed  bool
 	connect func(ctx context.Context) error
+	session int64 // the server session it reports, 0 for none
 }
 
 func (n *notifying) Notify(f func(driver.Event)) { n.notify = f }
@@ -236,7 +237,7 @@ func (n *notifying) Connect(ctx context.Context) error {
 	if n.connect != nil {
 		return n.connect(ctx)
 	}
-	n.notify(driver.Event{Kind: driver.Connected, Server: "s1:2181", SessionID: 0x1f, Timeout: 4 * time.Second})
+	n.notify(driver.Event{Kind: driver.Connected, Server: "s1:2181", SessionID: n.session, Timeout: 4 * time.Second})
 	return nil
 }
 
@@ -244,7 +245,10 @@ var lastNotifying *notifying
 
 func init() {
 	store.Register("storetest-notify", func(opts map[string]string) (driver.Store, error) {
-		lastNotifying = &notifying{}
+		lastNotifying = &notifying{session: 0x1f}
+		if opts["sessionless"] != "" {
+			lastNotifying.session = 0
+		}
 		if opts["dead"] != "" {
 			lastNotifying.connect = func(ctx context.Context) error {
 				<-ctx.Done()
@@ -270,6 +274,22 @@ func TestOpenContextConnectsAndRoutesDriverEvents(t *testing.T) {
 	want := `level=INFO msg="store: connected" server=s1:2181 session=0x1f session_timeout=4s`
 	if got := logs.String(); !strings.Contains(got, want) {
 		t.Errorf("log lacks %q:\n%s", want, got)
+	}
+}
+
+// A driver without server sessions (etcd's, SQL's) logs its connection
+// without a session of 0x0.
+func TestConnectedLogWithoutSession(t *testing.T) {
+	var logs logBuffer
+	st, err := store.OpenContext(context.Background(), "storetest-notify", map[string]string{"sessionless": "1"},
+		store.WithLogger(logs.logger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	got := logs.String()
+	if want := `msg="store: connected" server=s1:2181`; !strings.Contains(got, want) || strings.Contains(got, "session") {
+		t.Errorf("log should hold %q and no session:\n%s", want, got)
 	}
 }
 
