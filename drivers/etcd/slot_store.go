@@ -273,3 +273,8 @@ func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 	}
 	return tr.Succeeded, nil
 }
+
+// SealNamespace is not implemented yet.
+func (s *slotStore) SealNamespace(ctx context.Context, ns string) error {
+	return fmt.Errorf("seal of namespace %q: %w", ns, driver.ErrUnsupported)
+}

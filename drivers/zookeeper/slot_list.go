@@ -117,3 +117,8 @@ func (s *slotStore) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, er
 	}
 	return out, nil
 }
+
+// SealNamespace is not implemented yet.
+func (s *slotStore) SealNamespace(ctx context.Context, ns string) error {
+	return fmt.Errorf("seal of namespace %q: %w", ns, driver.ErrUnsupported)
+}

@@ -390,3 +390,8 @@ func (s *Store) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error)
 	sort.Slice(out, func(i, j int) bool { return out[i].Slot < out[j].Slot })
 	return out, nil
 }
+
+// SealNamespace is not implemented yet.
+func (s *Store) SealNamespace(ctx context.Context, ns string) error {
+	return fmt.Errorf("seal of namespace %q: %w", ns, driver.ErrUnsupported)
+}
