@@ -194,7 +194,7 @@
 //	S3.11 a gap only when a write's outcome was unknown                 Ranges/NeverTwice (no gap without faults); ZK LostAnswerIsAGap
 //	S3.12 the key rules (segments, characters, 1024 bytes)              Ranges/Keys, Ranges/InvalidArguments
 //
-// S4, SlotLeaseStore (27 sentences; docs/design.md, Slot leases)
+// S4, SlotLeaseStore (30 sentences; docs/design.md, Slot leases)
 //
 //	S4.1  a namespace: a single segment, limit slots, a tolerance       Slots/InvalidArguments, Slots/ConcurrentAcquire, Slots/Exhaustion
 //	S4.2  an owner key is a single segment                              Slots/InvalidArguments
@@ -229,6 +229,9 @@
 //	S4.25 a renew writes its times as lower bounds: no going back       Slots/RenewClockBack (needs ClockStepper); ZK Slots/NodeLayout
 //	S4.26 a new term writes expiresMin 0, ceilingMin floor              Slots/HighFloor, Slots/FirstTerm
 //	S4.27 settings fixed at creation; others: ErrConfigMismatch         Slots/ConfigMismatch
+//	S4.28 a sealed namespace: Acquire and Renew give ErrSealed          Slots/Seal; TestSealRace (memory, SQLite, PostgreSQL, ZK, etcd)
+//	S4.29 ... checked with the write; Release still works               TestSealRace; Slots/Seal; idgen TestSnowflakeStopsOnSeal
+//	S4.30 sealing a missing namespace creates it sealed, limit 0        Slots/Seal
 //
 // S5, Locker (16 sentences; docs/design.md, Locks)
 //
