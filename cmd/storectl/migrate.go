@@ -520,7 +520,8 @@ func (m *migration) sealNamespace(ctx context.Context, n nsStep) ([]slotStep, st
 		if t, ok := n.dst[s.Slot]; ok {
 			ss.done = carries(t, ss.fence, ss.floor)
 		}
-		if !slices.ContainsFunc(n.slots, func(p slotStep) bool { return p.src.Slot == s.Slot }) && mayBeInUse(s, m.now) {
+		planned := slices.ContainsFunc(n.slots, func(p slotStep) bool { return p.src.Slot == s.Slot && p.src.Fence == s.Fence })
+		if !planned && mayBeInUse(s, m.now) {
 			fmt.Fprintf(m.e.stderr, "warning: slot %s/%d: a term of %s (fence %d) started in the source after the plan's read; "+
 				"its holder stops at its ceiling %s (the seal refuses its renewals) and the target starts above it\n",
 				n.ns.Name, s.Slot, s.Owner, s.Fence, stamp(s.Ceiling, m.now))

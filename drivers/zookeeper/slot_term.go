@@ -62,14 +62,15 @@ func (s *slotStore) currentTerm(ctx context.Context, l driver.Lease, czxid int64
 		return nil, r, checkVersion(r.path, -1)
 	case renew && sealed:
 		return nil, r, sealedErr(s.nsPath(l.Namespace))
+	case renew && g.ns == -1:
+		return nil, r, fmt.Errorf("zookeeper: %s was deleted (a purge under way?): %w", s.nsPath(l.Namespace), driver.ErrLeaseLost)
 	}
 	return r.state(g), r, nil
 }
 
 // guardVersions reads the root's and namespace ns's versions (see guard),
 // and whether ns is sealed. A namespace node that is missing (being
-// purged) gets version -1, which no write checks: the slot read after it
-// is missing too, or the write is refused (checkVersion).
+// purged) gets version -1, which no write checks: a renewal is then lost.
 func (s *slotStore) guardVersions(ctx context.Context, ns string, a *attempts) (g guard, sealed bool, err error) {
 	path := s.nsPath(ns)
 	rs, err := s.getNodes(ctx, []string{s.root, path}, a)
