@@ -16,6 +16,9 @@ type Namespace struct {
 	Name      string        // a single path segment
 	Limit     int           // slots 0..Limit-1, at most MaxSlots
 	Tolerance time.Duration // clock tolerance between expiry and ceiling, whole milliseconds
+	// Sealed is reported by Namespaces for a namespace sealed by
+	// SlotLeaseStore.Seal. Acquire and Seed ignore it: only Seal seals.
+	Sealed bool
 }
 
 // Lease is one term of one slot. Times are milliseconds since the Unix epoch
@@ -59,7 +62,11 @@ type SlotInfo struct {
 // The conversions of identical struct types are plain Go conversions, so a
 // field added on one side only fails to compile instead of being dropped.
 
-func (ns Namespace) toDriver() driver.Namespace { return driver.Namespace(ns) }
+func (ns Namespace) toDriver() driver.Namespace {
+	d := driver.Namespace(ns)
+	d.Sealed = false // a request never seals (see Namespace.Sealed)
+	return d
+}
 
 func slotInfoOf(si driver.SlotInfo) SlotInfo { return SlotInfo(si) }
 

@@ -27,6 +27,7 @@ func (s *slotsOnly) Release(_ context.Context, l driver.Lease, _ int64) error {
 	s.released = append(s.released, l.State)
 	return nil
 }
+func (s *slotsOnly) SealNamespace(context.Context, string) error            { return nil }
 func (s *slotsOnly) Namespaces(context.Context) ([]driver.Namespace, error) { return nil, nil }
 func (s *slotsOnly) Slots(context.Context, string) ([]driver.SlotInfo, error) {
 	return nil, nil

@@ -30,7 +30,8 @@ type SlotLeaseStore struct{ s *Store }
 // under this store's incarnation. It prefers, in order, the slots the owner
 // held last, opts.Preferred, then the lowest free slot; a live term of the
 // same owner and incarnation is returned as it is, so retrying after an
-// unknown outcome is safe. No free slot: ErrExhausted.
+// unknown outcome is safe. No free slot: ErrExhausted. A sealed namespace
+// (Seal): ErrSealed.
 func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string, opts AcquireOptions) (Lease, error) {
 	if opts.TTL == 0 {
 		opts.TTL = DefaultTTL
@@ -114,6 +115,23 @@ func (l *SlotLeaseStore) Namespaces(ctx context.Context) ([]Namespace, error) {
 	return call(ctx, l.s, op{name: "Namespaces"}, func(ctx context.Context, d driver.SlotLeaseStore) ([]Namespace, error) {
 		nss, err := d.Namespaces(ctx)
 		return convert(nss, namespaceOf), err
+	})
+}
+
+// Seal seals namespace ns, the way a migration moves it to another store:
+// seal it here, then read its slots (List) and seed them there. Once Seal
+// returns, every store's Acquire in ns gives ErrSealed, even for a slot
+// the owner holds, and so does every Renew of a term of ns: the holder
+// keeps its term only up to the ExpiresAt it has, then stops issuing (an
+// idgen session ends at once), so no timestamp passes the Ceiling a reader
+// saw after the seal. Release still works and records the used
+// timestamps. Sealing again is not an error; a namespace that does not
+// exist is created sealed (Limit 0). Namespaces lists it as Sealed; only
+// a purge removes the seal.
+func (l *SlotLeaseStore) Seal(ctx context.Context, ns string) error {
+	o := op{name: "SealNamespace", key: ns, check: checkName("namespace", ns)}
+	return callErr(ctx, l.s, o, func(ctx context.Context, d driver.SlotLeaseStore) error {
+		return d.SealNamespace(ctx, ns)
 	})
 }
 

@@ -100,10 +100,14 @@ type RangeStore interface {
 // Namespace holds the settings of a slot namespace. They are fixed when
 // the namespace is first created, by an Acquire or a SeedSlot: a later
 // call naming other settings gives ErrConfigMismatch and changes nothing.
+// A namespace that SealNamespace created has Limit 0 and Tolerance 0.
 type Namespace struct {
 	Name      string
 	Limit     int           // slots 0..Limit-1
 	Tolerance time.Duration // clock tolerance added to expiry to form the ceiling
+	// Sealed is set by Namespaces for a sealed namespace (SealNamespace);
+	// in a request (Acquire, SeedSlot) it is false and means nothing.
+	Sealed bool
 }
 
 // AcquireRequest asks for one slot of a namespace. The portable layer has
@@ -231,6 +235,20 @@ type SlotLeaseStore interface {
 	// a slot never used is not listed. A missing namespace gives
 	// ErrNotFound.
 	Slots(ctx context.Context, ns string) ([]SlotInfo, error)
+
+	// SealNamespace seals namespace ns, for a migration: once it returns,
+	// every store's Acquire in ns gives ErrSealed (checked before the
+	// settings: no new term, not even of a slot the owner holds), and so
+	// does every Renew of a term of ns, so no term's Ceiling grows past
+	// what a reader of the slots saw after the seal. Release still works
+	// (it records the used values), and so do the listings, which show
+	// the namespace Sealed; SeedSlot gives ErrSealed (a sealed namespace's
+	// history is final). Sealing twice is not an error. A missing
+	// namespace is created sealed, with Limit 0 and Tolerance 0. The seal
+	// is checked in the same atomic step as Acquire's and Renew's write:
+	// a term is never started or renewed after SealNamespace returned.
+	// Only Purge removes a seal, with the namespace.
+	SealNamespace(ctx context.Context, ns string) error
 }
 
 // Locker gives fair, exclusive, named locks. It keeps, per name, the
@@ -293,7 +311,7 @@ type Waiter struct {
 // stays above every timestamp and fence of the terms in the old store.
 type SlotSeeder interface {
 	// SeedSlot creates the namespace if it is missing (ErrConfigMismatch if
-	// it exists with other settings) and raises slot's history
+	// it exists with other settings, ErrSealed if it is sealed) and raises slot's history
 	// (SlotRecord.Seeded): its fence becomes at least fence and its next
 	// floor at least nextFloor; nothing is ever lowered, so seeding again
 	// is harmless. A slot never used becomes a released slot, listed by

@@ -409,10 +409,12 @@ type renewal struct {
 	err   error
 }
 
-// permanent reports renewal failures that retrying cannot fix.
+// permanent reports renewal failures that retrying cannot fix. A sealed
+// namespace (being migrated) renews no term again: the session ends at
+// once, below the ceiling the migration read, and Close still releases.
 func permanent(err error) bool {
 	for _, e := range []error{store.ErrLeaseLost, store.ErrClosed, store.ErrInvalidArgument,
-		store.ErrUnsupported, store.ErrCorrupt, store.ErrRecreated} {
+		store.ErrUnsupported, store.ErrCorrupt, store.ErrRecreated, store.ErrSealed} {
 		if errors.Is(err, e) {
 			return true
 		}

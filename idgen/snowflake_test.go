@@ -530,3 +530,35 @@ func TestSnowflakeWaitsForFloor(t *testing.T) {
 		}
 	})
 }
+
+// TestSnowflakeStopsOnSeal: once a migration seals the namespace, the
+// generator's next renewal is refused (ErrSealed) and its session ends at
+// once rather than retry: NextID fails, no ID passes the ceiling that a
+// reader of the slots saw after the seal, and Close still releases the slot.
+func TestSnowflakeStopsOnSeal(t *testing.T) {
+	st, _ := open(t, memoryBackend(t))
+	g := newSnowflake(t, st, ns, "host-a", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: 3 * time.Second}})
+	floor := g.Session().Lease().Floor
+	ids := issue(t, g, 10)
+	if err := st.Slots().Seal(t.Context(), ns.Name); err != nil {
+		t.Fatal(err)
+	}
+	read := slotInfo(t, st, ns.Name, g.Worker()) // what a migration reads
+	ended(t, g.Session())
+	if err := g.Session().Err(); !errors.Is(err, idgen.ErrLeaseLost) || !errors.Is(err, store.ErrSealed) {
+		t.Fatalf("session after the seal: %v, want ErrLeaseLost caused by ErrSealed", err)
+	}
+	if _, err := g.NextID(t.Context()); !errors.Is(err, idgen.ErrLeaseLost) {
+		t.Fatalf("NextID after the seal ended the session: %v, want ErrLeaseLost", err)
+	}
+	within(t, g, ids, floor, read.Ceiling)
+	if after := slotInfo(t, st, ns.Name, g.Worker()); after.Ceiling != read.Ceiling {
+		t.Fatalf("the slot's ceiling moved from %d to %d after the seal", read.Ceiling, after.Ceiling)
+	}
+	if err := g.Close(t.Context()); err != nil {
+		t.Fatalf("Close after the seal: %v", err)
+	}
+	if after := slotInfo(t, st, ns.Name, g.Worker()); after.Owner != "" || after.NextFloor > read.Ceiling {
+		t.Fatalf("slot after Close: owner %q, next floor %d; want released, at most the ceiling %d", after.Owner, after.NextFloor, read.Ceiling)
+	}
+}

@@ -40,6 +40,7 @@ func slotChecks() []check {
 		{"OwnExpired", needSlots, checkOwnExpired},
 		{"ExpiryBoundary", needSlots, checkExpiryBoundary},
 		{"IndexLength", needSlots, checkIndexLength},
+		{"Seal", needSlots, checkSlotSeal},
 	}
 }
 

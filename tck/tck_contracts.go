@@ -9,7 +9,7 @@
 // and "ZK Slots/X" are TestLocks/<version>/X and TestSlots/<version>/X;
 // "driver X" is package driver's test X (the shared slot rules).
 //
-// package driver (128 sentences)
+// package driver (134 sentences)
 //
 //	D1   a capability it lacks: the user's call fails with ErrUnsupported        Capabilities/Declared
 //	D2   drivers return sentinels; the portable layer adds operation and key     Errors/Wrapped
@@ -149,6 +149,12 @@
 //	D125 LostCause: once Lost is closed, LostErr says why                        needs a fault: ZK Events/LockLostLoggedWithCause
 //	D126 Renew, Release: only l's identity is taken; times from the record       Slots/ForgedLease; driver TestSlotForgedLease
 //	D127 ... times disagreeing with the term: ErrInvalidArgument, slot unchanged Slots/ForgedLease; driver TestSlotForgedLease
+//	D128 SealNamespace: every store's Acquire gives ErrSealed, own slot included Slots/Seal
+//	D129 ... and Renew gives ErrSealed, the term's times unchanged               Slots/Seal; idgen TestSnowflakeStopsOnSeal
+//	D130 ... Release still works; listings show it Sealed; SeedSlot: ErrSealed   Slots/Seal
+//	D131 sealing twice is not an error; a missing namespace is created sealed    Slots/Seal
+//	D132 the seal is checked in the atomic step of Acquire's and Renew's write   needs a race on a real server: TestSealRace (internal/sealrace)
+//	D133 Purge deletes a sealed namespace, seal included                         Slots/Seal
 //
 // S2, shape (17 sentences; docs/design.md, Contracts)
 //
@@ -188,7 +194,7 @@
 //	S3.11 a gap only when a write's outcome was unknown                 Ranges/NeverTwice (no gap without faults); ZK LostAnswerIsAGap
 //	S3.12 the key rules (segments, characters, 1024 bytes)              Ranges/Keys, Ranges/InvalidArguments
 //
-// S4, SlotLeaseStore (27 sentences; docs/design.md, Slot leases)
+// S4, SlotLeaseStore (30 sentences; docs/design.md, Slot leases)
 //
 //	S4.1  a namespace: a single segment, limit slots, a tolerance       Slots/InvalidArguments, Slots/ConcurrentAcquire, Slots/Exhaustion
 //	S4.2  an owner key is a single segment                              Slots/InvalidArguments
@@ -223,6 +229,9 @@
 //	S4.25 a renew writes its times as lower bounds: no going back       Slots/RenewClockBack (needs ClockStepper); ZK Slots/NodeLayout
 //	S4.26 a new term writes expiresMin 0, ceilingMin floor              Slots/HighFloor, Slots/FirstTerm
 //	S4.27 settings fixed at creation; others: ErrConfigMismatch         Slots/ConfigMismatch
+//	S4.28 a sealed namespace: Acquire and Renew give ErrSealed          Slots/Seal; TestSealRace (memory, SQLite, PostgreSQL, ZK, etcd)
+//	S4.29 ... checked with the write; Release still works               TestSealRace; Slots/Seal; idgen TestSnowflakeStopsOnSeal
+//	S4.30 sealing a missing namespace creates it sealed, limit 0        Slots/Seal
 //
 // S5, Locker (16 sentences; docs/design.md, Locks)
 //

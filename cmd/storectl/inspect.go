@@ -18,7 +18,7 @@ func init() {
 	register(&command{name: "inspect", run: runInspect, usage: `Usage: storectl inspect [--json] STORE FLAGS
 
 Shows the store's identity, and lists every range key (next value, sealed),
-every namespace (limit, tolerance)
+every namespace (limit, tolerance, sealed)
 with its used slots, and every lock with its holder and waiters. Slot times are
 printed in UTC and relative to now; a slot is live while now, on this machine's
 clock, is before its expiry. A capability the driver lacks is shown as
@@ -27,7 +27,7 @@ clock, is before its expiry. A capability the driver lacks is shown as
   --json   print one JSON document instead (schema 1):
            {"schema", "id" (the store's identity, or null), "now", "nowUTC",
             "keys": [{"key", "next", "sealed"}],
-            "namespaces": [{"name", "limit", "toleranceMs", "slots": [{"slot",
+            "namespaces": [{"name", "limit", "toleranceMs", "sealed", "slots": [{"slot",
               "state" (live|expired|released), "owner", "incarnation", "lastOwner",
               "fence", "ttlMs", "toleranceMs", "floor", "expiresAt", "ceiling",
               "nextFloor", and each time again as RFC 3339: "floorUTC", ...}]}],
@@ -103,6 +103,7 @@ type nsReport struct {
 	Name        string       `json:"name"`
 	Limit       int          `json:"limit"`
 	ToleranceMs int64        `json:"toleranceMs"`
+	Sealed      bool         `json:"sealed"` // no new term, no renewal (migrated out)
 	Slots       []slotReport `json:"slots"`
 }
 
@@ -188,7 +189,7 @@ func surveySlots(ctx context.Context, st *store.Store, now int64) ([]nsReport, e
 		if err != nil && !errors.Is(err, store.ErrNotFound) { // gone since listed: no slots
 			return nil, err
 		}
-		nr := nsReport{Name: ns.Name, Limit: ns.Limit, ToleranceMs: ns.Tolerance.Milliseconds(), Slots: []slotReport{}}
+		nr := nsReport{Name: ns.Name, Limit: ns.Limit, ToleranceMs: ns.Tolerance.Milliseconds(), Sealed: ns.Sealed, Slots: []slotReport{}}
 		for _, s := range infos {
 			nr.Slots = append(nr.Slots, slotReport{
 				Slot:         s.Slot,
@@ -272,8 +273,12 @@ func (r *report) writeText(w io.Writer, desc string) {
 	default:
 		fmt.Fprintf(w, "SLOTS (%s)\n", count(len(r.Namespaces), "namespace"))
 		for _, ns := range r.Namespaces {
-			fmt.Fprintf(w, "namespace %s: limit %d, tolerance %v, %s used\n",
-				ns.Name, ns.Limit, time.Duration(ns.ToleranceMs)*time.Millisecond, count(len(ns.Slots), "slot"))
+			sealed := ""
+			if ns.Sealed {
+				sealed = ", sealed"
+			}
+			fmt.Fprintf(w, "namespace %s: limit %d, tolerance %v%s, %s used\n",
+				ns.Name, ns.Limit, time.Duration(ns.ToleranceMs)*time.Millisecond, sealed, count(len(ns.Slots), "slot"))
 			if len(ns.Slots) == 0 {
 				continue
 			}

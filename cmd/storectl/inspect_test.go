@@ -31,6 +31,7 @@ type jsonReport struct {
 		Name        string     `json:"name"`
 		Limit       int        `json:"limit"`
 		ToleranceMs int64      `json:"toleranceMs"`
+		Sealed      bool       `json:"sealed"`
 		Slots       []jsonSlot `json:"slots"`
 	} `json:"namespaces"`
 	Locks []struct {
@@ -211,7 +212,7 @@ func TestInspectJSON(t *testing.T) {
 			t.Fatalf("namespaces: %+v", doc.Namespaces)
 		}
 		ns := doc.Namespaces[0]
-		if ns.Name != "workers" || ns.Limit != 4 || ns.ToleranceMs != 50 {
+		if ns.Name != "workers" || ns.Limit != 4 || ns.ToleranceMs != 50 || ns.Sealed {
 			t.Errorf("namespace %+v", ns)
 		}
 		var want []jsonSlot

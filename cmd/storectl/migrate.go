@@ -35,8 +35,12 @@ without '=' continues the value before it), or DRIVER: for default options.
 
 Each range key is sealed in the source, which gives its final next value, and
 created in the target at that value, so Next in the target continues above
-every value the source handed out. Each used slot is seeded in the target
-with its fence and the floor its next term must respect: the next floor of a
+every value the source handed out. Each carried namespace is sealed in the
+source likewise, before its slots are read: from then on an instance still
+running on the source gets ErrSealed from Acquire and Renew there (it stops
+at the ceiling it has; Release still works), so no term starts or grows in
+the source after the read. Each used slot is then seeded in the target with
+its fence and the floor its next term must respect: the next floor of a
 released slot, and at least the ceiling of a term that was never released.
 The slot's next term in the target gets the next fence and starts at or
 above that floor. Locks are not moved: a lock exists only while held, and
@@ -50,7 +54,8 @@ options are spelled: exit code 3), a named key or namespace missing in the
 source, a key the target has at a lower value or sealed (it moved out of the
 target before: purging the target is suggested only when every key of it is
 sealed, so that no history is lost), namespace settings
-that differ, a target slot with a live term, or a target driver that cannot
+that differ, a namespace the target has sealed (it moved out of the target
+before), a target slot with a live term, or a target driver that cannot
 seed slots (exit code 1); a source lease that may still be in use, that is
 whose ceiling (expiry plus clock tolerance) is ahead (exit code 3, unless
 --force: use it only for holders known to be dead, which must never renew).
@@ -198,7 +203,8 @@ type keyStep struct {
 
 type nsStep struct {
 	ns    store.Namespace
-	slots []slotStep
+	slots []slotStep // as the plan read them, before the seal
+	dst   map[int]store.SlotInfo
 }
 
 type slotStep struct {
@@ -375,9 +381,13 @@ func (m *migration) planSlots(ctx context.Context, p *plan, problem func(string,
 		}
 		dstSlots := map[int]store.SlotInfo{}
 		if i := slices.IndexFunc(dstNS, func(d store.Namespace) bool { return d.Name == ns.Name }); i >= 0 {
-			if dstNS[i] != ns {
+			switch d := dstNS[i]; {
+			case d.Sealed:
+				problem("namespace %q: the target has it sealed (it moved out of the target before), and the portable API "+
+					"cannot reopen a sealed namespace: choose another target, or purge the target first if everything moved out of it", ns.Name)
+			case d.Limit != ns.Limit || d.Tolerance != ns.Tolerance:
 				problem("namespace %q: the target has limit %d and tolerance %v, the source limit %d and tolerance %v",
-					ns.Name, dstNS[i].Limit, dstNS[i].Tolerance, ns.Limit, ns.Tolerance)
+					ns.Name, d.Limit, d.Tolerance, ns.Limit, ns.Tolerance)
 			}
 			infos, err := m.dst.Slots().List(ctx, ns.Name)
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -387,6 +397,7 @@ func (m *migration) planSlots(ctx context.Context, p *plan, problem func(string,
 				dstSlots[in.Slot] = in
 			}
 		}
+		step.dst = dstSlots
 		for _, s := range srcSlots {
 			if mayBeInUse(s, m.now) {
 				p.live = append(p.live, fmt.Sprintf("lease %s/%d of %s (incarnation %s, fence %d): expires %s, ceiling %s",
@@ -448,9 +459,15 @@ func (m *migration) apply(ctx context.Context, p *plan) error {
 		fmt.Fprintf(out, "key %s: %s\n", k.key, msg)
 	}
 	for _, n := range p.namespaces {
-		fmt.Fprintf(out, "namespace %s: limit %d, tolerance %v, %s used\n",
-			n.ns.Name, n.ns.Limit, n.ns.Tolerance, count(len(n.slots), "slot"))
-		for _, s := range n.slots {
+		slots, sealed, err := m.sealNamespace(ctx, n)
+		if err != nil {
+			steps++
+			fail("namespace "+n.ns.Name, err)
+			continue
+		}
+		fmt.Fprintf(out, "namespace %s: %s; limit %d, tolerance %v, %s used\n",
+			n.ns.Name, sealed, n.ns.Limit, n.ns.Tolerance, count(len(slots), "slot"))
+		for _, s := range slots {
 			steps++
 			what := fmt.Sprintf("slot %s/%d", n.ns.Name, s.src.Slot)
 			if s.done {
@@ -479,6 +496,39 @@ func (m *migration) apply(ctx context.Context, p *plan) error {
 	}
 	fmt.Fprintf(out, "done: %s, %s\n", count(len(p.keys), "key"), count(steps-len(p.keys), "slot"))
 	return nil
+}
+
+// sealNamespace seals n's namespace in the source, then reads its slots
+// again: what the seal froze (no term starts or renews in the source
+// after it), so the slots seeded are those the source ends with, not the
+// plan's earlier read. It says whether the namespace was sealed before.
+func (m *migration) sealNamespace(ctx context.Context, n nsStep) ([]slotStep, string, error) {
+	if err := m.src.Slots().Seal(ctx, n.ns.Name); err != nil {
+		return nil, "", fmt.Errorf("sealing in the source (nothing carried): %w", err)
+	}
+	sealed := "sealed in source"
+	if n.ns.Sealed {
+		sealed = "already " + sealed
+	}
+	infos, err := m.src.Slots().List(ctx, n.ns.Name)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, "", fmt.Errorf("%s; reading its slots: %w", sealed, err)
+	}
+	var out []slotStep
+	for _, s := range infos {
+		ss := slotStep{src: s, fence: s.Fence, floor: carriedFloor(s)}
+		if t, ok := n.dst[s.Slot]; ok {
+			ss.done = carries(t, ss.fence, ss.floor)
+		}
+		planned := slices.ContainsFunc(n.slots, func(p slotStep) bool { return p.src.Slot == s.Slot && p.src.Fence == s.Fence })
+		if !planned && mayBeInUse(s, m.now) {
+			fmt.Fprintf(m.e.stderr, "warning: slot %s/%d: a term of %s (fence %d) started in the source after the plan's read; "+
+				"its holder stops at its ceiling %s (the seal refuses its renewals) and the target starts above it\n",
+				n.ns.Name, s.Slot, s.Owner, s.Fence, stamp(s.Ceiling, m.now))
+		}
+		out = append(out, ss)
+	}
+	return out, sealed, nil
 }
 
 // moveKey seals k in the source and starts it in the target at the sealed

@@ -106,7 +106,7 @@ func TestMigrate(t *testing.T) {
 		wantSeeded := []string{
 			"key orders: sealed in source at 300; initialised in target at 300\n",
 			"key users/eu: sealed in source at 7; initialised in target at 7\n",
-			"namespace workers: limit 8, tolerance 50ms, 4 slots used\n",
+			"namespace workers: sealed in source; limit 8, tolerance 50ms, 4 slots used\n",
 			"done: 2 keys, 4 slots\n",
 		}
 		for _, in := range srcSlots {
@@ -230,10 +230,19 @@ func TestMigrateLiveLease(t *testing.T) {
 		}
 
 		r := migrate(src, dst, "--force")
-		r.want(t, exitOK, "warning: --force: carrying lease workers/0 of host-a", "slot workers/0: seeded fence 1")
+		r.want(t, exitOK, "warning: --force: carrying lease workers/0 of host-a", "namespace workers: sealed in source",
+			"slot workers/0: seeded fence 1")
+		// The holder, if it was alive after all, can no longer renew in the
+		// source: it stops at the ceiling the target starts above.
+		if _, err := s.Slots().Renew(ctx, live); !errors.Is(err, store.ErrSealed) {
+			t.Fatalf("Renew in the source after the migration: %v, want ErrSealed", err)
+		}
 		l := acquire(t, d, workers, "host-b", 0, time.Minute)
 		if l.Fence != 2 || l.Floor < live.Ceiling {
 			t.Fatalf("term in the target: %+v; want fence 2 and floor >= %d", l, live.Ceiling)
+		}
+		if err := s.Slots().Release(ctx, live); err != nil {
+			t.Fatalf("Release in the sealed source: %v", err)
 		}
 	})
 }
@@ -399,4 +408,43 @@ func TestParseOptionList(t *testing.T) {
 			t.Errorf("%q: no error", bad)
 		}
 	}
+}
+
+// TestMigrateSealsSourceSlots: migrate seals each carried namespace in the
+// source before it reads the slots, as it seals range keys. Before, an
+// instance still running on the source acquired slot 0 there after the
+// migration while one on the target acquired slot 0 too: one Snowflake
+// worker ID in two stores, duplicate IDs. Now the source refuses every new
+// term (ErrSealed), a rerun reports the seal as already done, and moving
+// the namespace back into the sealed source is refused before anything
+// changes.
+func TestMigrateSealsSourceSlots(t *testing.T) {
+	forEachPair(t, func(t *testing.T, from, to backend) {
+		ctx := t.Context()
+		src, dst := from.fresh(t), to.fresh(t)
+		s := src.open(t)
+		l := acquire(t, s, workers, "host-a", 0, time.Minute)
+		if err := s.Slots().Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		next(t, s, "orders", 100)
+		migrate(src, dst).want(t, exitOK, "namespace workers: sealed in source", "slot workers/0: seeded fence 1")
+		for _, owner := range []string{"host-a", "host-c"} {
+			if a, err := src.open(t).Slots().Acquire(ctx, workers, owner, store.AcquireOptions{TTL: time.Minute}); !errors.Is(err, store.ErrSealed) {
+				t.Fatalf("Acquire by %s in the source after the migration: %+v, %v; want ErrSealed", owner, a, err)
+			}
+		}
+		b := acquire(t, dst.open(t), workers, "host-b", 0, time.Minute)
+		if b.Fence != 2 || b.Floor < l.Ceiling {
+			t.Fatalf("term in the target: %+v; want fence 2 and floor >= %d", b, l.Ceiling)
+		}
+		nss, err := src.open(t).Slots().Namespaces(ctx)
+		if err != nil || len(nss) != 1 || !nss[0].Sealed {
+			t.Fatalf("source namespaces after the migration: %+v, %v; want workers sealed", nss, err)
+		}
+		ctl(with(args("inspect"), src.flags())...).want(t, exitOK, "namespace workers: limit 8, tolerance 50ms, sealed, 1 slot used")
+		migrate(src, dst).want(t, exitOK, "namespace workers: already sealed in source", "slot workers/0: already carried")
+		migrate(dst, src, "--namespace", "workers").want(t, exitFailed, "nothing changed",
+			`namespace "workers": the target has it sealed`)
+	})
 }

@@ -44,7 +44,7 @@
 //
 // Under the prefix: meta (the store's identity), range/{key} (the next
 // value in decimal, ":sealed" appended once sealed), ns/{ns} (limit and
-// tolerance), slot/{ns}/{n} (the slot's record, driver.SlotRecord's
+// tolerance, a sealed=true line once sealed), slot/{ns}/{n} (the slot's record, driver.SlotRecord's
 // binary encoding), owner/{ns}/{owner} (the owner index), and
 // lock/{name}/{waiter} (one key per holder or waiter, on its store's
 // session lease, holding the owner), purged (the highest slot fence a

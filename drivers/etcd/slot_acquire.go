@@ -78,6 +78,7 @@ type acquisition struct {
 	nk       string
 	floor    int64 // the highest slot fence a purge deleted
 	createNS bool  // the namespace is missing: this pass creates it
+	nsMod    int64 // the namespace key's mod revision (0: missing), compared by the write: a seal changes it
 	index    []int // the owner's slots, most recent first
 	ownerMod int64 // the owner index's mod revision (0: none)
 	slots    map[int]slotState
@@ -103,6 +104,10 @@ func (s *slotStore) startAcquire(ctx context.Context, req driver.AcquireRequest,
 		if err != nil {
 			return nil, err
 		}
+		if have.Sealed {
+			return nil, sealedErr(req.Namespace.Name)
+		}
+		a.nsMod = nsKVs[0].ModRevision
 		if have.Limit != req.Namespace.Limit || have.Tolerance != req.Namespace.Tolerance {
 			return nil, fmt.Errorf("namespace has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
 				have.Limit, have.Tolerance, req.Namespace.Limit, req.Namespace.Tolerance, driver.ErrConfigMismatch)
@@ -219,7 +224,7 @@ func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lo
 		case driver.SlotOwn:
 			return st.r.Lease(name, n), true, false, nil
 		case driver.SlotFree:
-			l, ok, fresh, err := a.s.writeTerm(ctx, a.req, n, st, a.index, a.ownerMod, a.createNS, a.now)
+			l, ok, fresh, err := a.s.writeTerm(ctx, a.req, n, st, a.index, a.ownerMod, a.nsMod, a.now)
 			if ok || err != nil {
 				return l, ok, false, err
 			}
@@ -243,7 +248,7 @@ func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lo
 // another store created it meanwhile.
 func (a *acquisition) createNamespace(ctx context.Context) (created bool, err error) {
 	tr, err := a.s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(a.nk), "=", 0)).
-		Then(clientv3.OpPut(a.nk, formatNamespace(a.req.Namespace))).Commit()
+		Then(clientv3.OpPut(a.nk, formatNamespace(a.req.Namespace, false))).Commit()
 	if err = a.s.check(ctx, err); err != nil {
 		return false, err
 	}
@@ -260,11 +265,13 @@ func (a *acquisition) exhausted() error {
 }
 
 // writeTerm writes slot n's new term and the owner index, comparing both
-// (and the namespace, when this acquire creates it) with what was read.
-// When another store wrote first, fresh is the slot as it is now if only
-// the slot changed, nil if the index or the namespace did.
+// and the namespace key (at nsMod; 0: missing, created here) with what was
+// read, so no term starts after a seal. When another store wrote first,
+// fresh is the slot as it is now if only the slot changed, nil if the index
+// or the namespace did.
 func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n int, st slotState,
-	index []int, ownerMod int64, createNS bool, now int64) (l driver.Lease, ok bool, fresh *slotState, err error) {
+	index []int, ownerMod, nsMod int64, now int64) (l driver.Lease, ok bool, fresh *slotState, err error) {
+	createNS := nsMod == 0
 	name := req.Namespace.Name
 	r := st.r.NewTerm(req, now)
 	data, err := r.MarshalBinary()
@@ -282,7 +289,9 @@ func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n 
 	}
 	if createNS {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
-		ops = append(ops, clientv3.OpPut(nk, formatNamespace(req.Namespace)))
+		ops = append(ops, clientv3.OpPut(nk, formatNamespace(req.Namespace, false)))
+	} else {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(nk), "=", nsMod))
 	}
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).
 		Else(clientv3.OpGet(sk), clientv3.OpGet(ok2, clientv3.WithKeysOnly()), clientv3.OpGet(nk, clientv3.WithKeysOnly())).Commit()
@@ -300,9 +309,12 @@ func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n 
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
 		ownerNow = kvs[0].ModRevision
 	}
-	nsExists := len(resp.Responses[2].GetResponseRange().Kvs) == 1
-	if ownerNow != ownerMod || (createNS && nsExists) {
-		return driver.Lease{}, false, nil, nil
+	var nsNow int64
+	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) == 1 {
+		nsNow = kvs[0].ModRevision
+	}
+	if ownerNow != ownerMod || nsNow != nsMod {
+		return driver.Lease{}, false, nil, nil // start over: reads the seal, if that was it
 	}
 	kvs := resp.Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 {

@@ -17,7 +17,8 @@ import (
 
 // Keys of the slot capability, under the prefix:
 //
-//	ns/{ns}            limit=N and tolerance=MS lines
+//	ns/{ns}            limit=N and tolerance=MS lines, and sealed=true once
+//	                   sealed (a namespace a seal created has limit=0)
 //	slot/{ns}/{n}      the slot's driver.SlotRecord, MarshalBinary
 //	owner/{ns}/{owner} the owner index: slot numbers, most recent first
 //
@@ -35,17 +36,31 @@ func (s *slotStore) nsKey(ns string) string           { return s.key("ns", ns) }
 func (s *slotStore) slotKey(ns string, n int) string  { return s.key("slot", ns, strconv.Itoa(n)) }
 func (s *slotStore) ownerKey(ns, owner string) string { return s.key("owner", ns, owner) }
 
-func formatNamespace(ns driver.Namespace) string {
-	return fmt.Sprintf("limit=%d\ntolerance=%d", ns.Limit, ns.Tolerance.Milliseconds())
+// formatNamespace is the value of a namespace key; sealed only from
+// SealNamespace (a request's Namespace.Sealed means nothing).
+func formatNamespace(ns driver.Namespace, sealed bool) string {
+	v := fmt.Sprintf("limit=%d\ntolerance=%d", ns.Limit, ns.Tolerance.Milliseconds())
+	if sealed {
+		v += sealedLine
+	}
+	return v
 }
+
+// sealedLine ends the value of a sealed namespace's key (SealNamespace).
+const sealedLine = "\nsealed=true"
 
 func parseNamespace(name, k string, v []byte) (driver.Namespace, error) {
 	var limit, tol int64
-	if _, err := fmt.Sscanf(string(v), "limit=%d\ntolerance=%d", &limit, &tol); err != nil || limit < 1 || tol < 0 ||
-		string(v) != fmt.Sprintf("limit=%d\ntolerance=%d", limit, tol) {
+	settings, sealed := strings.CutSuffix(string(v), sealedLine)
+	if _, err := fmt.Sscanf(settings, "limit=%d\ntolerance=%d", &limit, &tol); err != nil || limit < 0 || (limit == 0 && !sealed) || tol < 0 ||
+		settings != fmt.Sprintf("limit=%d\ntolerance=%d", limit, tol) {
 		return driver.Namespace{}, fmt.Errorf("namespace key %s holds %q: %w", k, v, driver.ErrCorrupt)
 	}
-	return driver.Namespace{Name: name, Limit: int(limit), Tolerance: time.Duration(tol) * time.Millisecond}, nil
+	return driver.Namespace{Name: name, Limit: int(limit), Tolerance: time.Duration(tol) * time.Millisecond, Sealed: sealed}, nil
+}
+
+func sealedErr(ns string) error {
+	return fmt.Errorf("namespace %q is sealed: %w", ns, driver.ErrSealed)
 }
 
 func parseIndex(k string, v []byte) ([]int, error) {
@@ -96,16 +111,19 @@ func slotFrom(k string, kv *mvccpb.KeyValue, floor int64) slotState {
 }
 
 // rewrite applies change to l's slot and compare-and-sets the result on the
-// mod revision it read; a conflict reads again.
-func (s *slotStore) rewrite(ctx context.Context, l driver.Lease, change func(r driver.SlotRecord, now int64) (driver.SlotRecord, error)) (driver.SlotRecord, int64, error) {
-	k := s.slotKey(l.Namespace, l.Slot)
+// mod revision it read; a conflict reads again. With renew, the namespace
+// key is read with the slot and compared too: a sealed namespace is
+// ErrSealed, and a seal after the read fails the write.
+func (s *slotStore) rewrite(ctx context.Context, l driver.Lease, renew bool, change func(r driver.SlotRecord, now int64) (driver.SlotRecord, error)) (driver.SlotRecord, int64, error) {
+	k, nk := s.slotKey(l.Namespace, l.Slot), s.nsKey(l.Namespace)
 	for attempt := 1; ; attempt++ {
-		resp, err := s.cli.Get(ctx, k)
+		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(k), clientv3.OpGet(nk)).Commit()
 		if err = s.check(ctx, err); err == nil {
-			if len(resp.Kvs) == 0 {
+			kvs, nsKVs := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
+			if len(kvs) == 0 {
 				return driver.SlotRecord{}, 0, fmt.Errorf("slot key %s is missing: %w", k, driver.ErrLeaseLost)
 			}
-			st := slotFrom(k, resp.Kvs[0], 0)
+			st := slotFrom(k, kvs[0], 0)
 			if st.err != nil {
 				return driver.SlotRecord{}, 0, st.err
 			}
@@ -113,13 +131,27 @@ func (s *slotStore) rewrite(ctx context.Context, l driver.Lease, change func(r d
 			if cerr != nil {
 				return r, 0, cerr
 			}
+			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", st.mod)}
+			if renew {
+				var nsMod int64
+				if len(nsKVs) == 1 {
+					ns, err := parseNamespace(l.Namespace, nk, nsKVs[0].Value)
+					if err != nil {
+						return driver.SlotRecord{}, 0, err
+					}
+					if ns.Sealed {
+						return driver.SlotRecord{}, 0, sealedErr(l.Namespace)
+					}
+					nsMod = nsKVs[0].ModRevision
+				}
+				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(nk), "=", nsMod))
+			}
 			data, merr := r.MarshalBinary()
 			if merr != nil {
 				return r, 0, merr
 			}
 			var tr *clientv3.TxnResponse
-			tr, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", st.mod)).
-				Then(clientv3.OpPut(k, string(data))).Commit()
+			tr, err = s.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(k, string(data))).Commit()
 			if err = s.check(ctx, err); err == nil {
 				if tr.Succeeded {
 					return r, tr.Header.Revision, nil
@@ -138,7 +170,7 @@ func (s *slotStore) rewrite(ctx context.Context, l driver.Lease, change func(r d
 
 // Renew continues l's term.
 func (s *slotStore) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
-	r, mod, err := s.rewrite(ctx, l, func(r driver.SlotRecord, now int64) (driver.SlotRecord, error) { return r.Renewed(l, now) })
+	r, mod, err := s.rewrite(ctx, l, true, func(r driver.SlotRecord, now int64) (driver.SlotRecord, error) { return r.Renewed(l, now) })
 	if err != nil {
 		return l, err
 	}
@@ -149,7 +181,7 @@ func (s *slotStore) Renew(ctx context.Context, l driver.Lease) (driver.Lease, er
 
 // Release ends l's term; used < 0 means unknown.
 func (s *slotStore) Release(ctx context.Context, l driver.Lease, used int64) error {
-	_, _, err := s.rewrite(ctx, l, func(r driver.SlotRecord, now int64) (driver.SlotRecord, error) { return r.Released(l, used, now) })
+	_, _, err := s.rewrite(ctx, l, false, func(r driver.SlotRecord, now int64) (driver.SlotRecord, error) { return r.Released(l, used, now) })
 	return err
 }
 
@@ -233,11 +265,14 @@ func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 	var ops []clientv3.Op
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
-		ops = append(ops, clientv3.OpPut(nk, formatNamespace(want)))
+		ops = append(ops, clientv3.OpPut(nk, formatNamespace(want, false)))
 	} else {
 		have, err := parseNamespace(want.Name, nk, kvs[0].Value)
 		if err != nil {
 			return true, err
+		}
+		if have.Sealed {
+			return true, sealedErr(want.Name)
 		}
 		if have.Limit != want.Limit || have.Tolerance != want.Tolerance {
 			return true, fmt.Errorf("namespace has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
@@ -272,4 +307,46 @@ func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 		return false, err
 	}
 	return tr.Succeeded, nil
+}
+
+// SealNamespace seals namespace name (see driver.SlotLeaseStore): the
+// namespace key gets a sealed=true line, in a transaction comparing the
+// key's mod revision; Acquire and Renew compare that revision in their
+// writes, so none lands after the seal. A missing namespace is created
+// sealed, with limit 0.
+func (s *slotStore) SealNamespace(ctx context.Context, name string) error {
+	nk := s.nsKey(name)
+	for attempt := 1; ; attempt++ {
+		resp, err := s.cli.Get(ctx, nk)
+		if err = s.check(ctx, err); err == nil {
+			cmp := clientv3.Compare(clientv3.CreateRevision(nk), "=", 0)
+			ns := driver.Namespace{Name: name}
+			if len(resp.Kvs) == 1 {
+				have, err := parseNamespace(name, nk, resp.Kvs[0].Value)
+				if err != nil {
+					return err
+				}
+				if have.Sealed {
+					return nil
+				}
+				ns.Limit, ns.Tolerance = have.Limit, have.Tolerance
+				cmp = clientv3.Compare(clientv3.ModRevision(nk), "=", resp.Kvs[0].ModRevision)
+			}
+			var tr *clientv3.TxnResponse
+			tr, err = s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(nk, formatNamespace(ns, true))).Commit()
+			if err = s.check(ctx, err); err == nil {
+				if tr.Succeeded {
+					return nil
+				}
+				continue // written meanwhile: read it again
+			}
+		}
+		// After an unknown outcome the next read tells.
+		if !retryable(err) {
+			return err
+		}
+		if err := s.backoff(ctx, attempt, err); err != nil {
+			return err
+		}
+	}
 }

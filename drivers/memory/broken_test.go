@@ -58,6 +58,7 @@ var brokenVariants = []brokenVariant{
 	{name: "early-exhausted", catch: "Slots/Exhaustion", wrap: func(s *driverStore) driver.Store { return earlyExhausted{s} }},
 	{name: "ignore-preferred", catch: "Slots/ChoiceOrder", wrap: func(s *driverStore) driver.Store { return ignorePreferred{s} }},
 	{name: "renew-back", catch: "Slots/Renew", wrap: func(s *driverStore) driver.Store { return renewBack{s} }},
+	{name: "seal-renews", catch: "Slots/Seal", wrap: func(s *driverStore) driver.Store { return sealRenews{s} }},
 	{name: "lock-fence", catch: "Locks/Exclusion", wrap: func(s *driverStore) driver.Store { return lockFence{s} }},
 	{name: "double-lock", catch: "Locks/TryLock", wrap: func(s *driverStore) driver.Store { return doubleLock{s} }},
 	{name: "spin-lock", catch: "Locks/FIFO", wrap: func(s *driverStore) driver.Store { return spinLock{s} }},
@@ -515,6 +516,27 @@ func (s renewBack) Renew(ctx context.Context, l driver.Lease) (driver.Lease, err
 	r, err := s.driverStore.Renew(ctx, l)
 	if err == nil {
 		r.ExpiresAt, r.Ceiling = l.ExpiresAt-1, l.Ceiling-1
+	}
+	return r, err
+}
+
+// sealRenews forgets the namespace seal in Renew: a holder's ceiling grows
+// past what a migration read after the seal.
+type sealRenews struct{ *driverStore }
+
+func (s sealRenews) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+	s.st.mu.Lock()
+	ns := s.st.spaces[l.Namespace]
+	sealed := ns != nil && ns.sealed
+	if sealed {
+		ns.sealed = false
+	}
+	s.st.mu.Unlock()
+	r, err := s.driverStore.Renew(ctx, l)
+	if sealed {
+		s.st.mu.Lock()
+		ns.sealed = true
+		s.st.mu.Unlock()
 	}
 	return r, err
 }

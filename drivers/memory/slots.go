@@ -22,6 +22,7 @@ type namespace struct {
 	slots      map[int]driver.SlotRecord
 	owners     map[string][]int // owner key -> slots held last, most recent first
 	fenceFloor int64            // fences of this namespace start above it (see Purge)
+	sealed     bool             // SealNamespace: no new term, no renewal
 }
 
 // slot returns slot n's record; a slot never used has only the fence floor.
@@ -90,9 +91,13 @@ func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (d
 	return driver.Lease{}, fmt.Errorf("all %d slots are held: %w", ns.limit, driver.ErrExhausted)
 }
 
-// namespace returns the namespace, creating it with want's settings.
+// namespace returns the namespace, creating it with want's settings. A
+// sealed one gives ErrSealed, before its settings are compared.
 func (st *state) namespace(want driver.Namespace) (*namespace, error) {
 	ns := st.spaces[want.Name]
+	if ns != nil && ns.sealed {
+		return nil, sealedErr(want.Name)
+	}
 	if ns == nil {
 		ns = &namespace{
 			limit:      want.Limit,
@@ -109,6 +114,10 @@ func (st *state) namespace(want driver.Namespace) (*namespace, error) {
 			ns.limit, ns.tolerance, want.Limit, want.Tolerance, driver.ErrConfigMismatch)
 	}
 	return ns, nil
+}
+
+func sealedErr(ns string) error {
+	return fmt.Errorf("namespace %q is sealed: %w", ns, driver.ErrSealed)
 }
 
 // rewrite applies change to l's slot and stores the result: the memory
@@ -133,6 +142,10 @@ func (s *driverStore) Renew(ctx context.Context, l driver.Lease) (driver.Lease, 
 		return l, err
 	}
 	defer s.st.mu.Unlock()
+	// The seal is checked under the mutex that the write holds.
+	if ns := s.st.spaces[l.Namespace]; ns != nil && ns.sealed {
+		return l, sealedErr(l.Namespace)
+	}
 	now := s.st.clock()
 	r, err := s.st.rewrite(l, func(r driver.SlotRecord) (driver.SlotRecord, error) { return r.Renewed(l, now) })
 	if err != nil {
@@ -160,7 +173,7 @@ func (s *driverStore) Namespaces(ctx context.Context) ([]driver.Namespace, error
 	defer s.st.mu.Unlock()
 	out := make([]driver.Namespace, 0, len(s.st.spaces))
 	for name, ns := range s.st.spaces {
-		out = append(out, driver.Namespace{Name: name, Limit: ns.limit, Tolerance: ns.tolerance})
+		out = append(out, driver.Namespace{Name: name, Limit: ns.limit, Tolerance: ns.tolerance, Sealed: ns.sealed})
 	}
 	slices.SortFunc(out, func(a, b driver.Namespace) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
@@ -182,6 +195,27 @@ func (s *driverStore) Slots(ctx context.Context, name string) ([]driver.SlotInfo
 	}
 	slices.SortFunc(out, func(a, b driver.SlotInfo) int { return cmp.Compare(a.Slot, b.Slot) })
 	return out, nil
+}
+
+// SealNamespace seals namespace name (see driver.SlotLeaseStore): Acquire
+// and Renew check the flag under the same mutex as their write. A missing
+// namespace is created sealed, with no settings (Limit 0).
+func (s *driverStore) SealNamespace(ctx context.Context, name string) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	defer s.st.mu.Unlock()
+	ns := s.st.spaces[name]
+	if ns == nil {
+		ns = &namespace{
+			slots:      map[int]driver.SlotRecord{},
+			owners:     map[string][]int{},
+			fenceFloor: s.st.slotFenceFloor,
+		}
+		s.st.spaces[name] = ns
+	}
+	ns.sealed = true
+	return nil
 }
 
 // SeedSlot raises slot n's history for a migration (see driver.SlotSeeder

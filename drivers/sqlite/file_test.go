@@ -53,14 +53,14 @@ func TestRefusesForeignFiles(t *testing.T) {
 	writeSQLite(t, other, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total INTEGER)", "INSERT INTO invoices VALUES (1, 99)")
 	newer := filepath.Join(dir, "newer.db")
 	open(t, newer).Close()
-	writeSQLite(t, newer, "UPDATE cosid_meta SET value = '2' WHERE name = 'schema_version'")
+	writeSQLite(t, newer, "UPDATE cosid_meta SET value = '3' WHERE name = 'schema_version'")
 	for _, c := range []struct {
 		path, want string
 		is         error
 	}{
 		{text, "not a SQLite database", driver.ErrConfigMismatch},
 		{other, "not a cosid store: the database has tables (invoices)", driver.ErrConfigMismatch},
-		{newer, "schema version 2, newer than this driver's 1", driver.ErrConfigMismatch},
+		{newer, "schema version 3, newer than this driver's 2", driver.ErrConfigMismatch},
 	} {
 		before := snapshot(t, c.path)
 		_, err := fromOptions(map[string]string{"path": c.path})
@@ -188,5 +188,51 @@ func TestPurgedUnderSealInit(t *testing.T) {
 	}
 	if keys, err := op.Keys(ctx); err != nil || len(keys) != 0 {
 		t.Fatalf("Keys after the refused Seal and Init = %q, %v; want none: a refused call wrote", keys, err)
+	}
+}
+
+// TestUpgradeFromVersion1: a file of schema version 1 (before the namespace
+// seal) opens, with create=false as storectl opens a migration's source and
+// with create=true: its tables are upgraded to version 2 in place, its
+// namespaces and slots kept and unsealed, and sealing then works.
+func TestUpgradeFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	for _, create := range []string{"false", "true"} {
+		t.Run("create="+create, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "v1.db")
+			d := open(t, path)
+			ns := driver.Namespace{Name: "workers", Limit: 2}
+			l, err := d.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "i", TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Close()
+			writeSQLite(t, path, "ALTER TABLE cosid_namespace DROP COLUMN sealed",
+				"UPDATE cosid_meta SET value = '1' WHERE name = 'schema_version'")
+
+			o, err := fromOptions(map[string]string{"path": path, driver.OptionCreate: create})
+			if err != nil {
+				t.Fatalf("open of a version 1 file: %v", err)
+			}
+			defer o.Close()
+			d = o.(*driverStore)
+			nss, err := d.Namespaces(ctx)
+			if err != nil || len(nss) != 1 || nss[0] != ns {
+				t.Fatalf("Namespaces after the upgrade: %+v, %v; want [%+v]", nss, err, ns)
+			}
+			if _, err := d.Renew(ctx, l); err != nil {
+				t.Fatalf("Renew of a term taken before the upgrade: %v", err)
+			}
+			if err := d.SealNamespace(ctx, ns.Name); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Renew(ctx, l); !errors.Is(err, driver.ErrSealed) {
+				t.Fatalf("Renew after the seal: %v, want ErrSealed", err)
+			}
+			var v string
+			if err := d.DB().QueryRow(ctx, "SELECT value FROM cosid_meta WHERE name = 'schema_version'").Scan(&v); err != nil || v != "2" {
+				t.Fatalf("schema_version after the upgrade: %q, %v; want 2", v, err)
+			}
+		})
 	}
 }

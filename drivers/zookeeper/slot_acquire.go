@@ -58,7 +58,7 @@ type acquisition struct {
 	a          attempts
 	now        int64 // mtime of this acquire's .clock write
 	fenceFloor int64 // the namespace's: never-used slots start above it
-	root       int32 // the root's version, read before any slot (see slotState.root)
+	guard      guard // the root's and the namespace's versions, read before any slot
 	index      ownerIndex
 	passed     map[int]error // slots passed over, and why
 }
@@ -81,7 +81,7 @@ func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 	}
 	defer done()
 	q := &acquisition{s: s, req: req, a: attempts{s: s.session}, passed: map[int]error{}}
-	q.now, q.fenceFloor, q.index, err = s.clockIn(ctx, req.Namespace, req.Owner, &q.root, &q.a)
+	q.now, q.fenceFloor, q.index, err = s.clockIn(ctx, req.Namespace, req.Owner, &q.guard, &q.a)
 	if err != nil {
 		return driver.Lease{}, err
 	}
@@ -96,7 +96,7 @@ func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 	// retried acquire must get the term it already has.
 	for _, r := range reads {
 		if q.judge(r) == driver.SlotOwn {
-			return r.state(q.root).lease(req.Namespace.Name, r.n), nil
+			return r.state(q.guard).lease(req.Namespace.Name, r.n), nil
 		}
 	}
 	for _, r := range reads {
@@ -160,7 +160,7 @@ func (q *acquisition) try(ctx context.Context, r slotRead) (driver.Lease, bool, 
 		case driver.SlotBusy:
 			return driver.Lease{}, false, nil
 		case driver.SlotOwn:
-			return r.state(q.root).lease(q.req.Namespace.Name, r.n), true, nil
+			return r.state(q.guard).lease(q.req.Namespace.Name, r.n), true, nil
 		}
 		st, again, err := q.take(ctx, r)
 		if err != nil || st != nil {
@@ -189,7 +189,7 @@ func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRea
 		if len(res) != len(ops) || res[slotOps-1].Stat == nil {
 			return nil, r, fmt.Errorf("zookeeper: %s: acquire answered %d results, want %d with a Stat", r.path, len(res), len(ops))
 		}
-		return newSlotState(r.path, node, res[slotOps-1].Stat, q.root), r, nil
+		return newSlotState(r.path, node, res[slotOps-1].Stat, q.guard), r, nil
 	case definite(err):
 		again, err := q.refused(ctx, r, res, slotOps, err)
 		return nil, again, err
@@ -198,7 +198,8 @@ func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRea
 }
 
 // termOps returns the operations of take's multi: the slot's compare-and-set
-// (or create) first, slotOps of them, then the owner index's write.
+// (or create) first, slotOps of them, then the owner index's write, then
+// the check of the namespace node's version (a seal rewrites it).
 func (q *acquisition) termOps(r slotRead, node slotNode) (ops []any, slotOps int, err error) {
 	s := q.s
 	data := formatSlot(node)
@@ -216,12 +217,14 @@ func (q *acquisition) termOps(r slotRead, node slotNode) (ops []any, slotOps int
 	idxPath := s.ownerPath(q.req.Namespace.Name, q.req.Owner)
 	idxData := formatOwnerIndex(driver.RememberSlot(q.index.slots, r.n))
 	if !q.index.exists {
-		return append(ops, &zk.CreateRequest{Path: idxPath, Data: idxData, Acl: s.acl}), slotOps, nil
+		ops = append(ops, &zk.CreateRequest{Path: idxPath, Data: idxData, Acl: s.acl})
+	} else {
+		if err := checkVersion(idxPath, q.index.version); err != nil {
+			return nil, 0, err
+		}
+		ops = append(ops, &zk.SetDataRequest{Path: idxPath, Data: idxData, Version: q.index.version})
 	}
-	if err := checkVersion(idxPath, q.index.version); err != nil {
-		return nil, 0, err
-	}
-	return append(ops, &zk.SetDataRequest{Path: idxPath, Data: idxData, Version: q.index.version}), slotOps, nil
+	return append(ops, &zk.CheckVersionRequest{Path: s.nsPath(q.req.Namespace.Name), Version: q.guard.ns}), slotOps, nil
 }
 
 // refused handles a multi that was refused, so nothing of it was applied.
@@ -233,6 +236,11 @@ func (q *acquisition) refused(ctx context.Context, r slotRead, res []zk.MultiRes
 	idxPath := s.ownerPath(ns, q.req.Owner)
 	failed := slices.IndexFunc(res, func(op zk.MultiResponse) bool { return op.Error != nil })
 	switch {
+	case failed == slotOps+1 && errors.Is(err, zk.ErrNoNode):
+		return r, fmt.Errorf("zookeeper: %s was deleted during an acquire: %w", s.nsPath(ns), driver.ErrNotFound)
+	case failed == slotOps+1:
+		// The namespace node changed: sealed, most likely.
+		return r, q.namespaceAgain(ctx)
 	case failed >= slotOps && errors.Is(err, zk.ErrNoNode) && !q.index.exists:
 		// The owner directory of the namespace is missing.
 		return r, s.createParents(ctx, idxPath, &q.a)
@@ -249,6 +257,29 @@ func (q *acquisition) refused(ctx context.Context, r slotRead, res []zk.MultiRes
 	return r, fmt.Errorf("zookeeper: acquire %s: %w", r.path, err)
 }
 
+// namespaceAgain reads the namespace node after an acquire's check of its
+// version failed: a sealed namespace is ErrSealed; otherwise the acquire
+// goes on, checking the version read now.
+func (q *acquisition) namespaceAgain(ctx context.Context) error {
+	path := q.s.nsPath(q.req.Namespace.Name)
+	rs, err := q.s.getNodes(ctx, []string{path}, &q.a)
+	if err != nil {
+		return err
+	}
+	if rs[0].err != nil {
+		return fmt.Errorf("zookeeper: read %s: %w", path, rs[0].err)
+	}
+	_, _, sealed, err := parseNamespace(rs[0].data)
+	switch {
+	case err != nil:
+		return corruptData(path, rs[0].data, err)
+	case sealed:
+		return sealedErr(path)
+	}
+	q.guard.ns = rs[0].stat.Version
+	return checkVersion(path, q.guard.ns)
+}
+
 // settle decides a multi whose outcome is unknown: it may or may not have
 // been applied. Only the slot's data can tell: if it holds the term written
 // here (owner, incarnation and fence), the term is this acquire's.
@@ -261,7 +292,7 @@ func (q *acquisition) settle(ctx context.Context, r slotRead, node slotNode, err
 		return nil, r, err
 	}
 	if again.exists && again.bad == nil && again.record(0).Holds(driver.Lease{Owner: node.owner, Incarnation: node.incarnation, Fence: node.fence}) {
-		return again.state(q.root), again, nil
+		return again.state(q.guard), again, nil
 	}
 	return nil, again, nil
 }

@@ -40,7 +40,8 @@ const (
 	fieldCeilingMin  = "ceiling_min"
 	fieldNextFloor   = "next_floor"
 
-	fieldLimit = "limit" // a namespace node's; it also has tolerance
+	fieldLimit  = "limit"  // a namespace node's; it also has tolerance
+	fieldSealed = "sealed" // a namespace node's: "true" once sealed (SealNamespace); absent is unsealed
 
 	// The highest slot fence a purge deleted: a line of the root node,
 	// copied into each namespace node created afterwards. The slots of that
@@ -184,12 +185,23 @@ func formatNamespace(limit int, toleranceMillis int64) []byte {
 	return fmt.Appendf(nil, "%s=%d\n%s=%d\n", fieldLimit, limit, fieldTolerance, toleranceMillis)
 }
 
-// parseNamespace decodes a namespace node's settings; other names are
-// allowed and ignored (the node is never rewritten).
-func parseNamespace(data []byte) (limit int, toleranceMillis int64, err error) {
+// sealedLine is what SealNamespace appends to a namespace node.
+var sealedLine = fieldSealed + "=true\n"
+
+// parseNamespace decodes a namespace node's settings and seal; other names
+// are allowed and ignored (the node is rewritten only by a seal, which
+// keeps every line). A limit of 0 is a namespace SealNamespace created.
+func parseNamespace(data []byte) (limit int, toleranceMillis int64, sealed bool, err error) {
 	nodeLines, err := parseNodeLines(data)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
+	}
+	switch v, ok := nodeLines.get(fieldSealed); {
+	case !ok:
+	case v == "true":
+		sealed = true
+	default:
+		return 0, 0, false, fmt.Errorf("%s %q is not true", fieldSealed, v)
 	}
 	get := func(name string, max int64) (int64, error) {
 		v, ok := nodeLines.get(name)
@@ -204,16 +216,16 @@ func parseNamespace(data []byte) (limit int, toleranceMillis int64, err error) {
 	}
 	l, err := get(fieldLimit, store.MaxSlots)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
-	if l < 1 {
-		return 0, 0, fmt.Errorf("%s %d is below 1", fieldLimit, l)
+	if l < 1 && !(l == 0 && sealed) {
+		return 0, 0, false, fmt.Errorf("%s %d is below 1", fieldLimit, l)
 	}
 	tol, err := get(fieldTolerance, store.MaxTolerance.Milliseconds())
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
-	return int(l), tol, nil
+	return int(l), tol, sealed, nil
 }
 
 // nodeLines are the lines of a node, in their order.

@@ -40,11 +40,11 @@ func (s *slotStore) Namespaces(ctx context.Context) ([]driver.Namespace, error) 
 			if errors.Is(r.err, zk.ErrNoNode) {
 				continue // deleted since the listing
 			}
-			limit, tol, err := parseNamespace(r.data)
+			limit, tol, sealed, err := parseNamespace(r.data)
 			if err != nil {
 				return nil, corruptData(paths[i], r.data, err)
 			}
-			out = append(out, driver.Namespace{Name: chunk[i], Limit: limit, Tolerance: time.Duration(tol) * time.Millisecond})
+			out = append(out, driver.Namespace{Name: chunk[i], Limit: limit, Tolerance: time.Duration(tol) * time.Millisecond, Sealed: sealed})
 		}
 	}
 	return out, nil
@@ -83,7 +83,7 @@ func (s *slotStore) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, er
 			return nil, fmt.Errorf("zookeeper: list %s: %w", path, r.err)
 		}
 	}
-	limit, _, err := parseNamespace(rs[1].data)
+	limit, _, _, err := parseNamespace(rs[1].data)
 	if err != nil {
 		return nil, corruptData(path, rs[1].data, err)
 	}

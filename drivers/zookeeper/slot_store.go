@@ -16,7 +16,7 @@ import (
 
 // Slot leases (docs/design.md, Slot leases), on these nodes (ZooKeeper node layout):
 //
-//	{root}/slot/{ns}              limit=..., tolerance=...
+//	{root}/slot/{ns}              limit=..., tolerance=..., sealed=true once sealed
 //	{root}/slot/{ns}/.clock       written by each acquire: its mtime is the acquire's now
 //	{root}/slot/{ns}/{slot}       the slot's name=value lines (slot_codec.go)
 //	{root}/owner/{ns}/{owner}     the owner's last slots, most recent first
@@ -60,16 +60,21 @@ type slotState struct {
 	path    string
 	czxid   int64 // the node's identity: a node recreated at the path is another
 	version int32
-	// root is the root's version, read before the node: a purge rewrites
-	// the root before deleting, so a write checking it cannot land on a
-	// node recreated since, even one at the same version.
-	root  int32
+	guard
 	mtime int64
 	node  slotNode
 }
 
-func newSlotState(path string, node slotNode, stat *zk.Stat, root int32) *slotState {
-	return &slotState{path: path, czxid: stat.Czxid, version: stat.Version, mtime: stat.Mtime, node: node, root: root}
+// guard is the versions of two nodes, read before a slot node, that a
+// write of the slot checks:
+//   - root: a purge rewrites the root before deleting, so a write checking
+//     it cannot land on a node recreated since, even one at the same version;
+//   - ns, the namespace node's: a seal rewrites it, so an acquire's or a
+//     renewal's write checking it cannot land after a seal returned.
+type guard struct{ root, ns int32 }
+
+func newSlotState(path string, node slotNode, stat *zk.Stat, g guard) *slotState {
+	return &slotState{path: path, czxid: stat.Czxid, version: stat.Version, mtime: stat.Mtime, node: node, guard: g}
 }
 
 func (st *slotState) lease(ns string, slot int) driver.Lease {
@@ -88,8 +93,8 @@ type slotRead struct {
 	bad    error // the data does not parse (ErrCorrupt): the node is never written
 }
 
-// state is r as a lease's state; root is the root's version read before r.
-func (r slotRead) state(root int32) *slotState { return newSlotState(r.path, r.node, &r.stat, root) }
+// state is r as a lease's state; g holds the versions read before r.
+func (r slotRead) state(g guard) *slotState { return newSlotState(r.path, r.node, &r.stat, g) }
 
 // record is the slot as a driver.SlotRecord. A slot never used has only a
 // fence: its namespace's fence floor (non-zero after a purge, see Purge).
@@ -163,13 +168,14 @@ type ownerIndex struct {
 // clockIn is the first round trip of an acquire (and of a seed): it writes
 // the namespace's .clock, whose mtime becomes now, and reads the namespace
 // node and, unless owner is "", the owner's index, all at once. A missing
-// namespace is created with ns's settings; different settings are
-// ErrConfigMismatch.
+// namespace is created with ns's settings; a sealed one is ErrSealed,
+// different settings are ErrConfigMismatch.
 //
 // The .clock write is unconditional on purpose: it carries only time, and
 // a write (not a read) gives a now no older than this acquire. If root is
-// not nil, the root's version is read too, into it (see slotState.root).
-func (s *slotStore) clockIn(ctx context.Context, ns driver.Namespace, owner string, root *int32, a *attempts) (now, fenceFloor int64, idx ownerIndex, err error) {
+// not nil, the root's and the namespace node's versions go into it (see
+// guard).
+func (s *slotStore) clockIn(ctx context.Context, ns driver.Namespace, owner string, root *guard, a *attempts) (now, fenceFloor int64, idx ownerIndex, err error) {
 	nsPath := s.nsPath(ns.Name)
 	clock := nsPath + "/" + clockName
 	idxPath := s.ownerPath(ns.Name, owner)
@@ -200,19 +206,25 @@ func (s *slotStore) clockIn(ctx context.Context, ns driver.Namespace, owner stri
 		nsr := rs[1]
 		switch {
 		case errors.Is(nsr.err, zk.ErrNoNode):
-			if err := s.createNamespace(ctx, ns, a); err != nil {
+			if err := s.createNamespace(ctx, ns, false, a); err != nil {
 				return 0, 0, ownerIndex{}, err
 			}
 			continue
 		case nsr.err != nil:
 			return 0, 0, ownerIndex{}, fmt.Errorf("zookeeper: read %s: %w", nsPath, nsr.err)
 		}
-		limit, tol, perr := parseNamespace(nsr.data)
+		limit, tol, sealed, perr := parseNamespace(nsr.data)
 		if perr == nil {
 			fenceFloor, perr = parseFenceFloor(nsr.data, fieldFenceFloor)
 		}
 		if perr != nil {
 			return 0, 0, ownerIndex{}, corruptData(nsPath, nsr.data, perr)
+		}
+		if sealed {
+			return 0, 0, ownerIndex{}, sealedErr(nsPath)
+		}
+		if err := checkVersion(nsPath, nsr.stat.Version); err != nil {
+			return 0, 0, ownerIndex{}, err
 		}
 		if limit != ns.Limit || tol != ns.Tolerance.Milliseconds() {
 			return 0, 0, ownerIndex{}, fmt.Errorf("zookeeper: namespace %s has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
@@ -234,7 +246,7 @@ func (s *slotStore) clockIn(ctx context.Context, ns driver.Namespace, owner stri
 			if rr.err != nil {
 				return 0, 0, ownerIndex{}, fmt.Errorf("zookeeper: read %s: %w", s.root, rr.err)
 			}
-			*root = rr.stat.Version
+			*root = guard{root: rr.stat.Version, ns: nsr.stat.Version}
 		}
 		if owner == "" {
 			return now, fenceFloor, ownerIndex{}, nil
@@ -278,9 +290,9 @@ func (s *slotStore) readOwnerIndex(ctx context.Context, path string, a *attempts
 }
 
 // createNamespace creates a namespace node with its .clock, and the parents
-// they need. A namespace another store created meanwhile is fine: the
-// caller reads it again and compares the settings.
-func (s *slotStore) createNamespace(ctx context.Context, ns driver.Namespace, a *attempts) error {
+// they need; sealed, if asked. A namespace another store created meanwhile
+// is fine: the caller reads it again and compares the settings.
+func (s *slotStore) createNamespace(ctx context.Context, ns driver.Namespace, sealed bool, a *attempts) error {
 	path := s.nsPath(ns.Name)
 	floor, err := s.rootFenceFloor(ctx, a)
 	if err != nil {
@@ -289,6 +301,9 @@ func (s *slotStore) createNamespace(ctx context.Context, ns driver.Namespace, a 
 	data := formatNamespace(ns.Limit, ns.Tolerance.Milliseconds())
 	if floor > 0 {
 		data = fmt.Appendf(data, "%s=%d\n", fieldFenceFloor, floor)
+	}
+	if sealed {
+		data = append(data, sealedLine...)
 	}
 	for {
 		_, err := call(ctx, s, func() ([]zk.MultiResponse, error) {

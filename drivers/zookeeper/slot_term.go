@@ -40,9 +40,10 @@ func leaseLost(path string, l driver.Lease, r slotRead) error {
 }
 
 // currentTerm reads l's slot and returns its state if the slot still holds l's
-// term on the node of creation zxid czxid (any node when czxid is 0).
-func (s *slotStore) currentTerm(ctx context.Context, l driver.Lease, czxid int64, a *attempts) (*slotState, slotRead, error) {
-	root, err := s.rootVersion(ctx, a)
+// term on the node of creation zxid czxid (any node when czxid is 0). With
+// renew, a sealed namespace is ErrSealed.
+func (s *slotStore) currentTerm(ctx context.Context, l driver.Lease, czxid int64, renew bool, a *attempts) (*slotState, slotRead, error) {
+	g, sealed, err := s.guardVersions(ctx, l.Namespace, a)
 	if err != nil {
 		return nil, slotRead{}, err
 	}
@@ -59,20 +60,38 @@ func (s *slotStore) currentTerm(ctx context.Context, l driver.Lease, czxid int64
 		return nil, r, leaseLost(r.path, l, r)
 	case r.stat.Version == -1:
 		return nil, r, checkVersion(r.path, -1)
+	case renew && sealed:
+		return nil, r, sealedErr(s.nsPath(l.Namespace))
+	case renew && g.ns == -1:
+		return nil, r, fmt.Errorf("zookeeper: %s was deleted (a purge under way?): %w", s.nsPath(l.Namespace), driver.ErrLeaseLost)
 	}
-	return r.state(root), r, nil
+	return r.state(g), r, nil
 }
 
-// rootVersion reads the root's version (see slotState.root).
-func (s *slotStore) rootVersion(ctx context.Context, a *attempts) (int32, error) {
-	rs, err := s.getNodes(ctx, []string{s.root}, a)
+// guardVersions reads the root's and namespace ns's versions (see guard),
+// and whether ns is sealed. A namespace node that is missing (being
+// purged) gets version -1, which no write checks: a renewal is then lost.
+func (s *slotStore) guardVersions(ctx context.Context, ns string, a *attempts) (g guard, sealed bool, err error) {
+	path := s.nsPath(ns)
+	rs, err := s.getNodes(ctx, []string{s.root, path}, a)
 	if err != nil {
-		return 0, err
+		return guard{}, false, err
 	}
 	if rs[0].err != nil {
-		return 0, fmt.Errorf("zookeeper: read %s: %w", s.root, rs[0].err)
+		return guard{}, false, fmt.Errorf("zookeeper: read %s: %w", s.root, rs[0].err)
 	}
-	return rs[0].stat.Version, nil
+	g = guard{root: rs[0].stat.Version, ns: -1}
+	switch {
+	case errors.Is(rs[1].err, zk.ErrNoNode):
+		return g, false, nil
+	case rs[1].err != nil:
+		return guard{}, false, fmt.Errorf("zookeeper: read %s: %w", path, rs[1].err)
+	}
+	if _, _, sealed, err = parseNamespace(rs[1].data); err != nil {
+		return guard{}, false, corruptData(path, rs[1].data, err)
+	}
+	g.ns = rs[1].stat.Version
+	return g, sealed, nil
 }
 
 // rewriteTerm compare-and-sets l's slot from st (the state last seen) to the
@@ -84,7 +103,12 @@ func (s *slotStore) rootVersion(ctx context.Context, a *attempts) (int32, error)
 // (a second Release, an older copy of the lease) is never taken for ours.
 // A write some earlier call gave up on may have landed unseen, above that
 // bound: until a write on the slot succeeds, nothing is settled so.
-func (s *slotStore) rewriteTerm(ctx context.Context, l driver.Lease, change func(st *slotState) (slotNode, error),
+//
+// A renewal (renew) also checks the namespace node's version it read before
+// the slot (guard): a seal rewrites that node, so a renewal never lands
+// after a seal returned; read again, the sealed namespace is ErrSealed. A
+// release checks only the root: it still works in a sealed namespace.
+func (s *slotStore) rewriteTerm(ctx context.Context, l driver.Lease, renew bool, change func(st *slotState) (slotNode, error),
 	settled func(r slotRead) bool) (*slotState, error) {
 	path := s.slotPath(l.Namespace, l.Slot)
 	a := attempts{s: s.session}
@@ -99,7 +123,7 @@ func (s *slotStore) rewriteTerm(ctx context.Context, l driver.Lease, change func
 		if st == nil {
 			var r slotRead
 			var err error
-			st, r, err = s.currentTerm(ctx, l, czxid, &a)
+			st, r, err = s.currentTerm(ctx, l, czxid, renew, &a)
 			if err != nil {
 				if unknown && !abandoned && settled != nil && errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrRecreated) &&
 					r.stat.Mzxid > sentAbove && settled(r) {
@@ -125,17 +149,22 @@ func (s *slotStore) rewriteTerm(ctx context.Context, l driver.Lease, change func
 		// With the root's version checked: a purge rewrites the root
 		// before it deletes, so the write never lands on a node recreated
 		// since st was read, even one at the same version.
-		root := st.root
-		res, err := call(ctx, s, func() ([]zk.MultiResponse, error) {
-			return s.conn.Multi(&zk.CheckVersionRequest{Path: s.root, Version: root},
-				&zk.SetDataRequest{Path: path, Data: data, Version: version})
-		})
+		g := st.guard
+		ops := []any{&zk.CheckVersionRequest{Path: s.root, Version: g.root}}
+		if renew {
+			if err := checkVersion(s.nsPath(l.Namespace), g.ns); err != nil {
+				return nil, err
+			}
+			ops = append(ops, &zk.CheckVersionRequest{Path: s.nsPath(l.Namespace), Version: g.ns})
+		}
+		ops = append(ops, &zk.SetDataRequest{Path: path, Data: data, Version: version})
+		res, err := call(ctx, s, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
 		var stat *zk.Stat
 		if err == nil {
-			if len(res) != 2 || res[1].Stat == nil {
-				return nil, fmt.Errorf("zookeeper: write %s answered %d results, want 2 with a Stat", path, len(res))
+			if len(res) != len(ops) || res[len(ops)-1].Stat == nil {
+				return nil, fmt.Errorf("zookeeper: write %s answered %d results, want %d with a Stat", path, len(res), len(ops))
 			}
-			stat = res[1].Stat
+			stat = res[len(ops)-1].Stat
 		}
 		switch {
 		case err == nil:
@@ -147,9 +176,9 @@ func (s *slotStore) rewriteTerm(ctx context.Context, l driver.Lease, change func
 				return nil, fmt.Errorf("zookeeper: %s was deleted and recreated (czxid %#x, was %#x): %w (%w)",
 					path, stat.Czxid, st.czxid, driver.ErrLeaseLost, driver.ErrRecreated)
 			}
-			return newSlotState(path, node, stat, root), nil
+			return newSlotState(path, node, stat, g), nil
 		case errors.Is(err, zk.ErrBadVersion):
-			st = nil // written meanwhile, or a purge began: is the term still ours?
+			st = nil // written meanwhile, a purge began or a seal: is the term still ours?
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, fmt.Errorf("zookeeper: %s was deleted: %w (%w)", path, driver.ErrLeaseLost, driver.ErrRecreated)
 		default:
@@ -182,7 +211,7 @@ func (s *slotStore) Renew(ctx context.Context, l driver.Lease) (driver.Lease, er
 	if err := checkPathText("namespace", l.Namespace, "owner", l.Owner); err != nil {
 		return l, err
 	}
-	st, err := s.rewriteTerm(ctx, l, func(st *slotState) (slotNode, error) {
+	st, err := s.rewriteTerm(ctx, l, true, func(st *slotState) (slotNode, error) {
 		r, err := st.node.record(st.mtime).Renewed(l, 0) // the write's mtime is the new Written
 		return st.node.withRecord(r), err
 	}, nil)
@@ -198,7 +227,7 @@ func (s *slotStore) Release(ctx context.Context, l driver.Lease, used int64) err
 	if err := checkPathText("namespace", l.Namespace, "owner", l.Owner); err != nil {
 		return err
 	}
-	_, err := s.rewriteTerm(ctx, l, func(st *slotState) (slotNode, error) {
+	_, err := s.rewriteTerm(ctx, l, false, func(st *slotState) (slotNode, error) {
 		r, err := st.node.record(st.mtime).Released(l, used, 0)
 		return st.node.withRecord(r), err
 	}, func(r slotRead) bool {

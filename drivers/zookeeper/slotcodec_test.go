@@ -102,23 +102,33 @@ func TestSlotCodecRejects(t *testing.T) {
 }
 
 func TestSlotNamespaceCodec(t *testing.T) {
-	limit, tol, err := parseNamespace(formatNamespace(1024, 1000))
-	if err != nil || limit != 1024 || tol != 1000 {
-		t.Errorf("round trip of limit 1024, tolerance 1000: (%d, %d, %v)", limit, tol, err)
+	limit, tol, sealed, err := parseNamespace(formatNamespace(1024, 1000))
+	if err != nil || limit != 1024 || tol != 1000 || sealed {
+		t.Errorf("round trip of limit 1024, tolerance 1000: (%d, %d, %v, %v)", limit, tol, sealed, err)
 	}
-	if limit, tol, err := parseNamespace([]byte("tolerance=0\nowner_hint=x\nlimit=1")); err != nil || limit != 1 || tol != 0 {
-		t.Errorf("hand-written settings: (%d, %d, %v)", limit, tol, err)
+	if limit, tol, sealed, err := parseNamespace([]byte("tolerance=0\nowner_hint=x\nlimit=1")); err != nil || limit != 1 || tol != 0 || sealed {
+		t.Errorf("hand-written settings: (%d, %d, %v, %v)", limit, tol, sealed, err)
+	}
+	// A seal appends a line; a namespace a seal created has limit 0.
+	for data, want := range map[string]int{
+		string(formatNamespace(4, 0)) + sealedLine: 4,
+		"limit=0\ntolerance=0\n" + sealedLine:      0,
+	} {
+		if limit, _, sealed, err := parseNamespace([]byte(data)); err != nil || limit != want || !sealed {
+			t.Errorf("parseNamespace(%q) = (%d, %v, %v), want limit %d, sealed", data, limit, sealed, err, want)
+		}
 	}
 	for data, why := range map[string]string{
-		"":                              `no "limit" line`,
-		"limit=4\n":                     `no "tolerance" line`,
-		"limit=0\ntolerance=0\n":        "below 1",
-		"limit=1048577\ntolerance=0":    "above the largest",
-		"limit=4\ntolerance=3600001":    "above the largest",
-		"limit=4\ntolerance=-1":         "not a non-negative decimal",
-		"limit=4\nlimit=4\ntolerance=0": "appears twice",
+		"":                               `no "limit" line`,
+		"limit=4\n":                      `no "tolerance" line`,
+		"limit=0\ntolerance=0\n":         "below 1",
+		"limit=1048577\ntolerance=0":     "above the largest",
+		"limit=4\ntolerance=3600001":     "above the largest",
+		"limit=4\ntolerance=-1":          "not a non-negative decimal",
+		"limit=4\nlimit=4\ntolerance=0":  "appears twice",
+		"limit=4\ntolerance=0\nsealed=1": `sealed "1" is not true`,
 	} {
-		if _, _, err := parseNamespace([]byte(data)); err == nil || !strings.Contains(err.Error(), why) {
+		if _, _, _, err := parseNamespace([]byte(data)); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("parseNamespace(%q) = %v, want an error saying %q", data, err, why)
 		}
 	}
@@ -219,14 +229,17 @@ func FuzzSlotNamespaceCodec(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		limit, tol, err := parseNamespace(data)
+		limit, tol, sealed, err := parseNamespace(data)
 		if err != nil {
 			return
 		}
-		if limit < 1 || limit > 1<<20 || tol < 0 || tol > 3_600_000 {
+		if (limit < 1 && !(limit == 0 && sealed)) || limit > 1<<20 || tol < 0 || tol > 3_600_000 {
 			t.Fatalf("parseNamespace(%q) = (%d, %d) out of bounds", data, limit, tol)
 		}
-		if l2, t2, err := parseNamespace(formatNamespace(limit, tol)); err != nil || l2 != limit || t2 != tol {
+		if sealed {
+			return // formatNamespace writes settings only
+		}
+		if l2, t2, _, err := parseNamespace(formatNamespace(limit, tol)); err != nil || l2 != limit || t2 != tol {
 			t.Fatalf("round trip of (%d, %d): (%d, %d, %v)", limit, tol, l2, t2, err)
 		}
 	})

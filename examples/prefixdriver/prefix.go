@@ -179,6 +179,15 @@ func (s *Store) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error)
 	return r.Slots(ctx, s.name(ns))
 }
 
+// SealNamespace seals the prefixed namespace.
+func (s *Store) SealNamespace(ctx context.Context, ns string) error {
+	r, err := s.slots()
+	if err != nil {
+		return err
+	}
+	return r.SealNamespace(ctx, s.name(ns))
+}
+
 func (s *Store) locker() (driver.Locker, error) {
 	if r, ok := s.d.(driver.Locker); ok {
 		return r, nil

@@ -24,6 +24,11 @@ type Dialect struct {
 	// so that it locks them; empty where a write transaction holds the
 	// whole database anyway.
 	ForUpdate string
+	// ForShare ends a SELECT of the namespace row that Acquire and Renew
+	// read before they write a slot, so that a SealNamespace (which writes
+	// the row) waits for them and they for it; empty where a write
+	// transaction holds the whole database anyway.
+	ForShare string
 	// FreeSearch ends the free-slot search, one pass per entry, in order,
 	// until a pass finds nothing: with row locks, first a pass that skips
 	// rows other acquirers hold, then one that takes their locks without
@@ -125,10 +130,10 @@ func (d Dialect) Placeholder(n int) string {
 
 // Rewrite returns statement q for the database: {p} becomes the table
 // prefix, {now} the clock, {forupdate} the row lock, $n the dialect's
-// placeholder. The markers are replaced in one pass: what goes in (a
+// placeholder, {forshare} the namespace row's lock. The markers are replaced in one pass: what goes in (a
 // schema name in the prefix) is never searched again.
 func (d Dialect) Rewrite(q string) string {
-	q = strings.NewReplacer("{p}", d.Prefix, "{now}", d.Now, "{forupdate}", d.ForUpdate).Replace(q)
+	q = strings.NewReplacer("{p}", d.Prefix, "{now}", d.Now, "{forupdate}", d.ForUpdate, "{forshare}", d.ForShare).Replace(q)
 	if d.Numbered == nil {
 		return q
 	}
@@ -170,7 +175,7 @@ func (d Dialect) Prepare(stmts any) error {
 			errs = append(errs, fmt.Errorf("%s is empty", name))
 		}
 		for _, m := range marker.FindAllString(q, -1) {
-			if m != "{p}" && m != "{now}" && m != "{forupdate}" {
+			if m != "{p}" && m != "{now}" && m != "{forupdate}" && m != "{forshare}" {
 				errs = append(errs, fmt.Errorf("%s has the unknown marker %s", name, m))
 			}
 		}

@@ -237,15 +237,21 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 	return r.lease(a.ns), true, nil
 }
 
-// namespace creates the namespace if missing, checks its settings, and
-// returns the store's time.
+// namespace creates the namespace if missing, checks that it is not sealed
+// and then its settings, and returns the store's time. The row stays
+// share-locked until q's transaction ends (Dialect.ForShare): a seal waits
+// for the slot writes that follow, or they see it.
 func (s *Store) namespace(ctx context.Context, q Querier, want driver.Namespace) (int64, error) {
 	if _, err := q.Exec(ctx, s.q.NamespaceCreate, want.Name, want.Limit, want.Tolerance.Milliseconds()); err != nil {
 		return 0, err
 	}
 	var limit, tol, now int64
-	if err := q.QueryRow(ctx, s.q.NamespaceRead, want.Name).Scan(&limit, &tol, &now); err != nil {
+	var sealed bool
+	if err := q.QueryRow(ctx, s.q.NamespaceLock, want.Name).Scan(&limit, &tol, &sealed, &now); err != nil {
 		return 0, err
+	}
+	if sealed {
+		return 0, sealedErr(want.Name)
 	}
 	if limit != int64(want.Limit) || tol != want.Tolerance.Milliseconds() {
 		return 0, fmt.Errorf("namespace has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
@@ -288,33 +294,67 @@ func (s *Store) remember(ctx context.Context, q Querier, ns, owner string, idx [
 	return err
 }
 
+func sealedErr(ns string) error {
+	return fmt.Errorf("namespace %q is sealed: %w", ns, driver.ErrSealed)
+}
+
 // Renew continues l's term, even after its expiry if nobody took the slot:
-// a read and a compare-and-set on the row's version.
+// in one transaction, the namespace row read under a share lock (a sealed
+// namespace gives ErrSealed), then a read and a compare-and-set on the
+// slot row's version.
 func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
-	for {
-		r, now, err := s.current(ctx, l)
-		if err != nil {
-			return l, err
+	var out driver.Lease
+	err := s.db.Tx(ctx, func(tx Querier) error {
+		var sealed bool
+		err := tx.QueryRow(ctx, s.q.NamespaceSealed, l.Namespace).Scan(&sealed)
+		switch {
+		case errors.Is(err, ErrNoRows):
+			// Purged: the slot read below reports the lease lost.
+		case err != nil:
+			return err
+		case sealed:
+			return sealedErr(l.Namespace)
 		}
-		old := r.version
-		if r.rec, err = r.rec.Renewed(l, now); err != nil {
-			return l, err
+		for {
+			r, now, err := s.current(ctx, tx, l)
+			if err != nil {
+				return err
+			}
+			old := r.version
+			if r.rec, err = r.rec.Renewed(l, now); err != nil {
+				return err
+			}
+			ok, err := s.write(ctx, tx, l.Namespace, r, old, false)
+			if err != nil {
+				return err
+			}
+			if ok {
+				out = r.lease(l.Namespace)
+				return nil
+			}
+			// Written by someone else in between: read again.
 		}
-		ok, err := s.write(ctx, s.db, l.Namespace, r, old, false)
-		if err != nil {
-			return l, err
-		}
-		if ok {
-			return r.lease(l.Namespace), nil
-		}
-		// Written by someone else in between: read again.
+	})
+	if err != nil {
+		return l, err
 	}
+	return out, nil
+}
+
+// SealNamespace seals namespace ns (see driver.SlotLeaseStore), creating it
+// sealed (limit 0) if it is missing. Its write waits for the Acquires and
+// Renews that share-locked the row, and those after it see the seal.
+func (s *Store) SealNamespace(ctx context.Context, ns string) error {
+	return s.db.Tx(ctx, func(tx Querier) error {
+		_, err := tx.Exec(ctx, s.q.NamespaceSeal, ns)
+		return err
+	})
 }
 
 // Release ends l's term; used < 0 means unknown.
 func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
 	for {
-		r, now, err := s.current(ctx, l)
+		r, now, err := s.current(ctx, s.db, l)
 		if err != nil {
 			return err
 		}
@@ -330,11 +370,11 @@ func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
 }
 
 // current reads l's slot and returns it if it still holds l's term.
-func (s *Store) current(ctx context.Context, l driver.Lease) (*slotRow, int64, error) {
+func (s *Store) current(ctx context.Context, q Querier, l driver.Lease) (*slotRow, int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	r, now, err := s.readSlot(ctx, s.db, l.Namespace, l.Slot)
+	r, now, err := s.readSlot(ctx, q, l.Namespace, l.Slot)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -356,7 +396,7 @@ func (s *Store) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
 	for rows.Next() {
 		var n driver.Namespace
 		var limit, tol int64
-		if err := rows.Scan(&n.Name, &limit, &tol); err != nil {
+		if err := rows.Scan(&n.Name, &limit, &tol, &n.Sealed); err != nil {
 			return nil, err
 		}
 		n.Limit, n.Tolerance = int(limit), time.Duration(tol)*time.Millisecond

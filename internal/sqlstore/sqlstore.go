@@ -14,7 +14,8 @@
 //	                 store made before it existed gets it at the next open
 //	                 that may create), and after a purge slot_fence_floor
 //	cosid_range      key, next, sealed
-//	cosid_namespace  name, slot_limit, tolerance_ms
+//	cosid_namespace  name, slot_limit, tolerance_ms, sealed (since schema
+//	                 version 2; Open and OpenExisting upgrade version 1)
 //	cosid_slot       namespace, slot, the fields of a driver.SlotRecord, the
 //	                 store time of its last write (mtime), the expiry and
 //	                 ceiling they give (so the database can search free
@@ -37,7 +38,8 @@ import (
 )
 
 // SchemaVersion is the version of the tables this code reads and writes.
-const SchemaVersion = 1
+// Version 1 (no namespace seal) is upgraded when a store opens (upgrade).
+const SchemaVersion = 2
 
 // ErrNoRows is what a Row's Scan returns when the query found nothing; the
 // adapters translate their library's own.
@@ -132,6 +134,11 @@ func OpenExisting(ctx context.Context, db DB, d Dialect) (*Store, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
+	// Not a creation: the store exists, and the code below needs its
+	// tables at this version.
+	if err := s.db.Tx(ctx, func(tx Querier) error { return s.upgrade(ctx, tx) }); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -177,6 +184,9 @@ func (s *Store) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := s.upgrade(ctx, tx); err != nil {
+			return err
+		}
 		// The identity: made with the tables, or given to a store made
 		// before identities existed; never replaced.
 		_, err = tx.Exec(ctx, s.q.InitStoreID, driver.NewStoreID())
@@ -213,28 +223,62 @@ func (s *Store) checkIn(ctx context.Context, tx Querier) error {
 	return nil
 }
 
-// checkVersion refuses tables of another schema version.
+// checkVersion refuses tables of a schema version this code can neither
+// use nor upgrade.
 func (s *Store) checkVersion(ctx context.Context, tx Querier) error {
-	var v string
-	err := tx.QueryRow(ctx, s.q.SchemaVersion).Scan(&v)
-	if errors.Is(err, ErrNoRows) {
-		return fmt.Errorf("cosid_meta has no schema_version row: %w", driver.ErrCorrupt)
-	}
-	if err != nil {
-		return err
-	}
-	n, err := strconv.Atoi(v)
+	n, err := s.schemaVersion(ctx, tx)
 	switch {
 	case err != nil:
-		return fmt.Errorf("cosid_meta says schema_version %q, not a number: %w", v, driver.ErrCorrupt)
+		return err
 	case n > SchemaVersion:
 		return fmt.Errorf("the tables have schema version %d, newer than this driver's %d: upgrade the driver: %w",
 			n, SchemaVersion, driver.ErrConfigMismatch)
-	case n < SchemaVersion:
-		return fmt.Errorf("the tables have schema version %d, older than this driver's %d, and no migration exists: %w",
-			n, SchemaVersion, driver.ErrConfigMismatch)
+	case n < 1:
+		return fmt.Errorf("the tables have schema version %d, older than any this driver knows: %w", n, driver.ErrConfigMismatch)
 	}
 	return nil
+}
+
+func (s *Store) schemaVersion(ctx context.Context, tx Querier) (int, error) {
+	var v string
+	err := tx.QueryRow(ctx, s.q.SchemaVersion).Scan(&v)
+	if errors.Is(err, ErrNoRows) {
+		return 0, fmt.Errorf("cosid_meta has no schema_version row: %w", driver.ErrCorrupt)
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("cosid_meta says schema_version %q, not a number: %w", v, driver.ErrCorrupt)
+	}
+	return n, nil
+}
+
+// upgrade brings tables of schema version 1 to this version, in tx: the
+// namespace gets its sealed column (every namespace unsealed). Stores
+// opening at once upgrade one at a time (Dialect.PurgeLock, which also
+// waits for the slot writes under way); the version is read again under
+// that lock. A process of an older version still running on the tables
+// ignores seals: upgrade every instance before sealing.
+func (s *Store) upgrade(ctx context.Context, tx Querier) error {
+	n, err := s.schemaVersion(ctx, tx)
+	if err != nil || n != 1 {
+		return err
+	}
+	if s.d.PurgeLock != "" {
+		if _, err := tx.Exec(ctx, s.d.Rewrite(s.d.PurgeLock)); err != nil {
+			return err
+		}
+		if n, err = s.schemaVersion(ctx, tx); err != nil || n != 1 {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, s.q.Upgrade1); err != nil {
+		return fmt.Errorf("upgrade the tables from schema version 1: %w", err)
+	}
+	_, err = tx.Exec(ctx, s.q.SetVersion, strconv.Itoa(SchemaVersion))
+	return err
 }
 
 // checkForeign refuses a database the store has to itself

@@ -34,6 +34,9 @@ func TestStatementsParse(t *testing.T) {
 			stmts["SlotsHead+SlotsTail"] = stmts["SlotsHead"] + db.d.Placeholder(2) + stmts["SlotsTail"]
 			delete(stmts, "SlotsHead")
 			delete(stmts, "SlotsTail")
+			// It runs on tables of version 1 only (the drivers'
+			// TestUpgradeFromVersion1), so it cannot parse against these.
+			delete(stmts, "Upgrade1")
 			for name, q := range stmts {
 				if err := db.prepare(ctx, q); err != nil {
 					t.Errorf("%s does not parse: %v\n%s", name, err, q)

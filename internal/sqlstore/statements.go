@@ -10,7 +10,10 @@ type statements struct {
 
 	// cosid_meta
 	InitVersion, InitStoreID, StoreID, SchemaVersion string
-	FenceFloor, RaiseFenceFloor, MaxFence            string
+	// Upgrade1 makes tables of schema version 1 those of version 2 (the
+	// namespace seal); SetVersion then records the version.
+	Upgrade1, SetVersion                  string
+	FenceFloor, RaiseFenceFloor, MaxFence string
 
 	// Ranges. Next is one round trip: add step unless sealed or past
 	// math.MaxInt64; a new key starts at 0, so its new next value is step.
@@ -20,8 +23,11 @@ type statements struct {
 	// that a refusal leaves nothing written.
 	Next, NextUpdate, Current, Seal, SealUpdate, Init, Keys string
 
-	// Namespaces and owner indexes.
+	// Namespaces and owner indexes. NamespaceLock and NamespaceSealed read
+	// the row under a share lock (Dialect.ForShare), before a slot write
+	// that a seal must not pass; NamespaceSeal writes it.
 	NamespaceCreate, NamespaceRead, NamespaceList, OwnerRead, OwnerWrite string
+	NamespaceLock, NamespaceSealed, NamespaceSeal                        string
 
 	// Slots. SlotFree has one statement per pass of the free-slot search
 	// (Dialect.FreeSearch). SlotsHead, placeholders $2..., SlotsTail read
@@ -47,6 +53,8 @@ func newStatements(d Dialect) (*statements, error) {
 			ON CONFLICT (name) DO NOTHING`,
 		InitStoreID: `INSERT INTO {p}cosid_meta (name, value) VALUES ('store_id', $1)
 			ON CONFLICT (name) DO NOTHING`,
+		Upgrade1:      `ALTER TABLE {p}cosid_namespace ADD COLUMN sealed BOOLEAN NOT NULL DEFAULT FALSE`,
+		SetVersion:    `UPDATE {p}cosid_meta SET value = $1 WHERE name = 'schema_version'`,
 		StoreID:       `SELECT value FROM {p}cosid_meta WHERE name = 'store_id'`,
 		SchemaVersion: `SELECT value FROM {p}cosid_meta WHERE name = 'schema_version'`,
 		FenceFloor:    `SELECT value FROM {p}cosid_meta WHERE name = 'slot_fence_floor'`,
@@ -73,9 +81,13 @@ func newStatements(d Dialect) (*statements, error) {
 
 		NamespaceCreate: `INSERT INTO {p}cosid_namespace (name, slot_limit, tolerance_ms) VALUES ($1, $2, $3)
 			ON CONFLICT (name) DO NOTHING`,
-		NamespaceRead: `SELECT slot_limit, tolerance_ms, {now} FROM {p}cosid_namespace WHERE name = $1`,
-		NamespaceList: `SELECT name, slot_limit, tolerance_ms FROM {p}cosid_namespace`,
-		OwnerRead:     `SELECT slots FROM {p}cosid_owner WHERE namespace = $1 AND owner = $2`,
+		NamespaceRead:   `SELECT slot_limit, tolerance_ms, {now} FROM {p}cosid_namespace WHERE name = $1`,
+		NamespaceList:   `SELECT name, slot_limit, tolerance_ms, sealed FROM {p}cosid_namespace`,
+		NamespaceLock:   `SELECT slot_limit, tolerance_ms, sealed, {now} FROM {p}cosid_namespace WHERE name = $1{forshare}`,
+		NamespaceSealed: `SELECT sealed FROM {p}cosid_namespace WHERE name = $1{forshare}`,
+		NamespaceSeal: `INSERT INTO {p}cosid_namespace AS n (name, slot_limit, tolerance_ms, sealed) VALUES ($1, 0, 0, TRUE)
+			ON CONFLICT (name) DO UPDATE SET sealed = TRUE`,
+		OwnerRead: `SELECT slots FROM {p}cosid_owner WHERE namespace = $1 AND owner = $2`,
 		OwnerWrite: `INSERT INTO {p}cosid_owner AS o (namespace, owner, slots) VALUES ($1, $2, $3)
 			ON CONFLICT (namespace, owner) DO UPDATE SET slots = $3`,
 
@@ -131,7 +143,8 @@ var tables = []string{
 	`CREATE TABLE IF NOT EXISTS {p}cosid_namespace (
 		name TEXT PRIMARY KEY,
 		slot_limit BIGINT NOT NULL,
-		tolerance_ms BIGINT NOT NULL)`,
+		tolerance_ms BIGINT NOT NULL,
+		sealed BOOLEAN NOT NULL DEFAULT FALSE)`,
 	`CREATE TABLE IF NOT EXISTS {p}cosid_slot (
 		namespace TEXT NOT NULL,
 		slot BIGINT NOT NULL,

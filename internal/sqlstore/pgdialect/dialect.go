@@ -25,6 +25,7 @@ func New(schema string) sqlstore.Dialect {
 		Prefix:     pgx.Identifier{schema}.Sanitize() + ".",
 		Now:        Clock,
 		ForUpdate:  " FOR UPDATE",
+		ForShare:   " FOR SHARE",
 		FreeSearch: []string{" FOR UPDATE SKIP LOCKED", " FOR UPDATE NOWAIT"},
 		// In the order an Acquire writes them, so a purge waits for the
 		// acquires under way rather than deadlock with them.

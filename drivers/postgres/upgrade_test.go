@@ -1,0 +1,89 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/pgtest"
+)
+
+// TestUpgradeFromVersion1: a schema of version 1 (before the namespace
+// seal), opened by several stores at once, with create=true and create=false:
+// the tables are upgraded once, to version 2, terms taken before renew, and
+// sealing works afterwards.
+func TestUpgradeFromVersion1(t *testing.T) {
+	srv := pgtest.Shared(t)
+	schema := freshSchema("upgrade")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	old := openAt(t, srv.ConnString(), schema, nil)
+	ns := driver.Namespace{Name: "workers", Limit: 2}
+	l, err := old.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "i", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	q := pgx.Identifier{schema}.Sanitize()
+	if err := srv.Exec(t, func(c *pgx.Conn) error {
+		for _, s := range []string{"ALTER TABLE " + q + ".cosid_namespace DROP COLUMN sealed",
+			"UPDATE " + q + ".cosid_meta SET value = '1' WHERE name = 'schema_version'"} {
+			if _, err := c.Exec(ctx, s); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	stores := make([]*driverStore, 4)
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() {
+			create := "true"
+			if i%2 == 1 {
+				create = "false"
+			}
+			d, err := fromOptions(map[string]string{"connString": srv.ConnString(), "schema": schema, "poolSize": "2", driver.OptionCreate: create})
+			if err != nil {
+				t.Errorf("open %d (create=%s) of a version 1 schema: %v", i, create, err)
+				return
+			}
+			stores[i] = d.(*driverStore)
+		})
+	}
+	wg.Wait()
+	for _, s := range stores {
+		if s != nil {
+			t.Cleanup(func() { s.Close() })
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	d := stores[0]
+	if l, err = d.Renew(ctx, l); err != nil {
+		t.Fatalf("Renew of a term taken before the upgrade: %v", err)
+	}
+	if err := stores[1].SealNamespace(ctx, ns.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Renew(ctx, l); !errors.Is(err, driver.ErrSealed) {
+		t.Fatalf("Renew after the seal: %v, want ErrSealed", err)
+	}
+	nss, err := stores[2].Namespaces(ctx)
+	if want := (driver.Namespace{Name: ns.Name, Limit: ns.Limit, Sealed: true}); err != nil || len(nss) != 1 || nss[0] != want {
+		t.Fatalf("Namespaces: %+v, %v; want [%+v]", nss, err, want)
+	}
+	var v string
+	if err := d.DB().QueryRow(ctx, "SELECT value FROM "+q+".cosid_meta WHERE name = 'schema_version'").Scan(&v); err != nil || v != "2" {
+		t.Fatalf("schema_version after the upgrade: %q, %v; want 2", v, err)
+	}
+}

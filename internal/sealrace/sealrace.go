@@ -1,0 +1,148 @@
+// Package sealrace is a test helper for the namespace seal
+// (driver.SlotLeaseStore.SealNamespace): stores acquire, renew and release
+// terms in a namespace while another store seals it, then reads its slots,
+// as a migration does. Every term and renewal a store was granted must show
+// in what that read saw: none may start or grow after the seal returned.
+package sealrace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// Run plays rounds rounds, each in a namespace of its own: one goroutine
+// per racer takes a term, renews it twice and releases it, in a loop,
+// until the namespace is sealed; once every racer was granted something,
+// sealer seals the namespace and lists its slots. Each lease a racer got
+// (from Acquire or Renew) must be covered by that listing: its slot listed
+// with a higher fence, or the same fence and a ceiling at least the
+// lease's. A racer's call after the seal returned must give ErrSealed
+// (each racer stops at its first ErrSealed, so a racer that never stops
+// fails the round at the bound).
+func Run(t testing.TB, racers []driver.SlotLeaseStore, sealer driver.SlotLeaseStore, rounds int, bound time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	defer cancel()
+	var sealedAcquires, sealedRenews int
+	for round := range rounds {
+		a, r, err := one(ctx, racers, sealer, round)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		sealedAcquires += a
+		sealedRenews += r
+	}
+	t.Logf("%d rounds: the seal stopped %d Acquires and %d Renews", rounds, sealedAcquires, sealedRenews)
+	if sealedAcquires == 0 || sealedRenews == 0 {
+		t.Errorf("the seal stopped %d Acquires and %d Renews: the race proved little", sealedAcquires, sealedRenews)
+	}
+}
+
+// one plays a round; it returns how the racers stopped.
+func one(ctx context.Context, racers []driver.SlotLeaseStore, sealer driver.SlotLeaseStore, round int) (acquires, renews int, err error) {
+	ns := driver.Namespace{Name: fmt.Sprintf("seal-race-%d", round), Limit: len(racers), Tolerance: time.Second}
+	var mu sync.Mutex
+	var granted []driver.Lease
+	var errs []error
+	var stops []string
+	active := make(chan struct{}, len(racers))
+	var wg sync.WaitGroup
+	for i, st := range racers {
+		wg.Go(func() {
+			req := driver.AcquireRequest{Namespace: ns, Owner: fmt.Sprintf("racer-%d", i), Incarnation: "run", TTL: time.Minute}
+			signalled := false
+			grant := func(l driver.Lease) {
+				mu.Lock()
+				granted = append(granted, l)
+				mu.Unlock()
+				if !signalled {
+					signalled = true
+					active <- struct{}{}
+				}
+			}
+			stop := func(how string, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if errors.Is(err, driver.ErrSealed) {
+					stops = append(stops, how)
+				} else {
+					errs = append(errs, fmt.Errorf("racer %d: %s: %w", i, how, err))
+				}
+			}
+			for ctx.Err() == nil {
+				l, err := st.Acquire(ctx, req)
+				if err != nil {
+					stop("Acquire", err)
+					return
+				}
+				grant(l)
+				for range 2 {
+					if l, err = st.Renew(ctx, l); err != nil {
+						if errors.Is(err, driver.ErrSealed) {
+							// Released, as a holder that stops does.
+							_ = st.Release(ctx, l, -1)
+						}
+						stop("Renew", err)
+						return
+					}
+					grant(l)
+				}
+				if err := st.Release(ctx, l, -1); err != nil {
+					stop("Release", err)
+					return
+				}
+			}
+		})
+	}
+	for range racers {
+		select {
+		case <-active:
+		case <-ctx.Done():
+		}
+	}
+	var infos []driver.SlotInfo
+	err = sealer.SealNamespace(ctx, ns.Name)
+	if err == nil {
+		infos, err = sealer.Slots(ctx, ns.Name)
+	}
+	wg.Wait()
+	if err != nil {
+		return 0, 0, fmt.Errorf("seal and read: %w", err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, err
+	}
+	if ctx.Err() != nil {
+		return 0, 0, fmt.Errorf("racers still running at the bound: %w", ctx.Err())
+	}
+	read := map[int]driver.SlotInfo{}
+	for _, in := range infos {
+		read[in.Slot] = in
+	}
+	for _, l := range granted {
+		in, ok := read[l.Slot]
+		switch {
+		case !ok:
+			return 0, 0, fmt.Errorf("slot %d: fence %d was granted, but the read after the seal does not list the slot", l.Slot, l.Fence)
+		case in.Fence < l.Fence:
+			return 0, 0, fmt.Errorf("slot %d: term of fence %d started after the seal (the read saw fence %d)", l.Slot, l.Fence, in.Fence)
+		case in.Fence == l.Fence && in.Ceiling < l.Ceiling:
+			return 0, 0, fmt.Errorf("slot %d: fence %d renewed to ceiling %d after the seal (the read saw ceiling %d)",
+				l.Slot, l.Fence, l.Ceiling, in.Ceiling)
+		}
+	}
+	for _, how := range stops {
+		if how == "Acquire" {
+			acquires++
+		} else {
+			renews++
+		}
+	}
+	return acquires, renews, nil
+}
