@@ -66,7 +66,8 @@
 // expiry and ceiling as lower bounds and the next term's floor comes from
 // the stored record, so the timestamps of two terms stay apart whatever the
 // hosts' clocks say; a host whose clock is ahead may take an expired slot
-// early, a host behind late.
+// early, a host behind late. A slot whose fence is below one the store saw
+// (a record put back from a backup, a key deleted by hand) is ErrCorrupt.
 //
 // Locks are fair: waiters are served in the order of their keys' create
 // revisions, each watching only its predecessor. The fence is the waiter
