@@ -2,9 +2,19 @@ package etcd
 
 import (
 	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/etcdtest"
+	"github.com/cosid-go/store/internal/netproxy"
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // TestInitAfterOperatorDelete: a store that handed out values of a key
@@ -38,5 +48,114 @@ func TestInitAfterOperatorDelete(t *testing.T) {
 	}
 	if len(resp.Kvs) != 0 {
 		t.Errorf("the refused Init created the key again: %q", resp.Kvs[0].Value)
+	}
+}
+
+// TestNextThroughClusterFaults: on a 3-member cluster, three stores (each
+// through proxies to every member) call Next on one key while their
+// connections are cut with requests in flight, the leader is killed and
+// restarted, and a member is paused; then one store seals the key. No value
+// is handed out twice, every range is below the sealed value, and Next
+// after the seal is ErrSealed in every store.
+func TestNextThroughClusterFaults(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	ctx := t.Context()
+	prefix := freshPrefix("faults")
+	var proxies []*netproxy.Proxy
+	var eps []string
+	for _, m := range c.Members {
+		p := netproxy.New(t, strings.TrimPrefix(m.ClientURL, "http://"))
+		proxies = append(proxies, p)
+		eps = append(eps, p.Addr())
+	}
+	var stores []*store.Store
+	for i := range 3 {
+		// Each store prefers another member first.
+		order := append(append([]string(nil), eps[i:]...), eps[:i]...)
+		st, err := store.Open("etcd", map[string]string{"endpoints": strings.Join(order, ","), "prefix": prefix, "dialTimeout": "1s"},
+			store.WithTimeout(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		stores = append(stores, st)
+	}
+	var mu sync.Mutex
+	var got []store.Range
+	var failed int
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, st := range stores {
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					r, err := st.Ranges().Next(ctx, "k", 5)
+					mu.Lock()
+					if err == nil {
+						got = append(got, r)
+					} else {
+						failed++
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got)
+	}
+	progress := func(what string) {
+		t.Helper()
+		n := count()
+		poll.Until(t, 60*time.Second, "Next succeeds after "+what, func() bool { return count() > n+20 })
+	}
+	progress("the start")
+	for round := range 3 {
+		for i, p := range proxies {
+			p.Cut()
+			time.Sleep(50 * time.Millisecond) // let requests pile up on the dead connections
+			p.Restore()
+			progress(fmt.Sprintf("cut %d of round %d", i, round))
+		}
+		leader, _ := pickMember(t, c, true)
+		leader.Stop()
+		progress("the leader was killed")
+		c.Restart(t, leader)
+		progress("the old leader restarted")
+		follower, _ := pickMember(t, c, false)
+		follower.Pause()
+		progress("a member was paused")
+		follower.Resume()
+	}
+	final, err := stores[0].Ranges().Seal(ctx, "k")
+	if err != nil {
+		t.Errorf("Seal: %v", err)
+		final = math.MaxInt64
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d ranges, %d failed calls, sealed at %d", len(got), failed, final)
+	sort.Slice(got, func(i, j int) bool { return got[i].Start < got[j].Start })
+	for i, r := range got {
+		if i > 0 && r.Start < got[i-1].End {
+			t.Fatalf("ranges %v and %v overlap", got[i-1], r)
+		}
+		if r.End > final {
+			t.Fatalf("range %v is not below the sealed value %d", r, final)
+		}
+	}
+	for i, st := range stores {
+		if r, err := st.Ranges().Next(ctx, "k", 5); !errors.Is(err, store.ErrSealed) {
+			t.Errorf("store %d: Next after the seal = %v, %v; want ErrSealed", i, r, err)
+		}
 	}
 }
