@@ -2,12 +2,16 @@ package etcd
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/freeport"
+	"github.com/cosid-go/store/internal/netproxy"
 )
 
 // TestTLSKeyInOptionNotShown: the PEM of a private key given where its
@@ -39,4 +43,38 @@ func TestTLSKeyInOptionNotShown(t *testing.T) {
 	if msg := err.Error(); !errors.Is(err, store.ErrInvalidArgument) || strings.Count(msg, "/nonexistent/key.pem") != 1 || !strings.Contains(msg, "no such file") {
 		t.Errorf("Open with a missing key file: %v; want its path, once, and why", err)
 	}
+}
+
+// TestOpenWithoutDeadline: store.Open (no context of the caller's) of
+// endpoints where nobody listens, or where a proxy accepts connections
+// and stays silent, ends after about dialTimeout with ErrUnavailable,
+// naming the endpoint, instead of waiting forever.
+func TestOpenWithoutDeadline(t *testing.T) {
+	port, err := freeport.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen := netproxy.New(t, strings.TrimPrefix(sharedServer(t).Endpoints()[0], "http://"))
+	frozen.Freeze()
+	for _, ep := range []string{fmt.Sprintf("127.0.0.1:%d", port), frozen.Addr()} {
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() {
+			st, err := store.Open("etcd", map[string]string{"endpoints": ep, "dialTimeout": "1s", "prefix": freshPrefix("nodeadline")})
+			if st != nil {
+				st.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), ep) {
+				t.Errorf("Open of %s: %v; want ErrUnavailable naming it", ep, err)
+			}
+			t.Logf("Open of %s ended after %v", ep, time.Since(start).Round(time.Millisecond))
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Open of %s with dialTimeout 1s still waits after 30s", ep)
+		}
+	}
+	frozen.Thaw()
 }
