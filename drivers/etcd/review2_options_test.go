@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/freeport"
 	"github.com/cosid-go/store/internal/netproxy"
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // TestTLSKeyInOptionNotShown: the PEM of a private key given where its
@@ -77,4 +81,61 @@ func TestOpenWithoutDeadline(t *testing.T) {
 		}
 	}
 	frozen.Thaw()
+}
+
+// TestFrozenConnection: with the store's connection silent (a network
+// that drops everything), each call ends within the store's timeout with
+// ErrUnavailable, and Close, with a lock held and calls in flight, returns
+// promptly and leaves no goroutine.
+func TestFrozenConnection(t *testing.T) {
+	p := netproxy.New(t, strings.TrimPrefix(sharedServer(t).Endpoints()[0], "http://"))
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx := t.Context()
+	st, err := store.Open("etcd", map[string]string{"endpoints": p.Addr(), "prefix": freshPrefix("frozen"), "sessionTTL": "2s"},
+		store.WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Ranges().Next(ctx, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Locks().Lock(ctx, "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Freeze()
+	ns := store.Namespace{Name: "ns", Limit: 2, Tolerance: time.Second}
+	for name, call := range map[string]func() error{
+		"Next":    func() error { _, err := st.Ranges().Next(ctx, "k", 1); return err },
+		"Seal":    func() error { _, err := st.Ranges().Seal(ctx, "k"); return err },
+		"Acquire": func() error { _, err := st.Slots().Acquire(ctx, ns, "o", store.AcquireOptions{}); return err },
+		"TryLock": func() error { _, err := st.Locks().TryLock(ctx, "m"); return err },
+		"Ping":    func() error { return st.Ping(ctx) },
+	} {
+		start := time.Now()
+		err := call()
+		if d := time.Since(start); d > 15*time.Second || !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s on a frozen connection: %v after %v; want ErrUnavailable within the 1s timeout", name, err, d)
+		}
+		t.Logf("%s: %v", name, time.Since(start).Round(time.Millisecond))
+	}
+	inFlight := make(chan error, 1)
+	go func() { _, err := st.Ranges().Next(context.Background(), "k", 1); inFlight <- err }()
+	start := time.Now()
+	if err := st.Close(); err != nil {
+		t.Logf("Close: %v", err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("Close on a frozen connection took %v", d)
+	}
+	t.Logf("Close: %v", time.Since(start).Round(time.Millisecond))
+	if !poll.Closed(l.Lost()) {
+		t.Error("the hold's Lost is open after Close")
+	}
+	select {
+	case <-inFlight:
+	case <-time.After(15 * time.Second):
+		t.Error("a Next in flight at Close did not end")
+	}
+	p.Thaw()
 }
