@@ -159,3 +159,84 @@ func TestNextThroughClusterFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestOddDataLeftAlone: values another tool (or another version) wrote in
+// a range key, a namespace key or an owner index are refused with
+// ErrCorrupt by every call that reads them, whether or not the store used
+// the key before, and are left as they are.
+func TestOddDataLeftAlone(t *testing.T) {
+	ctx := t.Context()
+	cli := rawClient(t)
+	for _, v := range []string{"", "0100", "+5", "-1", " 5", "5 ", "5\n", "1e3", "0x10", "５", "5:sealed:sealed",
+		"5:SEALED", ":sealed", "9223372036854775808", "5:sealedx", "5;sealed"} {
+		for _, used := range []bool{false, true} {
+			prefix := freshPrefix("odd")
+			s := openShifted(t, prefix, 0)
+			k := prefix + "/range/k"
+			if used {
+				if _, err := s.Next(ctx, "k", 10); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := cli.Put(ctx, k, v); err != nil {
+				t.Fatal(err)
+			}
+			calls := map[string]func() error{
+				"Next":    func() error { _, err := s.Next(ctx, "k", 10); return err },
+				"Current": func() error { _, _, err := s.Current(ctx, "k"); return err },
+				"Seal":    func() error { _, err := s.Seal(ctx, "k"); return err },
+				"Init":    func() error { return s.Init(ctx, "k", 5) },
+			}
+			for name, call := range calls {
+				if err := call(); !errors.Is(err, driver.ErrCorrupt) {
+					t.Errorf("%s of a key holding %q (used before: %v): %v; want ErrCorrupt", name, v, used, err)
+				}
+			}
+			resp, err := cli.Get(ctx, k)
+			if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != v {
+				t.Errorf("the key holding %q now: %v, %v", v, resp.Kvs, err)
+			}
+		}
+	}
+	prefix := freshPrefix("oddslot")
+	s := openShifted(t, prefix, 0)
+	ns := driver.Namespace{Name: "n", Limit: 4, Tolerance: time.Second}
+	for key, v := range map[string]string{
+		"ns/n":      "limit=4\ntolerance=1000\n",
+		"owner/n/o": "1, 2",
+	} {
+		if _, err := cli.Put(ctx, prefix+"/"+key, v); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "i", TTL: time.Minute})
+		if !errors.Is(err, driver.ErrCorrupt) {
+			t.Errorf("Acquire with %s holding %q: %v; want ErrCorrupt", key, v, err)
+		}
+		resp, err := cli.Get(ctx, prefix+"/"+key)
+		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != v {
+			t.Errorf("%s holding %q now: %v, %v", key, v, resp.Kvs, err)
+		}
+		if _, err := cli.Delete(ctx, prefix+"/"+key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A slot record that does not decode: passed over by Acquire, named in
+	// its ErrExhausted; Slots refuses it; it stays as it is.
+	if _, err := cli.Put(ctx, prefix+"/slot/n/0", "\x00garbage"); err != nil {
+		t.Fatal(err)
+	}
+	one := driver.Namespace{Name: "n", Limit: 1, Tolerance: time.Second}
+	if _, err := cli.Put(ctx, prefix+"/ns/n", "limit=1\ntolerance=1000"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: one, Owner: "o", Incarnation: "i", TTL: time.Minute})
+	if !errors.Is(err, driver.ErrExhausted) || !strings.Contains(err.Error(), "slot/n/0") {
+		t.Errorf("Acquire with the only slot corrupt: %v; want ErrExhausted naming it", err)
+	}
+	if _, err := s.Slots(ctx, "n"); !errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("Slots with a corrupt slot: %v; want ErrCorrupt", err)
+	}
+	if resp, err := cli.Get(ctx, prefix+"/slot/n/0"); err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "\x00garbage" {
+		t.Errorf("the corrupt slot now: %v, %v", resp.Kvs, err)
+	}
+}
