@@ -1,11 +1,20 @@
 package etcd
 
 import (
+	"bufio"
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // TestSlotFenceWentBack: a slot key put back to an older record (a
@@ -60,4 +69,154 @@ func TestSlotFenceWentBack(t *testing.T) {
 	if l5, err := openShifted(t, prefix, 0).Acquire(ctx, req); err != nil || l5.Fence != 1 {
 		t.Errorf("a fresh store's Acquire: %+v, %v; want fence 1", l5, err)
 	}
+}
+
+// TestSlotPausedHolder: a child process holds the only slot and renews it
+// every 200ms; it is stopped (SIGSTOP) past its ttl while this process
+// takes the slot, then let go on. The new term's fence is one more and its
+// floor at or above every ceiling the child was ever told; the child's
+// next renewal fails with ErrLeaseLost and none succeeds after the
+// takeover; its Release then fails too and changes nothing.
+func TestSlotPausedHolder(t *testing.T) {
+	if os.Getenv("ETCD_PAUSED_CHILD") != "" {
+		pausedChild()
+		return
+	}
+	ctx := t.Context()
+	prefix := freshPrefix("paused")
+	ep := sharedServer(t).Endpoints()[0]
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSlotPausedHolder$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "ETCD_PAUSED_CHILD=1", "ETCD_PAUSED_EP="+ep, "ETCD_PAUSED_PREFIX="+prefix)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGCONT)
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "lease ") || strings.HasPrefix(line, "lost") || strings.HasPrefix(line, "error") {
+				lines <- line
+			}
+		}
+		close(lines)
+	}()
+	var fence, ceiling int64
+	var renewals int
+	read := func(line string) {
+		t.Helper()
+		var f, c int64
+		if _, err := fmt.Sscanf(line, "lease %d %d", &f, &c); err != nil {
+			t.Fatalf("the child says: %s", line)
+		}
+		if fence != 0 && f != fence {
+			t.Fatalf("the child's fence changed from %d to %d", fence, f)
+		}
+		fence, ceiling = f, max(ceiling, c)
+		renewals++
+	}
+	for renewals < 3 {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatal("the child ended")
+			}
+			read(line)
+		case <-time.After(60 * time.Second):
+			t.Fatal("the child did not renew its lease 3 times")
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	s := openShifted(t, prefix, 0)
+	ns := driver.Namespace{Name: "n", Limit: 1, Tolerance: 500 * time.Millisecond}
+	var taken driver.Lease
+	poll.Succeeds(t, 60*time.Second, "this process takes the paused child's slot", func() error {
+		var err error
+		taken, err = s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "taker", Incarnation: "t", TTL: time.Minute})
+		return err
+	})
+	// Lines the child wrote before it stopped.
+drain:
+	for {
+		select {
+		case line := <-lines:
+			read(line)
+		default:
+			break drain
+		}
+	}
+	if taken.Fence != fence+1 || taken.Floor < ceiling {
+		t.Errorf("the taken term: fence %d, floor %d; want fence %d, floor at or above the child's ceiling %d", taken.Fence, taken.Floor, fence+1, ceiling)
+	}
+	before := rawClient(t)
+	sk := prefix + "/slot/n/0"
+	rec, err := before.Get(ctx, sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for line := range lines {
+		last = line
+		if strings.HasPrefix(line, "lease") {
+			t.Errorf("the child renewed after the takeover: %s", line)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the child: %v", err)
+	}
+	if !strings.HasPrefix(last, "lost") || !strings.Contains(last, "release lost") {
+		t.Errorf("the child's last word: %q; want its renewal and release lost", last)
+	}
+	now, err := before.Get(ctx, sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(now.Kvs[0].Value) != string(rec.Kvs[0].Value) || now.Kvs[0].ModRevision != rec.Kvs[0].ModRevision {
+		t.Error("the child's calls after the takeover changed the slot")
+	}
+}
+
+// pausedChild acquires the only slot and renews it every 200ms, printing
+// "lease fence ceiling" after each; once a renewal fails it releases the
+// lease and prints "lost: ..." and how the release went.
+func pausedChild() {
+	ctx := context.Background()
+	st, err := OpenStore(ctx, &Options{Endpoints: []string{os.Getenv("ETCD_PAUSED_EP")}, Prefix: os.Getenv("ETCD_PAUSED_PREFIX")},
+		store.WithTimeout(10*time.Second))
+	if err != nil {
+		fmt.Println("error", err)
+		return
+	}
+	defer st.Close()
+	ns := store.Namespace{Name: "n", Limit: 1, Tolerance: 500 * time.Millisecond}
+	l, err := st.Slots().Acquire(ctx, ns, "child", store.AcquireOptions{TTL: 2 * time.Second})
+	for err == nil {
+		fmt.Println("lease", l.Fence, l.Ceiling)
+		time.Sleep(200 * time.Millisecond)
+		l, err = st.Slots().Renew(ctx, l)
+	}
+	if !errors.Is(err, store.ErrLeaseLost) {
+		fmt.Println("error", err)
+		return
+	}
+	rerr := st.Slots().ReleaseUsed(ctx, l, l.Ceiling-1)
+	if errors.Is(rerr, store.ErrLeaseLost) {
+		fmt.Println("lost: renew:", err, "; release lost")
+		return
+	}
+	fmt.Println("lost: renew:", err, "; release:", rerr)
 }
