@@ -18,7 +18,9 @@
 //     http:// and https:// together: the client speaks TLS to every
 //     member or to none.
 //   - prefix (/cosid): put before every key the store writes; nothing
-//     outside it is touched.
+//     outside it is touched. A prefix among another store's lock,
+//     namespace, slot or owner keys (/cosid/lock/x) is refused at Open
+//     (ErrConfigMismatch): that store would read its keys as its own.
 //   - username, password (none): etcd authentication, both or neither; the
 //     password never appears in errors. A password etcd refuses fails
 //     Open with ErrInvalidArgument naming the option.

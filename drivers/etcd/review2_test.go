@@ -240,3 +240,52 @@ func TestOddDataLeftAlone(t *testing.T) {
 		t.Errorf("the corrupt slot now: %v, %v", resp.Kvs, err)
 	}
 }
+
+// TestNestedPrefixes: a store whose prefix lies under another's ("/p" and
+// "/p/x") is a separate store: each key starts at 0 in each, and neither
+// lists the other's keys. A prefix inside another store's lock, namespace,
+// slot or owner keys ("/p/lock/n") would put its keys among entries the
+// other reads as its own (a lock nobody holds would stay taken): Open
+// refuses it, naming the store.
+func TestNestedPrefixes(t *testing.T) {
+	ctx := t.Context()
+	ep := sharedServer(t).Endpoints()
+	outer := freshPrefix("nested")
+	a, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: outer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: outer + "/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, st := range []*store.Store{a, b, a, b} {
+		if _, err := st.Ranges().Next(ctx, "k", 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, st := range []*store.Store{a, b} {
+		if next, _, err := st.Ranges().Current(ctx, "k"); err != nil || next != 20 {
+			t.Errorf("store %d: Current = %d, %v; want 20 (two Next of 10 each)", i, next, err)
+		}
+		if keys, err := st.Ranges().Keys(ctx); err != nil || len(keys) != 1 || keys[0] != "k" {
+			t.Errorf("store %d: Keys = %q, %v; want [k]", i, keys, err)
+		}
+	}
+	for _, inner := range []string{"/lock/n", "/slot/ns", "/ns", "/owner/ns"} {
+		c, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: outer + inner})
+		if err == nil {
+			c.Close()
+			t.Errorf("Open of %s%s, inside the store at %s: no error", outer, inner, outer)
+		} else if !errors.Is(err, store.ErrConfigMismatch) || !strings.Contains(err.Error(), outer+"/meta") {
+			t.Errorf("Open of %s%s, inside the store at %s: %v; want ErrConfigMismatch naming %s/meta", outer, inner, outer, err, outer)
+		}
+	}
+	l, err := a.Locks().TryLock(ctx, "n")
+	if err != nil {
+		t.Fatalf("TryLock of a lock nobody holds: %v", err)
+	}
+	l.Unlock(ctx)
+}
