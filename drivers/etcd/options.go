@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cosid-go/store/driver"
 )
@@ -103,6 +105,18 @@ func parseOptions(m map[string]string) (config, error) {
 	for _, seg := range strings.Split(c.prefix[1:], "/") {
 		if seg == "." || seg == ".." {
 			return config{}, bad("prefix", "must not have a '.' or '..' segment")
+		}
+		// So are invisible characters and blank segments, as in keys.
+		if !utf8.ValidString(seg) {
+			return config{}, bad("prefix", "is not valid UTF-8")
+		}
+		if strings.TrimFunc(seg, unicode.IsSpace) == "" {
+			return config{}, bad("prefix", "must not have a segment of white space only")
+		}
+		for _, r := range seg {
+			if unicode.In(r, unicode.Cc, unicode.Cf) {
+				return config{}, bad("prefix", fmt.Sprintf("must not contain the character %U", r))
+			}
 		}
 	}
 	if (c.username == "") != (c.password == "") {

@@ -139,3 +139,21 @@ func TestFrozenConnection(t *testing.T) {
 	}
 	p.Thaw()
 }
+
+// TestPrefixSpellings: a prefix with an invisible or control character,
+// invalid UTF-8 or a blank segment (a second spelling, to a reader, of
+// another store's prefix) is refused, naming the option, as a key with
+// one would be; the same prefix without it opens.
+func TestPrefixSpellings(t *testing.T) {
+	for _, p := range []string{"/ids\x00", "/ids\t", "/ids\n/x", "/ids\u200b", "/\ufeffids", "/ids\xff", "/ids/ /x", "/ids/\u00a0"} {
+		_, err := store.Open("etcd", map[string]string{"prefix": p, "endpoints": "127.0.0.1:1", "dialTimeout": "100ms"})
+		if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), `"prefix"`) {
+			t.Errorf("Open with prefix %q: %v; want ErrInvalidArgument naming the prefix", p, err)
+		}
+	}
+	st, err := store.Open("etcd", map[string]string{"prefix": "/idé/ß x", "endpoints": strings.Join(sharedServer(t).Endpoints(), ",")})
+	if err != nil {
+		t.Fatalf("Open with a prefix of letters and a space: %v", err)
+	}
+	st.Close()
+}
