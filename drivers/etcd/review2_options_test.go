@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,4 +157,24 @@ func TestPrefixSpellings(t *testing.T) {
 		t.Fatalf("Open with a prefix of letters and a space: %v", err)
 	}
 	st.Close()
+}
+
+// TestOptionsPrintNoPassword: OpenStore's Options, printed with any verb
+// (a program logging its configuration) or logged with log/slog, never
+// show the password; the other fields are still shown.
+func TestOptionsPrintNoPassword(t *testing.T) {
+	o := Options{Endpoints: []string{"etcd1:2379"}, Username: "u", Password: "hunter2", TLSKeyFile: "/etc/k.pem"}
+	var outs []string
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
+		outs = append(outs, fmt.Sprintf(verb, o), fmt.Sprintf(verb, &o), fmt.Sprintf(verb, []any{o}))
+	}
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "etcd", o, "ptr", &o)
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("config", "etcd", o)
+	outs = append(outs, buf.String())
+	for _, out := range outs {
+		if strings.Contains(out, "hunter2") || !strings.Contains(out, "etcd1:2379") {
+			t.Errorf("printed Options: %s", out)
+		}
+	}
 }
