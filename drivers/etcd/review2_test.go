@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/etcdtest"
@@ -288,4 +290,88 @@ func TestNestedPrefixes(t *testing.T) {
 		t.Fatalf("TryLock of a lock nobody holds: %v", err)
 	}
 	l.Unlock(ctx)
+}
+
+// TestNextAcrossCompaction: the revisions a store remembers of its keys
+// are compacted away (and other keys written meanwhile); Next, Current
+// and Seal go on from the values they had, Next in one round trip.
+func TestNextAcrossCompaction(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("compactrange")
+	st, calls := openCounting(t, prefix)
+	cli := rawClient(t)
+	for _, k := range []string{"a", "b"} {
+		if _, err := st.Ranges().Next(ctx, k, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cli.Put(ctx, prefix+"/range/b", "50"); err != nil { // another store's write
+		t.Fatal(err)
+	}
+	resp, err := cli.Put(ctx, prefix+"/churn", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	before := calls.Load()
+	if r, err := st.Ranges().Next(ctx, "a", 10); err != nil || r.Start != 10 {
+		t.Errorf("Next of a after the compaction = %v, %v; want start 10", r, err)
+	}
+	if n := calls.Load() - before; n != 1 {
+		t.Errorf("Next after the compaction made %d round trips, want 1", n)
+	}
+	if r, err := st.Ranges().Next(ctx, "b", 10); err != nil || r.Start != 50 {
+		t.Errorf("Next of b after another write and the compaction = %v, %v; want start 50", r, err)
+	}
+	if next, err := st.Ranges().Seal(ctx, "a"); err != nil || next != 20 {
+		t.Errorf("Seal of a = %d, %v; want 20", next, err)
+	}
+}
+
+// TestInitRacesNext: one store Inits keys at 1000 while another calls Next
+// on them: either the Init wins and every range is at or above 1000, or
+// the Next created the key first and the Init says ErrConfigMismatch;
+// never an Init that succeeded over a range handed out from 0.
+func TestInitRacesNext(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("initrace")
+	a, b := openShifted(t, prefix, 0), openShifted(t, prefix, 0)
+	var inits, nexts int
+	for i := range 40 {
+		k := fmt.Sprintf("k%d", i)
+		var initErr error
+		var got []int64
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); initErr = a.Init(ctx, k, 1000) }()
+		go func() {
+			defer wg.Done()
+			for range 3 {
+				start, err := b.Next(ctx, k, 10)
+				if err != nil {
+					t.Errorf("Next: %v", err)
+					return
+				}
+				got = append(got, start)
+			}
+		}()
+		wg.Wait()
+		switch {
+		case initErr == nil:
+			inits++
+			if got[0] < 1000 {
+				t.Errorf("%s: Init at 1000 succeeded, and Next handed out %v", k, got)
+			}
+		case errors.Is(initErr, driver.ErrConfigMismatch):
+			nexts++
+			if got[0] != 0 {
+				t.Errorf("%s: Init refused, and the first range was at %d, not 0", k, got[0])
+			}
+		default:
+			t.Errorf("%s: Init: %v", k, initErr)
+		}
+	}
+	t.Logf("Init first: %d, Next first: %d", inits, nexts)
 }
