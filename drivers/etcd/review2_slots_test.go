@@ -8,9 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
@@ -219,4 +225,130 @@ func pausedChild() {
 		return
 	}
 	fmt.Println("lost: renew:", err, "; release:", rerr)
+}
+
+// openLossyEvery opens a store on prefix whose client loses the answer of
+// every nth transaction: the server applied it, the store hears
+// Unavailable.
+func openLossyEvery(t testing.TB, prefix string, nth int64, lost *atomic.Int64) *store.Store {
+	t.Helper()
+	cfg, err := parseOptions(map[string]string{"endpoints": strings.Join(sharedServer(t).Endpoints(), ","), "prefix": prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	d := newStore(cfg, nil)
+	d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if err == nil && strings.HasSuffix(method, "/Txn") && n.Add(1)%nth == 0 {
+			lost.Add(1)
+			return status.Error(codes.Unavailable, "answer lost (test)")
+		}
+		return err
+	})}
+	if err := d.Connect(t.Context()); err != nil {
+		d.Close()
+		t.Fatal(err)
+	}
+	st, err := store.OpenDriver(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestSlotsLostAnswers: three stores whose transactions lose every 4th to
+// 7th answer (applied, then retried) acquire, renew and release two slots
+// from nine owners, each issuing the host's time as timestamps within its
+// term (at or above the floor, below the ceiling and the expiry) and
+// releasing with the highest it issued. No two terms of a slot get the
+// same fence or issue a common timestamp.
+func TestSlotsLostAnswers(t *testing.T) {
+	prefix := freshPrefix("lossyslots")
+	var lost atomic.Int64
+	stores := []*store.Store{openLossyEvery(t, prefix, 5, &lost), openLossyEvery(t, prefix, 7, &lost), openLossyEvery(t, prefix, 4, &lost)}
+	ns := store.Namespace{Name: "n", Limit: 2, Tolerance: 50 * time.Millisecond}
+	var timeouts atomic.Int64
+	type term struct {
+		slot          int
+		fence         int64
+		first, issued int64 // the timestamps issued: [first, issued]; first 0: none
+	}
+	var mu sync.Mutex
+	var terms []term
+	deadline := time.Now().Add(8 * time.Second)
+	var wg sync.WaitGroup
+	for i, st := range stores {
+		for j := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx := t.Context()
+				owner := fmt.Sprintf("o%d-%d", i, j)
+				for time.Now().Before(deadline) {
+					l, err := st.Slots().Acquire(ctx, ns, owner, store.AcquireOptions{TTL: 300 * time.Millisecond})
+					if errors.Is(err, store.ErrExhausted) || errors.Is(err, context.DeadlineExceeded) {
+						if !errors.Is(err, store.ErrExhausted) {
+							timeouts.Add(1) // every retry lost its answer, or contention
+						}
+						time.Sleep(20 * time.Millisecond)
+						continue
+					}
+					if err != nil {
+						t.Errorf("Acquire: %v", err)
+						return
+					}
+					tm := term{slot: l.Slot, fence: l.Fence}
+					for range 3 {
+						now := time.Now().UnixMilli()
+						if now >= l.ExpiresAt {
+							break
+						}
+						if now >= l.Floor && now < l.Ceiling {
+							if tm.first == 0 {
+								tm.first = now
+							}
+							tm.issued = now
+						}
+						time.Sleep(30 * time.Millisecond)
+						if l, err = st.Slots().Renew(ctx, l); err != nil {
+							break // lost (taken over after a slow round) or unknown: stop issuing
+						}
+					}
+					mu.Lock()
+					terms = append(terms, tm)
+					mu.Unlock()
+					if tm.first != 0 {
+						st.Slots().ReleaseUsed(ctx, l, tm.issued)
+					} else {
+						st.Slots().Release(ctx, l)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if lost.Load() == 0 {
+		t.Fatal("no answer was lost")
+	}
+	t.Logf("%d terms, %d answers lost, %d acquires out of time", len(terms), lost.Load(), timeouts.Load())
+	if len(terms) < 10 {
+		t.Fatalf("only %d terms", len(terms))
+	}
+	fences := map[[2]int64]bool{}
+	for i, a := range terms {
+		k := [2]int64{int64(a.slot), a.fence}
+		if fences[k] {
+			t.Errorf("slot %d: fence %d handed out twice", a.slot, a.fence)
+		}
+		fences[k] = true
+		for _, b := range terms[i+1:] {
+			if a.slot == b.slot && a.first != 0 && b.first != 0 && a.first <= b.issued && b.first <= a.issued {
+				t.Errorf("slot %d: terms of fence %d and %d both issued timestamps in [%d, %d] and [%d, %d]",
+					a.slot, a.fence, b.fence, a.first, a.issued, b.first, b.issued)
+			}
+		}
+	}
 }
