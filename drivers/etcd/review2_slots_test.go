@@ -352,3 +352,43 @@ func TestSlotsLostAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestRenewClockStepsBack: the holder's clock steps back 30s (an NTP
+// correction) within a term: its renewals never lower the expiry or the
+// ceiling; another store whose clock did not step takes the slot only
+// once it expired, at or above its ceiling.
+func TestRenewClockStepsBack(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("stepback")
+	s := openShifted(t, prefix, 0)
+	ns := driver.Namespace{Name: "n", Limit: 1, Tolerance: 200 * time.Millisecond}
+	l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "i", TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.now = func() int64 { return time.Now().Add(-30 * time.Second).UnixMilli() }
+	for range 3 {
+		l2, err := s.Renew(ctx, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l2.ExpiresAt < l.ExpiresAt || l2.Ceiling < l.Ceiling || l2.Fence != l.Fence || l2.Floor != l.Floor {
+			t.Fatalf("Renew with the clock 30s back: %+v after %+v", l2, l)
+		}
+		l = l2
+	}
+	other := openShifted(t, prefix, 0)
+	req := driver.AcquireRequest{Namespace: ns, Owner: "p", Incarnation: "j", TTL: time.Second}
+	if l3, err := other.Acquire(ctx, req); !errors.Is(err, driver.ErrExhausted) {
+		t.Fatalf("another store took the live term: %+v, %v", l3, err)
+	}
+	var l3 driver.Lease
+	poll.Succeeds(t, 30*time.Second, "the other store takes the expired slot", func() error {
+		var err error
+		l3, err = other.Acquire(ctx, req)
+		return err
+	})
+	if now := time.Now().UnixMilli(); l3.Fence != l.Fence+1 || l3.Floor < l.Ceiling || now < l.ExpiresAt {
+		t.Errorf("taken at %d: %+v; the old term expired at %d, ceiling %d", now, l3, l.ExpiresAt, l.Ceiling)
+	}
+}
