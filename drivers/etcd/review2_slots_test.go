@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -390,5 +391,37 @@ func TestRenewClockStepsBack(t *testing.T) {
 	})
 	if now := time.Now().UnixMilli(); l3.Fence != l.Fence+1 || l3.Floor < l.Ceiling || now < l.ExpiresAt {
 		t.Errorf("taken at %d: %+v; the old term expired at %d, ceiling %d", now, l3, l.ExpiresAt, l.Ceiling)
+	}
+}
+
+// TestNamespaceDeletedByHand: an operator deletes a namespace's keys (its
+// settings, slots and owner indexes) while a store that used it runs:
+// that store's Acquire refuses (ErrCorrupt) rather than start its slots
+// again at fence 1 and floor 0, and writes nothing; its Renew of the
+// term it held is ErrLeaseLost.
+func TestNamespaceDeletedByHand(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("nsdel")
+	s := openShifted(t, prefix, 0)
+	cli := rawClient(t)
+	ns := driver.Namespace{Name: "n", Limit: 2, Tolerance: time.Millisecond}
+	l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "i", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/ns/n", "/slot/n/", "/owner/n/"} {
+		if _, err := cli.Delete(ctx, prefix+p, clientv3.WithPrefix()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l2, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "p", Incarnation: "j", TTL: time.Minute})
+	if !errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("Acquire after the namespace was deleted by hand: %+v, %v; want ErrCorrupt", l2, err)
+	}
+	if resp, err := cli.Get(ctx, prefix+"/slot/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
+		t.Errorf("the refused Acquire wrote %d slot keys (%v)", resp.Count, err)
+	}
+	if _, err := s.Renew(ctx, l); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Errorf("Renew of the term whose key was deleted: %v; want ErrLeaseLost", err)
 	}
 }
