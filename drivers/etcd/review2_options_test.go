@@ -146,7 +146,7 @@ func TestFrozenConnection(t *testing.T) {
 // another store's prefix) is refused, naming the option, as a key with
 // one would be; the same prefix without it opens.
 func TestPrefixSpellings(t *testing.T) {
-	for _, p := range []string{"/ids\x00", "/ids\t", "/ids\n/x", "/ids\u200b", "/\ufeffids", "/ids\xff", "/ids/ /x", "/ids/\u00a0"} {
+	for _, p := range []string{"", "/", "/ids/", "//ids", "ids", "/ids\x00", "/ids\t", "/ids\n/x", "/ids\u200b", "/\ufeffids", "/ids\xff", "/ids/ /x", "/ids/\u00a0"} {
 		_, err := store.Open("etcd", map[string]string{"prefix": p, "endpoints": "127.0.0.1:1", "dialTimeout": "100ms"})
 		if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), `"prefix"`) {
 			t.Errorf("Open with prefix %q: %v; want ErrInvalidArgument naming the prefix", p, err)
