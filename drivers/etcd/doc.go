@@ -20,7 +20,8 @@
 //   - prefix (/cosid): put before every key the store writes; nothing
 //     outside it is touched. A prefix among another store's lock,
 //     namespace, slot or owner keys (/cosid/lock/x) is refused at Open
-//     (ErrConfigMismatch): that store would read its keys as its own.
+//     (ErrConfigMismatch): that store would read its keys as its own; so
+//     is the creation of a store where such keys already lie.
 //   - username, password (none): etcd authentication, both or neither; the
 //     password never appears in errors. A password etcd refuses fails
 //     Open with ErrInvalidArgument naming the option.

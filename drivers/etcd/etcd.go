@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,14 +174,30 @@ func (s *etcdStore) storeID(ctx context.Context, create bool) (string, error) {
 			return "", fmt.Errorf("no store at %s under %s (create=false): %w",
 				strings.Join(s.cfg.endpoints, ","), s.cfg.prefix, driver.ErrNotFound)
 		}
+		// Created only where no keys of those a store reads as its own
+		// entries lie (another store's, nested there before this one).
 		id := driver.NewStoreID()
-		tr, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-			Then(clientv3.OpPut(k, "id="+id)).Commit()
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0)}
+		found := []clientv3.Op{clientv3.OpGet(k, clientv3.WithKeysOnly())} // created meanwhile: read it
+		for _, dir := range slices.Sorted(maps.Keys(layoutDirs)) {
+			p := s.key(dir) + "/"
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(p), "=", 0).WithPrefix())
+			found = append(found, clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1)))
+		}
+		tr, err := s.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(k, "id="+id)).Else(found...).Commit()
 		if err = s.check(ctx, err); err != nil {
 			return "", err
 		}
 		if tr.Succeeded {
 			return id, nil
+		}
+		if len(tr.Responses[0].GetResponseRange().Kvs) == 0 {
+			for _, r := range tr.Responses[1:] {
+				if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 {
+					return "", fmt.Errorf("no store at %s, but key %s lies among its keys (another store nested there?): %w",
+						s.cfg.prefix, kvs[0].Key, driver.ErrConfigMismatch)
+				}
+			}
 		}
 	}
 }

@@ -375,3 +375,38 @@ func TestInitRacesNext(t *testing.T) {
 	}
 	t.Logf("Init first: %d, Next first: %d", inits, nexts)
 }
+
+// TestNestedPrefixCreatedFirst: the other order of TestNestedPrefixes: a
+// store at /p/lock/n exists first, then a store is created at /p, whose
+// lock n would then stay taken for as long as the inner store exists
+// (its keys read as waiters). The creation is refused, naming the key;
+// without the inner store it goes through.
+func TestNestedPrefixCreatedFirst(t *testing.T) {
+	ctx := t.Context()
+	ep := sharedServer(t).Endpoints()
+	outer := freshPrefix("nestedfirst")
+	inner, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: outer + "/lock/n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: outer})
+	if err == nil {
+		l, lerr := a.Locks().TryLock(ctx, "n")
+		if lerr == nil {
+			l.Unlock(ctx)
+		}
+		a.Close()
+		t.Fatalf("a store created around another's: no error (its TryLock of lock n: %v)", lerr)
+	}
+	if !errors.Is(err, store.ErrConfigMismatch) || !strings.Contains(err.Error(), outer+"/lock/n/meta") {
+		t.Errorf("a store created around another's: %v; want ErrConfigMismatch naming %s/lock/n/meta", err, outer)
+	}
+	inner.Close()
+	if _, err := rawClient(t).Delete(ctx, outer+"/lock/n/", clientv3.WithPrefix()); err != nil { // the inner store is gone
+		t.Fatal(err)
+	}
+	if a, err = OpenStore(ctx, &Options{Endpoints: ep, Prefix: outer}); err != nil {
+		t.Fatalf("Open once the inner store is gone: %v", err)
+	}
+	a.Close()
+}
