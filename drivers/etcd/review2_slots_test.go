@@ -425,3 +425,110 @@ func TestNamespaceDeletedByHand(t *testing.T) {
 		t.Errorf("Renew of the term whose key was deleted: %v; want ErrLeaseLost", err)
 	}
 }
+
+// TestAcquireRacesPurge: a purge lands between an Acquire's first read
+// (the namespace, the owner index and the purged fence floor) and its
+// read of the slots: the slot it finds missing was deleted by that purge,
+// whose floor is its old fence. The new term's fence must be above it,
+// not the purged fence again (a fresh owner's write compares no key the
+// purge changed but the slot's, which is missing either way).
+func TestAcquireRacesPurge(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("acqpurge")
+	ns := driver.Namespace{Name: "n", Limit: 1, Tolerance: time.Millisecond}
+	x := openShifted(t, prefix, 0)
+	l, err := x.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "x", Incarnation: "1", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Release(ctx, l, -1); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseOptions(map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txns atomic.Int64
+	var armed atomic.Bool
+	a := newStore(cfg, nil)
+	a.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == 2 {
+			// The Acquire's second read: purge first.
+			if deleted, err := x.Purge(ctx); err != nil {
+				t.Errorf("Purge: %v", err)
+			} else {
+				t.Logf("purged %q", deleted)
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})}
+	if err := a.Connect(ctx); err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
+	defer a.Close()
+	armed.Store(true)
+	l2, err := a.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "new", Incarnation: "1", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Fence <= l.Fence {
+		t.Errorf("the term after the purge of fence %d got fence %d", l.Fence, l2.Fence)
+	}
+	if nss, err := a.Namespaces(ctx); err != nil || len(nss) != 1 {
+		t.Errorf("after the Acquire: namespaces %v, %v; want n (a slot without its namespace otherwise)", nss, err)
+	}
+}
+
+// TestSeedRacesPurge: between a SeedSlot's read (the slot missing, never
+// used) and its write, another store takes and releases the slot (fence 1)
+// and purges: the seeded record must not bring the slot back below the
+// purged fence, so the next term's fence is above 1.
+func TestSeedRacesPurge(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("seedpurge")
+	ns := driver.Namespace{Name: "n", Limit: 1, Tolerance: time.Millisecond}
+	x := openShifted(t, prefix, 0)
+	cfg, err := parseOptions(map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txns atomic.Int64
+	var armed atomic.Bool
+	a := newStore(cfg, nil)
+	a.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == 2 {
+			// The seed's write: a term and a purge first.
+			l, err := x.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "x", Incarnation: "1", TTL: time.Minute})
+			if err == nil {
+				err = x.Release(ctx, l, -1)
+			}
+			if err == nil {
+				_, err = x.Purge(ctx)
+			}
+			if err != nil {
+				t.Errorf("the term and purge during the seed: %v", err)
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})}
+	if err := a.Connect(ctx); err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
+	defer a.Close()
+	armed.Store(true)
+	if err := a.SeedSlot(ctx, ns, 0, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(false)
+	l, err := x.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "y", Incarnation: "1", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Fence <= 1 || l.Floor < 100 {
+		t.Errorf("the term after the seed (next floor 100) and the purge of fence 1: fence %d, floor %d", l.Fence, l.Floor)
+	}
+}
