@@ -73,6 +73,11 @@ func parseOptions(m map[string]string) (config, error) {
 			if u.User != nil {
 				return config{}, bad("endpoints", "credentials belong in username and password, not in an endpoint")
 			}
+		} else if strings.Contains(e, "@") {
+			// user:password@host:port, without a scheme: nothing would
+			// hide it where the endpoint is printed.
+			return config{}, &driver.OptionError{Key: "endpoints", Value: e, Secret: true,
+				Reason: "credentials belong in username and password, not in an endpoint"}
 		}
 		c.endpoints = append(c.endpoints, e)
 	}

@@ -178,3 +178,15 @@ func TestOptionsPrintNoPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointCredentialsWithoutScheme: credentials in an endpoint without
+// a scheme (user:password@host:port) are refused like those in a URL, and
+// the password is shown neither there nor in any later error.
+func TestEndpointCredentialsWithoutScheme(t *testing.T) {
+	for _, ep := range []string{"u:hunter2@127.0.0.1:1", "127.0.0.1:2379,u:hunter2@127.0.0.1:1"} {
+		_, err := store.Open("etcd", map[string]string{"endpoints": ep, "dialTimeout": "200ms"})
+		if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), `"endpoints"`) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open with endpoints %q: %v; want ErrInvalidArgument naming endpoints, without the password", ep, err)
+		}
+	}
+}
