@@ -121,7 +121,7 @@ func TestNextThroughClusterFaults(t *testing.T) {
 		poll.Until(t, 60*time.Second, "Next succeeds after "+what, func() bool { return count() > n+20 })
 	}
 	progress("the start")
-	for round := range 3 {
+	for round := range 2 {
 		for i, p := range proxies {
 			p.Cut()
 			time.Sleep(50 * time.Millisecond) // let requests pile up on the dead connections
