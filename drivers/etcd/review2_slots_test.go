@@ -21,6 +21,8 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/etcdtest"
+	"github.com/cosid-go/store/internal/netproxy"
 	"github.com/cosid-go/store/internal/poll"
 )
 
@@ -262,37 +264,53 @@ func openLossyEvery(t testing.TB, prefix string, nth int64, lost *atomic.Int64) 
 
 // TestSlotsLostAnswers: three stores whose transactions lose every 4th to
 // 7th answer (applied, then retried) acquire, renew and release two slots
-// from nine owners, each issuing the host's time as timestamps within its
-// term (at or above the floor, below the ceiling and the expiry) and
-// releasing with the highest it issued. No two terms of a slot get the
-// same fence or issue a common timestamp.
+// from nine owners (slotWorkers): no two terms of a slot get the same
+// fence or issue a common timestamp.
 func TestSlotsLostAnswers(t *testing.T) {
 	prefix := freshPrefix("lossyslots")
 	var lost atomic.Int64
 	stores := []*store.Store{openLossyEvery(t, prefix, 5, &lost), openLossyEvery(t, prefix, 7, &lost), openLossyEvery(t, prefix, 4, &lost)}
-	ns := store.Namespace{Name: "n", Limit: 2, Tolerance: 50 * time.Millisecond}
-	var timeouts atomic.Int64
-	type term struct {
-		slot          int
-		fence         int64
-		first, issued int64 // the timestamps issued: [first, issued]; first 0: none
-	}
-	var mu sync.Mutex
-	var terms []term
 	deadline := time.Now().Add(8 * time.Second)
+	terms := slotWorkers(t, stores, 3, func() bool { return time.Now().After(deadline) }, new(atomic.Int64))
+	if lost.Load() == 0 {
+		t.Fatal("no answer was lost")
+	}
+	t.Logf("%d answers lost", lost.Load())
+	checkTerms(t, terms, 10)
+}
+
+// slotTerm is one term a worker held: the timestamps it issued are
+// [first, issued]; first 0: none.
+type slotTerm struct {
+	slot          int
+	fence         int64
+	first, issued int64
+}
+
+// slotWorkers runs perStore workers on each store, each a distinct owner,
+// until done: they acquire one of two slots (ttl 300ms), issue the host's
+// time as timestamps within the term (at or above the floor, below the
+// ceiling and the expiry), renew three times, and release with the
+// highest timestamp issued. A failed Renew ends the issuing. It returns
+// every term held, counted in held as they end.
+func slotWorkers(t *testing.T, stores []*store.Store, perStore int, done func() bool, held *atomic.Int64) []slotTerm {
+	ns := store.Namespace{Name: "n", Limit: 2, Tolerance: 50 * time.Millisecond}
+	var mu sync.Mutex
+	var terms []slotTerm
+	var timeouts atomic.Int64
 	var wg sync.WaitGroup
 	for i, st := range stores {
-		for j := range 3 {
+		for j := range perStore {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				ctx := t.Context()
 				owner := fmt.Sprintf("o%d-%d", i, j)
-				for time.Now().Before(deadline) {
+				for !done() {
 					l, err := st.Slots().Acquire(ctx, ns, owner, store.AcquireOptions{TTL: 300 * time.Millisecond})
 					if errors.Is(err, store.ErrExhausted) || errors.Is(err, context.DeadlineExceeded) {
 						if !errors.Is(err, store.ErrExhausted) {
-							timeouts.Add(1) // every retry lost its answer, or contention
+							timeouts.Add(1) // every retry lost its answer, or a fault
 						}
 						time.Sleep(20 * time.Millisecond)
 						continue
@@ -301,7 +319,7 @@ func TestSlotsLostAnswers(t *testing.T) {
 						t.Errorf("Acquire: %v", err)
 						return
 					}
-					tm := term{slot: l.Slot, fence: l.Fence}
+					tm := slotTerm{slot: l.Slot, fence: l.Fence}
 					for range 3 {
 						now := time.Now().UnixMilli()
 						if now >= l.ExpiresAt {
@@ -321,6 +339,7 @@ func TestSlotsLostAnswers(t *testing.T) {
 					mu.Lock()
 					terms = append(terms, tm)
 					mu.Unlock()
+					held.Add(1)
 					if tm.first != 0 {
 						st.Slots().ReleaseUsed(ctx, l, tm.issued)
 					} else {
@@ -331,11 +350,15 @@ func TestSlotsLostAnswers(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if lost.Load() == 0 {
-		t.Fatal("no answer was lost")
-	}
-	t.Logf("%d terms, %d answers lost, %d acquires out of time", len(terms), lost.Load(), timeouts.Load())
-	if len(terms) < 10 {
+	t.Logf("%d terms, %d acquires out of time", len(terms), timeouts.Load())
+	return terms
+}
+
+// checkTerms fails on a fence handed out twice for a slot, or two terms
+// of a slot that issued a common timestamp; and on fewer than least terms.
+func checkTerms(t *testing.T, terms []slotTerm, least int) {
+	t.Helper()
+	if len(terms) < least {
 		t.Fatalf("only %d terms", len(terms))
 	}
 	fences := map[[2]int64]bool{}
@@ -531,4 +554,58 @@ func TestSeedRacesPurge(t *testing.T) {
 	if l.Fence <= 1 || l.Floor < 100 {
 		t.Errorf("the term after the seed (next floor 100) and the purge of fence 1: fence %d, floor %d", l.Fence, l.Floor)
 	}
+}
+
+// TestSlotsThroughClusterFaults: slotWorkers on three stores of a 3-member
+// cluster (each through proxies to every member) while their connections
+// are cut with requests in flight, the leader is killed and restarted, and
+// a member is paused: no fence twice, no common timestamp of two terms.
+func TestSlotsThroughClusterFaults(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	prefix := freshPrefix("slotfaults")
+	var proxies []*netproxy.Proxy
+	var eps []string
+	for _, m := range c.Members {
+		p := netproxy.New(t, strings.TrimPrefix(m.ClientURL, "http://"))
+		proxies = append(proxies, p)
+		eps = append(eps, p.Addr())
+	}
+	var stores []*store.Store
+	for i := range 3 {
+		order := append(append([]string(nil), eps[i:]...), eps[:i]...)
+		st, err := store.Open("etcd", map[string]string{"endpoints": strings.Join(order, ","), "prefix": prefix, "dialTimeout": "1s"},
+			store.WithTimeout(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		stores = append(stores, st)
+	}
+	var stop atomic.Bool
+	var held atomic.Int64
+	done := make(chan []slotTerm, 1)
+	go func() { done <- slotWorkers(t, stores, 2, stop.Load, &held) }()
+	progress := func(what string) {
+		t.Helper()
+		n := held.Load()
+		poll.Until(t, 60*time.Second, "terms end after "+what, func() bool { return held.Load() > n+5 })
+	}
+	progress("the start")
+	for i, p := range proxies {
+		p.Cut()
+		time.Sleep(50 * time.Millisecond) // let requests pile up on the dead connections
+		p.Restore()
+		progress(fmt.Sprintf("cut %d", i))
+	}
+	leader, _ := pickMember(t, c, true)
+	leader.Stop()
+	progress("the leader was killed")
+	c.Restart(t, leader)
+	follower, _ := pickMember(t, c, false)
+	follower.Pause()
+	progress("a member was paused")
+	follower.Resume()
+	progress("the member came back")
+	stop.Store(true)
+	checkTerms(t, <-done, 10)
 }
