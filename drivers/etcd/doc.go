@@ -53,7 +53,8 @@
 // session lease, holding the owner), purged (the highest slot fence a
 // purge deleted). Run-time code never deletes a range or slot key; Purge
 // (driver.Purger) deletes them all, refusing while any lock key exists, a
-// slot term may still issue, or another store's keys lie under the prefix.
+// slot term may still issue, a slot record does not decode (ErrCorrupt: its
+// fence could not be kept), or another store's keys lie under the prefix.
 //
 // # Guarantees
 //

@@ -609,3 +609,42 @@ func TestSlotsThroughClusterFaults(t *testing.T) {
 	stop.Store(true)
 	checkTerms(t, <-done, 10)
 }
+
+// TestPurgeUndecodableSlot: a slot record this release cannot read (a
+// newer version's, or damaged) holds a fence and maybe a live term the
+// purge cannot see: Purge refuses (ErrCorrupt naming the key) and deletes
+// nothing, rather than delete it without keeping its fence.
+func TestPurgeUndecodableSlot(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("purgecorrupt")
+	s := openShifted(t, prefix, 0)
+	cli := rawClient(t)
+	ns := driver.Namespace{Name: "n", Limit: 2, Tolerance: time.Millisecond}
+	l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "i", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, l, -1); err != nil {
+		t.Fatal(err)
+	}
+	// A newer release's record of slot 1: version 2, fence 50 somewhere in it.
+	newer := "\x02\x01o\x01i\x00\x64rest-of-a-newer-record"
+	if _, err := cli.Put(ctx, prefix+"/slot/n/1", newer); err != nil {
+		t.Fatal(err)
+	}
+	before, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := s.Purge(ctx)
+	if !errors.Is(err, driver.ErrCorrupt) || !strings.Contains(fmt.Sprint(err), prefix+"/slot/n/1") {
+		t.Errorf("Purge with an undecodable slot record: deleted %q, %v; want ErrCorrupt naming the key", deleted, err)
+	}
+	after, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Count != before.Count {
+		t.Errorf("the refused Purge changed the keys: %d before, %d after", before.Count, after.Count)
+	}
+}
