@@ -100,6 +100,15 @@ func (s *rangeStore) learn(key string, kvs []*mvccpb.KeyValue, base rangeMemo, h
 		return rangeMemo{}, false, nil
 	}
 	kv := kvs[0]
+	if !had {
+		// Another call of this store may have used the key since this one
+		// was sent: a create revision other than the one it remembers is
+		// a key deleted and created again, whichever this call saw.
+		if cur, ok := s.memo(key); ok && kv.CreateRevision != cur.create {
+			return rangeMemo{}, false, fmt.Errorf("range key %s was deleted and created again (create revision %d, was %d): %w",
+				k, kv.CreateRevision, cur.create, driver.ErrRecreated)
+		}
+	}
 	if had && kv.CreateRevision != base.create {
 		return rangeMemo{}, false, fmt.Errorf("range key %s was deleted and created again (create revision %d, was %d): %w",
 			k, kv.CreateRevision, base.create, driver.ErrRecreated)

@@ -1,16 +1,19 @@
 package etcd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
@@ -409,4 +412,66 @@ func TestNestedPrefixCreatedFirst(t *testing.T) {
 		t.Fatalf("Open once the inner store is gone: %v", err)
 	}
 	a.Close()
+}
+
+// TestFirstNextAcrossRecreation: two calls of one store use a key for the
+// first time; the first call's transaction is held back while the second
+// creates the key and gets [0, 10), and an operator deletes the key and
+// creates it again at 0. The first call, answered then, must not take the
+// recreated key for a new one (it would hand out [0, 10) again): it sees
+// a create revision other than the one its store remembers.
+func TestFirstNextAcrossRecreation(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("firstnext")
+	cfg, err := parseOptions(map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txns atomic.Int64
+	var armed atomic.Bool
+	hold, held := make(chan struct{}), make(chan struct{})
+	s := newStore(cfg, nil)
+	s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == 1 {
+			close(held)
+			<-hold
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})}
+	if err := s.Connect(ctx); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	defer s.Close()
+	armed.Store(true)
+	type result struct {
+		start int64
+		err   error
+	}
+	first := make(chan result, 1)
+	go func() {
+		start, err := s.Next(ctx, "k", 10)
+		first <- result{start, err}
+	}()
+	<-held
+	second, err := s.Next(ctx, "k", 10)
+	if err != nil || second != 0 {
+		t.Fatalf("the second call's Next = %d, %v; want 0", second, err)
+	}
+	cli := rawClient(t)
+	if _, err := cli.Delete(ctx, prefix+"/range/k"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, prefix+"/range/k", "0"); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	r := <-first
+	if r.err == nil && r.start < 10 {
+		t.Errorf("the first call's Next handed out [%d, %d) again (the second call had [0, 10))", r.start, r.start+10)
+	}
+	if r.err != nil && !errors.Is(r.err, driver.ErrRecreated) {
+		t.Errorf("the first call's Next: %v; want ErrRecreated", r.err)
+	}
 }
