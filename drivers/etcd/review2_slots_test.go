@@ -648,3 +648,52 @@ func TestPurgeUndecodableSlot(t *testing.T) {
 		t.Errorf("the refused Purge changed the keys: %d before, %d after", before.Count, after.Count)
 	}
 }
+
+// TestAcquireRacesPurgeNewNamespace: as TestAcquireRacesPurge, for an
+// Acquire that found the namespace missing (so it reads no slot and
+// creates the namespace with its write): between its first read and its
+// write, another store creates the namespace, takes and releases slot 0
+// (fence 1) and purges. The write must not bring slot 0 back at fence 1.
+func TestAcquireRacesPurgeNewNamespace(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("acqpurgens")
+	ns := driver.Namespace{Name: "n", Limit: 1, Tolerance: time.Millisecond}
+	x := openShifted(t, prefix, 0)
+	cfg, err := parseOptions(map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txns atomic.Int64
+	var armed atomic.Bool
+	a := newStore(cfg, nil)
+	a.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == 2 {
+			// The Acquire's write: a term and a purge first.
+			l, err := x.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "x", Incarnation: "1", TTL: time.Minute})
+			if err == nil {
+				err = x.Release(ctx, l, -1)
+			}
+			if err == nil {
+				_, err = x.Purge(ctx)
+			}
+			if err != nil {
+				t.Errorf("the term and purge during the Acquire: %v", err)
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})}
+	if err := a.Connect(ctx); err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
+	defer a.Close()
+	armed.Store(true)
+	l, err := a.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "new", Incarnation: "1", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Fence <= 1 {
+		t.Errorf("the term after the purge of fence 1 got fence %d", l.Fence)
+	}
+}
