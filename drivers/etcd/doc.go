@@ -18,7 +18,10 @@
 //     http:// and https:// together: the client speaks TLS to every
 //     member or to none.
 //   - prefix (/cosid): put before every key the store writes; nothing
-//     outside it is touched.
+//     outside it is touched. A prefix among another store's lock,
+//     namespace, slot or owner keys (/cosid/lock/x) is refused at Open
+//     (ErrConfigMismatch): that store would read its keys as its own; so
+//     is the creation of a store where such keys already lie.
 //   - username, password (none): etcd authentication, both or neither; the
 //     password never appears in errors. A password etcd refuses fails
 //     Open with ErrInvalidArgument naming the option.
@@ -50,7 +53,8 @@
 // session lease, holding the owner), purged (the highest slot fence a
 // purge deleted). Run-time code never deletes a range or slot key; Purge
 // (driver.Purger) deletes them all, refusing while any lock key exists, a
-// slot term may still issue, or another store's keys lie under the prefix.
+// slot term may still issue, a slot record does not decode (ErrCorrupt: its
+// fence could not be kept), or another store's keys lie under the prefix.
 //
 // # Guarantees
 //
@@ -66,7 +70,8 @@
 // expiry and ceiling as lower bounds and the next term's floor comes from
 // the stored record, so the timestamps of two terms stay apart whatever the
 // hosts' clocks say; a host whose clock is ahead may take an expired slot
-// early, a host behind late.
+// early, a host behind late. A slot whose fence is below one the store saw
+// (a record put back from a backup, a key deleted by hand) is ErrCorrupt.
 //
 // Locks are fair: waiters are served in the order of their keys' create
 // revisions, each watching only its predecessor. The fence is the waiter

@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -34,6 +35,20 @@ type Options struct {
 	// NoCreate opens only an existing store (the option create=false).
 	NoCreate bool
 }
+
+// Format prints the options with the password hidden, for every verb: a
+// program that logs its configuration must not log the password.
+func (o Options) Format(f fmt.State, _ rune) {
+	type shown Options // without this method
+	p := shown(o)
+	if p.Password != "" {
+		p.Password = "(redacted)"
+	}
+	fmt.Fprintf(f, "%+v", p)
+}
+
+// LogValue is the options as Format prints them, for log/slog.
+func (o Options) LogValue() slog.Value { return slog.StringValue(fmt.Sprint(o)) }
 
 // OpenStore connects within ctx and opens a store; opts may be nil.
 // storeOpts are the portable settings, as for store.Open.

@@ -3,11 +3,16 @@ package etcd
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cosid-go/store/driver"
 )
@@ -68,6 +73,11 @@ func parseOptions(m map[string]string) (config, error) {
 			if u.User != nil {
 				return config{}, bad("endpoints", "credentials belong in username and password, not in an endpoint")
 			}
+		} else if strings.Contains(e, "@") {
+			// user:password@host:port, without a scheme: nothing would
+			// hide it where the endpoint is printed.
+			return config{}, &driver.OptionError{Key: "endpoints", Value: e, Secret: true,
+				Reason: "credentials belong in username and password, not in an endpoint"}
 		}
 		c.endpoints = append(c.endpoints, e)
 	}
@@ -101,6 +111,18 @@ func parseOptions(m map[string]string) (config, error) {
 		if seg == "." || seg == ".." {
 			return config{}, bad("prefix", "must not have a '.' or '..' segment")
 		}
+		// So are invisible characters and blank segments, as in keys.
+		if !utf8.ValidString(seg) {
+			return config{}, bad("prefix", "is not valid UTF-8")
+		}
+		if strings.TrimFunc(seg, unicode.IsSpace) == "" {
+			return config{}, bad("prefix", "must not have a segment of white space only")
+		}
+		for _, r := range seg {
+			if unicode.In(r, unicode.Cc, unicode.Cf) {
+				return config{}, bad("prefix", fmt.Sprintf("must not contain the character %U", r))
+			}
+		}
 	}
 	if (c.username == "") != (c.password == "") {
 		return config{}, bad("username", "username and password go together")
@@ -121,11 +143,11 @@ func tlsConfig(ca, cert, key string) (*tls.Config, error) {
 	if ca != "" {
 		pem, err := os.ReadFile(ca)
 		if err != nil {
-			return nil, &driver.OptionError{Key: "tls.caFile", Value: ca, Reason: err.Error()}
+			return nil, fileError("tls.caFile", ca, fileReason(err))
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, &driver.OptionError{Key: "tls.caFile", Value: ca, Reason: "no PEM certificate in it"}
+			return nil, fileError("tls.caFile", ca, "no PEM certificate in it")
 		}
 		cfg.RootCAs = pool
 	}
@@ -133,13 +155,40 @@ func tlsConfig(ca, cert, key string) (*tls.Config, error) {
 	case cert != "" && key != "":
 		pair, err := tls.LoadX509KeyPair(cert, key)
 		if err != nil {
-			return nil, &driver.OptionError{Key: "tls.certFile", Value: cert, Reason: fmt.Sprintf("with tls.keyFile %q: %v", key, err)}
+			shown := strconv.Quote(key)
+			if notPath(key) {
+				shown = "(not shown: PEM data, not a path)"
+			}
+			return nil, fileError("tls.certFile", cert, fmt.Sprintf("with tls.keyFile %s: %s", shown, fileReason(err)))
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	case cert != "":
-		return nil, &driver.OptionError{Key: "tls.certFile", Value: cert, Reason: "needs tls.keyFile"}
+		return nil, fileError("tls.certFile", cert, "needs tls.keyFile")
 	case key != "":
-		return nil, &driver.OptionError{Key: "tls.keyFile", Value: key, Reason: "needs tls.certFile"}
+		return nil, fileError("tls.keyFile", key, "needs tls.certFile")
 	}
 	return cfg, nil
+}
+
+// notPath reports a file option that holds PEM data instead of a path (a
+// key pasted where its file belongs): it is never shown.
+func notPath(v string) bool {
+	return strings.Contains(v, "-----BEGIN") || strings.ContainsAny(v, "\r\n")
+}
+
+func fileError(key, path, why string) error {
+	if notPath(path) {
+		why += " (the value is PEM data, not a file's path)"
+	}
+	return &driver.OptionError{Key: key, Value: path, Secret: notPath(path), Reason: why}
+}
+
+// fileReason is why a file could not be read, without its path (which the
+// error names once, or hides when it is PEM data).
+func fileReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
 }

@@ -70,16 +70,19 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 			case "slot":
 				deleted = append(deleted, "slot "+name)
 				var r driver.SlotRecord
-				if r.UnmarshalBinary(kv.Value) == nil {
-					floor = max(floor, r.Fence)
-					// A term that may still issue stops the purge
-					// (driver.Purger); the transaction's compare keeps
-					// it from being written after this read.
-					ns, num, _ := strings.Cut(name, "/")
-					n, _ := strconv.Atoi(num)
-					if err := r.PurgeRefusal(ns, n, now); err != nil {
-						return nil, fmt.Errorf("etcd: purge: %w", err)
-					}
+				if err := r.UnmarshalBinary(kv.Value); err != nil {
+					// Its fence (and a term that may still issue) cannot
+					// be kept: deleting it would lose them.
+					return nil, fmt.Errorf("etcd: purge: slot key %s: %w", kv.Key, err)
+				}
+				floor = max(floor, r.Fence)
+				// A term that may still issue stops the purge
+				// (driver.Purger); the transaction's compare keeps it
+				// from being written after this read.
+				ns, num, _ := strings.Cut(name, "/")
+				n, _ := strconv.Atoi(num)
+				if err := r.PurgeRefusal(ns, n, now); err != nil {
+					return nil, fmt.Errorf("etcd: purge: %w", err)
 				}
 			case "owner":
 				deleted = append(deleted, "owner index "+name)

@@ -100,6 +100,15 @@ func (s *rangeStore) learn(key string, kvs []*mvccpb.KeyValue, base rangeMemo, h
 		return rangeMemo{}, false, nil
 	}
 	kv := kvs[0]
+	if !had {
+		// Another call of this store may have used the key since this one
+		// was sent: a create revision other than the one it remembers is
+		// a key deleted and created again, whichever this call saw.
+		if cur, ok := s.memo(key); ok && kv.CreateRevision != cur.create {
+			return rangeMemo{}, false, fmt.Errorf("range key %s was deleted and created again (create revision %d, was %d): %w",
+				k, kv.CreateRevision, cur.create, driver.ErrRecreated)
+		}
+	}
 	if had && kv.CreateRevision != base.create {
 		return rangeMemo{}, false, fmt.Errorf("range key %s was deleted and created again (create revision %d, was %d): %w",
 			k, kv.CreateRevision, base.create, driver.ErrRecreated)
@@ -231,9 +240,25 @@ func (s *rangeStore) Seal(ctx context.Context, key string) (int64, error) {
 	}
 }
 
-// Init creates the key at next, or accepts one already at next.
+// Init creates the key at next, or accepts one already at next. A key
+// this store used is never created again: Init only checks it, as Current
+// does (a missing one is ErrRecreated).
 func (s *rangeStore) Init(ctx context.Context, key string, next int64) error {
 	k := s.rangeKey(key)
+	if base, had := s.memo(key); had {
+		resp, err := s.cli.Get(ctx, k)
+		if err = s.check(ctx, err); err != nil {
+			return err
+		}
+		m, _, err := s.learn(key, resp.Kvs, base, true)
+		if err != nil {
+			return err
+		}
+		if m.next != next {
+			return fmt.Errorf("range key %s exists at %d, not %d: %w", k, m.next, next, driver.ErrConfigMismatch)
+		}
+		return nil
+	}
 	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(clientv3.OpPut(k, formatRange(next, false))).Else(clientv3.OpGet(k)).Commit()
 	if err = s.check(ctx, err); err != nil {

@@ -43,17 +43,17 @@ func (s *slotStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, 
 		return driver.Lease{}, false, err
 	}
 	first := driver.FirstSlots(a.index, req.Preferred, req.Namespace.Limit)
-	if err := a.read(ctx, first); err != nil {
+	if purged, err := a.read(ctx, first); purged || err != nil {
 		return driver.Lease{}, false, err
 	}
 	a.now = s.now()
-	if l, own := a.own(first); own {
-		return l, true, nil
+	if l, own, err := a.own(first); own || err != nil {
+		return l, own, err
 	}
 	if l, taken, lost, err := a.tryEach(ctx, slices.Values(first)); taken || lost || err != nil {
 		return l, taken, err
 	}
-	if err := a.readAll(ctx); err != nil {
+	if purged, err := a.readAll(ctx); purged || err != nil {
 		return driver.Lease{}, false, err
 	}
 	a.skipped = a.skipped[:0]
@@ -77,6 +77,8 @@ type acquisition struct {
 	req      driver.AcquireRequest
 	nk       string
 	floor    int64 // the highest slot fence a purge deleted
+	purged   int64 // the mod revision of the key that holds it (0: none): a purge changes it
+	rev      int64 // the revision of the reads a slot never stored stands for
 	createNS bool  // the namespace is missing: this pass creates it
 	nsMod    int64 // the namespace key's mod revision (0: missing), compared by the write: a seal changes it
 	index    []int // the owner's slots, most recent first
@@ -93,7 +95,8 @@ func (s *slotStore) startAcquire(ctx context.Context, req driver.AcquireRequest,
 	if err = s.check(ctx, err); err != nil {
 		return nil, err
 	}
-	a := &acquisition{s: s, req: req, nk: nk, slots: map[int]slotState{}}
+	a := &acquisition{s: s, req: req, nk: nk, slots: map[int]slotState{}, rev: resp.Header.Revision,
+		purged: modOf(resp.Responses[2].GetResponseRange().Kvs)}
 	if a.floor, err = s.parseFloor(resp.Responses[2].GetResponseRange().Kvs); err != nil {
 		return nil, err
 	}
@@ -127,64 +130,77 @@ func (a *acquisition) slot(n int) slotState {
 	if st, ok := a.slots[n]; ok {
 		return st
 	}
-	return slotFrom("", nil, a.floor)
+	return withRev(slotFrom("", nil, a.floor), a.rev)
 }
 
 // read reads the slots ns in one transaction (a missing namespace has
-// none).
-func (a *acquisition) read(ctx context.Context, ns []int) error {
+// none), with the purged fence floor's key: purged is true when a purge
+// came since the first read (start over), so a slot found missing is
+// judged by the floor of its own time.
+func (a *acquisition) read(ctx context.Context, ns []int) (purged bool, err error) {
 	if a.createNS {
-		return nil
+		return false, nil
 	}
 	name := a.req.Namespace.Name
 	var ops []clientv3.Op
 	for _, n := range ns {
 		ops = append(ops, clientv3.OpGet(a.s.slotKey(name, n)))
 	}
+	ops = append(ops, clientv3.OpGet(a.s.key("purged"), clientv3.WithKeysOnly()))
 	resp, err := a.s.cli.Txn(ctx).Then(ops...).Commit()
 	if err = a.s.check(ctx, err); err != nil {
-		return err
+		return false, err
+	}
+	if modOf(resp.Responses[len(ns)].GetResponseRange().Kvs) != a.purged {
+		return true, nil
 	}
 	for i, n := range ns {
 		var kv *mvccpb.KeyValue
 		if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) == 1 {
 			kv = kvs[0]
 		}
-		a.slots[n] = slotFrom(a.s.slotKey(name, n), kv, a.floor)
+		a.slots[n] = withRev(slotFrom(a.s.slotKey(name, n), kv, a.floor), resp.Header.Revision)
 	}
-	return nil
+	return false, nil
 }
 
-// readAll reads every slot of the namespace's limit.
-func (a *acquisition) readAll(ctx context.Context) error {
+// readAll reads every slot of the namespace's limit, as read does.
+func (a *acquisition) readAll(ctx context.Context) (purged bool, err error) {
 	if a.createNS {
-		return nil
+		return false, nil
 	}
 	p := a.s.key("slot", a.req.Namespace.Name) + "/"
-	resp, err := a.s.cli.Get(ctx, p, clientv3.WithPrefix())
+	resp, err := a.s.cli.Txn(ctx).Then(clientv3.OpGet(p, clientv3.WithPrefix()), clientv3.OpGet(a.s.key("purged"), clientv3.WithKeysOnly())).Commit()
 	if err = a.s.check(ctx, err); err != nil {
-		return err
+		return false, err
 	}
-	for _, kv := range resp.Kvs {
+	if modOf(resp.Responses[1].GetResponseRange().Kvs) != a.purged {
+		return true, nil
+	}
+	a.rev = resp.Header.Revision
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
 		n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), p))
 		if err != nil || n < 0 || n >= a.req.Namespace.Limit {
 			continue // not a slot of this limit: never chosen
 		}
-		a.slots[n] = slotFrom(string(kv.Key), kv, a.floor)
+		a.slots[n] = withRev(slotFrom(string(kv.Key), kv, a.floor), a.rev)
 	}
-	return nil
+	return false, nil
 }
 
 // own returns the owner's running term among the slots ns.
-func (a *acquisition) own(ns []int) (driver.Lease, bool) {
+func (a *acquisition) own(ns []int) (driver.Lease, bool, error) {
 	for _, n := range ns {
 		if st := a.slot(n); st.err == nil {
+			if err := a.s.guardFence(a.s.slotKey(a.req.Namespace.Name, n), st); err != nil {
+				return driver.Lease{}, false, err
+			}
 			if v, _ := st.r.Judge(a.req, a.now); v == driver.SlotOwn {
-				return st.r.Lease(a.req.Namespace.Name, n), true
+				return st.r.Lease(a.req.Namespace.Name, n), true, nil
 			}
 		}
 	}
-	return driver.Lease{}, false
+	return driver.Lease{}, false, nil
 }
 
 // tryEach tries the slots ns in order until one is taken, the pass is
@@ -219,12 +235,15 @@ func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lo
 			a.skipped = append(a.skipped, st.err.Error())
 			return driver.Lease{}, false, false, nil
 		}
+		if err := a.s.guardFence(a.s.slotKey(name, n), st); err != nil {
+			return driver.Lease{}, false, false, err
+		}
 		v, why := st.r.Judge(a.req, a.now)
 		switch v {
 		case driver.SlotOwn:
 			return st.r.Lease(name, n), true, false, nil
 		case driver.SlotFree:
-			l, ok, fresh, err := a.s.writeTerm(ctx, a.req, n, st, a.index, a.ownerMod, a.nsMod, a.now)
+			l, ok, fresh, err := a.s.writeTerm(ctx, a.req, n, st, a.index, a.ownerMod, a.nsMod, a.purged, a.now)
 			if ok || err != nil {
 				return l, ok, false, err
 			}
@@ -266,11 +285,13 @@ func (a *acquisition) exhausted() error {
 
 // writeTerm writes slot n's new term and the owner index, comparing both
 // and the namespace key (at nsMod; 0: missing, created here) with what was
-// read, so no term starts after a seal. When another store wrote first,
-// fresh is the slot as it is now if only the slot changed, nil if the index
-// or the namespace did.
+// read, so no term starts after a seal, and the purged fence floor's key
+// (at purged): a slot a purge deleted meanwhile is missing either way, but
+// its fence is then in the floor, not in what was read. When another store
+// wrote first, fresh is the slot as it is now if only the slot changed, nil
+// if anything else did.
 func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n int, st slotState,
-	index []int, ownerMod, nsMod int64, now int64) (l driver.Lease, ok bool, fresh *slotState, err error) {
+	index []int, ownerMod, nsMod, purged int64, now int64) (l driver.Lease, ok bool, fresh *slotState, err error) {
 	createNS := nsMod == 0
 	name := req.Namespace.Name
 	r := st.r.NewTerm(req, now)
@@ -279,9 +300,11 @@ func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n 
 		return driver.Lease{}, false, nil, err
 	}
 	sk, ok2, nk := s.slotKey(name, n), s.ownerKey(name, req.Owner), s.nsKey(name)
+	pk := s.key("purged")
 	cmps := []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(sk), "=", st.mod),
 		clientv3.Compare(clientv3.ModRevision(ok2), "=", ownerMod),
+		clientv3.Compare(clientv3.ModRevision(pk), "=", purged),
 	}
 	ops := []clientv3.Op{
 		clientv3.OpPut(sk, string(data)),
@@ -294,13 +317,15 @@ func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n 
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(nk), "=", nsMod))
 	}
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).
-		Else(clientv3.OpGet(sk), clientv3.OpGet(ok2, clientv3.WithKeysOnly()), clientv3.OpGet(nk, clientv3.WithKeysOnly())).Commit()
+		Else(clientv3.OpGet(sk), clientv3.OpGet(ok2, clientv3.WithKeysOnly()), clientv3.OpGet(nk, clientv3.WithKeysOnly()),
+			clientv3.OpGet(pk, clientv3.WithKeysOnly())).Commit()
 	if err = s.check(ctx, err); err != nil {
 		// Unknown outcome: a retried acquire finds the term by owner and
 		// incarnation (SlotOwn) if it was written.
 		return driver.Lease{}, false, nil, err
 	}
 	if resp.Succeeded {
+		s.guardFence(sk, slotState{r: r, rev: resp.Header.Revision})
 		l = r.Lease(name, n)
 		l.State = resp.Header.Revision
 		return l, true, nil, nil
@@ -313,13 +338,13 @@ func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n 
 	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) == 1 {
 		nsNow = kvs[0].ModRevision
 	}
-	if ownerNow != ownerMod || nsNow != nsMod {
+	if ownerNow != ownerMod || nsNow != nsMod || modOf(resp.Responses[3].GetResponseRange().Kvs) != purged {
 		return driver.Lease{}, false, nil, nil // start over: reads the seal, if that was it
 	}
 	kvs := resp.Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 {
 		return driver.Lease{}, false, nil, nil // deleted meanwhile: start over
 	}
-	now2 := slotFrom(sk, kvs[0], 0)
+	now2 := withRev(slotFrom(sk, kvs[0], 0), resp.Header.Revision)
 	return driver.Lease{}, false, &now2, nil
 }

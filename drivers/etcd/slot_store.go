@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -30,6 +31,9 @@ type slotStore struct {
 	*etcdStore
 
 	now func() int64 // the slot clock, ms since the epoch
+
+	fmu    sync.Mutex
+	fences map[string]seenFence // by slot key (guardFence)
 }
 
 func (s *slotStore) nsKey(ns string) string           { return s.key("ns", ns) }
@@ -90,11 +94,59 @@ func formatIndex(index []int) string {
 }
 
 // slotState is a slot as read: its record, the record's decoding error,
-// and the key's mod revision (0: never stored).
+// the key's mod revision (0: never stored), and the revision of the read
+// (0: not read, a record just written).
 type slotState struct {
 	r   driver.SlotRecord
 	err error
 	mod int64
+	rev int64
+}
+
+func withRev(st slotState, rev int64) slotState {
+	st.rev = rev
+	return st
+}
+
+func modOf(kvs []*mvccpb.KeyValue) int64 {
+	if len(kvs) == 0 {
+		return 0
+	}
+	return kvs[0].ModRevision
+}
+
+// seenFence is the highest fence a store saw of a slot, and the lowest
+// revision at which it saw it.
+type seenFence struct{ fence, rev int64 }
+
+// guardFence refuses a slot state whose fence is below the highest this
+// store saw of the slot at a revision not after the state's (ErrCorrupt):
+// a record put back from a backup, or a key deleted by hand, would
+// otherwise get a fence and a floor handed out before. A read older than
+// the sighting (sent before a concurrent call's write) is no evidence. A
+// slot never stored has the purged fence floor, which a purge raises to
+// every fence it deleted, so only a delete by hand trips it.
+func (s *slotStore) guardFence(k string, st slotState) error {
+	if st.err != nil {
+		return nil
+	}
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	seen, ok := s.fences[k]
+	if ok && st.r.Fence < seen.fence && st.rev >= seen.rev {
+		return fmt.Errorf("slot key %s has fence %d, below %d seen earlier by this store (restored from a backup, or deleted by hand): %w",
+			k, st.r.Fence, seen.fence, driver.ErrCorrupt)
+	}
+	switch {
+	case s.fences == nil:
+		s.fences = map[string]seenFence{}
+		fallthrough
+	case !ok || st.r.Fence > seen.fence:
+		s.fences[k] = seenFence{st.r.Fence, st.rev}
+	case st.r.Fence == seen.fence && st.rev < seen.rev:
+		s.fences[k] = seenFence{st.r.Fence, st.rev}
+	}
+	return nil
 }
 
 // slotFrom decodes a slot key; a slot never stored (kv nil) starts above
@@ -123,9 +175,12 @@ func (s *slotStore) rewrite(ctx context.Context, l driver.Lease, renew bool, cha
 			if len(kvs) == 0 {
 				return driver.SlotRecord{}, 0, fmt.Errorf("slot key %s is missing: %w", k, driver.ErrLeaseLost)
 			}
-			st := slotFrom(k, kvs[0], 0)
+			st := withRev(slotFrom(k, kvs[0], 0), resp.Header.Revision)
 			if st.err != nil {
 				return driver.SlotRecord{}, 0, st.err
+			}
+			if err := s.guardFence(k, st); err != nil {
+				return driver.SlotRecord{}, 0, err
 			}
 			r, cerr := change(st.r, s.now())
 			if cerr != nil {
@@ -296,7 +351,10 @@ func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 		if err != nil {
 			return true, err
 		}
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(sk), "=", st.mod))
+		// And the purged fence floor: a purge meanwhile may have deleted
+		// the slot, whose fence is then only in the floor.
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(sk), "=", st.mod),
+			clientv3.Compare(clientv3.ModRevision(s.key("purged")), "=", modOf(resp.Responses[2].GetResponseRange().Kvs)))
 		ops = append(ops, clientv3.OpPut(sk, string(data)))
 	}
 	if len(ops) == 0 {
