@@ -194,7 +194,8 @@ func (o *Options) Err() error {
 //
 // The value is printed through the same rule as Redact: never when the key
 // looks secret (Redact's key list) or Secret is set, and with any secret
-// Redact recognises inside it (a URL's password) hidden otherwise.
+// Redact recognises inside it (a URL's password, PEM data) hidden
+// otherwise; PEM data in the reason is hidden too.
 type OptionError struct {
 	Key    string
 	Value  string
@@ -207,7 +208,10 @@ func (e *OptionError) Error() string {
 	if e.Secret || secretKey.MatchString(e.Key+"=") {
 		v = "(redacted)"
 	}
-	return fmt.Sprintf("option %q: value %s: %s", e.Key, v, e.Reason)
+	// The reason may quote a pasted key, as another option's value or in a
+	// file error that repeats it. (Only PEM data: a reason's own text, such
+	// as a format "digest:user:password", is not a secret.)
+	return fmt.Sprintf("option %q: value %s: %s", e.Key, v, hidePEM(e.Reason))
 }
 
 func (e *OptionError) Unwrap() error { return ErrInvalidArgument }

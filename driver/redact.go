@@ -17,12 +17,16 @@ import (
 //     '&' or ';', and across commas while the next piece has no '=' (an
 //     auth list, digest:a:x,digest:b:y, is one value): password=***,
 //     auth=***;
-//   - the password of a ZooKeeper digest credential: digest:alice:***.
+//   - the password of a ZooKeeper digest credential: digest:alice:***;
+//   - PEM data (a key pasted where a file's path was expected), from its
+//     -----BEGIN line to its -----END line or the end of text:
+//     (PEM data not shown).
 //
 // An option is shown as Redact(key + "=" + value). Text that is not one of
 // these forms is kept as it is: a secret given without a key (a bare
 // password where a host was expected) is not recognised.
 func Redact(text string) string {
+	text = hidePEM(text)
 	text = redactURLs(text)
 	text = redactPairs(text)
 	return digestCred.ReplaceAllString(text, "${1}***")
@@ -30,6 +34,12 @@ func Redact(text string) string {
 
 // secretKey matches a key that looks secret, followed by '='.
 var secretKey = regexp.MustCompile(`(?i)[a-z0-9_.\-]*(?:passw(?:or)?d|pwd|secret|token|credential|auth|api_?key)[a-z0-9_.\-]*\s*=\s*`)
+
+// pemBlock is PEM data, ended or cut short (the END line may be missing in
+// a pasted or quoted value).
+var pemBlock = regexp.MustCompile(`-----BEGIN[^-]*-----(?s:.*?)(?:-----END[^-]*-----|$)`)
+
+func hidePEM(text string) string { return pemBlock.ReplaceAllString(text, "(PEM data not shown)") }
 
 // digestCred is a ZooKeeper digest scheme's user:password.
 var digestCred = regexp.MustCompile(`(\bdigest:[^:\s,'"]+:)[^\s,'"]+`)

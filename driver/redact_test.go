@@ -55,3 +55,24 @@ func TestRedactURLPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactPEM: a private key pasted into an option (tls.keyFile holding
+// the key instead of its path) is never printed, whole or cut short.
+func TestRedactPEM(t *testing.T) {
+	const body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"
+	key := "-----BEGIN PRIVATE KEY-----\n" + body + "\n-----END PRIVATE KEY-----\n"
+	for _, text := range []string{
+		"tls.keyFile=" + key,
+		`option "tls.keyFile": value "` + strings.ReplaceAll(key, "\n", `\n`) + `": no such file`,
+		"open " + key[:40] + ": no such file", // the END line cut off
+	} {
+		got := Redact(text)
+		if strings.Contains(got, body[:12]) || !strings.Contains(got, "PEM data not shown") {
+			t.Errorf("Redact(%q) = %q: want the PEM data replaced", text, got)
+		}
+	}
+	err := &OptionError{Key: "tls.keyFile", Value: key, Reason: "no such file"}
+	if strings.Contains(err.Error(), body[:12]) {
+		t.Errorf("OptionError shows the key: %v", err)
+	}
+}

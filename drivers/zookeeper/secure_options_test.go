@@ -153,6 +153,33 @@ func TestSecretsNotShown(t *testing.T) {
 	s.Close()
 }
 
+// TestTLSKeyPastedNotShown: a private key pasted into tls.keyFile instead
+// of its path is refused without being printed, whichever option the error
+// names.
+func TestTLSKeyPastedNotShown(t *testing.T) {
+	pair := testcerts.NewCA(t, "pasted").Issue("client")
+	key, err := os.ReadFile(pair.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(key)), "\n")
+	material := lines[1][:16] // from the key's base64 body
+	for _, opts := range []map[string]string{
+		{"tls.keyFile": string(key)},
+		{"tls.certFile": pair.CertFile, "tls.keyFile": string(key)},
+		{"tls.caFile": string(key)},
+	} {
+		_, err := openWith(opts)
+		if !errors.Is(err, driver.ErrInvalidArgument) {
+			t.Errorf("openWith(%v): %v, want ErrInvalidArgument", opts, err)
+			continue
+		}
+		if strings.Contains(err.Error(), material) {
+			t.Errorf("the refusal shows the pasted key: %v", err)
+		}
+	}
+}
+
 // TestTLSOptionValues: the tls.* files are loaded by Open's option check,
 // and TLS is on when any of them is given or tls=true.
 func TestTLSOptionValues(t *testing.T) {
