@@ -18,6 +18,7 @@ type lockHold struct {
 
 	mu       sync.Mutex
 	unlocked bool
+	tried    bool // an Unlock's delete whose answer was lost (it may be applied)
 
 	gmu       sync.Mutex
 	rev       int64 // the key's create revision, once known (the fence)
@@ -107,13 +108,24 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 	// The key's name is the hold's until this delete returns (its number is
 	// reused only after): a plain delete removes no one else's.
 	h.setReleasing(true)
-	_, err := h.s.cli.Delete(ctx, h.key)
+	resp, err := h.s.cli.Delete(ctx, h.key)
 	if err = h.s.check(ctx, err); err != nil {
 		// The answer was lost: if the session's watch saw the delete, it
 		// was applied (done); if it sees it later, it loses the session.
+		h.tried = true
 		if gone := h.setReleasing(false); !gone {
 			return err
 		}
+	} else if resp.Deleted == 0 && !h.tried {
+		// Someone else deleted the key before this Unlock, and the next
+		// waiter may have been granted then, while the holder trusted
+		// the hold: the watch has not told it yet, Unlock must.
+		h.setReleasing(false)
+		h.loseLocked("found already deleted by Unlock")
+		h.unlocked = true
+		h.ss.unwatch(h)
+		h.ss.release(h.n)
+		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
 	}
 	h.unlocked = true
 	h.ss.unwatch(h)

@@ -1,0 +1,229 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/etcdtest"
+)
+
+// gatedWatch holds back the starts of a session's watch: start n (from 1)
+// waits until open(n); later starts than the gates made pass.
+type gatedWatch struct {
+	mu      sync.Mutex
+	starts  int
+	gates   []chan struct{}
+	reached []chan struct{}
+}
+
+func newGatedWatch(n int) *gatedWatch {
+	g := &gatedWatch{}
+	for range n {
+		g.gates = append(g.gates, make(chan struct{}))
+		g.reached = append(g.reached, make(chan struct{}))
+	}
+	return g
+}
+
+func (g *gatedWatch) hook() {
+	g.mu.Lock()
+	i := g.starts
+	g.starts++
+	g.mu.Unlock()
+	if i < len(g.gates) {
+		close(g.reached[i])
+		<-g.gates[i]
+	}
+}
+
+func (g *gatedWatch) open(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.gates[n-1]:
+	default:
+		close(g.gates[n-1])
+	}
+}
+
+func (g *gatedWatch) openAll() {
+	for i := range g.gates {
+		g.open(i + 1)
+	}
+}
+
+// waitStart waits (bounded) until start n of the watch is held back.
+func (g *gatedWatch) waitStart(t *testing.T, n int) {
+	t.Helper()
+	select {
+	case <-g.reached[n-1]:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the session's watch did not start a %d. time within 30s", n)
+	}
+}
+
+// openGated opens a store on the endpoints whose session's watch g holds
+// back.
+func openGated(t *testing.T, endpoints []string, prefix string, g *gatedWatch) *store.Store {
+	t.Helper()
+	cfg, err := parseOptions(map[string]string{"endpoints": endpoints[0], "prefix": prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newStore(cfg, nil)
+	d.watchHook = g.hook
+	if err := d.Connect(t.Context()); err != nil {
+		d.Close()
+		t.Fatal(err)
+	}
+	st, err := store.OpenDriver(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestLockDeleteAtRewatchCompacted: the session's watch broke (its
+// revisions compacted) and re-read its keys at revision R; before it
+// watches again, an operator deletes the held key (revision R+1) and
+// compacts at exactly that revision. etcd answers a watch from the
+// compaction revision itself without a compaction error, yet the
+// compaction removed the delete's tombstone: a watch from R+1 would never
+// hear of the delete, and the hold would stay while the next waiter holds
+// too. The watch starts again from R (already read, so compacted: it
+// re-reads the keys and finds the delete).
+func TestLockDeleteAtRewatchCompacted(t *testing.T) {
+	ctx := t.Context()
+	// A member of its own: the test counts revisions.
+	c := etcdtest.Start(t, 1)
+	prefix := "/rewatch"
+	g := newGatedWatch(2)
+	defer g.openAll()
+	st := openGated(t, c.Endpoints(), prefix, g)
+	l, err := st.Locks().Lock(ctx, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	// Break the first watch: compact past its start.
+	g.waitStart(t, 1)
+	put, err := cli.Put(ctx, "/elsewhere", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, put.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	g.open(1)
+	g.waitStart(t, 2) // the keys were read again, at the latest revision
+	key := prefix + "/lock/w/"
+	del, err := cli.Delete(ctx, key, clientv3.WithPrefix())
+	if err != nil || del.Deleted != 1 {
+		t.Fatalf("the operator's delete: %v, %v", del, err)
+	}
+	if del.Header.Revision != put.Header.Revision+1 {
+		t.Fatalf("the delete is at revision %d, not right after the re-read at %d: something else wrote", del.Header.Revision, put.Header.Revision)
+	}
+	if _, err := cli.Compact(ctx, del.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	g.open(2)
+	select {
+	case <-l.Lost():
+		err := l.Unlock(ctx)
+		if !errors.Is(err, driver.ErrLeaseLost) {
+			t.Errorf("Unlock of the lost hold: %v, want ErrLeaseLost", err)
+		}
+		t.Logf("lost: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold whose key was deleted at the compaction revision is not lost after 10s")
+	}
+}
+
+// TestUnlockAfterOperatorDelete: an operator deletes the held key, the
+// next waiter is granted, and the holder calls Unlock before its session's
+// watch (held back here: a slow stream) reports the delete. Unlock finds
+// nothing to delete: the hold was lost while the holder trusted it, and
+// Unlock must say so (ErrLeaseLost), not report a clean release.
+func TestUnlockAfterOperatorDelete(t *testing.T) {
+	ctx := t.Context()
+	ep := sharedServer(t).Endpoints()
+	prefix := freshPrefix("unlock-deleted")
+	g := newGatedWatch(1)
+	defer g.openAll()
+	holder := openGated(t, ep, prefix, g)
+	other, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	l, err := holder.Locks().Lock(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.waitStart(t, 1)
+	var granted atomic.Pointer[store.Lock]
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l2, err := other.Locks().Lock(ctx, "u")
+		if err != nil {
+			t.Errorf("the waiter's Lock: %v", err)
+			return
+		}
+		granted.Store(l2)
+	}()
+	waitQueued(t, holder, "u", 2)
+	cli := rawClient(t)
+	resp, err := cli.Get(ctx, prefix+"/lock/u/", clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].CreateRevision != l.Fence() {
+		t.Fatalf("the holder's key: %v, %v", resp, err)
+	}
+	if _, err := cli.Delete(ctx, string(resp.Kvs[0].Key)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter is not granted within 30s of the operator's delete")
+	}
+	if granted.Load() == nil {
+		return
+	}
+	defer granted.Load().Unlock(context.Background())
+	if err := l.Unlock(ctx); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Errorf("Unlock after an operator deleted the key and another store was granted the lock: %v, want ErrLeaseLost", err)
+	}
+	select {
+	case <-l.Lost():
+	default:
+		t.Error("Unlock found the key deleted by someone else, yet Lost is open")
+	}
+	g.open(1)
+	// The same name again on the same store: a new key, a new hold.
+	granted.Load().Unlock(ctx)
+	l3, err := holder.Locks().Lock(ctx, "u")
+	if err != nil {
+		t.Fatalf("Lock again after the lost hold: %v", err)
+	}
+	if l3.Fence() <= granted.Load().Fence() {
+		t.Errorf("fence %d after the waiter's %d", l3.Fence(), granted.Load().Fence())
+	}
+	if err := l3.Unlock(ctx); err != nil {
+		t.Errorf("Unlock of the new hold: %v", err)
+	}
+}
