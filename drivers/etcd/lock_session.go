@@ -230,10 +230,15 @@ func (s *lockStore) watchDeletes(ss *session, from int64) {
 	defer cancel()
 	prefix := s.key("lock") + "/"
 	for attempt := 1; ; {
+		compacted := false
 		if s.watchHook != nil {
 			s.watchHook()
 		}
-		wch := s.cli.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut())
+		// The member serving the watch may be cut off from the others while
+		// they answer the keep-alives: a watch there would hear no delete
+		// and the session would live on. Requiring a leader, the member
+		// ends the watch once it has none, and the keys are read again.
+		wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut())
 	events:
 		for {
 			select {
@@ -243,6 +248,7 @@ func (s *lockStore) watchDeletes(ss *session, from int64) {
 				return
 			case resp, ok := <-wch:
 				if !ok || resp.Err() != nil {
+					compacted = ok && resp.CompactRevision != 0
 					break events // compacted, or the watch ended
 				}
 				for _, ev := range resp.Events {
@@ -252,10 +258,18 @@ func (s *lockStore) watchDeletes(ss *session, from int64) {
 				}
 			}
 		}
-		next, err := s.recheckHolds(ctx, ss)
+		// Bounded: a read on a member without a leader may hang.
+		rctx, rcancel := context.WithTimeout(ctx, ss.ttl)
+		next, err := s.recheckHolds(rctx, ss)
+		rcancel()
 		if err == nil {
-			from, attempt = next, 1
-			continue
+			from = next
+			if compacted {
+				attempt = 1
+				continue
+			}
+			// Ended otherwise (no leader there, a broken stream): the
+			// next watch may land on the same member; back off.
 		}
 		select {
 		case <-ctx.Done():

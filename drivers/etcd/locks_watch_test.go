@@ -3,6 +3,10 @@ package etcd
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +18,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/etcdtest"
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // gatedWatch holds back the starts of a session's watch: start n (from 1)
@@ -225,5 +230,96 @@ func TestUnlockAfterOperatorDelete(t *testing.T) {
 	}
 	if err := l3.Unlock(ctx); err != nil {
 		t.Errorf("Unlock of the new hold: %v", err)
+	}
+}
+
+// watchMember returns the member that serves the only watch stream of the
+// cluster (from its metrics), or nil.
+func watchMember(t *testing.T, c *etcdtest.Cluster) *etcdtest.Member {
+	t.Helper()
+	var found *etcdtest.Member
+	for _, m := range c.Members {
+		resp, err := http.Get(m.ClientURL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, "etcd_debugging_mvcc_watch_stream_total "); ok && strings.TrimSpace(v) != "0" {
+				found = m
+			}
+		}
+	}
+	return found
+}
+
+// TestLockWatchMemberPartitioned: the holder's client knows all three
+// members; its session's watch stream is served by one, its keep-alives go
+// to any. That member is partitioned from its peers, so its watch hears
+// nothing more, and an operator deletes the held key through the others;
+// the next waiter is granted. The keep-alives the other members answer
+// keep the session's deadline moving, so only the watch can tell the
+// holder: it must not stay on a member that has no leader.
+func TestLockWatchMemberPartitioned(t *testing.T) {
+	ctx := t.Context()
+	c := etcdtest.Start(t, 3)
+	prefix := "/watch-partitioned"
+	holder, err := OpenStore(ctx, &Options{Endpoints: c.Endpoints(), Prefix: prefix, SessionTTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	l, err := holder.Locks().Lock(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x *etcdtest.Member
+	poll.Until(t, 30*time.Second, "a member serves the session's watch", func() bool {
+		x = watchMember(t, c)
+		return x != nil
+	})
+	var others []string
+	for _, m := range c.Members {
+		if m != x {
+			others = append(others, m.ClientURL)
+		}
+	}
+	c.Partition(t, x)
+	defer c.Heal()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: others, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	poll.Succeeds(t, 30*time.Second, "the operator deletes the held key through the majority", func() error {
+		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		resp, err := cli.Delete(dctx, prefix+"/lock/p/", clientv3.WithPrefix())
+		if err == nil && resp.Deleted != 1 {
+			err = fmt.Errorf("deleted %d keys", resp.Deleted)
+		}
+		return err
+	})
+	deleted := time.Now()
+	waiter, err := OpenStore(ctx, &Options{Endpoints: others, Prefix: prefix, SessionTTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	l2, err := waiter.Locks().Lock(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Unlock(context.Background())
+	select {
+	case <-l.Lost():
+		t.Logf("lost %v after the delete: %v", time.Since(deleted).Round(time.Millisecond), l.Unlock(ctx))
+	case <-time.After(15 * time.Second):
+		t.Fatalf("two holders: the held key was deleted %v ago, another store holds the lock, and the holder's Lost is open",
+			time.Since(deleted).Round(time.Millisecond))
 	}
 }
