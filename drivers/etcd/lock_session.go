@@ -9,6 +9,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 )
 
 // session is the etcd lease every lock key of the store hangs on: the
@@ -230,6 +231,7 @@ func (s *lockStore) watchDeletes(ss *session, from int64) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	prefix := s.key("lock") + "/"
+	starts := 0
 	for attempt := 1; ; attempt++ {
 		if s.watchHook != nil {
 			s.watchHook()
@@ -237,22 +239,46 @@ func (s *lockStore) watchDeletes(ss *session, from int64) {
 		// The member serving the watch may be cut off from the others while
 		// they answer the keep-alives: a watch there would hear no delete
 		// and the session would live on. Requiring a leader, the member
-		// ends the watch once it has none.
-		wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut())
-		compacted := false
+		// ends the watch once it has none; one that answers nothing at all
+		// (stopped, its connection silent) is found by asking for the
+		// watch's progress every third of the TTL, and left when the
+		// previous question got no answer.
+		// The client shares one stream among the watches of a context's
+		// metadata, and keeps a stream whose member never confirmed a
+		// watch: a mark of its own gives each start a new stream, on
+		// whichever member the client picks next.
+		mark := metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(ctx), "cosid-lock-watch", fmt.Sprintf("%x-%d", int64(ss.id), starts))
+		starts++
+		wctx, wcancel := context.WithCancel(mark)
+		// Watch itself waits for the member to confirm the watch.
+		unanswered := time.AfterFunc(ss.ttl/3, wcancel)
+		wch := s.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut())
+		unanswered.Stop()
+		probe := time.NewTicker(ss.ttl / 3)
+		heard, compacted := true, false
 	events:
 		for {
 			select {
 			case <-ctx.Done():
+				wcancel()
+				probe.Stop()
 				return
 			case <-ss.lost:
+				wcancel()
+				probe.Stop()
 				return
+			case <-probe.C:
+				if !heard {
+					break events // deaf: watch elsewhere
+				}
+				heard = false
+				s.spawn(func() { s.cli.RequestProgress(wctx) })
 			case resp, ok := <-wch:
 				if !ok || resp.Err() != nil {
 					compacted = ok && resp.CompactRevision != 0
 					break events
 				}
-				attempt = 1 // it works
+				heard, attempt = true, 1 // it works
 				for _, ev := range resp.Events {
 					if ev.Type == clientv3.EventTypeDelete {
 						ss.sawDelete(string(ev.Kv.Key), ev.Kv.ModRevision, fmt.Sprintf("deleted at revision %d", ev.Kv.ModRevision))
@@ -261,6 +287,8 @@ func (s *lockStore) watchDeletes(ss *session, from int64) {
 				}
 			}
 		}
+		wcancel()
+		probe.Stop()
 		if compacted {
 			next, err := s.recheckHolds(ctx, ss)
 			if err != nil {

@@ -257,18 +257,25 @@ func watchMember(t *testing.T, c *etcdtest.Cluster) *etcdtest.Member {
 	return found
 }
 
-// TestLockWatchMemberPartitioned: the holder's client knows all three
-// members; its session's watch stream is served by one, its keep-alives go
-// to any. That member is partitioned from its peers, so its watch hears
-// nothing more, and an operator deletes the held key through the others;
-// the next waiter is granted. The keep-alives the other members answer
+// TestLockWatchMemberCut: the holder's client knows all three members;
+// its session's watch stream is served by one, its keep-alives go to any.
+// That member is cut off: partitioned from its peers (it hears nothing
+// more and has no leader), paused (its sockets stay open, it answers
+// nothing) or killed. An operator deletes the held key through the others
+// and the next waiter is granted. The keep-alives the other members answer
 // keep the session's deadline moving, so only the watch can tell the
-// holder: it must not stay on a member that has no leader.
-func TestLockWatchMemberPartitioned(t *testing.T) {
+// holder: it must not stay deaf on that member.
+func TestLockWatchMemberCut(t *testing.T) {
+	for _, how := range []string{"Partitioned", "Paused", "Killed"} {
+		t.Run(how, func(t *testing.T) { testLockWatchMemberCut(t, how) })
+	}
+}
+
+func testLockWatchMemberCut(t *testing.T, how string) {
 	ctx := t.Context()
 	c := etcdtest.Start(t, 3)
-	prefix := "/watch-partitioned"
-	holder, err := OpenStore(ctx, &Options{Endpoints: c.Endpoints(), Prefix: prefix, SessionTTL: 2 * time.Second})
+	prefix := "/watch-cut"
+	holder, err := OpenStore(ctx, &Options{Endpoints: c.Endpoints(), Prefix: prefix, SessionTTL: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,8 +295,16 @@ func TestLockWatchMemberPartitioned(t *testing.T) {
 			others = append(others, m.ClientURL)
 		}
 	}
-	c.Partition(t, x)
-	defer c.Heal()
+	switch how {
+	case "Partitioned":
+		c.Partition(t, x)
+		defer c.Heal()
+	case "Paused":
+		x.Pause()
+		defer x.Resume()
+	case "Killed":
+		x.Stop()
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: others, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
@@ -318,7 +333,7 @@ func TestLockWatchMemberPartitioned(t *testing.T) {
 	select {
 	case <-l.Lost():
 		t.Logf("lost %v after the delete: %v", time.Since(deleted).Round(time.Millisecond), l.Unlock(ctx))
-	case <-time.After(15 * time.Second):
+	case <-time.After(8 * time.Second): // the connection's keep-alive (10s+5s) must not be what tells
 		t.Fatalf("two holders: the held key was deleted %v ago, another store holds the lock, and the holder's Lost is open",
 			time.Since(deleted).Round(time.Millisecond))
 	}
