@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/cosid-go/store/driver"
 )
 
@@ -105,10 +107,11 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 		}
 		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
 	}
-	// The key's name is the hold's until this delete returns (its number is
-	// reused only after): a plain delete removes no one else's.
+	// Only this hold's key: the delete may be applied after its answer
+	// was lost and the number reused for a new key of the same name.
 	h.setReleasing(true)
-	resp, err := h.s.cli.Delete(ctx, h.key)
+	resp, err := h.s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(h.key), "=", h.rev)).
+		Then(clientv3.OpDelete(h.key)).Commit()
 	if err = h.s.check(ctx, err); err != nil {
 		// The answer was lost: if the session's watch saw the delete, it
 		// was applied (done); if it sees it later, it loses the session.
@@ -116,7 +119,7 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 		if gone := h.setReleasing(false); !gone {
 			return err
 		}
-	} else if resp.Deleted == 0 && !h.tried {
+	} else if !resp.Succeeded && !h.tried {
 		// Someone else deleted the key before this Unlock, and the next
 		// waiter may have been granted then, while the holder trusted
 		// the hold: the watch has not told it yet, Unlock must.

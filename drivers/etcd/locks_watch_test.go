@@ -14,6 +14,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
@@ -336,5 +339,79 @@ func testLockWatchMemberCut(t *testing.T, how string) {
 	case <-time.After(8 * time.Second): // the connection's keep-alive (10s+5s) must not be what tells
 		t.Fatalf("two holders: the held key was deleted %v ago, another store holds the lock, and the holder's Lost is open",
 			time.Since(deleted).Round(time.Millisecond))
+	}
+}
+
+// TestUnlockLateDeleteSparesNextHold: Unlock's delete loses its answer
+// (applied only later, as after a lost connection) while an operator
+// deletes the key and the session's watch reports that delete: Unlock
+// takes the key as gone and frees its number. The store's next Lock of
+// the name reuses the number, so the same key, and is granted. The late
+// delete of the first Unlock must not remove the new hold's key: Unlock
+// removes only its own hold, never a later one's.
+func TestUnlockLateDeleteSparesNextHold(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("late-delete")
+	cli := rawClient(t)
+	var armed atomic.Bool
+	late := make(chan func(), 1)
+	var d *driverStore
+	st := openDriver(t, prefix, func(s *driverStore) {
+		d = s
+		s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ictx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if !armed.Load() || !(strings.HasSuffix(method, "/DeleteRange") || strings.HasSuffix(method, "/Txn")) {
+				return invoker(ictx, method, req, reply, cc, opts...)
+			}
+			armed.Store(false)
+			// The operator's delete, seen by the watch while Unlock waits.
+			key := prefix + "/lock/r/"
+			if resp, err := cli.Delete(context.Background(), key, clientv3.WithPrefix()); err != nil || resp.Deleted != 1 {
+				t.Errorf("the operator's delete: %v, %v", resp, err)
+			}
+			poll.Until(t, 10*time.Second, "the session's watch reports the operator's delete", func() bool {
+				d.lmu.Lock()
+				ss := d.sess
+				d.lmu.Unlock()
+				for _, h := range ss.watched() {
+					h.gmu.Lock()
+					gone := h.gone
+					h.gmu.Unlock()
+					if gone {
+						return true
+					}
+				}
+				return false
+			})
+			// Unlock's own request reaches the server later.
+			late <- func() { invoker(context.Background(), method, req, reply, cc, opts...) }
+			return status.Error(codes.Unavailable, "answer lost (test)")
+		})}
+	})
+	l, err := st.Locks().Lock(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	if err := l.Unlock(ctx); err != nil {
+		t.Logf("Unlock with its answer lost: %v", err)
+	}
+	send := <-late
+	l2, err := st.Locks().Lock(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Unlock(context.Background())
+	resp, err := cli.Get(ctx, prefix+"/lock/r/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the new hold's key: %v, %v", resp, err)
+	}
+	send()
+	after, err := cli.Get(ctx, string(resp.Kvs[0].Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Kvs) != 1 {
+		t.Errorf("the first Unlock's late delete removed the next hold's key %s (fence %d)", resp.Kvs[0].Key, l2.Fence())
 	}
 }
