@@ -415,3 +415,22 @@ func TestUnlockLateDeleteSparesNextHold(t *testing.T) {
 		t.Errorf("the first Unlock's late delete removed the next hold's key %s (fence %d)", resp.Kvs[0].Key, l2.Fence())
 	}
 }
+
+// TestLockWaitTimesOutNotUnavailable: a Lock whose context ends while it
+// waits behind a live holder, the members answering all along, reports the
+// context's end, not that etcd is unavailable.
+func TestLockWaitTimesOutNotUnavailable(t *testing.T) {
+	ctx := t.Context()
+	holder, waiter := openPair(t, freshPrefix("wait-timeout"))
+	l, err := holder.Locks().Lock(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(context.Background())
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err = waiter.Locks().Lock(wctx, "b")
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrUnavailable) {
+		t.Errorf("Lock that waited 3s behind a live holder: %v; want the deadline, not ErrUnavailable", err)
+	}
+}
