@@ -88,7 +88,12 @@
 // can know. Each session watches the deletes of lock keys under the
 // prefix (one watch for all its holds), and a delete of one of its held
 // keys not made by Unlock loses the session (and revokes it) as soon as it
-// is seen: Lost closes promptly after, not before. Purge refuses a key on a lease, or another
+// is seen: Lost closes promptly after, not before. The watch requires a
+// leader and must answer a progress request every third of the TTL, so one
+// on a member cut off from its peers, or answering nothing, is started
+// again on another (keep-alives answered through the others would keep the
+// session alive meanwhile). An Unlock that finds its key already deleted
+// by someone else reports ErrLeaseLost and loses the session. Purge refuses a key on a lease, or another
 // store's metadata, under its prefix (a store nested there).
 //
 // # Operations

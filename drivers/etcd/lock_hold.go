@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/cosid-go/store/driver"
 )
 
@@ -18,6 +20,7 @@ type lockHold struct {
 
 	mu       sync.Mutex
 	unlocked bool
+	tried    bool // an Unlock's delete whose answer was lost (it may be applied)
 
 	gmu       sync.Mutex
 	rev       int64 // the key's create revision, once known (the fence)
@@ -104,16 +107,28 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 		}
 		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
 	}
-	// The key's name is the hold's until this delete returns (its number is
-	// reused only after): a plain delete removes no one else's.
+	// Only this hold's key: the delete may be applied after its answer
+	// was lost and the number reused for a new key of the same name.
 	h.setReleasing(true)
-	_, err := h.s.cli.Delete(ctx, h.key)
+	resp, err := h.s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(h.key), "=", h.rev)).
+		Then(clientv3.OpDelete(h.key)).Commit()
 	if err = h.s.check(ctx, err); err != nil {
 		// The answer was lost: if the session's watch saw the delete, it
 		// was applied (done); if it sees it later, it loses the session.
+		h.tried = true
 		if gone := h.setReleasing(false); !gone {
 			return err
 		}
+	} else if !resp.Succeeded && !h.tried {
+		// Someone else deleted the key before this Unlock, and the next
+		// waiter may have been granted then, while the holder trusted
+		// the hold: the watch has not told it yet, Unlock must.
+		h.setReleasing(false)
+		h.loseLocked("found already deleted by Unlock")
+		h.unlocked = true
+		h.ss.unwatch(h)
+		h.ss.release(h.n)
+		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
 	}
 	h.unlocked = true
 	h.ss.unwatch(h)

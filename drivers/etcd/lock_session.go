@@ -9,6 +9,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 )
 
 // session is the etcd lease every lock key of the store hangs on: the
@@ -223,63 +224,126 @@ func (s *lockStore) renew(ss *session, every time.Duration) {
 // under the store's prefix from revision from on (the session's keys are
 // all created after it), and tells the session's own keys' holds. One
 // watch per session, not one per hold: a hold costs no watch of its own to
-// set up and tear down. When the watch ends (its revisions compacted, or
-// the server ended it), the keys are read again and it starts anew.
+// set up and tear down. A watch that ends starts again after the last
+// delete it reported; one whose revisions were compacted cannot replay
+// them, so the keys are read again instead.
 func (s *lockStore) watchDeletes(ss *session, from int64) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	prefix := s.key("lock") + "/"
-	for attempt := 1; ; {
+	starts := 0
+	for attempt := 1; ; attempt++ {
 		if s.watchHook != nil {
 			s.watchHook()
 		}
-		wch := s.cli.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut())
+		// The member serving the watch may be cut off from the others while
+		// they answer the keep-alives: a watch there would hear no delete
+		// and the session would live on. Requiring a leader, the member
+		// ends the watch once it has none; one that answers nothing at all
+		// (stopped, its connection silent) is found by asking for the
+		// watch's progress every third of the TTL, and left when the
+		// previous question got no answer.
+		// The client shares one stream among the watches of a context's
+		// metadata, and keeps a stream whose member never confirmed a
+		// watch: a mark of its own gives each start a new stream, on
+		// whichever member the client picks next.
+		mark := metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(ctx), "cosid-lock-watch", fmt.Sprintf("%x-%d", int64(ss.id), starts))
+		starts++
+		wctx, wcancel := context.WithCancel(mark)
+		// Watch itself waits for the member to confirm the watch.
+		unanswered := time.AfterFunc(ss.ttl/3, wcancel)
+		wch := s.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut())
+		unanswered.Stop()
+		probe := time.NewTicker(ss.ttl / 3)
+		heard, compacted := true, false
 	events:
 		for {
 			select {
 			case <-ctx.Done():
+				wcancel()
+				probe.Stop()
 				return
 			case <-ss.lost:
+				wcancel()
+				probe.Stop()
 				return
+			case <-probe.C:
+				if !heard {
+					break events // deaf: watch elsewhere
+				}
+				heard = false
+				s.spawn(func() { s.cli.RequestProgress(wctx) })
 			case resp, ok := <-wch:
 				if !ok || resp.Err() != nil {
-					break events // compacted, or the watch ended
+					compacted = ok && resp.CompactRevision != 0
+					break events
 				}
+				heard, attempt = true, 1 // it works
 				for _, ev := range resp.Events {
 					if ev.Type == clientv3.EventTypeDelete {
 						ss.sawDelete(string(ev.Kv.Key), ev.Kv.ModRevision, fmt.Sprintf("deleted at revision %d", ev.Kv.ModRevision))
 					}
+					from = ev.Kv.ModRevision + 1
 				}
 			}
 		}
-		next, err := s.recheckHolds(ctx, ss)
-		if err == nil {
+		wcancel()
+		probe.Stop()
+		if compacted {
+			next, err := s.recheckHolds(ctx, ss)
+			if err != nil {
+				return // the store closed or the session was lost
+			}
 			from, attempt = next, 1
 			continue
 		}
-		select {
-		case <-ctx.Done():
+		// Ended otherwise (no leader there, a broken stream): the next
+		// watch may land on the same member; back off.
+		if s.pause(ctx, ss, attempt) != nil {
 			return
-		case <-ss.lost:
-			return
-		case <-time.After(min(50*time.Millisecond<<min(attempt, 5), time.Second)):
 		}
-		attempt++
+	}
+}
+
+// pause waits before a session's next try, or says why there is none.
+func (s *lockStore) pause(ctx context.Context, ss *session, attempt int) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-ss.lost:
+		return ss.lostErr()
+	case <-time.After(min(50*time.Millisecond<<min(attempt, 5), time.Second)):
+		return nil
 	}
 }
 
 // recheckHolds reads every key the session watches, telling each hold
 // whose key is missing or another, and returns the revision to watch
 // from again. That revision is read before the keys are listed, so a key
-// registered after the listing was created after it.
+// registered after the listing was created after it. Each read is retried
+// on its own (bounded: a member without a leader may not answer), so that
+// the pass ends whatever member each read reaches.
 func (s *lockStore) recheckHolds(ctx context.Context, ss *session) (int64, error) {
-	resp, err := s.cli.Get(ctx, s.key("meta"), clientv3.WithKeysOnly())
+	get := func(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+		for attempt := 1; ; attempt++ {
+			gctx, cancel := context.WithTimeout(ctx, ss.ttl)
+			resp, err := s.cli.Get(gctx, key, opts...)
+			cancel()
+			if err == nil {
+				return resp, nil
+			}
+			if err := s.pause(ctx, ss, attempt); err != nil {
+				return nil, err
+			}
+		}
+	}
+	resp, err := get(s.key("meta"), clientv3.WithKeysOnly())
 	if err != nil {
 		return 0, err
 	}
 	from := resp.Header.Revision + 1
 	for _, h := range ss.watched() {
-		resp, err := s.cli.Get(ctx, h.key)
+		resp, err := get(h.key)
 		if err != nil {
 			return 0, err
 		}

@@ -167,6 +167,14 @@ func (s *lockStore) waitGone(ctx context.Context, ss *session, pred string, rev 
 	defer recheck.Stop()
 	select {
 	case <-ctx.Done():
+		ss.mu.Lock()
+		sent := ss.sent
+		ss.mu.Unlock()
+		if time.Since(sent) < ss.ttl/2 && !errors.Is(s.check(ctx, ctx.Err()), driver.ErrClosed) {
+			// The leader answered a keep-alive lately: the wait ran out
+			// of time behind a holder, not for want of an answer.
+			return fmt.Errorf("waiting behind %s: %w", pred, ctx.Err())
+		}
 		return s.check(ctx, ctx.Err())
 	case <-s.closing:
 		return driver.ErrClosed

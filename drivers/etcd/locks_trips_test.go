@@ -4,9 +4,12 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
+
+	"github.com/cosid-go/store/internal/poll"
 )
 
 // countingStream counts the watches a client asks its server to create.
@@ -56,6 +59,7 @@ func TestLockRoundTrips(t *testing.T) {
 		}
 	}
 	lockUnlock() // grants the session's lease and starts its watch
+	poll.Until(t, 10*time.Second, "the session's watch is created", func() bool { return watches.Load() == 1 })
 	calls0, watches0 := calls.Load(), watches.Load()
 	for range 20 {
 		lockUnlock()
