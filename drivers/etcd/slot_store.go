@@ -188,18 +188,19 @@ func (s *slotStore) rewrite(ctx context.Context, l driver.Lease, renew bool, cha
 			}
 			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", st.mod)}
 			if renew {
-				var nsMod int64
-				if len(nsKVs) == 1 {
-					ns, err := parseNamespace(l.Namespace, nk, nsKVs[0].Value)
-					if err != nil {
-						return driver.SlotRecord{}, 0, err
-					}
-					if ns.Sealed {
-						return driver.SlotRecord{}, 0, sealedErr(l.Namespace)
-					}
-					nsMod = nsKVs[0].ModRevision
+				if len(nsKVs) == 0 {
+					// Purged, or deleted by hand with its seal, if any:
+					// the term cannot tell it is still allowed to grow.
+					return driver.SlotRecord{}, 0, fmt.Errorf("namespace key %s is missing: %w", nk, driver.ErrLeaseLost)
 				}
-				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(nk), "=", nsMod))
+				ns, err := parseNamespace(l.Namespace, nk, nsKVs[0].Value)
+				if err != nil {
+					return driver.SlotRecord{}, 0, err
+				}
+				if ns.Sealed {
+					return driver.SlotRecord{}, 0, sealedErr(l.Namespace)
+				}
+				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(nk), "=", nsKVs[0].ModRevision))
 			}
 			data, merr := r.MarshalBinary()
 			if merr != nil {

@@ -1,0 +1,41 @@
+package etcd
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store"
+)
+
+// TestSealSurvivesDeletedNamespaceKey: an operator deletes the namespace
+// key of a sealed namespace (etcdctl del, the slot keys stay). Neither a
+// held term's Renew nor another store's Acquire may take that as "not
+// sealed": the slots' history is still there, so a namespace key missing
+// beside it is corrupt, not a fresh namespace.
+func TestSealSurvivesDeletedNamespaceKey(t *testing.T) {
+	prefix := freshPrefix("sealdel")
+	a, _ := openCounting(t, prefix)
+	b, _ := openCounting(t, prefix)
+	ctx := t.Context()
+	ns := store.Namespace{Name: "orders", Limit: 4, Tolerance: time.Second}
+	l, err := a.Slots().Acquire(ctx, ns, "a", store.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Slots().Seal(ctx, ns.Name); err != nil {
+		t.Fatal(err)
+	}
+	cli := rawClient(t)
+	if resp, err := cli.Delete(ctx, prefix+"/ns/orders"); err != nil || resp.Deleted != 1 {
+		t.Fatalf("delete the namespace key: %v (%+v)", err, resp)
+	}
+	if _, err := a.Slots().Renew(ctx, l); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("Renew after the sealed namespace's key was deleted: %v; want ErrLeaseLost", err)
+	}
+	if l2, err := b.Slots().Acquire(ctx, ns, "b", store.AcquireOptions{}); err == nil {
+		t.Errorf("Acquire after the sealed namespace's key was deleted started slot %d fence %d; want ErrCorrupt", l2.Slot, l2.Fence)
+	} else if !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("Acquire after the sealed namespace's key was deleted: %v; want ErrCorrupt", err)
+	}
+}
