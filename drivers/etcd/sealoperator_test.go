@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,4 +40,41 @@ func TestSealSurvivesDeletedNamespaceKey(t *testing.T) {
 	} else if !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("Acquire after the sealed namespace's key was deleted: %v; want ErrCorrupt", err)
 	}
+}
+
+// TestSealLostAnswers: a store whose transactions lose every third answer
+// (applied, then retried) seals namespaces in use and missing ones: each
+// seal returns nil, the namespace is sealed (a second seal is a no-op),
+// and another store's Acquire there gives ErrSealed.
+func TestSealLostAnswers(t *testing.T) {
+	prefix := freshPrefix("seallost")
+	var lost atomic.Int64
+	lossy := openLossy(t, prefix, &lost)
+	other, _ := openCounting(t, prefix)
+	ctx := t.Context()
+	var names []string
+	for i := range 8 {
+		name := fmt.Sprintf("ns%d", i)
+		names = append(names, name)
+		if i%2 == 0 {
+			if _, err := other.Slots().Acquire(ctx, store.Namespace{Name: name, Limit: 2}, "a", store.AcquireOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, name := range names {
+		if err := lossy.Slots().Seal(ctx, name); err != nil {
+			t.Fatalf("seal of %s with lost answers: %v", name, err)
+		}
+		if err := lossy.Slots().Seal(ctx, name); err != nil {
+			t.Fatalf("second seal of %s: %v", name, err)
+		}
+		if _, err := other.Slots().Acquire(ctx, store.Namespace{Name: name, Limit: 2}, "b", store.AcquireOptions{}); !errors.Is(err, store.ErrSealed) {
+			t.Errorf("Acquire in %s after the seal: %v, want ErrSealed", name, err)
+		}
+	}
+	if lost.Load() == 0 {
+		t.Fatal("no answer was lost")
+	}
+	t.Logf("%d answers lost", lost.Load())
 }
