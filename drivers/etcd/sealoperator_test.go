@@ -12,7 +12,7 @@ import (
 
 // TestSealSurvivesDeletedNamespaceKey: an operator deletes the namespace
 // key of a sealed namespace (etcdctl del, the slot keys stay). Neither a
-// held term's Renew nor another store's Acquire may take that as "not
+// held term's Renew nor another store's Seed or Acquire may take that as "not
 // sealed": the slots' history is still there, so a namespace key missing
 // beside it is corrupt, not a fresh namespace.
 func TestSealSurvivesDeletedNamespaceKey(t *testing.T) {
@@ -34,6 +34,9 @@ func TestSealSurvivesDeletedNamespaceKey(t *testing.T) {
 	}
 	if _, err := a.Slots().Renew(ctx, l); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("Renew after the sealed namespace's key was deleted: %v; want ErrLeaseLost", err)
+	}
+	if err := b.Slots().Seed(ctx, ns, 2, 10, 10); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("Seed after the sealed namespace's key was deleted: %v; want ErrCorrupt", err)
 	}
 	if l2, err := b.Slots().Acquire(ctx, ns, "b", store.AcquireOptions{}); err == nil {
 		t.Errorf("Acquire after the sealed namespace's key was deleted started slot %d fence %d; want ErrCorrupt", l2.Slot, l2.Fence)

@@ -309,7 +309,8 @@ func (s *slotStore) SeedSlot(ctx context.Context, want driver.Namespace, n int, 
 }
 
 func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk string, n int, fence, nextFloor int64) (bool, error) {
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(sk), clientv3.OpGet(s.key("purged"))).Commit()
+	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(sk), clientv3.OpGet(s.key("purged")),
+		clientv3.OpGet(s.key("slot", want.Name)+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1))).Commit()
 	if err = s.check(ctx, err); err != nil {
 		return false, err
 	}
@@ -320,6 +321,11 @@ func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 	cmps := []clientv3.Cmp{}
 	var ops []clientv3.Op
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 {
+		if slots := resp.Responses[3].GetResponseRange().Kvs; len(slots) > 0 {
+			// As in Acquire: recreating it would unseal it silently.
+			return true, fmt.Errorf("namespace key %s is missing but slot key %s exists (deleted by hand?): %w",
+				nk, slots[0].Key, driver.ErrCorrupt)
+		}
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
 		ops = append(ops, clientv3.OpPut(nk, formatNamespace(want, false)))
 	} else {

@@ -119,6 +119,9 @@ func TestSealSurvivesDeletedNamespaceRow(t *testing.T) {
 	if _, err := a.Renew(ctx, l); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Errorf("Renew after the sealed namespace's row was deleted: %v; want ErrLeaseLost", err)
 	}
+	if err := b.SeedSlot(ctx, ns, 2, 10, 10); !errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("SeedSlot after the sealed namespace's row was deleted: %v; want ErrCorrupt", err)
+	}
 	l2, err := b.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "j", TTL: time.Minute})
 	if !errors.Is(err, driver.ErrCorrupt) {
 		t.Errorf("Acquire after the sealed namespace's row was deleted: slot %d fence %d, %v; want ErrCorrupt", l2.Slot, l2.Fence, err)

@@ -239,7 +239,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 
 // TestSealSurvivesDeletedNamespaceRow: an operator deletes the row of a
 // sealed namespace by hand (its slot rows stay). Neither a held term's
-// Renew nor another store's Acquire may take that as "not sealed": a
+// Renew nor another store's SeedSlot or Acquire may take that as "not sealed": a
 // namespace row missing beside its slots' history is corrupt, not a fresh
 // namespace.
 func TestSealSurvivesDeletedNamespaceRow(t *testing.T) {
@@ -259,6 +259,9 @@ func TestSealSurvivesDeletedNamespaceRow(t *testing.T) {
 	}
 	if _, err := a.Renew(ctx, l); !errors.Is(err, driver.ErrLeaseLost) {
 		t.Errorf("Renew after the sealed namespace's row was deleted: %v; want ErrLeaseLost", err)
+	}
+	if err := b.SeedSlot(ctx, ns, 2, 10, 10); !errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("SeedSlot after the sealed namespace's row was deleted: %v; want ErrCorrupt", err)
 	}
 	l2, err := b.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "j", TTL: time.Minute})
 	if !errors.Is(err, driver.ErrCorrupt) {
