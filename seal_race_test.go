@@ -20,3 +20,15 @@ func TestSealRace(t *testing.T) {
 		})
 	}
 }
+
+// TestSealRaceUncreated: the seal races the creation of the namespace by
+// the first Acquires (the seal creates a missing namespace sealed).
+func TestSealRaceUncreated(t *testing.T) {
+	for _, drv := range []string{"sqlite", "memory"} {
+		t.Run(drv, func(t *testing.T) {
+			open := purgeStores(t, drv)
+			racers := []driver.SlotLeaseStore{open().Driver().(driver.SlotLeaseStore), open().Driver().(driver.SlotLeaseStore)}
+			sealrace.RunUncreated(t, racers, open().Driver().(driver.SlotLeaseStore), 40, time.Minute)
+		})
+	}
+}

@@ -562,3 +562,39 @@ func TestSnowflakeStopsOnSeal(t *testing.T) {
 		t.Fatalf("slot after Close: owner %q, next floor %d; want released, at most the ceiling %d", after.Owner, after.NextFloor, read.Ceiling)
 	}
 }
+
+// TestSnowflakeIssuesBelowSealedCeiling: a generator that keeps issuing
+// after the seal, as fast as it can, until its session ends: every ID it
+// issued after the seal lies below the ceiling a reader of the slots saw
+// after the seal (what a migration seeds the target above), and it stops
+// with ErrLeaseLost or ErrCeiling, never past that ceiling.
+func TestSnowflakeIssuesBelowSealedCeiling(t *testing.T) {
+	testSnowflakeIssuesBelowSealedCeiling(t, memoryBackend(t))
+}
+
+func testSnowflakeIssuesBelowSealedCeiling(t *testing.T, b backend) {
+	st, _ := open(t, b)
+	g := newSnowflake(t, st, ns, "host-a", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: 3 * time.Second}})
+	floor := g.Session().Lease().Floor
+	issue(t, g, 10)
+	if err := st.Slots().Seal(t.Context(), ns.Name); err != nil {
+		t.Fatal(err)
+	}
+	read := slotInfo(t, st, ns.Name, g.Worker())
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var after []int64
+	var err error
+	for {
+		var id int64
+		if id, err = g.NextID(ctx); err != nil {
+			break
+		}
+		after = append(after, id)
+	}
+	if !errors.Is(err, idgen.ErrLeaseLost) && !errors.Is(err, idgen.ErrCeiling) {
+		t.Fatalf("NextID after %d IDs past the seal: %v, want ErrLeaseLost or ErrCeiling", len(after), err)
+	}
+	within(t, g, after, floor, read.Ceiling)
+	t.Logf("%d IDs issued after the seal, all below the ceiling %d the read saw; then %v", len(after), read.Ceiling, err)
+}

@@ -35,6 +35,7 @@ func TestZooKeeper(t *testing.T) {
 				{"SnowflakeNoDuplicates", testSnowflakeNoDuplicates},
 				{"SnowflakePausedHolder", testSnowflakePausedHolder},
 				{"SnowflakeRestart", testSnowflakeRestart},
+				{"SnowflakeIssuesBelowSealedCeiling", testSnowflakeIssuesBelowSealedCeiling},
 			} {
 				t.Run(c.name, func(t *testing.T) { c.run(t, zkBackend(t, addr)) })
 			}

@@ -20,3 +20,14 @@ func TestSealRace(t *testing.T) {
 	racers := []driver.SlotLeaseStore{a.Driver().(driver.SlotLeaseStore), b.Driver().(driver.SlotLeaseStore)}
 	sealrace.Run(t, racers, op.Driver().(driver.SlotLeaseStore), 20, 2*time.Minute)
 }
+
+// TestSealRaceUncreated: the seal races the creation of the namespace by
+// the first Acquires.
+func TestSealRaceUncreated(t *testing.T) {
+	prefix := freshPrefix("sealracenew")
+	a, _ := openCounting(t, prefix)
+	b, _ := openCounting(t, prefix)
+	op, _ := openCounting(t, prefix)
+	racers := []driver.SlotLeaseStore{a.Driver().(driver.SlotLeaseStore), b.Driver().(driver.SlotLeaseStore)}
+	sealrace.RunUncreated(t, racers, op.Driver().(driver.SlotLeaseStore), 40, 2*time.Minute)
+}

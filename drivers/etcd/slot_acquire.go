@@ -91,7 +91,9 @@ type acquisition struct {
 // startAcquire reads the namespace (checking its settings), the owner
 // index and the purge's fence floor, in one transaction.
 func (s *slotStore) startAcquire(ctx context.Context, req driver.AcquireRequest, nk, ok string) (*acquisition, error) {
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(ok), clientv3.OpGet(s.key("purged"))).Commit()
+	slots := s.key("slot", req.Namespace.Name) + "/"
+	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(ok), clientv3.OpGet(s.key("purged")),
+		clientv3.OpGet(slots, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1))).Commit()
 	if err = s.check(ctx, err); err != nil {
 		return nil, err
 	}
@@ -102,6 +104,14 @@ func (s *slotStore) startAcquire(ctx context.Context, req driver.AcquireRequest,
 	}
 	nsKVs := resp.Responses[0].GetResponseRange().Kvs
 	a.createNS = len(nsKVs) == 0
+	if kvs := resp.Responses[3].GetResponseRange().Kvs; a.createNS && len(kvs) > 0 {
+		// Slot keys are written with their namespace key and a purge
+		// deletes both: a namespace key gone beside them was deleted by
+		// hand, and with it maybe a seal. Creating it afresh would
+		// unseal the namespace silently.
+		return nil, fmt.Errorf("namespace key %s is missing but slot key %s exists (deleted by hand?): %w",
+			nk, kvs[0].Key, driver.ErrCorrupt)
+	}
 	if !a.createNS {
 		have, err := parseNamespace(req.Namespace.Name, nk, nsKVs[0].Value)
 		if err != nil {

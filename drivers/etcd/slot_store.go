@@ -188,18 +188,19 @@ func (s *slotStore) rewrite(ctx context.Context, l driver.Lease, renew bool, cha
 			}
 			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", st.mod)}
 			if renew {
-				var nsMod int64
-				if len(nsKVs) == 1 {
-					ns, err := parseNamespace(l.Namespace, nk, nsKVs[0].Value)
-					if err != nil {
-						return driver.SlotRecord{}, 0, err
-					}
-					if ns.Sealed {
-						return driver.SlotRecord{}, 0, sealedErr(l.Namespace)
-					}
-					nsMod = nsKVs[0].ModRevision
+				if len(nsKVs) == 0 {
+					// Purged, or deleted by hand with its seal, if any:
+					// the term cannot tell it is still allowed to grow.
+					return driver.SlotRecord{}, 0, fmt.Errorf("namespace key %s is missing: %w", nk, driver.ErrLeaseLost)
 				}
-				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(nk), "=", nsMod))
+				ns, err := parseNamespace(l.Namespace, nk, nsKVs[0].Value)
+				if err != nil {
+					return driver.SlotRecord{}, 0, err
+				}
+				if ns.Sealed {
+					return driver.SlotRecord{}, 0, sealedErr(l.Namespace)
+				}
+				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(nk), "=", nsKVs[0].ModRevision))
 			}
 			data, merr := r.MarshalBinary()
 			if merr != nil {
@@ -308,7 +309,8 @@ func (s *slotStore) SeedSlot(ctx context.Context, want driver.Namespace, n int, 
 }
 
 func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk string, n int, fence, nextFloor int64) (bool, error) {
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(sk), clientv3.OpGet(s.key("purged"))).Commit()
+	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(sk), clientv3.OpGet(s.key("purged")),
+		clientv3.OpGet(s.key("slot", want.Name)+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1))).Commit()
 	if err = s.check(ctx, err); err != nil {
 		return false, err
 	}
@@ -319,6 +321,11 @@ func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 	cmps := []clientv3.Cmp{}
 	var ops []clientv3.Op
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 {
+		if slots := resp.Responses[3].GetResponseRange().Kvs; len(slots) > 0 {
+			// As in Acquire: recreating it would unseal it silently.
+			return true, fmt.Errorf("namespace key %s is missing but slot key %s exists (deleted by hand?): %w",
+				nk, slots[0].Key, driver.ErrCorrupt)
+		}
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
 		ops = append(ops, clientv3.OpPut(nk, formatNamespace(want, false)))
 	} else {

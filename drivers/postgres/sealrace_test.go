@@ -19,3 +19,12 @@ func TestSealRace(t *testing.T) {
 	racers := []driver.SlotLeaseStore{openAt(t, srv.ConnString(), schema, nil), openAt(t, srv.ConnString(), schema, nil)}
 	sealrace.Run(t, racers, openAt(t, srv.ConnString(), schema, nil), 20, 2*time.Minute)
 }
+
+// TestSealRaceUncreated: the seal races the creation of the namespace by
+// the first Acquires.
+func TestSealRaceUncreated(t *testing.T) {
+	srv := pgtest.Shared(t)
+	schema := freshSchema("sealracenew")
+	racers := []driver.SlotLeaseStore{openAt(t, srv.ConnString(), schema, nil), openAt(t, srv.ConnString(), schema, nil)}
+	sealrace.RunUncreated(t, racers, openAt(t, srv.ConnString(), schema, nil), 40, 2*time.Minute)
+}

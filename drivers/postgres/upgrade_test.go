@@ -87,3 +87,43 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		t.Fatalf("schema_version after the upgrade: %q, %v; want 2", v, err)
 	}
 }
+
+// TestSealSurvivesDeletedNamespaceRow: an operator deletes the row of a
+// sealed namespace by hand (its slot rows stay). A held term's Renew gives
+// ErrLeaseLost and another store's Acquire ErrCorrupt: neither reopens the
+// namespace by recreating its row unsealed.
+func TestSealSurvivesDeletedNamespaceRow(t *testing.T) {
+	srv := pgtest.Shared(t)
+	schema := freshSchema("sealdel")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	a, b := openAt(t, srv.ConnString(), schema, nil), openAt(t, srv.ConnString(), schema, nil)
+	ns := driver.Namespace{Name: "workers", Limit: 4, Tolerance: time.Second}
+	l, err := a.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "i", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SealNamespace(ctx, ns.Name); err != nil {
+		t.Fatal(err)
+	}
+	q := pgx.Identifier{schema}.Sanitize()
+	if err := srv.Exec(t, func(c *pgx.Conn) error {
+		tag, err := c.Exec(ctx, "DELETE FROM "+q+".cosid_namespace WHERE name = 'workers'")
+		if err == nil && tag.RowsAffected() != 1 {
+			err = fmt.Errorf("deleted %d rows, want 1", tag.RowsAffected())
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Renew(ctx, l); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Errorf("Renew after the sealed namespace's row was deleted: %v; want ErrLeaseLost", err)
+	}
+	if err := b.SeedSlot(ctx, ns, 2, 10, 10); !errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("SeedSlot after the sealed namespace's row was deleted: %v; want ErrCorrupt", err)
+	}
+	l2, err := b.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "j", TTL: time.Minute})
+	if !errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("Acquire after the sealed namespace's row was deleted: slot %d fence %d, %v; want ErrCorrupt", l2.Slot, l2.Fence, err)
+	}
+}

@@ -236,3 +236,35 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		})
 	}
 }
+
+// TestSealSurvivesDeletedNamespaceRow: an operator deletes the row of a
+// sealed namespace by hand (its slot rows stay). Neither a held term's
+// Renew nor another store's SeedSlot or Acquire may take that as "not sealed": a
+// namespace row missing beside its slots' history is corrupt, not a fresh
+// namespace.
+func TestSealSurvivesDeletedNamespaceRow(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "seal.db")
+	a, b := open(t, path), open(t, path)
+	ns := driver.Namespace{Name: "workers", Limit: 4, Tolerance: time.Second}
+	l, err := a.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "i", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SealNamespace(ctx, ns.Name); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.DB().Exec(ctx, "DELETE FROM cosid_namespace WHERE name = 'workers'"); err != nil || n != 1 {
+		t.Fatalf("delete the namespace row: %d rows, %v", n, err)
+	}
+	if _, err := a.Renew(ctx, l); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Errorf("Renew after the sealed namespace's row was deleted: %v; want ErrLeaseLost", err)
+	}
+	if err := b.SeedSlot(ctx, ns, 2, 10, 10); !errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("SeedSlot after the sealed namespace's row was deleted: %v; want ErrCorrupt", err)
+	}
+	l2, err := b.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "j", TTL: time.Minute})
+	if !errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("Acquire after the sealed namespace's row was deleted: slot %d fence %d, %v; want ErrCorrupt", l2.Slot, l2.Fence, err)
+	}
+}

@@ -22,3 +22,11 @@ func TestSealRace(t *testing.T) {
 		})
 	}
 }
+
+// TestSealRaceUncreated: the seal races the creation of the namespace by
+// the first acquires.
+func TestSealRaceUncreated(t *testing.T) {
+	o := testOptions(zktest.StartServer(t, zktest.Versions()[0]).Addr(), nil)
+	racers := []driver.SlotLeaseStore{openTest(t, o, nil), openTest(t, o, nil)}
+	sealrace.RunUncreated(t, racers, openTest(t, o, nil), 40, 2*time.Minute)
+}

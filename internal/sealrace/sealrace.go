@@ -31,7 +31,7 @@ func Run(t testing.TB, racers []driver.SlotLeaseStore, sealer driver.SlotLeaseSt
 	defer cancel()
 	var sealedAcquires, sealedRenews int
 	for round := range rounds {
-		a, r, err := one(ctx, racers, sealer, round)
+		a, r, err := one(ctx, racers, sealer, fmt.Sprintf("seal-race-%d", round), true)
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
@@ -44,9 +44,30 @@ func Run(t testing.TB, racers []driver.SlotLeaseStore, sealer driver.SlotLeaseSt
 	}
 }
 
-// one plays a round; it returns how the racers stopped.
-func one(ctx context.Context, racers []driver.SlotLeaseStore, sealer driver.SlotLeaseStore, round int) (acquires, renews int, err error) {
-	ns := driver.Namespace{Name: fmt.Sprintf("seal-race-%d", round), Limit: len(racers), Tolerance: time.Second}
+// RunUncreated is Run with the seal racing the namespace's creation: each
+// round's namespace does not exist yet, and sealer seals it as the racers
+// start, without waiting for them, so the seal's create and the first
+// Acquire's meet. The same checks apply.
+func RunUncreated(t testing.TB, racers []driver.SlotLeaseStore, sealer driver.SlotLeaseStore, rounds int, bound time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	defer cancel()
+	var sealedAcquires, sealedRenews int
+	for round := range rounds {
+		a, r, err := one(ctx, racers, sealer, fmt.Sprintf("seal-race-new-%d", round), false)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		sealedAcquires += a
+		sealedRenews += r
+	}
+	t.Logf("%d rounds: the seal stopped %d Acquires and %d Renews", rounds, sealedAcquires, sealedRenews)
+}
+
+// one plays a round in namespace name; with wait, the seal waits until
+// every racer was granted something. It returns how the racers stopped.
+func one(ctx context.Context, racers []driver.SlotLeaseStore, sealer driver.SlotLeaseStore, name string, wait bool) (acquires, renews int, err error) {
+	ns := driver.Namespace{Name: name, Limit: len(racers), Tolerance: time.Second}
 	var mu sync.Mutex
 	var granted []driver.Lease
 	var errs []error
@@ -101,6 +122,9 @@ func one(ctx context.Context, racers []driver.SlotLeaseStore, sealer driver.Slot
 		})
 	}
 	for range racers {
+		if !wait {
+			break
+		}
 		select {
 		case <-active:
 		case <-ctx.Done():

@@ -242,8 +242,22 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 // share-locked until q's transaction ends (Dialect.ForShare): a seal waits
 // for the slot writes that follow, or they see it.
 func (s *Store) namespace(ctx context.Context, q Querier, want driver.Namespace) (int64, error) {
-	if _, err := q.Exec(ctx, s.q.NamespaceCreate, want.Name, want.Limit, want.Tolerance.Milliseconds()); err != nil {
+	created, err := q.Exec(ctx, s.q.NamespaceCreate, want.Name, want.Limit, want.Tolerance.Milliseconds())
+	if err != nil {
 		return 0, err
+	}
+	if created > 0 {
+		// Slot rows are written under their namespace row and a purge
+		// deletes both: a row missing beside them was deleted by hand,
+		// and with it maybe a seal. Creating it afresh would unseal the
+		// namespace silently.
+		var slot int64
+		switch err := q.QueryRow(ctx, s.q.NamespaceSlot, want.Name).Scan(&slot); {
+		case err == nil:
+			return 0, fmt.Errorf("namespace %q has no row but slot %d has one (deleted by hand?): %w", want.Name, slot, driver.ErrCorrupt)
+		case !errors.Is(err, ErrNoRows):
+			return 0, err
+		}
 	}
 	var limit, tol, now int64
 	var sealed bool
@@ -309,7 +323,9 @@ func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error)
 		err := tx.QueryRow(ctx, s.q.NamespaceSealed, l.Namespace).Scan(&sealed)
 		switch {
 		case errors.Is(err, ErrNoRows):
-			// Purged: the slot read below reports the lease lost.
+			// Purged, or deleted by hand with its seal, if any: the term
+			// cannot tell it is still allowed to grow.
+			return fmt.Errorf("namespace %q has no row: %w", l.Namespace, driver.ErrLeaseLost)
 		case err != nil:
 			return err
 		case sealed:

@@ -28,6 +28,9 @@ type statements struct {
 	// that a seal must not pass; NamespaceSeal writes it.
 	NamespaceCreate, NamespaceRead, NamespaceList, OwnerRead, OwnerWrite string
 	NamespaceLock, NamespaceSealed, NamespaceSeal                        string
+	// NamespaceSlot finds one slot row of a namespace, read when its
+	// namespace row was just created (there should be none).
+	NamespaceSlot string
 
 	// Slots. SlotFree has one statement per pass of the free-slot search
 	// (Dialect.FreeSearch). SlotsHead, placeholders $2..., SlotsTail read
@@ -87,7 +90,8 @@ func newStatements(d Dialect) (*statements, error) {
 		NamespaceSealed: `SELECT sealed FROM {p}cosid_namespace WHERE name = $1{forshare}`,
 		NamespaceSeal: `INSERT INTO {p}cosid_namespace AS n (name, slot_limit, tolerance_ms, sealed) VALUES ($1, 0, 0, TRUE)
 			ON CONFLICT (name) DO UPDATE SET sealed = TRUE`,
-		OwnerRead: `SELECT slots FROM {p}cosid_owner WHERE namespace = $1 AND owner = $2`,
+		NamespaceSlot: `SELECT slot FROM {p}cosid_slot WHERE namespace = $1 LIMIT 1`,
+		OwnerRead:     `SELECT slots FROM {p}cosid_owner WHERE namespace = $1 AND owner = $2`,
 		OwnerWrite: `INSERT INTO {p}cosid_owner AS o (namespace, owner, slots) VALUES ($1, $2, $3)
 			ON CONFLICT (namespace, owner) DO UPDATE SET slots = $3`,
 
