@@ -62,7 +62,8 @@ type RangeStore interface {
 	// A missing key starts at 0 and exists from then on. No value is ever
 	// returned twice, across goroutines, stores sharing storage and faults:
 	// a write whose outcome is unknown is a gap, never retried as if it had
-	// failed. A sealed key gives ErrSealed. An allocation whose end would
+	// failed. A sealed key gives ErrSealed, whatever the step (sealed is
+	// told before exhausted). An allocation whose end would
 	// pass math.MaxInt64 gives ErrExhausted and changes nothing; one ending
 	// exactly at math.MaxInt64 succeeds, so math.MaxInt64 itself is never
 	// handed out. Without faults, the ranges of a key tile [0, next) with

@@ -251,6 +251,16 @@ func checkOverflow(e *env) {
 	e.wantCurrent(st, "overflow/top", top, true)
 	e.fatalIf(r.Init(e.ctx, "overflow/top", top), "Init(MaxInt64) of the sealed key at MaxInt64 "+
 		"(see driver.RangeStore.Init: at the same next value, sealed or not, it succeeds)")
+
+	// Sealed wins over a step past MaxInt64, also when another store
+	// sealed the key after this one last used it (a driver that judges the
+	// step on what it remembers must read before refusing).
+	e.wantRange(e.next(st, "overflow/sealed", 5), 0, 5, "Next(5) of a new key")
+	_, err = e.open().Ranges().Seal(e.ctx, "overflow/sealed")
+	e.fatalIf(err, "Seal from a second store")
+	_, err = r.Next(e.ctx, "overflow/sealed", top)
+	e.wantIs(err, store.ErrSealed, "Next(MaxInt64) of a key another store sealed at 5 "+
+		"(see driver.RangeStore.Next: a sealed key is ErrSealed, whatever the step)")
 }
 
 // goodKeys are valid keys at the edges of the rules: '/' nesting, a parent

@@ -132,6 +132,7 @@ func (s *rangeStore) Next(ctx context.Context, key string, step int64) (int64, e
 		return 0, err
 	}
 	k := s.rangeKey(key)
+	fresh := false // the memo was read from the server by this call
 	for attempt := 1; ; attempt++ {
 		m, ok := s.memo(key)
 		var cmp clientv3.Cmp
@@ -145,7 +146,31 @@ func (s *rangeStore) Next(ctx context.Context, key string, step int64) (int64, e
 		}
 		cur := m.next
 		if cur > math.MaxInt64-step {
-			return 0, fmt.Errorf("next %d + step %d passes the largest int64: %w", cur, step, driver.ErrExhausted)
+			if fresh {
+				return 0, fmt.Errorf("next %d + step %d passes the largest int64: %w", cur, step, driver.ErrExhausted)
+			}
+			// The memo may be stale (another store may have sealed the
+			// key, which the contract reports first): read before refusing.
+			resp, err := s.cli.Get(ctx, k)
+			if err != nil {
+				if err = s.check(ctx, err); !retryable(err) {
+					return 0, err
+				}
+				if err := s.backoff(ctx, attempt, err); err != nil {
+					return 0, err
+				}
+				continue
+			}
+			s.check(ctx, nil)
+			got, exists, err := s.learn(key, resp.Kvs, m, ok)
+			if err != nil {
+				return 0, err
+			}
+			if exists && got.sealed {
+				return 0, driver.ErrSealed
+			}
+			fresh = true
+			continue
 		}
 		resp, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, formatRange(cur+step, false))).Else(clientv3.OpGet(k)).Commit()
 		if err != nil {
@@ -178,6 +203,7 @@ func (s *rangeStore) Next(ctx context.Context, key string, step int64) (int64, e
 		if exists && got.sealed {
 			return 0, driver.ErrSealed
 		}
+		fresh = true
 	}
 }
 
