@@ -18,8 +18,9 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	// Every driver of the module: the tool must open whatever a program
-	// using the module may have created.
+	// Every driver, etcd's module included: the tool must open whatever a
+	// program using the store may have created.
+	_ "github.com/cosid-go/store/drivers/etcd"
 	_ "github.com/cosid-go/store/drivers/memory"
 	_ "github.com/cosid-go/store/drivers/postgres"
 	_ "github.com/cosid-go/store/drivers/sqlite"
