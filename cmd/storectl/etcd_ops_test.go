@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/etcdtest"
 )
 
 // handedOut records every range and slot term the applications got, in
@@ -219,4 +221,86 @@ func TestEtcdPurgeSparesNestedStore(t *testing.T) {
 		default:
 		}
 	})
+}
+
+// TestEtcdUnreachable: storectl against an etcd endpoint where nobody
+// listens fails (exit code 1) within the bound the options or --timeout
+// set, the driver's default included, with an error naming the store (its
+// password hidden) and the endpoint; a migration into it changes nothing.
+func TestEtcdUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nobody listens on addr now
+	within := func(bound time.Duration, a ...string) result {
+		t.Helper()
+		start := time.Now()
+		r := noSecret(t, exe(t, a...))
+		if d := time.Since(start); d > bound {
+			t.Errorf("storectl %s took %v against an unreachable etcd, want at most %v", a[0], d, bound)
+		}
+		if r.stdout != "" || strings.Contains(r.stderr, "storectl help") {
+			t.Errorf("a failure, not bad usage, is reported on stderr only:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		}
+		return r
+	}
+	// Bounds generous against the waits asked: a loaded machine.
+	down := storeSpec{driver: "etcd", options: map[string]string{"endpoints": addr, "dialTimeout": "1s"}}
+	within(15*time.Second, with(args("inspect"), down.flags())...).want(t, exitFailed,
+		"storectl inspect: cannot open etcd dialTimeout=1s endpoints="+addr, "no connection to etcd at "+addr,
+		"within dialTimeout 1s")
+	// The driver's default dialTimeout (5s) bounds it without options.
+	bare := storeSpec{driver: "etcd", options: map[string]string{"endpoints": addr}}
+	within(30*time.Second, with(args("seal"), bare.flags(), args("orders"))...).want(t, exitFailed,
+		"cannot open etcd endpoints="+addr, "within dialTimeout 5s")
+	// --timeout, shorter than dialTimeout, ends it sooner.
+	slow := storeSpec{driver: "etcd", options: map[string]string{"endpoints": addr, "dialTimeout": "1m"}}
+	within(15*time.Second, with(args("inspect", "--timeout", "1s"), slow.flags())...).want(t, exitFailed,
+		"cannot open etcd dialTimeout=1m endpoints="+addr, "no connection to etcd at "+addr, "before the context ended",
+		"deadline exceeded")
+	// With credentials: the store named with its password hidden.
+	secret := storeSpec{driver: "etcd", options: map[string]string{"endpoints": addr, "dialTimeout": "1s",
+		"username": "ops", "password": secretWord + "6"}}
+	within(15*time.Second, with(args("purge", "--yes"), secret.flags())...).want(t, exitFailed,
+		"cannot open etcd dialTimeout=1s endpoints="+addr+" password=*** username=ops", addr)
+
+	// A migration into it: the source stays as it was.
+	src := storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(t.TempDir(), "src.db")}}
+	next(t, src.open(t), "orders", 10)
+	within(15*time.Second, "migrate", "--from", src.spec(), "--to", secret.spec()).want(t, exitFailed,
+		"cannot open etcd dialTimeout=1s endpoints="+addr+" password=*** username=ops")
+	if cur, sealed, err := src.open(t).Ranges().Current(t.Context(), "orders"); err != nil || sealed || cur != 10 {
+		t.Fatalf("the source after a migration to an unreachable etcd: next %d, sealed %v (%v); want 10, open", cur, sealed, err)
+	}
+}
+
+// TestEtcdMemberFails: a store whose only member stops answering (paused:
+// its connections stay open; then killed) makes each command fail within
+// the bound (--timeout, dialTimeout), naming the store; once the member is
+// back, the same commands work on the store as it was.
+func TestEtcdMemberFails(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	m := c.Members[0]
+	s := etcdSpec(t, map[string]string{"endpoints": m.ClientURL, "dialTimeout": "2s"})
+	exe(t, with(args("init"), s.flags(), args("orders", "100"))...).want(t, exitOK, "initialised at 100")
+	name := "etcd dialTimeout=2s endpoints=" + m.ClientURL + " prefix=" + s.options["prefix"]
+	failsWithin := func(bound time.Duration, a ...string) {
+		t.Helper()
+		start := time.Now()
+		exe(t, a...).want(t, exitFailed, "cannot open "+name, "no connection to etcd at "+m.ClientURL)
+		if d := time.Since(start); d > bound {
+			t.Errorf("storectl %s took %v with the member down, want at most %v", a[0], d, bound)
+		}
+	}
+	m.Pause()
+	failsWithin(20*time.Second, with(args("inspect"), s.flags())...)
+	failsWithin(20*time.Second, with(args("seal", "--timeout", "1s"), s.flags(), args("orders"))...)
+	m.Resume()
+	exe(t, with(args("inspect"), s.flags())...).want(t, exitOK, "RANGES (1 key)")
+	m.Stop() // killed
+	failsWithin(20*time.Second, with(args("inspect"), s.flags())...)
+	c.Restart(t, m)
+	exe(t, with(args("seal"), s.flags(), args("orders"))...).want(t, exitOK, "orders: sealed at 100")
 }

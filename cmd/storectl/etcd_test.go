@@ -1,7 +1,12 @@
 package main
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/cosid-go/store/internal/etcdtest"
 )
@@ -28,4 +33,31 @@ func etcdSpec(t *testing.T, extra map[string]string) storeSpec {
 		o[k] = v
 	}
 	return storeSpec{driver: "etcd", options: o}
+}
+
+// etcdKeys counts the keys under prefix on endpoint, read with etcd's own
+// client: what a store wrote, whatever it would say of it.
+func etcdKeys(t *testing.T, endpoint, prefix string) int64 {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 20 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Count
+}
+
+// etcdWithAuth starts a member of the test's own with etcd's auth on, user
+// having password, and returns its endpoint.
+func etcdWithAuth(t *testing.T, user, password string) string {
+	t.Helper()
+	c := etcdtest.Start(t, 1)
+	c.EnableAuth(t, user, password)
+	return c.Endpoints()[0]
 }

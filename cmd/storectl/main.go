@@ -65,6 +65,7 @@ Store specs (migrate --from and --to):
   DRIVER:KEY=VALUE,KEY=VALUE      a driver and its options; a piece without '=' continues
                                   the value before it, so a connect string needs no quoting:
                                   zookeeper:connectString=zk1:2181,zk2:2181,root=/cosid
+                                  etcd:endpoints=etcd1:2379,etcd2:2379,prefix=/cosid
   DRIVER:                         a driver with default options
 
 Registered drivers: %s
