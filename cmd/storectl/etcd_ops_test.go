@@ -80,6 +80,7 @@ func sealed(t *testing.T, st *store.Store, key string, want int64) {
 // keys with its own. Across the moves no value of a key and no slot
 // timestamp is handed out twice, and each source ends sealed.
 func TestEtcdOperator(t *testing.T) {
+	t.Parallel()
 	h := &handedOut{ranges: map[string][]store.Range{}}
 	first := etcdSpec(t, nil)
 	exe(t, with(args("inspect"), first.flags())...).want(t, exitFailed, "no store at ", first.options["prefix"])
@@ -177,6 +178,7 @@ func TestEtcdOperator(t *testing.T) {
 // tree, they look like a held lock. And an inner store's instance holding a
 // lock (its key on a live session's etcd lease) stops the purge too.
 func TestEtcdPurgeSparesNestedStore(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		sub  string
 		code int
@@ -228,6 +230,7 @@ func TestEtcdPurgeSparesNestedStore(t *testing.T) {
 // set, the driver's default included, with an error naming the store (its
 // password hidden) and the endpoint; a migration into it changes nothing.
 func TestEtcdUnreachable(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -281,6 +284,7 @@ func TestEtcdUnreachable(t *testing.T) {
 // the bound (--timeout, dialTimeout), naming the store; once the member is
 // back, the same commands work on the store as it was.
 func TestEtcdMemberFails(t *testing.T) {
+	t.Parallel()
 	c := etcdtest.Start(t, 1)
 	m := c.Members[0]
 	s := etcdSpec(t, map[string]string{"endpoints": m.ClientURL, "dialTimeout": "2s"})
