@@ -170,13 +170,14 @@ func TestEtcdOperator(t *testing.T) {
 }
 
 // TestEtcdPurgeSparesNestedStore: a store whose prefix lies inside another
-// store's, wherever, is spared by the outer store's purge, which names it:
-// beside the outer store's trees, or inside its slot or owner tree, the
-// store refuses (another store's metadata key under its prefix); inside its
-// range or namespace tree, the outer store reads the inner one's keys as
-// corrupt data of its own and purge fails before deleting; inside its lock
-// tree, they look like a held lock. And an inner store's instance holding a
-// lock (its key on a live session's etcd lease) stops the purge too.
+// store's is spared by the outer store's purge, which names it: beside the
+// outer store's trees the store refuses (another store's metadata key
+// under its prefix); inside its range tree, the outer store reads the inner
+// one's keys as corrupt range keys of its own and purge fails before
+// deleting. Inside the trees the outer store reads as its own entries
+// (namespaces, slots, owners, locks) the inner store is refused at its
+// creation, writing nothing. And an inner store's instance holding a lock
+// (its key on a live session's etcd lease) stops the purge too.
 func TestEtcdPurgeSparesNestedStore(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -185,11 +186,7 @@ func TestEtcdPurgeSparesNestedStore(t *testing.T) {
 		say  string
 	}{
 		{"/v2", exitRefused, "/v2/meta is the metadata of another store"},
-		{"/slot/v2", exitRefused, "/slot/v2/meta is the metadata of another store"},
-		{"/owner/v2", exitRefused, "/owner/v2/meta is the metadata of another store"},
 		{"/range/v2", exitFailed, "corrupt data"},
-		{"/ns/v2", exitFailed, "corrupt data"},
-		{"/lock/v2", exitRefused, "is in use"},
 	} {
 		t.Run(tc.sub, func(t *testing.T) {
 			outer := etcdSpec(t, nil)
@@ -205,6 +202,19 @@ func TestEtcdPurgeSparesNestedStore(t *testing.T) {
 				t.Fatalf("the outer store's orders after its refused purge: next %d (%v), want 100", cur, err)
 			}
 			r.want(t, tc.code, tc.say)
+		})
+	}
+	for _, sub := range []string{"/ns/v2", "/slot/v2", "/owner/v2", "/lock/v2"} {
+		t.Run(sub, func(t *testing.T) {
+			outer := etcdSpec(t, nil)
+			inner := etcdSpec(t, map[string]string{"prefix": outer.options["prefix"] + sub})
+			ctl(with(args("init"), outer.flags(), args("orders", "100"))...).want(t, exitOK, "initialised at 100")
+			ctl(with(args("init"), inner.flags(), args("orders", "7"))...).want(t, exitFailed,
+				"cannot open etcd", "lies among the keys of the store whose metadata key is "+outer.options["prefix"]+"/meta")
+			if n := etcdKeys(t, inner.options["endpoints"], inner.options["prefix"]); n != 0 {
+				t.Fatalf("the refused inner store wrote %d keys under %s", n, inner.options["prefix"])
+			}
+			ctl(with(args("purge", "--yes"), outer.flags())...).want(t, exitOK, "deleted range orders")
 		})
 	}
 	t.Run("lock held", func(t *testing.T) {
