@@ -2,12 +2,13 @@
 #            driver's against real 3.8 and 3.9 servers and the PostgreSQL
 #            driver's against a real PostgreSQL server, which the tests start.
 # make check: formatting, go vet and staticcheck (pinned).
-# otelstore, examples/prometheus and drivers/etcd are modules of their own
-# (OpenTelemetry needs a newer go line than the store's; etcd brings gRPC); both targets cover them, and
+# otelstore, examples/prometheus, drivers/etcd and cmd/storectl are modules of their own
+# (OpenTelemetry needs a newer go line than the store's; etcd brings gRPC, and storectl
+# imports every driver, etcd's included); both targets cover them, and
 # check says when one needs `go mod tidy` after the store's requirements change.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?=
-NESTED := otelstore examples/prometheus drivers/etcd
+NESTED := otelstore examples/prometheus drivers/etcd cmd/storectl
 
 .PHONY: test check zookeeper postgres etcd example bench histories mutants
 

@@ -80,7 +80,7 @@ var idLine = regexp.MustCompile(`(?m)^id     ([0-9a-f]{32})$`)
 // TestBinary runs the built binary against every driver of the module:
 // none is registered by a test file in it.
 func TestBinary(t *testing.T) {
-	exe(t, "help").want(t, exitOK, "Registered drivers: memory, postgres, sqlite, zookeeper\n")
+	exe(t, "help").want(t, exitOK, "Registered drivers: etcd, memory, postgres, sqlite, zookeeper\n")
 	dir := t.TempDir()
 	sqliteSpec := func(name string) storeSpec {
 		return storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(dir, name)}}
@@ -92,6 +92,7 @@ func TestBinary(t *testing.T) {
 			"schema":     fmt.Sprintf("storectl_bin_%d_%d", os.Getpid(), seq.Add(1)),
 		}},
 		zkSpec(t, servers.addr(t, zktest.Versions()[0]), nil),
+		etcdSpec(t, nil),
 	}
 	for i, s := range specs {
 		t.Run(s.driver, func(t *testing.T) {
@@ -212,6 +213,13 @@ func TestReadOnlyCreatesNothing(t *testing.T) {
 			t.Fatalf("root %s after the read-only commands: exists %v (%v), want it missing", s.options["root"], ok, err)
 		}
 	})
+	t.Run("etcd", func(t *testing.T) {
+		s := etcdSpec(t, nil)
+		readOnly(t, s, noStore)
+		if n := etcdKeys(t, s.options["endpoints"], s.options["prefix"]); n != 0 {
+			t.Fatalf("%d keys under prefix %s after the read-only commands, want none", n, s.options["prefix"])
+		}
+	})
 }
 
 // TestMigrateSameStore: one store under two spellings is refused, whatever
@@ -260,6 +268,16 @@ func TestMigrateSameStore(t *testing.T) {
 		other := storeSpec{driver: "zookeeper", options: zkOptions(t, strings.Replace(addr, "127.0.0.1", "localhost", 1),
 			map[string]string{"root": s.options["root"]})}
 		refused(t, s, other)
+	})
+	t.Run("etcd", func(t *testing.T) {
+		s := etcdSpec(t, nil)
+		bare := strings.Replace(strings.TrimPrefix(s.options["endpoints"], "http://"), "127.0.0.1", "localhost", 1)
+		spelled := func(endpoints string) storeSpec {
+			return etcdSpec(t, map[string]string{"endpoints": endpoints, "prefix": s.options["prefix"]})
+		}
+		// The last spelling lists the member twice: a comma list, whose
+		// pieces continue the value in a migrate spec.
+		refused(t, s, spelled(bare), spelled(bare+","+s.options["endpoints"]))
 	})
 }
 
@@ -316,6 +334,9 @@ func TestBinarySecrets(t *testing.T) {
 		{"zookeeper auth",
 			zkSpec(t, zkAddr, map[string]string{"auth": "digest:alice:" + secretWord + "4"}),
 			zkSpec(t, "127.0.0.1:1", map[string]string{"auth": "digest:alice:" + secretWord + "4", "blockUntilConnectedWait": "2s"})},
+		{"etcd password",
+			etcdSpec(t, map[string]string{"endpoints": etcdWithAuth(t, "ids", secretWord+"5"), "username": "ids", "password": secretWord + "5"}),
+			etcdSpec(t, map[string]string{"endpoints": "127.0.0.1:1", "username": "ids", "password": secretWord + "5", "dialTimeout": "2s"})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.spec

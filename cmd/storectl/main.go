@@ -18,8 +18,9 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	// Every driver of the module: the tool must open whatever a program
-	// using the module may have created.
+	// Every driver, etcd's module included: the tool must open whatever a
+	// program using the store may have created.
+	_ "github.com/cosid-go/store/drivers/etcd"
 	_ "github.com/cosid-go/store/drivers/memory"
 	_ "github.com/cosid-go/store/drivers/postgres"
 	_ "github.com/cosid-go/store/drivers/sqlite"
@@ -64,6 +65,7 @@ Store specs (migrate --from and --to):
   DRIVER:KEY=VALUE,KEY=VALUE      a driver and its options; a piece without '=' continues
                                   the value before it, so a connect string needs no quoting:
                                   zookeeper:connectString=zk1:2181,zk2:2181,root=/cosid
+                                  etcd:endpoints=etcd1:2379,etcd2:2379,prefix=/cosid
   DRIVER:                         a driver with default options
 
 Registered drivers: %s

@@ -13,16 +13,18 @@ import (
 func init() {
 	register(&command{name: "purge", run: runPurge, usage: `Usage: storectl purge --yes STORE FLAGS
 
-Deletes everything the store keeps (for ZooKeeper, every node under the root)
-and prints what it deleted. Run it only with every instance that uses the
-store stopped: a range key deleted under a running store would hand out its
-values again. purge therefore refuses (exit code 3) while any lease may be in
-use (its owner is set and its ceiling, the expiry plus the clock tolerance, is
-ahead) or any lock has a holder, or while the store holds nodes that are not
-its own (for ZooKeeper, another store's root inside this one: /ids/v2 in /ids),
-and without --yes it only says what it would delete. The store itself refuses
-too (exit code 3, nothing deleted), by its own clock and together with the
-deletion: an instance that starts while purge runs is never purged under it.
+Deletes everything the store keeps (for ZooKeeper, every node under the root;
+for etcd, every key of the store under its prefix) and prints what it deleted.
+Run it only with every instance that uses the store stopped: a range key
+deleted under a running store would hand out its values again. purge
+therefore refuses (exit code 3) while any lease may be in use (its owner is
+set and its ceiling, the expiry plus the clock tolerance, is ahead) or any
+lock has a holder, or while the store holds keys that are not its own
+(another store's ZooKeeper root or etcd prefix inside this one's: /ids/v2 in
+/ids), and without --yes it only says what it would delete. The store itself
+refuses too (exit code 3, nothing deleted), by its own clock and together
+with the deletion: an instance that starts while purge runs is never purged
+under it.
 
   --yes   really delete
 
@@ -60,11 +62,14 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		return refusedf("%s is in use: the store refused the purge (nothing deleted); stop every instance first:\n  %v",
 			desc, err)
 	}
-	if errors.Is(err, store.ErrCorrupt) && len(deleted) == 0 {
-		// ZooKeeper: nodes outside the store's layout, most likely another
-		// store's root inside this one.
+	if (errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrConfigMismatch)) && len(deleted) == 0 {
+		// Keys outside the store's layout (ZooKeeper's nodes: ErrCorrupt)
+		// or another store's metadata key under its prefix (etcd:
+		// ErrConfigMismatch): most likely another store inside this one.
+		// Running it again would not help.
 		return refusedf("%s: the store refused the purge (nothing deleted):\n  %v\n"+
-			"Another store's root inside this one is another store: move it out, or purge it first, then purge this one.", desc, err)
+			"Another store inside this one (a ZooKeeper root or etcd prefix under its own) is another store: "+
+			"move it out, or purge it first, then purge this one.", desc, err)
 	}
 	for _, d := range deleted {
 		fmt.Fprintf(e.stdout, "deleted %s\n", d)

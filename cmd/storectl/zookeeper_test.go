@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosid-go/store/internal/etcdtest"
 	"github.com/cosid-go/store/internal/pgtest"
 	"github.com/cosid-go/store/internal/zktest"
 )
@@ -47,9 +48,10 @@ func randomRoot(t *testing.T) string {
 }
 
 // TestMain stops the ZooKeeper servers after the tests; zktest.Wrap fails
-// the binary if a server started in this process is still running.
+// the binary if a server started in this process is still running. The
+// shared PostgreSQL server and etcd member stop too.
 func TestMain(m *testing.M) {
-	code := pgtest.Wrap(zktest.Wrap(m)).Run()
+	code := etcdtest.Wrap(pgtest.Wrap(zktest.Wrap(m))).Run()
 	removeBinary()
 	if err := servers.stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
