@@ -301,7 +301,18 @@ func testLockEarlyListingAcrossExpiry(t *testing.T, addr string) {
 		after   []int32 // requests written once released
 		held    = make(chan struct{})
 		release = make(chan struct{})
+		once    sync.Once
 	)
+	// A failing test must not leave b's send loop held in the hook: Close
+	// (b's cleanup, which runs after this one) waits for it.
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	// b's node is ephemeral on a 2s session that the held send loop lets
+	// expire: on a loaded machine it may be gone before a poll sees it, so
+	// its creation is observed through a children watch set beforehand.
+	_, _, created, err := conn.ChildrenW(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w.setBefore(func(op int32) bool {
 		mu.Lock()
 		switch {
@@ -330,7 +341,11 @@ func testLockEarlyListingAcrossExpiry(t *testing.T, addr string) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no read was held behind b's create")
 	}
-	lockEventually(t, 10*time.Second, "b's node created", func() bool { return len(lockNodes(t, conn, parent)) == 1 })
+	select {
+	case <-created:
+	case <-time.After(30 * time.Second):
+		t.Fatal("b's node was not created")
+	}
 	chA := lockAsync(t, ctx, a, name, "a")
 	ra := awaitLock(t, chA, 20*time.Second, "a's Lock once b's session expired")
 	if ra.err != nil {
@@ -339,7 +354,7 @@ func testLockEarlyListingAcrossExpiry(t *testing.T, addr string) {
 	mu.Lock()
 	stage = 3
 	mu.Unlock()
-	close(release)
+	once.Do(func() { close(release) })
 
 	// b requeues in a new session, behind a.
 	lockEventually(t, 20*time.Second, "b queued again behind a", func() bool { return len(lockNodes(t, conn, parent)) == 2 })

@@ -68,7 +68,9 @@ var pureTypes = map[string]bool{
 // readsOnly are exported functions that take a handle on stored data yet
 // only read it, each with why; their own tests prove it.
 var readsOnly = map[string]string{
-	"sqlite.Backup": "copies a store's file into a new file (VACUUM INTO), overwriting nothing and creating no store",
+	"sqlite.Backup":         "copies a store's file into a new file (VACUUM INTO), overwriting nothing and creating no store",
+	"etcd.Options.Format":   "prints the options struct (fmt.Formatter) with its password hidden: it holds no handle",
+	"etcd.Options.LogValue": "the options struct as a log/slog value, its password hidden: it holds no handle",
 }
 
 // typeName names e as package-path.Name, or the bare name for a local or
