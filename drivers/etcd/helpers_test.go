@@ -14,7 +14,13 @@ import (
 // change the driver (its test hooks) before it connects.
 func openDriver(t testing.TB, prefix string, set func(d *driverStore)) *store.Store {
 	t.Helper()
-	cfg, err := parseOptions(map[string]string{"endpoints": strings.Join(sharedServer(t).Endpoints(), ","), "prefix": prefix})
+	return openDriverOn(t, sharedServer(t).Endpoints(), prefix, set)
+}
+
+// openDriverOn is openDriver on the given endpoints.
+func openDriverOn(t testing.TB, endpoints []string, prefix string, set func(d *driverStore)) *store.Store {
+	t.Helper()
+	cfg, err := parseOptions(map[string]string{"endpoints": strings.Join(endpoints, ","), "prefix": prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,22 +83,7 @@ func (g *gatedWatch) waitStart(t *testing.T, n int) {
 // back.
 func openGated(t *testing.T, endpoints []string, prefix string, g *gatedWatch) *store.Store {
 	t.Helper()
-	cfg, err := parseOptions(map[string]string{"endpoints": endpoints[0], "prefix": prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := newStore(cfg, nil)
-	d.watchHook = g.hook
-	if err := d.Connect(t.Context()); err != nil {
-		d.Close()
-		t.Fatal(err)
-	}
-	st, err := store.OpenDriver(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return openDriverOn(t, endpoints[:1], prefix, func(d *driverStore) { d.watchHook = g.hook })
 }
 
 // TestLockDeleteAtRewatchCompacted: the session's watch broke (its

@@ -235,31 +235,18 @@ func pausedChild() {
 // Unavailable.
 func openLossyEvery(t testing.TB, prefix string, nth int64, lost *atomic.Int64) *store.Store {
 	t.Helper()
-	cfg, err := parseOptions(map[string]string{"endpoints": strings.Join(sharedServer(t).Endpoints(), ","), "prefix": prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var n atomic.Int64
-	d := newStore(cfg, nil)
-	d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		err := invoker(ctx, method, req, reply, cc, opts...)
-		if err == nil && strings.HasSuffix(method, "/Txn") && n.Add(1)%nth == 0 {
-			lost.Add(1)
-			return status.Error(codes.Unavailable, "answer lost (test)")
-		}
-		return err
-	})}
-	if err := d.Connect(t.Context()); err != nil {
-		d.Close()
-		t.Fatal(err)
-	}
-	st, err := store.OpenDriver(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return openDriver(t, prefix, func(d *driverStore) {
+		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			err := invoker(ctx, method, req, reply, cc, opts...)
+			if err == nil && strings.HasSuffix(method, "/Txn") && n.Add(1)%nth == 0 {
+				lost.Add(1)
+				return status.Error(codes.Unavailable, "answer lost (test)")
+			}
+			return err
+		})}
+	})
 }
 
 // TestSlotsLostAnswers: three stores whose transactions lose every 4th to
