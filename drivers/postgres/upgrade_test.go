@@ -23,25 +23,8 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	schema := freshSchema("upgrade")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	old := openAt(t, srv.ConnString(), schema, nil)
-	ns := driver.Namespace{Name: "workers", Limit: 2}
-	l, err := old.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "i", TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
-	q := pgx.Identifier{schema}.Sanitize()
-	if err := srv.Exec(t, func(c *pgx.Conn) error {
-		for _, s := range []string{"ALTER TABLE " + q + ".cosid_namespace DROP COLUMN sealed",
-			"UPDATE " + q + ".cosid_meta SET value = '1' WHERE name = 'schema_version'"} {
-			if _, err := c.Exec(ctx, s); err != nil {
-				return fmt.Errorf("%s: %w", s, err)
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	ns, l := versionOneWithTerm(t, ctx, srv, schema)
+	var err error
 
 	stores := make([]*driverStore, 4)
 	var wg sync.WaitGroup
@@ -83,7 +66,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		t.Fatalf("Namespaces: %+v, %v; want [%+v]", nss, err, want)
 	}
 	var v string
-	if err := d.DB().QueryRow(ctx, "SELECT value FROM "+q+".cosid_meta WHERE name = 'schema_version'").Scan(&v); err != nil || v != "2" {
+	if err := d.DB().QueryRow(ctx, "SELECT value FROM "+pgx.Identifier{schema}.Sanitize()+".cosid_meta WHERE name = 'schema_version'").Scan(&v); err != nil || v != "2" {
 		t.Fatalf("schema_version after the upgrade: %q, %v; want 2", v, err)
 	}
 }
@@ -126,4 +109,30 @@ func TestSealSurvivesDeletedNamespaceRow(t *testing.T) {
 	if !errors.Is(err, driver.ErrCorrupt) {
 		t.Errorf("Acquire after the sealed namespace's row was deleted: slot %d fence %d, %v; want ErrCorrupt", l2.Slot, l2.Fence, err)
 	}
+}
+
+// versionOneWithTerm leaves schema as version 1 wrote it (no sealed
+// column), holding one live term of namespace "workers".
+func versionOneWithTerm(t *testing.T, ctx context.Context, srv *pgtest.Server, schema string) (driver.Namespace, driver.Lease) {
+	t.Helper()
+	old := openAt(t, srv.ConnString(), schema, nil)
+	ns := driver.Namespace{Name: "workers", Limit: 2}
+	l, err := old.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "i", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	q := pgx.Identifier{schema}.Sanitize()
+	if err := srv.Exec(t, func(c *pgx.Conn) error {
+		for _, s := range []string{"ALTER TABLE " + q + ".cosid_namespace DROP COLUMN sealed",
+			"UPDATE " + q + ".cosid_meta SET value = '1' WHERE name = 'schema_version'"} {
+			if _, err := c.Exec(ctx, s); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ns, l
 }

@@ -38,13 +38,7 @@ func TestUpgradeKilledMidway(t *testing.T) {
 	schema := freshSchema("upgradekill")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	old := openAt(t, srv.ConnString(), schema, nil)
-	ns := driver.Namespace{Name: "workers", Limit: 2}
-	l, err := old.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "i", TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
+	ns, l := versionOneWithTerm(t, ctx, srv, schema)
 	q := pgx.Identifier{schema}.Sanitize()
 	version := func(c *pgx.Conn) (v string, hasColumn bool, err error) {
 		if err = c.QueryRow(ctx, "SELECT value FROM "+q+".cosid_meta WHERE name = 'schema_version'").Scan(&v); err != nil {
@@ -53,17 +47,6 @@ func TestUpgradeKilledMidway(t *testing.T) {
 		err = c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns
 			WHERE table_schema = $1 AND table_name = 'cosid_namespace' AND column_name = 'sealed')`, schema).Scan(&hasColumn)
 		return v, hasColumn, err
-	}
-	if err := srv.Exec(t, func(c *pgx.Conn) error {
-		for _, s := range []string{"ALTER TABLE " + q + ".cosid_namespace DROP COLUMN sealed",
-			"UPDATE " + q + ".cosid_meta SET value = '1' WHERE name = 'schema_version'"} {
-			if _, err := c.Exec(ctx, s); err != nil {
-				return fmt.Errorf("%s: %w", s, err)
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
 	}
 
 	if err := srv.Exec(t, func(c *pgx.Conn) error {
@@ -124,7 +107,8 @@ func TestUpgradeKilledMidway(t *testing.T) {
 	}
 
 	d := openAt(t, srv.ConnString(), schema, nil)
-	if l, err = d.Renew(ctx, l); err != nil {
+	l, err := d.Renew(ctx, l)
+	if err != nil {
 		t.Fatalf("Renew after the upgrade: %v", err)
 	}
 	if err := d.SealNamespace(ctx, ns.Name); err != nil {
