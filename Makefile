@@ -1,7 +1,8 @@
 # make test: every test with the race detector, including the ZooKeeper
 #            driver's against real 3.8 and 3.9 servers and the PostgreSQL
 #            driver's against a real PostgreSQL server, which the tests start.
-# make check: formatting, go vet and staticcheck (pinned).
+# make check: no tracked binaries or files over 1 MB, formatting, go vet and
+#             staticcheck (pinned).
 # otelstore, examples/prometheus, drivers/etcd and cmd/storectl are modules of their own
 # (OpenTelemetry needs a newer go line than the store's; etcd brings gRPC, and storectl
 # imports every driver, etcd's included); both targets cover them, and
@@ -29,6 +30,7 @@ postgres:
 	bash scripts/install-postgres.sh
 
 check:
+	bash scripts/check-tree.sh
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go run $(STATICCHECK) ./...
