@@ -49,6 +49,7 @@ Commands:
   migrate --from SPEC --to SPEC   move range keys and slot histories to another store
   purge --yes                     delete everything the store keeps (every instance stopped)
   backup FILE DEST                copy a SQLite store's file consistently while it is in use
+  version                         the versions of storectl and of the store modules it was built with
 
 Choosing the store (every command but migrate):
   --driver NAME [-o KEY=VALUE]... a registered driver and its options; -o repeats
