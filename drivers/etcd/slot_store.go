@@ -340,6 +340,9 @@ func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 			return true, fmt.Errorf("namespace has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
 				have.Limit, have.Tolerance, want.Limit, want.Tolerance, driver.ErrConfigMismatch)
 		}
+		// A seal rewrites the key: comparing it keeps the seed from
+		// landing after a SealNamespace that returned since this read.
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(nk), "=", kvs[0].ModRevision))
 	}
 	var kv *mvccpb.KeyValue
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
