@@ -63,16 +63,16 @@ func (s *etcdStore) awaitReady(ctx context.Context) error {
 //
 // The transport credentials make the client's connections report their
 // failures to the store. They replace the client's own choice, made as
-// this one: TLS to every endpoint when the first is https:// or TLS files
-// are given (parseOptions refuses them with http://, and mixed schemes),
-// plaintext otherwise.
+// this one, on the scheme url.Parse read (HTTPS:// is https): TLS to every
+// endpoint when they are https:// or TLS files are given (parseOptions
+// refuses them with http://, and mixed schemes), plaintext otherwise.
 //
 // No idle timeout: gRPC would close an unused connection after 30 minutes
 // and go idle, which the connection events could not tell from a lost
 // connection (events.go).
 func (s *etcdStore) dialOptions() []grpc.DialOption {
 	c := &watchedCreds{TransportCredentials: insecure.NewCredentials(), s: s}
-	if s.cfg.tls != nil || strings.HasPrefix(s.cfg.endpoints[0], "https://") {
+	if s.cfg.secure {
 		c.tls = &tls.Config{MinVersion: tls.VersionTLS12}
 		if s.cfg.tls != nil {
 			c.tls = s.cfg.tls

@@ -35,7 +35,8 @@ type config struct {
 	sessionTTL  time.Duration // requested ttl of the lock session's etcd lease
 	username    string
 	password    string
-	tls         *tls.Config // nil: plaintext
+	tls         *tls.Config // the TLS files' settings; nil: none given
+	secure      bool        // TLS to every endpoint: https:// or TLS files
 	create      bool
 }
 
@@ -60,6 +61,9 @@ func parseOptions(m map[string]string) (config, error) {
 	bad := func(key, why string) error {
 		return &driver.OptionError{Key: key, Value: driver.Redact(m[key]), Secret: key == "password", Reason: why}
 	}
+	// The scheme decides TLS: url.Parse lowers it (HTTPS:// is https), and
+	// so is it kept, for the client's choice and for dialOptions'.
+	http, https := 0, 0
 	for _, e := range strings.Split(endpoints, ",") {
 		e = strings.TrimSpace(e)
 		if e == "" {
@@ -73,6 +77,12 @@ func parseOptions(m map[string]string) (config, error) {
 			if u.User != nil {
 				return config{}, bad("endpoints", "credentials belong in username and password, not in an endpoint")
 			}
+			e = u.Scheme + e[len(u.Scheme):]
+			if u.Scheme == "https" {
+				https++
+			} else {
+				http++
+			}
 		} else if strings.Contains(e, "@") {
 			// user:password@host:port, without a scheme: nothing would
 			// hide it where the endpoint is printed.
@@ -84,23 +94,16 @@ func parseOptions(m map[string]string) (config, error) {
 	if len(c.endpoints) == 0 {
 		return config{}, bad("endpoints", "no endpoint")
 	}
-	// The client speaks TLS to every endpoint or to none, as the first
-	// one's scheme says: an http:// endpoint with TLS files would be
-	// plaintext without a word, and mixed schemes are half wrong.
-	http, https := 0, 0
-	for _, e := range c.endpoints {
-		if strings.HasPrefix(e, "http://") {
-			http++
-		} else if strings.HasPrefix(e, "https://") {
-			https++
-		}
-	}
+	// The client speaks TLS to every endpoint or to none: an http://
+	// endpoint with TLS files would be plaintext without a word, and mixed
+	// schemes are half wrong.
 	switch {
 	case http > 0 && https > 0:
 		return config{}, bad("endpoints", "mixes http:// and https:// (the client speaks TLS to all or none)")
 	case http > 0 && (ca != "" || cert != "" || key != ""):
 		return config{}, bad("endpoints", "http:// with tls.* options: the connection would not be TLS; use https:// or host:port")
 	}
+	c.secure = https > 0 || ca != "" || cert != "" || key != ""
 	if !strings.HasPrefix(c.prefix, "/") || strings.HasSuffix(c.prefix, "/") || strings.Contains(c.prefix, "//") {
 		return config{}, bad("prefix", "must start with '/' and not end with '/' (for example /cosid)")
 	}

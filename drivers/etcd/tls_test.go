@@ -33,6 +33,7 @@ func TestTLS(t *testing.T) {
 		{"ForeignClientCert", testTLSForeignClientCert},
 		{"NoClientCert", testTLSNoClientCert},
 		{"NoGoroutineLeft", testTLSNoGoroutineLeft},
+		{"SchemeCase", testTLSSchemeCase},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, env) })
 	}
