@@ -76,6 +76,10 @@ func NewSession(ctx context.Context, st *store.Store, ns store.Namespace, owner 
 	if ttl == 0 {
 		ttl = store.DefaultTTL
 	}
+	if ttl < time.Millisecond || ttl > store.MaxTTL {
+		// Checked before the margin, which is derived from it.
+		return nil, invalid("lease ttl %v (Acquire.TTL) is outside [%v, %v]", ttl, time.Millisecond, store.MaxTTL)
+	}
 	margin := ttl / 10
 	if opts.Margin != 0 {
 		margin = opts.Margin

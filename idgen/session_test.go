@@ -172,6 +172,14 @@ func TestSessionOptions(t *testing.T) {
 			t.Errorf("margin %v with ttl 1s: %v, want ErrInvalidArgument", m, err)
 		}
 	}
+	// A ttl outside the store's bounds is named as such, not through the
+	// margin derived from it.
+	for _, ttl := range []time.Duration{-time.Second, time.Microsecond, 25 * time.Hour} {
+		_, err := idgen.NewSnowflake(t.Context(), st, ns, "host-a", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: ttl}})
+		if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "ttl "+ttl.String()) || strings.Contains(err.Error(), "margin") {
+			t.Errorf("snowflake with ttl %v: %v, want ErrInvalidArgument naming the ttl, not the margin", ttl, err)
+		}
+	}
 	// A Snowflake's margin is its session's.
 	_, err := idgen.NewSnowflake(t.Context(), st, ns, "host-a", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: time.Second}, Margin: time.Second})
 	if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "margin") {
