@@ -290,7 +290,7 @@ func TestCoalescedExhaustionInArrivalOrder(t *testing.T) {
 func TestCoalescedStepsPastInt64(t *testing.T) {
 	const half = math.MaxInt64 / 2
 	g := newGate("")
-	st := openGate(t, g)
+	st := openGate(t, g, store.WithMaxStep(math.MaxInt64))
 	first, release := holdFirst(t, g, st, "k")
 	x := queue(t, t.Context(), st, "k", half)
 	y := queue(t, t.Context(), st, "k", half)
@@ -619,7 +619,7 @@ func TestCoalescedExhaustionManyStores(t *testing.T) {
 		var mu sync.Mutex
 		g.lose = func(int64) bool { mu.Lock(); defer mu.Unlock(); return rnd.IntN(20) == 0 }
 		gates = append(gates, g)
-		sts = append(sts, openGate(t, g, store.WithCoalescing(i != 3)))
+		sts = append(sts, openGate(t, g, store.WithCoalescing(i != 3), store.WithMaxStep(math.MaxInt64)))
 	}
 	if err := sts[0].Ranges().Init(t.Context(), "k", math.MaxInt64-room); err != nil {
 		t.Fatal(err)

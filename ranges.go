@@ -21,10 +21,12 @@ type RangeStore struct{ s *Store }
 
 // Next reserves step values of key and returns them. A key that does not
 // exist yet starts at 0. A sealed key gives ErrSealed; a range that would pass
-// math.MaxInt64 gives ErrExhausted and changes nothing. Concurrent calls of
-// one key share writes (see WithCoalescing).
+// math.MaxInt64 gives ErrExhausted and changes nothing. A step above the
+// store's maximum (DefaultMaxStep unless WithMaxStep says otherwise) gives
+// ErrInvalidArgument and changes nothing. Concurrent calls of one key share
+// writes (see WithCoalescing).
 func (r *RangeStore) Next(ctx context.Context, key string, step int64) (Range, error) {
-	o := op{name: "Next", key: key, check: firstErr(checkKey("key", key), checkStep(step))}
+	o := op{name: "Next", key: key, check: firstErr(checkKey("key", key), checkStep(step, r.s.maxStep))}
 	return call(ctx, r.s, o, func(ctx context.Context, d driver.RangeStore) (Range, error) {
 		if r.s.single {
 			return nextRange(ctx, d, key, step)

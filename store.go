@@ -72,6 +72,7 @@ type Store struct {
 	timeout     time.Duration
 	owner       string
 	incarnation string
+	maxStep     int64
 
 	onStart []func(context.Context, OpStart) context.Context // Observer.Start of every WithObserver
 	onOp    []func(context.Context, OpEvent)                 // Observer.Op of every WithObserver
@@ -126,6 +127,27 @@ func WithIncarnation(inc string) Option {
 	}
 }
 
+// DefaultMaxStep is the largest step RangeStore.Next accepts unless
+// WithMaxStep says otherwise. A range is never given back, so a step typed
+// wrong (math.MaxInt64 for 1000) would use up its key for good; a million
+// (Leaf's cap too) is far above what a segment generator needs per call.
+const DefaultMaxStep = 1_000_000
+
+// WithMaxStep sets the largest step RangeStore.Next accepts (default
+// DefaultMaxStep); math.MaxInt64 lifts the limit.
+func WithMaxStep(n int64) Option {
+	return func(s *Store) error {
+		if n < 1 {
+			return invalid("maximum step %d is less than 1", n)
+		}
+		s.maxStep = n
+		return nil
+	}
+}
+
+// MaxStep returns the largest step RangeStore.Next accepts.
+func (s *Store) MaxStep() int64 { return s.maxStep }
+
 func newStore(opts []Option) (*Store, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -139,6 +161,7 @@ func newStore(opts []Option) (*Store, error) {
 		timeout:     DefaultTimeout,
 		owner:       host,
 		incarnation: hex.EncodeToString(b[:]),
+		maxStep:     DefaultMaxStep,
 	}
 	for _, o := range opts {
 		if err := o(s); err != nil {

@@ -101,9 +101,14 @@ func quoteName(s string) string {
 	return fmt.Sprintf("%q...%q (%d bytes)", s[:head], s[tail:], len(s))
 }
 
-func checkStep(step int64) error {
-	if step < 1 {
+func checkStep(step, maxStep int64) error {
+	switch {
+	case step < 1:
 		return invalid("step %d is less than 1", step)
+	case step > maxStep:
+		// A step this large is most likely a typo, and a range once
+		// reserved is never given back: refuse it unless asked for.
+		return invalid("step %d is above the maximum step %d (raise it with store.WithMaxStep)", step, maxStep)
 	}
 	return nil
 }

@@ -20,7 +20,9 @@ type SegmentOptions struct {
 	// demand outruns the prefetch, one store call reserves several steps at
 	// once (up to MaxPrefetch values). Values left in memory when the
 	// process ends are never handed out: a larger step means fewer store
-	// calls and larger gaps after a restart.
+	// calls and larger gaps after a restart. It is at most the store's
+	// maximum step (store.DefaultMaxStep unless store.WithMaxStep raises
+	// it), which also caps what one store call reserves.
 	Step int64
 
 	// The prefetch distance: the next range is fetched in the background
@@ -56,6 +58,7 @@ type Segment struct {
 	ranges *store.RangeStore
 	key    string
 	step   int64
+	most   int64 // the store's maximum step: the most one fetch reserves
 	minD   int64
 	maxD   int64
 	idle   time.Duration
@@ -116,6 +119,9 @@ func NewSegment(ctx context.Context, st *store.Store, key string, opts SegmentOp
 	if opts.Step < 1 {
 		return nil, invalid("segment step %d is less than 1", opts.Step)
 	}
+	if opts.Step > st.MaxStep() {
+		return nil, invalid("segment step %d is above the store's maximum step %d (raise it with store.WithMaxStep when opening the store)", opts.Step, st.MaxStep())
+	}
 	if opts.MaxPrefetch == 0 {
 		opts.MaxPrefetch = opts.Step
 		if opts.Step <= math.MaxInt64/16 {
@@ -144,6 +150,7 @@ func NewSegment(ctx context.Context, st *store.Store, key string, opts SegmentOp
 		ranges: ranges,
 		key:    key,
 		step:   opts.Step,
+		most:   st.MaxStep(),
 		minD:   opts.MinPrefetch,
 		maxD:   opts.MaxPrefetch,
 		idle:   opts.IdleAfter,
@@ -271,8 +278,8 @@ func (g *Segment) want() int64 {
 	if short <= g.step {
 		return g.step
 	}
-	k := min((short+g.step-1)/g.step, max(1, g.maxD/g.step))
-	if k > math.MaxInt64/g.step {
+	k := min((short+g.step-1)/g.step, max(1, g.maxD/g.step), g.most/g.step)
+	if k < 1 || k > math.MaxInt64/g.step {
 		return g.step
 	}
 	return k * g.step

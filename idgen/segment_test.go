@@ -3,6 +3,8 @@ package idgen_test
 import (
 	"context"
 	"errors"
+	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -284,5 +286,31 @@ func TestSegmentOptions(t *testing.T) {
 	g := newSegment(t, st, "k", idgen.SegmentOptions{})
 	if s := g.Stats(); s.Available != idgen.DefaultStep || s.Prefetch != idgen.DefaultStep/2 {
 		t.Errorf("defaults: %+v, want %d available and distance %d", s, idgen.DefaultStep, idgen.DefaultStep/2)
+	}
+}
+
+// TestSegmentMaxStep: a Step above the store's maximum step is refused,
+// naming both and the option that raises it; a fetch of several steps
+// never asks for more than the maximum, so demand above it is served in
+// fetches of at most the maximum.
+func TestSegmentMaxStep(t *testing.T) {
+	st, _ := open(t, memoryBackend(t), store.WithMaxStep(100))
+	_, err := idgen.NewSegment(t.Context(), st, "k", idgen.SegmentOptions{Step: math.MaxInt64})
+	if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "9223372036854775807") ||
+		!strings.Contains(err.Error(), "store.WithMaxStep") {
+		t.Fatalf("NewSegment with Step MaxInt64: %v, want ErrInvalidArgument naming the step and store.WithMaxStep", err)
+	}
+	if next, _, err := st.Ranges().Current(t.Context(), "k"); err != nil || next != 0 {
+		t.Fatalf("the refused segment moved the key to %d (%v)", next, err)
+	}
+	// Step 30 and a prefetch of up to 3000: a fetch may want many steps,
+	// and gets at most 3 of them (90 <= 100).
+	g := newSegment(t, st, "k", idgen.SegmentOptions{Step: 30, MinPrefetch: 3000, MaxPrefetch: 3000})
+	ids := take(t, g, 2000)
+	if s := g.Stats(); s.FetchErrors != 0 {
+		t.Errorf("%d fetch errors: a fetch asked for more than the maximum step", s.FetchErrors)
+	}
+	if len(ids) != 2000 {
+		t.Errorf("took %d IDs, want 2000", len(ids))
 	}
 }

@@ -193,7 +193,7 @@ func (h *history) open(i int) {
 	h.opened++
 	h.inc[i] = fmt.Sprintf("i%d", h.opened)
 	st, err := store.OpenDriver(d, store.WithTimeout(h.e.scaled(5*time.Second)),
-		store.WithOwner(fmt.Sprintf("s%d", i)), store.WithIncarnation(h.inc[i]))
+		store.WithOwner(fmt.Sprintf("s%d", i)), store.WithIncarnation(h.inc[i]), store.WithMaxStep(math.MaxInt64))
 	if err != nil {
 		_ = d.Close()
 		h.t.Fatalf("store.OpenDriver: %v", err)

@@ -309,7 +309,8 @@ func (e *env) open(opts ...store.Option) *store.Store {
 	if d == nil {
 		e.t.Fatal("Harness.NewStore returned a nil store")
 	}
-	opts = append([]store.Option{store.WithTimeout(e.scaled(5 * time.Second))}, opts...)
+	// No maximum step: the kit checks the driver's own bounds (Overflow).
+	opts = append([]store.Option{store.WithTimeout(e.scaled(5 * time.Second)), store.WithMaxStep(math.MaxInt64)}, opts...)
 	st, err := store.OpenDriver(d, opts...)
 	if err != nil {
 		_ = d.Close() // the failure to report is OpenDriver's

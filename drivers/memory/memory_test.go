@@ -184,7 +184,7 @@ func TestRanges(t *testing.T) {
 
 func TestRangeOverflow(t *testing.T) {
 	ctx := t.Context()
-	rs := open(t, uniqueName(t)).Ranges()
+	rs := open(t, uniqueName(t), store.WithMaxStep(math.MaxInt64)).Ranges()
 	const top = math.MaxInt64
 	if err := rs.Init(ctx, "k", top-10); err != nil {
 		t.Fatal(err)
