@@ -28,8 +28,9 @@ var (
 
 // Factory opens a store from a map of options. It must reject an unknown
 // option key with an error wrapping ErrInvalidArgument and naming the key,
-// also when valid keys come with it, and a malformed value with an error
-// naming the key and the value (Options does both). Keys match exactly, as
+// also when valid keys come with it, a malformed value with an error
+// naming the key and the value (Options does both), and a required option
+// left out with an error naming it (Options.Required). Keys match exactly, as
 // written: case, spaces and punctuation count ("Name" is not "name"). With
 // create=false (OptionCreate) it opens any store that a store opened with
 // create and written to made, whether the driver creates its storage at

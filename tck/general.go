@@ -31,6 +31,7 @@ func optionChecks() []check {
 		{"UnknownWithValid", needOptions, checkUnknownWithValid},
 		{"KeysExact", needOptions, checkOptionKeysExact},
 		{"MalformedValue", needOptions, checkMalformedValue},
+		{"MissingRequired", needOptions, checkMissingRequired},
 		{"CreateFalse", needOptions, checkCreateFalse},
 	}
 }

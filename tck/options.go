@@ -79,3 +79,31 @@ func checkOptionKeysExact(e *env) {
 		}
 	}
 }
+
+// checkMissingRequired: the factory refuses Suite.Options with one of
+// Suite.RequiredOptions left out, wrapping ErrInvalidArgument and naming
+// the key: a store must never open on a default the operator did not mean
+// (an empty path, another database).
+func checkMissingRequired(e *env) {
+	if len(e.suite.RequiredOptions) == 0 {
+		e.t.Skip("no Suite.RequiredOptions: the driver names no option it cannot open without")
+	}
+	for _, key := range e.suite.RequiredOptions {
+		if _, ok := e.suite.Options[key]; !ok {
+			e.t.Errorf("Suite.RequiredOptions names %q, which Suite.Options does not hold", key)
+			continue
+		}
+		opts := maps.Clone(e.suite.Options)
+		delete(opts, key)
+		d, err := e.suite.Factory(opts)
+		if err == nil {
+			e.t.Errorf("the factory opened a store without the required option %q", key)
+			_ = d.Close() // the failure is reported; release the store
+			continue
+		}
+		e.wantIs(err, store.ErrInvalidArgument, "the required option %q left out", key)
+		if !strings.Contains(err.Error(), key) {
+			e.t.Errorf("the error for the required option %q left out does not name it: %v", key, err)
+		}
+	}
+}

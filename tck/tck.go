@@ -73,8 +73,10 @@
 //     skips with that reason; any other harness must implement Restarter.
 //   - Options: an unknown option is rejected, naming it, alone and beside
 //     valid options; a known key in another case or with a space is
-//     unknown; a malformed value is rejected, naming key and value
-//     (needs Suite.Factory, Suite.Options, Suite.MalformedOptions).
+//     unknown; a malformed value is rejected, naming key and value; a
+//     required option left out is rejected, naming it (needs
+//     Suite.Factory, Suite.Options, Suite.MalformedOptions,
+//     Suite.RequiredOptions).
 //   - Close: every operation after Close gives ErrClosed; lock waits end.
 //   - Errors: errors are *store.Error wrapping the sentinel; deadlines
 //     satisfy errors.Is(err, context.DeadlineExceeded).
@@ -150,6 +152,10 @@ type Suite struct {
 	// must refuse (a duration that does not parse, a negative count); each
 	// is tried alone, added to Options.
 	MalformedOptions map[string]string
+	// RequiredOptions, if set, are keys of Options the factory cannot open
+	// without (a file path): each is removed from Options in turn, and the
+	// factory must refuse, wrapping ErrInvalidArgument and naming the key.
+	RequiredOptions []string
 	// TimeScale multiplies every ttl and wait the TCK uses (default 1).
 	TimeScale float64
 	// NotPersistent, when set, says why the driver keeps nothing across a

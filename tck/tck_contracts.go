@@ -9,13 +9,14 @@
 // and "ZK Slots/X" are TestLocks/<version>/X and TestSlots/<version>/X;
 // "driver X" is package driver's test X (the shared slot rules).
 //
-// package driver (134 sentences)
+// package driver (135 sentences)
 //
 //	D1   a capability it lacks: the user's call fails with ErrUnsupported        Capabilities/Declared
 //	D2   drivers return sentinels; the portable layer adds operation and key     Errors/Wrapped
 //	D3   Factory: reject an unknown option key, wrapping ErrInvalidArgument,     Options/UnknownKey, Options/UnknownWithValid
 //	D4   ... naming it, also when valid keys come with it                        Options/UnknownWithValid
 //	D5   Factory: reject a malformed value, naming the key and the value         Options/MalformedValue
+//	D5a  Factory: reject a required option left out, naming it                  Options/MissingRequired (needs Suite.RequiredOptions)
 //	D6   Store: implements at least one of RangeStore, SlotLeaseStore, Locker         Capabilities/AtLeastOne
 //	D7   stores on one storage act as processes: each sees the others' writes    Ranges/Current, Ranges/Seal, Ranges/Init, Ranges/NeverTwice,
 //	                                                                             Slots/ConcurrentAcquire, Locks/Exclusion (several stores each)

@@ -51,9 +51,12 @@ func TestTCK(t *testing.T) {
 	tck.Run(t, tck.Suite{
 		NewHarness: newTCKHarness,
 		Ranges:     true, Slots: true, Locks: true,
-		Factory:       fromOptions,
-		Options:       map[string]string{"name": "tck-options"},
-		NotPersistent: notPersistent,
+		Factory: fromOptions,
+		Options: map[string]string{"name": "tck-options"},
+		// Its only other option is create; name has a default (the
+		// unnamed state), so no option is required.
+		MalformedOptions: map[string]string{"create": "maybe"},
+		NotPersistent:    notPersistent,
 	})
 }
 

@@ -69,8 +69,26 @@ func TestTCK(t *testing.T) {
 		},
 		Ranges: true, Slots: true, Locks: true,
 		Factory: fromOptions,
+		Options: optionsSchema(t, srv),
+		MalformedOptions: map[string]string{
+			"poolSize": "-1", "connectTimeout": "soon", "lockTimeout": "5ms", "create": "maybe",
+		},
+		// connString may be empty (libpq's defaults and environment), so
+		// no option is required.
 		// Each history opens stores on a fresh schema: a few are enough
 		// here, the memory driver's TCK runs many on the same model.
 		Histories: 10,
 	})
+}
+
+// optionsSchema is the option checks' Suite.Options: a schema of their
+// own, dropped when TestTCK ends (Options/CreateFalse writes to it).
+func optionsSchema(t *testing.T, srv *pgtest.Server) map[string]string {
+	h := harness{t: t, srv: srv, schema: freshSchema("tckopt")}
+	t.Cleanup(func() {
+		if err := h.Close(); err != nil {
+			t.Errorf("dropping schema %s: %v", h.schema, err)
+		}
+	})
+	return h.options()
 }

@@ -33,6 +33,9 @@ func TestTCK(t *testing.T) {
 			return harness{path: filepath.Join(t.TempDir(), "store.db")}, nil
 		},
 		Ranges: true, Slots: true, Locks: false,
-		Factory: fromOptions,
+		Factory:          fromOptions,
+		Options:          map[string]string{"path": filepath.Join(t.TempDir(), "options.db"), "busyTimeout": "1s"},
+		MalformedOptions: map[string]string{"busyTimeout": "soon", "create": "maybe"},
+		RequiredOptions:  []string{"path"},
 	})
 }
