@@ -213,8 +213,8 @@ func tlsAlert(err error) string {
 func (s *etcdStore) clientError(err error) error {
 	eps := strings.Join(s.cfg.endpoints, ",")
 	if errors.Is(err, rpctypes.ErrAuthFailed) {
-		return &driver.OptionError{Key: "password", Value: s.cfg.password, Secret: true,
-			Reason: fmt.Sprintf("etcd at %s refused user %q with this password (%v)", eps, s.cfg.username, err)}
+		return optionError("password", "", true,
+			fmt.Sprintf("etcd at %s refused user %q with this password (%v)", eps, s.cfg.username, err))
 	}
 	msg := fmt.Sprintf("etcd client for %s: %v", eps, err)
 	if f := s.lastFailure(time.Time{}); f != nil {

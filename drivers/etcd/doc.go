@@ -15,8 +15,9 @@
 //
 //   - endpoints (localhost:2379): comma-separated host:port or http(s)
 //     URLs of the members; the scheme in any case (HTTPS:// is https://).
-//     Credentials in a URL are refused, and so are http:// and https://
-//     together: the client speaks TLS to every member or to none.
+//     Credentials in an endpoint are refused (any '@': nothing of the
+//     option is shown then), and so are http:// and https:// together:
+//     the client speaks TLS to every member or to none.
 //   - prefix (/cosid): put before every key the store writes; nothing
 //     outside it is touched. A prefix among another store's lock,
 //     namespace, slot or owner keys (/cosid/lock/x) is refused at Open

@@ -36,15 +36,41 @@ type Options struct {
 	NoCreate bool
 }
 
-// Format prints the options with the password hidden, for every verb: a
-// program that logs its configuration must not log the password.
+// Format prints the options with every secret hidden, for every verb: a
+// program that logs its configuration must not log the password, the
+// credentials of an endpoint URL (which OpenStore refuses), or a key's PEM
+// pasted where its file's path belongs.
 func (o Options) Format(f fmt.State, _ rune) {
 	type shown Options // without this method
 	p := shown(o)
 	if p.Password != "" {
 		p.Password = "(redacted)"
 	}
+	p.Endpoints = make([]string, len(o.Endpoints))
+	for i, e := range o.Endpoints {
+		p.Endpoints[i] = hideCredentials(e)
+	}
+	for _, v := range []*string{&p.TLSCAFile, &p.TLSCertFile, &p.TLSKeyFile} {
+		if notPath(*v) {
+			*v = "(PEM data not shown)"
+		}
+	}
 	fmt.Fprintf(f, "%+v", p)
+}
+
+// hideCredentials hides everything of an endpoint before its last '@'
+// (after an http(s) scheme): a password may hold any character, an '@' or
+// "://" too, but a host none.
+func hideCredentials(e string) string {
+	at := strings.LastIndexByte(e, '@')
+	if at < 0 {
+		return e
+	}
+	scheme := ""
+	if i := strings.Index(e, "://"); i >= 0 && i < at && (strings.EqualFold(e[:i], "http") || strings.EqualFold(e[:i], "https")) {
+		scheme = e[:i+3]
+	}
+	return scheme + "(credentials not shown)" + e[at:]
 }
 
 // LogValue is the options as Format prints them, for log/slog.

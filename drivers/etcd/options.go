@@ -58,8 +58,14 @@ func parseOptions(m map[string]string) (config, error) {
 	if err := o.Err(); err != nil {
 		return config{}, err
 	}
-	bad := func(key, why string) error {
-		return &driver.OptionError{Key: key, Value: driver.Redact(m[key]), Secret: key == "password", Reason: why}
+	bad := func(key, why string) error { return optionError(key, m[key], key == "password", why) }
+	// An '@' anywhere is taken for credentials (user:password@host, with
+	// or without a scheme), whose password may hold a quote, a space or a
+	// comma that would end a redaction early or split it across
+	// endpoints: nothing of the option is printed then.
+	if strings.Contains(endpoints, "@") {
+		return config{}, optionError("endpoints", endpoints, true,
+			"holds an '@': credentials belong in username and password, not in an endpoint")
 	}
 	// The scheme decides TLS: url.Parse lowers it (HTTPS:// is https), and
 	// so is it kept, for the client's choice and for dialOptions'.
@@ -74,20 +80,12 @@ func parseOptions(m map[string]string) (config, error) {
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return config{}, bad("endpoints", fmt.Sprintf("%q is neither host:port nor an http(s) URL", driver.Redact(e)))
 			}
-			if u.User != nil {
-				return config{}, bad("endpoints", "credentials belong in username and password, not in an endpoint")
-			}
 			e = u.Scheme + e[len(u.Scheme):]
 			if u.Scheme == "https" {
 				https++
 			} else {
 				http++
 			}
-		} else if strings.Contains(e, "@") {
-			// user:password@host:port, without a scheme: nothing would
-			// hide it where the endpoint is printed.
-			return config{}, &driver.OptionError{Key: "endpoints", Value: e, Secret: true,
-				Reason: "credentials belong in username and password, not in an endpoint"}
 		}
 		c.endpoints = append(c.endpoints, e)
 	}
@@ -183,7 +181,18 @@ func fileError(key, path, why string) error {
 	if notPath(path) {
 		why += " (the value is PEM data, not a file's path)"
 	}
-	return &driver.OptionError{Key: key, Value: path, Secret: notPath(path), Reason: why}
+	return optionError(key, path, notPath(path), why)
+}
+
+// optionError refuses an option's value; a secret one is not kept in the
+// error at all (a %#v of it would print its fields).
+func optionError(key, value string, secret bool, why string) error {
+	if secret {
+		value = ""
+	} else {
+		value = driver.Redact(value)
+	}
+	return &driver.OptionError{Key: key, Value: value, Secret: secret, Reason: why}
 }
 
 // fileReason is why a file could not be read, without its path (which the
