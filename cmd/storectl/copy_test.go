@@ -28,7 +28,7 @@ func TestMigrateIntoCopy(t *testing.T) {
 	}
 }
 
-func copyFile(t *testing.T, from, to string) {
+func copyFile(t testing.TB, from, to string) {
 	t.Helper()
 	in, err := os.Open(from)
 	if err != nil {

@@ -22,7 +22,7 @@ func init() {
 
 // etcdSpec is a fresh store on the shared member, under a prefix no other
 // store of the tests uses; extra options are added (or replace).
-func etcdSpec(t *testing.T, extra map[string]string) storeSpec {
+func etcdSpec(t testing.TB, extra map[string]string) storeSpec {
 	o := map[string]string{
 		"endpoints": etcdtest.Shared(t).Endpoints()[0],
 		"prefix":    randomRoot(t),

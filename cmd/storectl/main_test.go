@@ -82,7 +82,7 @@ func (s storeSpec) spec() string {
 
 // open opens the store through the library, as an application would, to
 // set up a test and check its outcome.
-func (s storeSpec) open(t *testing.T, opts ...store.Option) *store.Store {
+func (s storeSpec) open(t testing.TB, opts ...store.Option) *store.Store {
 	t.Helper()
 	st, err := store.Open(s.driver, s.options, opts...)
 	if err != nil {
@@ -95,7 +95,7 @@ func (s storeSpec) open(t *testing.T, opts ...store.Option) *store.Store {
 // created makes spec's store exist, empty, and returns its identity (a
 // ZooKeeper store creates its root at the first write, or when asked its
 // identity).
-func created(t *testing.T, spec storeSpec) string {
+func created(t testing.TB, spec storeSpec) string {
 	t.Helper()
 	id, err := spec.open(t).ID(t.Context())
 	if err != nil {
@@ -124,7 +124,7 @@ func args(a ...string) []string { return a }
 
 // want fails the test unless the exit code is code and the outputs contain
 // the given strings (stdout first, then stderr, whichever has them).
-func (r result) want(t *testing.T, code int, contains ...string) {
+func (r result) want(t testing.TB, code int, contains ...string) {
 	t.Helper()
 	if r.code != code {
 		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)

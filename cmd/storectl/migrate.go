@@ -260,8 +260,12 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 	names := srcKeys
 	if len(m.keys) > 0 {
 		names = nil
+		inSrc := make(map[string]bool, len(srcKeys))
+		for _, k := range srcKeys {
+			inSrc[k] = true
+		}
 		for _, k := range m.keys {
-			if !slices.Contains(srcKeys, k) {
+			if !inSrc[k] {
 				problem("key %q: no such key in the source", k)
 			} else if !slices.Contains(names, k) {
 				names = append(names, k)
@@ -279,12 +283,17 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 	if err != nil {
 		return err
 	}
+	inDst := make(map[string]bool, len(dstKeys))
+	for _, k := range dstKeys {
+		inDst[k] = true
+	}
+	var advice string // sealedAdvice, read once: it reads every target key
 	for _, k := range names {
 		srcNext, srcSealed, err := m.src.Ranges().Current(ctx, k)
 		if err != nil {
 			return err
 		}
-		inTarget := slices.Contains(dstKeys, k)
+		inTarget := inDst[k]
 		if inTarget {
 			dstNext, dstSealed, err := m.dst.Ranges().Current(ctx, k)
 			if err != nil {
@@ -292,9 +301,10 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 			}
 			switch {
 			case dstSealed:
-				advice, err := m.sealedAdvice(ctx, dstKeys)
-				if err != nil {
-					return err
+				if advice == "" {
+					if advice, err = m.sealedAdvice(ctx, dstKeys); err != nil {
+						return err
+					}
 				}
 				problem("key %q: the target has it sealed at %d (it moved out of the target before), and the portable API "+
 					"cannot reopen a sealed key: %s", k, dstNext, advice)
@@ -543,11 +553,19 @@ func (m *migration) moveKey(ctx context.Context, k keyStep) (string, error) {
 	if k.srcSealed {
 		sealed = "already " + sealed
 	}
-	dstKeys, err := m.dst.Ranges().Keys(ctx)
-	if err != nil {
-		return "", fmt.Errorf("%s; listing the target: %w", sealed, err)
+	// Init succeeds on a key already at sealedAt, so a key absent from the
+	// plan's read is read before: one an instance created since is told
+	// from one Init created. (Listing the target here instead made the
+	// whole move quadratic in the number of keys.)
+	existed := k.inTarget
+	if !existed && sealedAt > 0 {
+		next, _, err := m.dst.Ranges().Current(ctx, k.key)
+		if err != nil {
+			return "", fmt.Errorf("%s; reading the target: %w", sealed, err)
+		}
+		// A missing key reads 0; an instance's key is above 0.
+		existed = next > 0
 	}
-	existed := slices.Contains(dstKeys, k.key)
 	err = m.dst.Ranges().Init(ctx, k.key, sealedAt)
 	if err == nil && !existed {
 		return fmt.Sprintf("%s; initialised in target at %d", sealed, sealedAt), nil

@@ -39,7 +39,7 @@ func init() {
 
 // randomRoot returns a root no other store of the tests uses: the tests
 // share one server per version.
-func randomRoot(t *testing.T) string {
+func randomRoot(t testing.TB) string {
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatal(err)
