@@ -77,3 +77,16 @@ func (r *RangeStore) Keys(ctx context.Context) ([]string, error) {
 	})
 	return nonNil(keys), err
 }
+
+// Advance raises key's next value to at least next and returns the value
+// it had before; it never lowers one, and creates a missing key at next.
+// A sealed key gives ErrSealed and is left as it is. It is how a store that
+// went back (a restored backup) is put ahead of every value handed out
+// since; drivers without the capability (driver.RangeAdvancer) give
+// ErrUnsupported.
+func (r *RangeStore) Advance(ctx context.Context, key string, next int64) (prev int64, err error) {
+	o := op{name: "Advance", key: key, check: firstErr(checkKey("key", key), checkNext(next))}
+	return call(ctx, r.s, o, func(ctx context.Context, d driver.RangeAdvancer) (int64, error) {
+		return d.Advance(ctx, key, next)
+	})
+}

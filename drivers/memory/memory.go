@@ -115,6 +115,7 @@ type driverStore struct {
 
 var (
 	_ driver.RangeStore     = (*driverStore)(nil)
+	_ driver.RangeAdvancer  = (*driverStore)(nil)
 	_ driver.SlotLeaseStore = (*driverStore)(nil)
 	_ driver.Locker         = (*driverStore)(nil)
 	_ driver.SlotSeeder     = (*driverStore)(nil)

@@ -100,3 +100,23 @@ func (s *driverStore) Keys(ctx context.Context) ([]string, error) {
 	sort.Strings(keys)
 	return keys, nil
 }
+
+// Advance raises key's next value to next (driver.RangeAdvancer); a missing
+// key is created at next.
+func (s *driverStore) Advance(ctx context.Context, key string, next int64) (int64, error) {
+	if err := s.begin(ctx); err != nil {
+		return 0, err
+	}
+	defer s.st.mu.Unlock()
+	r := s.st.ranges[key]
+	if r == nil {
+		s.st.ranges[key] = &rangeEntry{next: next}
+		return 0, nil
+	}
+	if r.sealed {
+		return r.next, fmt.Errorf("sealed at %d: %w", r.next, driver.ErrSealed)
+	}
+	prev := r.next
+	r.next = max(r.next, next)
+	return prev, nil
+}

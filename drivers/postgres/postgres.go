@@ -178,6 +178,7 @@ func (s *driverStore) sawTicket(t int64) {
 
 var (
 	_ driver.RangeStore     = (*driverStore)(nil)
+	_ driver.RangeAdvancer  = (*driverStore)(nil)
 	_ driver.SlotLeaseStore = (*driverStore)(nil)
 	_ driver.SlotSeeder     = (*driverStore)(nil)
 	_ driver.Purger         = (*driverStore)(nil)

@@ -165,6 +165,7 @@ type driverStore struct {
 
 var (
 	_ driver.RangeStore     = (*driverStore)(nil)
+	_ driver.RangeAdvancer  = (*driverStore)(nil)
 	_ driver.SlotLeaseStore = (*driverStore)(nil)
 	_ driver.SlotSeeder     = (*driverStore)(nil)
 	_ driver.Purger         = (*driverStore)(nil)

@@ -34,6 +34,7 @@ type driverStore struct {
 // had would drop out of its method set, which these catch.
 var (
 	_ driver.RangeStore     = (*driverStore)(nil)
+	_ driver.RangeAdvancer  = (*driverStore)(nil)
 	_ driver.SlotLeaseStore = (*driverStore)(nil)
 	_ driver.SlotSeeder     = (*driverStore)(nil)
 	_ driver.Locker         = (*driverStore)(nil)

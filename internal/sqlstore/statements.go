@@ -22,6 +22,9 @@ type statements struct {
 	// a key this store saw above 0 only where it has not gone back, so
 	// that a refusal leaves nothing written.
 	Next, NextUpdate, Current, Seal, SealUpdate, Init, Keys string
+	// AdvanceRead reads a key under a row lock; Advance raises it, never
+	// lowering it nor touching a sealed one (driver.RangeAdvancer).
+	AdvanceRead, Advance string
 
 	// Namespaces and owner indexes. NamespaceLock and NamespaceSealed read
 	// the row under a share lock (Dialect.ForShare), before a slot write
@@ -80,7 +83,10 @@ func newStatements(d Dialect) (*statements, error) {
 			RETURNING next`,
 		Init: `INSERT INTO {p}cosid_range (key, next, sealed) VALUES ($1, $2, FALSE)
 			ON CONFLICT (key) DO NOTHING`,
-		Keys: `SELECT key FROM {p}cosid_range`,
+		Keys:        `SELECT key FROM {p}cosid_range`,
+		AdvanceRead: `SELECT next, sealed FROM {p}cosid_range WHERE key = $1{forupdate}`,
+		Advance: `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, $2, FALSE)
+			ON CONFLICT (key) DO UPDATE SET next = $2 WHERE NOT r.sealed AND r.next < $2`,
 
 		NamespaceCreate: `INSERT INTO {p}cosid_namespace (name, slot_limit, tolerance_ms) VALUES ($1, $2, $3)
 			ON CONFLICT (name) DO NOTHING`,

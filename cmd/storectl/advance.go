@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/cosid-go/store"
+)
+
+func init() {
+	register(&command{name: "advance", run: runAdvance, usage: `Usage: storectl advance [--create] STORE FLAGS KEY VALUE
+
+Raises range KEY so that its next value is at least VALUE (a whole number
+>= 0), and says what it did: the next range starts at VALUE or above. It
+never lowers a key: a key already at or above VALUE is left as it is. A
+sealed key is refused (exit code 3, nothing changed): its values continue in
+the store it moved to. A key that does not exist is refused (nothing
+changed) unless --create is given, which creates it at VALUE.
+
+advance is safe while instances run: it can make values skip, never repeat.
+It is how a key is put past values a store forgot (a restored backup; see
+storectl restore, which raises every key at once).
+
+  --create   create KEY at VALUE if it does not exist
+
+` + storeFlagsUsage})
+}
+
+func runAdvance(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("advance")
+	var sf storeFlags
+	sf.register(fs)
+	create := fs.Bool("create", false, "create KEY at VALUE if it does not exist")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("want KEY VALUE, got %d arguments", len(pos))
+	}
+	key := pos[0]
+	value, err := strconv.ParseInt(pos[1], 10, 64)
+	if err != nil || value < 0 {
+		return usagef("VALUE %q is not a whole number from 0 to %d", pos[1], int64(1<<63-1))
+	}
+	st, desc, err := sf.open(openExisting)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rs := st.Ranges()
+	if _, _, err := rs.Current(ctx, key); err != nil {
+		return fmt.Errorf("%w; nothing changed", badKey(err))
+	}
+	existing, err := rs.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	found := slices.Contains(existing, key)
+	if !found && !*create {
+		return fmt.Errorf("unknown key %q in %s (nothing changed; --create creates it at %d)", key, desc, value)
+	}
+	prev, err := rs.Advance(ctx, key, value)
+	switch {
+	case errors.Is(err, store.ErrSealed):
+		return refusedf("key %q is sealed at %d: its values continue in the store it moved to, so it is never raised here; nothing changed",
+			key, prev)
+	case errors.Is(err, store.ErrUnsupported):
+		return fmt.Errorf("the driver of %s cannot advance keys; nothing changed", desc)
+	case err != nil:
+		return err
+	case !found:
+		fmt.Fprintf(e.stdout, "%s: created at %d\n", key, value)
+	case prev >= value:
+		fmt.Fprintf(e.stdout, "%s: already at %d, at or above %d; nothing changed\n", key, prev, value)
+	default:
+		fmt.Fprintf(e.stdout, "%s: raised from %d to %d (values %d to %d are never handed out)\n", key, prev, value, prev, value-1)
+	}
+	return nil
+}
