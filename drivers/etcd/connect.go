@@ -22,17 +22,19 @@ import (
 
 // This file is how the store's client connects, and what it says when it
 // cannot: every connection's failures (a refused TLS handshake, a closed
-// connection) are recorded for the errors and events, Open waits for a
-// connection at most dialTimeout, and a TLS or password failure is said in
+// connection) are recorded for the errors and events, Open takes at most
+// dialTimeout, and a TLS or password failure is said in
 // the words of the option to fix.
 
-// awaitReady waits until the client's connection is ready, for at most
-// the dialTimeout option, and returns at once on a TLS failure (a wrong CA
-// or a refused certificate does not heal by dialling again).
+// errOpenBound is the cause of Open's context ending at dialTimeout.
+var errOpenBound = errors.New("dialTimeout passed")
+
+// awaitReady waits until the client's connection is ready, within ctx
+// (which ends at dialTimeout, errOpenBound, or the caller's), and returns
+// at once on a TLS failure (a wrong CA or a refused certificate does not
+// heal by dialling again).
 func (s *etcdStore) awaitReady(ctx context.Context) error {
 	conn := s.cli.ActiveConnection()
-	dctx, cancel := context.WithTimeout(ctx, s.cfg.dialTimeout)
-	defer cancel()
 	start := time.Now()
 	conn.Connect()
 	for st := conn.GetState(); st != connectivity.Ready; st = conn.GetState() {
@@ -41,16 +43,17 @@ func (s *etcdStore) awaitReady(ctx context.Context) error {
 				return fmt.Errorf("no connection to etcd at %s: %w: %w", strings.Join(s.cfg.endpoints, ","), err, driver.ErrUnavailable)
 			}
 		}
-		if !conn.WaitForStateChange(dctx, st) {
+		if !conn.WaitForStateChange(ctx, st) {
+			bound := context.Cause(ctx) == errOpenBound
 			why := fmt.Sprintf("within dialTimeout %v", s.cfg.dialTimeout)
-			if ctx.Err() != nil {
+			if !bound {
 				why = "before the context ended"
 			}
 			msg := fmt.Sprintf("no connection to etcd at %s %s (state %v)", strings.Join(s.cfg.endpoints, ","), why, st)
 			if err := s.lastFailure(start); err != nil {
 				msg += "; last failure: " + err.Error()
 			}
-			if ctx.Err() != nil {
+			if !bound {
 				return fmt.Errorf("%s: %w: %w", msg, driver.ErrUnavailable, ctx.Err())
 			}
 			return fmt.Errorf("%s: %w", msg, driver.ErrUnavailable)

@@ -32,8 +32,10 @@
 //     open. Any of them turns TLS on, also for host:port endpoints (https://
 //     does without them); with an http:// endpoint they are refused, as
 //     the connection would not be TLS. Key contents never appear in errors.
-//   - dialTimeout (5s): how long Open waits for a connection to a member
-//     (or its context, if shorter). A TLS failure fails Open at once,
+//   - dialTimeout (5s): how long Open may take, or its context if
+//     shorter: the connection to a member and the reads of the store's
+//     identity (a member that lost its quorum accepts a connection and
+//     answers no read: ErrUnavailable after dialTimeout). A TLS failure fails Open at once,
 //     saying what to fix: the member's certificate not signed by the CA of
 //     tls.caFile, or the member requiring a client certificate (none given,
 //     or one its CA did not issue, which the client does not send).

@@ -65,7 +65,17 @@ func (s *etcdStore) emit(e driver.Event) {
 // Connect makes the client, if the store has none, and checks the store's
 // metadata key: creating it (with the store's identity) unless create is
 // false, when a missing one is ErrNotFound.
+//
+// dialTimeout bounds all of it, not only the wait for a connection: a
+// member without quorum accepts one and then answers no read (the client
+// retries a read for minutes).
 func (s *etcdStore) Connect(ctx context.Context) error {
+	octx, cancel := context.WithTimeoutCause(ctx, s.cfg.dialTimeout, errOpenBound)
+	defer cancel()
+	return s.connect(octx)
+}
+
+func (s *etcdStore) connect(ctx context.Context) error {
 	s.health.down.Store(true) // Connected comes with the first answer
 	if s.cli == nil {
 		cli, err := clientv3.New(clientv3.Config{
@@ -91,14 +101,22 @@ func (s *etcdStore) Connect(ctx context.Context) error {
 		return err
 	}
 	if err := s.checkNested(ctx); err != nil {
-		return err
+		return s.openBound(ctx, err)
 	}
 	if _, err := s.storeID(ctx, s.cfg.create); err != nil {
-		return err
+		return s.openBound(ctx, err)
 	}
 	s.connUp()
 	s.spawn(func() { s.watchConn(s.cli.ActiveConnection()) })
 	return nil
+}
+
+// openBound says that a failure of Open's reads came at dialTimeout.
+func (s *etcdStore) openBound(ctx context.Context, err error) error {
+	if context.Cause(ctx) == errOpenBound {
+		return fmt.Errorf("no store read within dialTimeout %v: %w", s.cfg.dialTimeout, err)
+	}
+	return err
 }
 
 func (s *etcdStore) key(parts ...string) string {

@@ -25,8 +25,9 @@ type Options struct {
 	// and the client's certificate and key (refused with an http://
 	// endpoint, which would not be TLS).
 	TLSCAFile, TLSCertFile, TLSKeyFile string
-	// DialTimeout bounds OpenStore's wait for a connection to a member
-	// (a TLS failure ends it at once); default 5s.
+	// DialTimeout bounds all OpenStore does: the connection to a member
+	// (a TLS failure ends it at once) and the reads of the store's
+	// identity; default 5s.
 	DialTimeout time.Duration
 	// SessionTTL is the TTL asked for the lease the store's locks hang on
 	// (whole seconds, at least 2s); default 60s. A crashed holder's locks
