@@ -120,11 +120,11 @@
 //	D99  Unlock releases and the next waiter gets the lock                       Locks/Exclusion, Locks/FIFO
 //	D100 ... only the caller's own hold is removed, never a later holder's       Locks/UnlockTwice, Locks/Exclusion
 //	D101 a second Unlock returns nil                                             Locks/UnlockTwice, Locks/UnlockAfterLost
-//	D102 Unlock after the hold was lost reports ErrLeaseLost                     Locks/UnlockAfterLost; other losses: ZK Locks/SessionExpiry
+//	D102 Unlock after the hold was lost reports ErrLeaseLost                     Locks/UnlockAfterLost, Operator/RevokedSession; other losses: ZK Locks/SessionExpiry
 //	D103 Fence is above every earlier holder's, in any store                     Locks/Exclusion, Locks/TryLock, Locks/LostOnClose
 //	D104 ... across restarts and purges, and never wraps                         Restart/Survives, Purge/Everything; a wrap is out of a test's reach:
 //	                                                                             ZK Locks/FenceFirstNotAlone (czxid)
-//	D105 Lost closes as soon as the holder cannot be sure it holds               needs a network fault: ZK Locks/SessionExpiry, ZK Locks/SilentServer
+//	D105 Lost closes as soon as the holder cannot be sure it holds               Operator/RevokedSession (needs SessionEnder); network faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
 //	D106 ... and when the store closes                                           Locks/LostOnClose, Locks/LostBeforeGrant (rounds), Locks/UnlockAfterLost
 //	D107 Unlock does not close Lost                                              Locks/UnlockTwice
 //	D108 SeedSlot makes a missing namespace; other settings: ErrConfigMismatch   Slots/Seed
@@ -179,7 +179,7 @@
 //	S2.17 configuration (YAML, JSON) opens in one call; a failure         package config: TestParseYAML, TestParseJSONMatchesYAML, TestOpenAll,
 //	                                                                      TestOpenFailureClosesAndReportsEvery
 //
-// S3, RangeStore (12 sentences; docs/design.md, Ranges)
+// S3, RangeStore (13 sentences; docs/design.md, Ranges)
 //
 //	S3.1  Next reserves step values and returns [start, end)            Ranges/FirstRange, Ranges/NeverTwice
 //	S3.2  a key that does not exist starts at 0                         Ranges/FirstRange
@@ -194,8 +194,11 @@
 //	                                                                    ZK SessionExpiry, TestEnsembleFaults
 //	S3.11 a gap only when a write's outcome was unknown                 Ranges/NeverTwice (no gap without faults); ZK LostAnswerIsAGap
 //	S3.12 the key rules (segments, characters, 1024 bytes)              Ranges/Keys, Ranges/InvalidArguments
+//	S3.13 a key whose storage went back (restored, deleted, recreated)  Operator/RestoreRanges (needs Snapshotter), Operator/DeletedKey (needs
+//	      is refused (ErrRecreated, ErrCorrupt) by a store that saw it  HandDeleter)
+//	      further ahead, never handed out again
 //
-// S4, SlotLeaseStore (30 sentences; docs/design.md, Slot leases)
+// S4, SlotLeaseStore (32 sentences; docs/design.md, Slot leases)
 //
 //	S4.1  a namespace: a single segment, limit slots, a tolerance       Slots/InvalidArguments, Slots/ConcurrentAcquire, Slots/Exhaustion
 //	S4.2  an owner key is a single segment                              Slots/InvalidArguments
@@ -218,7 +221,8 @@
 //	S4.17 Slots lists used slots with owner and lease times             Slots/Listing, History/Listed
 //	S4.18 fence +1 with every new term, never decreasing                Slots/Fence, Slots/Takeover, Slots/Reclaim, History/SeedNeverLowers,
 //	                                                                    History/PurgeKeepsSlotFences, Restart/Survives
-//	S4.19 ... even if the slot node is recreated from a backup          Slots/Seed; ZK Slots/RecreatedSlot, ZK Slots/HandWrittenSlot
+//	S4.19 ... even if the slot node is recreated from a backup          Slots/Seed, Operator/RestoreSlots (needs Snapshotter); ZK Slots/RecreatedSlot,
+//	                                                                    ZK Slots/HandWrittenSlot
 //	S4.20 the holder issues floor <= t < ceiling, stops at expiresAt    the holder's rule (package idgen); floor <= ceiling: every lease,
 //	                                                                    Slots/HighFloor
 //	S4.21 after a release: clamp(used+1, floor, ceiling), or ceiling    Slots/ReleaseFloor, Slots/ReleaseExpired
@@ -233,8 +237,12 @@
 //	S4.28 a sealed namespace: Acquire and Renew give ErrSealed          Slots/Seal; TestSealRace (memory, SQLite, PostgreSQL, ZK, etcd)
 //	S4.29 ... checked with the write; Release still works               TestSealRace; Slots/Seal; idgen TestSnowflakeStopsOnSeal
 //	S4.30 sealing a missing namespace creates it sealed, limit 0        Slots/Seal
+//	S4.31 a store running across a restore repeats no fence and no      Operator/RestoreSlots (needs Snapshotter)
+//	      term's timestamps: ErrCorrupt, or above what it saw
+//	S4.32 a slot record deleted by hand under a live term is not        Operator/DeletedSlot (needs HandDeleter; a known hole of SQLite,
+//	      started again from zero by any store                          PostgreSQL, ZooKeeper and etcd: Suite.KnownHoles)
 //
-// S5, Locker (16 sentences; docs/design.md, Locks)
+// S5, Locker (18 sentences; docs/design.md, Locks)
 //
 //	S5.1  Lock blocks until held or the context ends                     Locks/Exclusion, Errors/Deadline, Locks/NotReentrant
 //	S5.2  TryLock never waits                                            Locks/TryLock, Locks/TryLockAtHandover
@@ -255,4 +263,7 @@
 //	S5.14 the holder confirms its session through the leader every T/3   the driver's means: ZK Locks/SilentServer
 //	S5.15 the same rule bounds anything else trusting an ephemeral node  the driver's means: no other such use today
 //	S5.16 lock parents may vanish; Locks lists names with a node now     Locks/Names
+//	S5.17 a lock fence never repeats across a restore under a store      Operator/RestoreLocks (needs Snapshotter)
+//	S5.18 a holder whose session the backend ended (revoked, killed)    Operator/RevokedSession (needs SessionEnder)
+//	      learns Lost; its Unlock gives ErrLeaseLost
 package tck

@@ -69,3 +69,24 @@ func (h tckHarness) SetClock(_ context.Context, t time.Time) error {
 	st.clock = func() int64 { return ms }
 	return nil
 }
+
+// The operator's hooks (tck.Snapshotter, tck.HandDeleter,
+// tck.SessionEnder) have nothing to act on: no backup, shell or session
+// of a memory state exists outside the process, so the checks skip,
+// saying so.
+
+func (tckHarness) Snapshot(context.Context) (func(context.Context) error, error) {
+	return nil, fmt.Errorf("a memory state lives in the process: no backup of it can be restored: %w", driver.ErrUnsupported)
+}
+
+func (tckHarness) DeleteRangeKey(context.Context, string) error {
+	return fmt.Errorf("a memory state lives in the process: no operator's client can delete a key: %w", driver.ErrUnsupported)
+}
+
+func (tckHarness) DeleteSlot(context.Context, string, int) error {
+	return fmt.Errorf("a memory state lives in the process: no operator's client can delete a slot: %w", driver.ErrUnsupported)
+}
+
+func (tckHarness) EndSession(context.Context, driver.Store) error {
+	return fmt.Errorf("a memory store has no backend session to end (Close ends its holds: Locks/LostOnClose): %w", driver.ErrUnsupported)
+}
