@@ -33,6 +33,9 @@ const (
 	exitFailed  = 1 // the operation failed
 	exitUsage   = 2 // bad flags, unknown command, bad option or value
 	exitRefused = 3 // refused for safety
+	// A signal (SIGINT, SIGTERM) stopped the command between two steps;
+	// it says what it did and what to run next.
+	exitInterrupted = 4
 )
 
 const usageText = `storectl: operations on a cosid store (github.com/cosid-go/store)
@@ -85,6 +88,8 @@ Exit codes:
   1  the operation failed: unreachable server, unknown key, a target that conflicts, ...
   2  bad usage: unknown command or flag, bad option or value, unreadable config file
   3  refused for safety: a live lease, a held lock, or purge without --yes
+  4  interrupted (SIGINT, SIGTERM): the step in hand was finished; the output says
+     what was done and what to run next
 
 Run 'storectl help COMMAND' for a command's flags and details.
 `
@@ -103,6 +108,7 @@ type command struct {
 type env struct {
 	stdout, stderr io.Writer
 	now            func() time.Time
+	args           []string // the command line, for advice to run it again
 }
 
 var commands = map[string]*command{}
@@ -110,13 +116,23 @@ var commands = map[string]*command{}
 func register(c *command) { commands[c.name] = c }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := interruptible(os.Stderr)
+	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // run runs storectl with args (without the program name) and returns the
-// exit code. Interrupting storectl is safe: every command can be run again.
+// exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, now: time.Now}
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext is run stopped by ctx: a command that writes finishes the
+// step in hand, says what it did and what to run next, and exits with
+// exitInterrupted; every command can be run again.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr, now: time.Now, args: args}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, mainUsage())
 		return exitUsage
@@ -132,7 +148,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			driver.Redact(name), strings.Join(commandNames(), ", "))
 		return exitUsage
 	}
-	err := c.run(context.Background(), e, rest)
+	err := c.run(ctx, e, rest)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, c.usage)
 		return exitOK
@@ -141,6 +157,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	code := exitCode(err)
+	if sig, ok := interrupted(ctx); ok && code != exitInterrupted && errors.Is(err, context.Canceled) {
+		// A command that only reads, stopped.
+		code = exitInterrupted
+		err = fmt.Errorf("%s: stopped: %w", sig, err)
+	}
 	// Errors quote options and driver messages: hide their secrets.
 	fmt.Fprintf(stderr, "storectl %s: %s\n", name, driver.Redact(err.Error()))
 	if code == exitUsage {

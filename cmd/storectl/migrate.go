@@ -61,7 +61,10 @@ whose ceiling (expiry plus clock tolerance) is ahead (exit code 3, unless
 --force: use it only for holders known to be dead, which must never renew).
 
 It is safe to run again after a failure part-way, or after the target was
-used: what is already done is reported as such and left alone. Keep the
+used: what is already done is reported as such and left alone. SIGINT
+(Ctrl-C) or SIGTERM stops it between keys: the key or namespace in hand is
+finished, and migrate prints how many of how many keys and namespaces
+moved and the command to run next (exit code 4). Keep the
 target's instances stopped until migrate is done: a key an instance creates
 in the target starts at 0, below the source's values. migrate warns of a key
 the target has although the source never moved it, and fails on one created
@@ -130,6 +133,10 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 
 	m := &migration{e: e, src: src, dst: dst, now: e.now().UnixMilli(), keys: keys, namespaces: namespaces}
 	p, err := m.plan(ctx)
+	if sig, ok := interrupted(ctx); ok {
+		return interruptedf("%s while reading the stores: nothing moved (the target may exist now, empty of what the source has).\n%s",
+			sig, rerunAdvice(e))
+	}
 	if err != nil {
 		return err
 	}
@@ -452,29 +459,43 @@ func carries(t store.SlotInfo, fence, floor int64) bool {
 	return t.Floor >= floor
 }
 
-func (m *migration) apply(ctx context.Context, p *plan) error {
+// apply moves the plan's keys, then its namespaces. A signal (stop
+// cancelled) starts no further key or namespace; the one in hand is
+// finished on ctx without stop's cancel: a key sealed in the source is
+// started in the target, a sealed namespace gets all its slots seeded.
+func (m *migration) apply(stop context.Context, p *plan) error {
+	ctx := context.WithoutCancel(stop)
 	out := m.e.stdout
 	steps, failed := 0, 0
 	fail := func(what string, err error) {
 		failed++
 		fmt.Fprintf(m.e.stderr, "%s: FAILED: %s\n", what, driver.Redact(err.Error()))
 	}
+	var progress progress
 	for _, k := range p.keys {
+		if stop.Err() != nil {
+			break
+		}
 		steps++
 		msg, err := m.moveKey(ctx, k)
 		if err != nil {
 			fail("key "+k.key, err)
 			continue
 		}
+		progress.keys++
 		fmt.Fprintf(out, "key %s: %s\n", k.key, msg)
 	}
 	for _, n := range p.namespaces {
+		if stop.Err() != nil {
+			break
+		}
 		slots, sealed, err := m.sealNamespace(ctx, n)
 		if err != nil {
 			steps++
 			fail("namespace "+n.ns.Name, err)
 			continue
 		}
+		progress.namespaces++
 		fmt.Fprintf(out, "namespace %s: %s; limit %d, tolerance %v, %s used\n",
 			n.ns.Name, sealed, n.ns.Limit, n.ns.Tolerance, count(len(slots), "slot"))
 		for _, s := range slots {
@@ -500,6 +521,9 @@ func (m *migration) apply(ctx context.Context, p *plan) error {
 	if p.locks > 0 {
 		fmt.Fprintf(out, "locks: %s in the source, not moved (a lock exists only while held; fences in the target follow its own counter)\n",
 			count(p.locks, "lock"))
+	}
+	if sig, ok := interrupted(stop); ok {
+		return m.interruptedAt(sig, p, progress, failed)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d steps failed; fix the cause and run migrate again (it is safe to rerun)", failed, steps)

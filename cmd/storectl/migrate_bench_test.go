@@ -38,7 +38,7 @@ func BenchmarkMigrate(b *testing.B) {
 // populatedSQLite makes a SQLite store with n keys k000000.. at 10·(i+1),
 // written in one transaction beside the store's own tables (a Next per key
 // would take a commit each).
-func populatedSQLite(b *testing.B, n int) string {
+func populatedSQLite(b testing.TB, n int) string {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "template.db")
 	st := storeSpec{driver: "sqlite", options: map[string]string{"path": path}}

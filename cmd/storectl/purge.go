@@ -51,7 +51,11 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		return refusedf("purge deletes everything in %s: %s; run again with --yes once every instance is stopped",
 			desc, r.contents())
 	}
-	deleted, err := st.Purge(ctx)
+	if sig, ok := interrupted(ctx); ok {
+		return interruptedf("%s: stopped before deleting anything.\n%s", sig, rerunAdvice(e))
+	}
+	// Begun, the purge runs to its end: a signal does not cut it short.
+	deleted, err := st.Purge(context.WithoutCancel(ctx))
 	if errors.Is(err, store.ErrUnsupported) {
 		return fmt.Errorf("the driver of %s cannot purge (nothing deleted)", desc)
 	}

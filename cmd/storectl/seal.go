@@ -70,8 +70,12 @@ func runSeal(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("unknown key %s (nothing sealed; --create seals a key that does not exist yet)",
 			strings.Join(unknown, ", "))
 	}
-	for _, k := range keys {
-		next, err := rs.Seal(ctx, k)
+	for i, k := range keys {
+		if sig, ok := interrupted(ctx); ok {
+			return interruptedf("%s: stopped after sealing %d of %d keys (those printed above).\n%s",
+				sig, i, len(keys), rerunAdvice(e))
+		}
+		next, err := rs.Seal(context.WithoutCancel(ctx), k)
 		if err != nil {
 			return err
 		}
@@ -113,7 +117,7 @@ func runInit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	err = badKey(rs.Init(ctx, key, value))
+	err = badKey(rs.Init(context.WithoutCancel(ctx), key, value))
 	if errors.Is(err, store.ErrConfigMismatch) {
 		if next, s, cerr := rs.Current(ctx, key); cerr == nil {
 			return fmt.Errorf("key %q exists at next value %d%s, not %d; nothing changed", key, next, sealedNote(s), value)
