@@ -19,10 +19,14 @@
 //     option is shown then), and so are http:// and https:// together:
 //     the client speaks TLS to every member or to none.
 //   - prefix (/cosid): put before every key the store writes; nothing
-//     outside it is touched. A prefix among another store's lock,
-//     namespace, slot or owner keys (/cosid/lock/x) is refused at Open
-//     (ErrConfigMismatch): that store would read its keys as its own; so
-//     is the creation of a store where such keys already lie.
+//     outside it is touched. A prefix among another store's range, lock,
+//     namespace, slot or owner keys (/cosid/range, /cosid/lock/x) is
+//     refused at Open (ErrConfigMismatch, naming that store's metadata
+//     key): the two stores would read and write the same keys (the inner
+//     store's key k is the outer's range key range/k); so is the creation
+//     of a store where such keys already lie (naming the store nested
+//     there), and of two such stores at once one fails. A prefix beside
+//     another store's layout (/cosid/x) shares no key with it.
 //   - username, password (none): etcd authentication, both or neither; the
 //     password never appears in errors. A password etcd refuses fails
 //     Open with ErrInvalidArgument naming the option.
@@ -97,7 +101,8 @@
 // again on another (keep-alives answered through the others would keep the
 // session alive meanwhile). An Unlock that finds its key already deleted
 // by someone else reports ErrLeaseLost and loses the session. Purge refuses a key on a lease, or another
-// store's metadata, under its prefix (a store nested there).
+// store's metadata, under its prefix (a store nested there), and a prefix
+// inside another store's layout (left by a release that did not refuse it).
 //
 // # Operations
 //

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,44 +121,6 @@ func (s *etcdStore) key(parts ...string) string {
 	return s.cfg.prefix + "/" + strings.Join(parts, "/")
 }
 
-// layoutDirs are the first segments under a prefix whose keys a store
-// reads as entries of its own: another store's prefix there would put its
-// keys among them (lock waiters that never leave, so a lock nobody holds
-// stays taken; namespaces, slots or owner indexes that do not parse).
-// Under range/ an inner store's keys are only range keys the outer one
-// never asked for (Keys lists them; Purge refuses).
-var layoutDirs = map[string]bool{"ns": true, "slot": true, "owner": true, "lock": true}
-
-// checkNested refuses a prefix inside another store's layout: an ancestor
-// P holding a store (P/meta) with the next segment one of layoutDirs. It
-// reads only those ancestors, in one transaction; usually there is none.
-func (s *etcdStore) checkNested(ctx context.Context) error {
-	segs := strings.Split(s.cfg.prefix[1:], "/")
-	var metas []string
-	var ops []clientv3.Op
-	for i := 1; i < len(segs); i++ {
-		if layoutDirs[segs[i]] {
-			k := "/" + strings.Join(segs[:i], "/") + "/meta"
-			metas = append(metas, k)
-			ops = append(ops, clientv3.OpGet(k, clientv3.WithKeysOnly()))
-		}
-	}
-	if len(ops) == 0 {
-		return nil
-	}
-	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
-	if err = s.check(ctx, err); err != nil {
-		return err
-	}
-	for i, r := range resp.Responses {
-		if len(r.GetResponseRange().Kvs) > 0 {
-			return fmt.Errorf("prefix %s lies among the keys of the store whose metadata key is %s: %w",
-				s.cfg.prefix, metas[i], driver.ErrConfigMismatch)
-		}
-	}
-	return nil
-}
-
 // Ping makes one round trip (driver.Pinger): a read of the metadata key.
 func (s *etcdStore) Ping(ctx context.Context) error {
 	_, err := s.cli.Get(ctx, s.key("meta"))
@@ -192,16 +152,12 @@ func (s *etcdStore) storeID(ctx context.Context, create bool) (string, error) {
 			return "", fmt.Errorf("no store at %s under %s (create=false): %w",
 				strings.Join(s.cfg.endpoints, ","), s.cfg.prefix, driver.ErrNotFound)
 		}
-		// Created only where no keys of those a store reads as its own
-		// entries lie (another store's, nested there before this one).
+		// Created only where no other store's keys overlap this one's
+		// (nested.go), and read back if created meanwhile.
 		id := driver.NewStoreID()
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0)}
-		found := []clientv3.Op{clientv3.OpGet(k, clientv3.WithKeysOnly())} // created meanwhile: read it
-		for _, dir := range slices.Sorted(maps.Keys(layoutDirs)) {
-			p := s.key(dir) + "/"
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(p), "=", 0).WithPrefix())
-			found = append(found, clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1)))
-		}
+		cmps, found := s.nestCmps()
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
+		found = append(found, clientv3.OpGet(k, clientv3.WithKeysOnly()))
 		tr, err := s.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(k, "id="+id)).Else(found...).Commit()
 		if err = s.check(ctx, err); err != nil {
 			return "", err
@@ -209,12 +165,9 @@ func (s *etcdStore) storeID(ctx context.Context, create bool) (string, error) {
 		if tr.Succeeded {
 			return id, nil
 		}
-		if len(tr.Responses[0].GetResponseRange().Kvs) == 0 {
-			for _, r := range tr.Responses[1:] {
-				if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 {
-					return "", fmt.Errorf("no store at %s, but key %s lies among its keys (another store nested there?): %w",
-						s.cfg.prefix, kvs[0].Key, driver.ErrConfigMismatch)
-				}
+		if len(tr.Responses[len(tr.Responses)-1].GetResponseRange().Kvs) == 0 {
+			if err := s.nestRefusal(ctx, tr.Responses[:len(tr.Responses)-1]); err != nil {
+				return "", err
 			}
 		}
 	}

@@ -37,6 +37,11 @@ func (s *slotStore) parseFloor(kvs []*mvccpb.KeyValue) (int64, error) {
 func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 	root := s.cfg.prefix + "/"
 	for attempt := 1; ; attempt++ {
+		// A store inside another's layout (created before Open refused
+		// it) would delete that store's keys with its own.
+		if err := s.checkNested(ctx); err != nil {
+			return nil, err
+		}
 		resp, err := s.cli.Get(ctx, root, clientv3.WithPrefix())
 		if err = s.check(ctx, err); err != nil {
 			return nil, err
@@ -92,9 +97,8 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 		for _, kind := range []string{"range", "ns", "slot", "owner"} {
 			ops = append(ops, clientv3.OpDelete(s.key(kind)+"/", clientv3.WithPrefix()))
 		}
-		tr, err := s.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(root), "<", resp.Header.Revision+1).WithPrefix()).
-			Then(ops...).Commit()
+		cmps := append(s.outerCmps(), clientv3.Compare(clientv3.ModRevision(root), "<", resp.Header.Revision+1).WithPrefix())
+		tr, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err = s.check(ctx, err); err != nil {
 			if !retryable(err) {
 				return nil, err

@@ -249,9 +249,10 @@ func TestOddDataLeftAlone(t *testing.T) {
 // TestNestedPrefixes: a store whose prefix lies under another's ("/p" and
 // "/p/x") is a separate store: each key starts at 0 in each, and neither
 // lists the other's keys. A prefix inside another store's lock, namespace,
-// slot or owner keys ("/p/lock/n") would put its keys among entries the
-// other reads as its own (a lock nobody holds would stay taken): Open
-// refuses it, naming the store.
+// slot, owner or range keys ("/p/lock/n") would put its keys among entries
+// the other reads as its own (a lock nobody holds would stay taken; range
+// keys that both hand out, TestNestedRangeStore): Open refuses it, naming
+// the store.
 func TestNestedPrefixes(t *testing.T) {
 	ctx := t.Context()
 	ep := sharedServer(t).Endpoints()
@@ -279,7 +280,7 @@ func TestNestedPrefixes(t *testing.T) {
 			t.Errorf("store %d: Keys = %q, %v; want [k]", i, keys, err)
 		}
 	}
-	for _, inner := range []string{"/lock/n", "/slot/ns", "/ns", "/owner/ns"} {
+	for _, inner := range []string{"/lock/n", "/slot/ns", "/ns", "/owner/ns", "/range", "/range/k"} {
 		c, err := OpenStore(ctx, &Options{Endpoints: ep, Prefix: outer + inner})
 		if err == nil {
 			c.Close()

@@ -20,16 +20,19 @@ import (
 // store's call between the store's read and its write.
 func openBeforeWrite(t *testing.T, prefix string, armed *atomic.Bool, hook func()) *driverStore {
 	t.Helper()
-	st := openDriver(t, prefix, func(d *driverStore) {
-		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if tr, ok := req.(*pb.TxnRequest); ok && strings.HasSuffix(method, "/Txn") && len(tr.Compare) > 0 && armed.CompareAndSwap(true, false) {
-				hook()
-			}
-			return invoker(ctx, method, req, reply, cc, opts...)
-		})}
-	})
+	st := openDriver(t, prefix, func(d *driverStore) { d.dialOpt = beforeWrite(armed, hook) })
 	return st.Driver().(*driverStore)
+}
+
+// beforeWrite is the interceptor of openBeforeWrite.
+func beforeWrite(armed *atomic.Bool, hook func()) []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if tr, ok := req.(*pb.TxnRequest); ok && strings.HasSuffix(method, "/Txn") && len(tr.Compare) > 0 && armed.CompareAndSwap(true, false) {
+			hook()
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})}
 }
 
 // TestSeedAfterSeal: a seed into an existing namespace reads it unsealed;
