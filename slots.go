@@ -154,7 +154,7 @@ func checkLease(l Lease) error {
 	if err := checkName("owner", l.Owner); err != nil {
 		return err
 	}
-	if err := checkIncarnation(l.Incarnation); err != nil {
+	if err := checkIncarnation(l.Incarnation, MaxIncarnation); err != nil {
 		return err
 	}
 	if err := checkSlot("slot", l.Slot, MaxSlots); err != nil {

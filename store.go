@@ -72,6 +72,7 @@ type Store struct {
 	timeout     time.Duration
 	owner       string
 	incarnation string
+	label       string // WithIncarnation's, prefixed to the random incarnation
 	maxStep     int64
 
 	onStart []func(context.Context, OpStart) context.Context // Observer.Start of every WithObserver
@@ -113,16 +114,21 @@ func WithOwner(owner string) Option {
 	}
 }
 
-// WithIncarnation sets the incarnation this store's leases are taken under
-// (default: a random 64-bit value chosen at open). A process that restarts
-// gets a new incarnation, which is how a store tells a live term of its own
-// from one of an earlier run.
-func WithIncarnation(inc string) Option {
+// WithIncarnation gives this store's incarnation a readable label, such as
+// a pod name. The incarnation the store's leases are taken under is the
+// label, a '-' and a random 64-bit value chosen at open (without a label:
+// the random value alone), so that it names one run however the label is
+// chosen: two processes given the same owner and label never share a
+// term, and a restarted process never continues its earlier run's term
+// (a term of the same owner under another incarnation is taken over only
+// with AcquireOptions.Reclaim, starting above anything it could have
+// issued). The label is 1 to MaxIncarnationLabel bytes.
+func WithIncarnation(label string) Option {
 	return func(s *Store) error {
-		if err := checkIncarnation(inc); err != nil {
+		if err := checkIncarnation(label, MaxIncarnationLabel); err != nil {
 			return err
 		}
-		s.incarnation = inc
+		s.label = label
 		return nil
 	}
 }
@@ -168,10 +174,14 @@ func newStore(opts []Option) (*Store, error) {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 	}
+	if s.label != "" {
+		s.incarnation = s.label + "-" + s.incarnation
+	}
 	return s, nil
 }
 
-// Incarnation returns the incarnation of this store's leases.
+// Incarnation returns the incarnation of this store's leases: the
+// WithIncarnation label, if any, and a random part chosen at open.
 func (s *Store) Incarnation() string { return s.incarnation }
 
 // Timeout returns the per-operation timeout.

@@ -18,6 +18,9 @@ const (
 	MaxTTL         = 24 * time.Hour
 	MaxTolerance   = time.Hour
 	MaxIncarnation = 128 // bytes
+	// MaxIncarnationLabel is the longest WithIncarnation label: the store
+	// appends '-' and 16 hex digits of its own.
+	MaxIncarnationLabel = MaxIncarnation - 17
 )
 
 // The rules of names are in the package documentation (# Names).
@@ -147,9 +150,9 @@ func checkNamespace(ns Namespace) error {
 	return checkMillis("tolerance", ns.Tolerance, 0, MaxTolerance)
 }
 
-func checkIncarnation(inc string) error {
-	if inc == "" || len(inc) > MaxIncarnation {
-		return invalid("incarnation %q must be 1 to %d bytes long", inc, MaxIncarnation)
+func checkIncarnation(inc string, maxLen int) error {
+	if inc == "" || len(inc) > maxLen {
+		return invalid("incarnation %q must be 1 to %d bytes long", inc, maxLen)
 	}
 	for _, r := range inc {
 		// It is stored in name=value lines: no line breaks or other controls.

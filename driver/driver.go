@@ -173,7 +173,8 @@ type SlotLeaseStore interface {
 	//   - A live term of the same owner and incarnation among the owner's
 	//     last slots and the preferred slot is returned as it is, whatever
 	//     the order (a retried Acquire gets the term it already has), with
-	//     or without Reclaim, from any store.
+	//     or without Reclaim. (Package store gives each store it opens an
+	//     incarnation of its own, so only that store's retries match.)
 	//   - Otherwise the first free slot in this order (FirstSlots): the
 	//     owner's last slots, most recently acquired first; the preferred
 	//     slot; the lowest free slot of the rest. Free (SlotRecord.Judge):

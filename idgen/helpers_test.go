@@ -14,13 +14,14 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/pgtest"
 	"github.com/cosid-go/store/internal/poll"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
-// TestMain checks for leaked goroutines, and (zktest.Wrap) that no
-// ZooKeeper server outlives the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(zktest.Wrap(m)) }
+// TestMain checks for leaked goroutines, and (zktest.Wrap, pgtest.Wrap)
+// that no ZooKeeper or PostgreSQL server outlives the tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(pgtest.Wrap(zktest.Wrap(m))) }
 
 // backend opens driver stores on one shared storage: each call acts as a
 // separate process. Tests take one so that another driver can be swapped

@@ -191,13 +191,13 @@ func (h *history) open(i int) {
 		h.t.Fatalf("Harness.NewStore: %v", err)
 	}
 	h.opened++
-	h.inc[i] = fmt.Sprintf("i%d", h.opened)
 	st, err := store.OpenDriver(d, store.WithTimeout(h.e.scaled(5*time.Second)),
-		store.WithOwner(fmt.Sprintf("s%d", i)), store.WithIncarnation(h.inc[i]), store.WithMaxStep(math.MaxInt64))
+		store.WithOwner(fmt.Sprintf("s%d", i)), store.WithIncarnation(fmt.Sprintf("i%d", h.opened)), store.WithMaxStep(math.MaxInt64))
 	if err != nil {
 		_ = d.Close()
 		h.t.Fatalf("store.OpenDriver: %v", err)
 	}
+	h.inc[i] = st.Incarnation() // the label and the store's random part
 	h.stores[i], h.isClosed[i], h.purged[i] = st, false, false
 }
 

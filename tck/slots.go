@@ -597,30 +597,47 @@ func checkReclaim(e *env) {
 }
 
 // checkSameIncarnation: a live term of the same owner and incarnation is
-// returned as it is, from any store, with or without Reclaim.
+// returned as it is, with or without Reclaim. Two stores opened with the
+// same WithIncarnation label are two runs: neither gets the other's term
+// as its own.
 func checkSameIncarnation(e *env) {
 	s1 := e.open(store.WithIncarnation("tck-same"))
 	s2 := e.open(store.WithIncarnation("tck-same"))
+	if s1.Incarnation() == s2.Incarnation() {
+		e.t.Fatalf("two stores opened with the label %q have the same incarnation %q (see store.WithIncarnation: a random part names each run)",
+			"tck-same", s1.Incarnation())
+	}
 	ns := e.namespace("same", 2)
 	l := e.acquire(s1, ns, "worker", e.long())
-	for i, try := range []struct {
-		st *store.Store
-		o  store.AcquireOptions
-	}{
-		{s1, e.long()},
-		{s2, e.long()},
-		{s2, store.AcquireOptions{TTL: e.longTTL, Reclaim: true}},
-		{s1, store.AcquireOptions{TTL: e.longTTL, Preferred: 1}},
+	for i, o := range []store.AcquireOptions{
+		e.long(),
+		{TTL: e.longTTL, Reclaim: true},
+		{TTL: e.longTTL, Preferred: 1},
 	} {
-		got := e.acquire(try.st, ns, "worker", try.o)
+		got := e.acquire(s1, ns, "worker", o)
 		if diff := cmp.Diff(l, got, ignoreState); diff != "" {
-			e.t.Errorf("retry %d of Acquire %+v did not return the live term: -first +retry:\n%s", i+1, try.o, diff)
+			e.t.Errorf("retry %d of Acquire %+v did not return the live term: -first +retry:\n%s", i+1, o, diff)
 		}
 	}
 	infos, err := s2.Slots().List(e.ctx, ns.Name)
 	e.fatalIf(err, "Slots")
 	if len(infos) != 1 {
 		e.t.Errorf("Slots lists %d slots after retried acquires of one term, want 1: %+v", len(infos), infos)
+	}
+	// The other run with the same label gets another slot, not the term.
+	u := e.acquire(s2, ns, "worker", e.long())
+	if u.Slot == l.Slot || u.Incarnation != s2.Incarnation() {
+		e.t.Errorf("the second store with the label %q got slot %d under %q; want the free slot under its own incarnation %q (slot %d is live under %q)",
+			"tck-same", u.Slot, u.Incarnation, s2.Incarnation(), l.Slot, l.Incarnation)
+	}
+	// With Reclaim it takes the term over: a new term above the old one's
+	// timestamps, never the old term itself.
+	one := e.namespace("same-1", 1)
+	o1 := e.acquire(s1, one, "worker", e.long())
+	o2 := e.acquire(s2, one, "worker", store.AcquireOptions{TTL: e.longTTL, Reclaim: true})
+	if o2.Fence != o1.Fence+1 || o2.Floor < o1.Ceiling {
+		e.t.Errorf("the second store with the same label reclaimed fence %d floor %d; want fence %d and a floor of at least the old ceiling %d",
+			o2.Fence, o2.Floor, o1.Fence+1, o1.Ceiling)
 	}
 
 	// The live term wins even when the owner's last slots list a free slot
@@ -632,7 +649,7 @@ func checkSameIncarnation(e *env) {
 	l1 := e.acquire(other, ns2, "worker", e.long())
 	e.wantSlot(l1, 1, "slot 0 is live under another incarnation")
 	e.fatalIf(other.Slots().Release(e.ctx, l1), "Release of slot 1")
-	got := e.acquire(s2, ns2, "worker", e.long())
+	got := e.acquire(s1, ns2, "worker", e.long())
 	if diff := cmp.Diff(l0, got, ignoreState); diff != "" {
 		e.t.Errorf("a retried Acquire started a new term instead of returning its live term: -live +retry:\n%s", diff)
 	}

@@ -68,7 +68,7 @@
 //	D51  Acquire creates a missing namespace                                     Slots/FirstTerm, Slots/Listing
 //	D52  ... ErrConfigMismatch, creating nothing, if other Limit or Tolerance    Slots/ConfigMismatch
 //	D53  a live term of the same owner and incarnation is returned as it is,     Slots/SameIncarnation
-//	D54  ... whatever the order, with or without Reclaim, from any store         Slots/SameIncarnation
+//	D54  ... whatever the order, with or without Reclaim                         Slots/SameIncarnation
 //	D55  order: the owner's last slots (most recent first), preferred, lowest    Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
 //	D56  free: never used, released, or expired (now >= ExpiresAt), any holder's Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover,
 //	                                                                             Slots/ExpiredFoundBySearch; driver TestSlotJudge
@@ -202,7 +202,7 @@
 //
 //	S4.1  a namespace: a single segment, limit slots, a tolerance       Slots/InvalidArguments, Slots/ConcurrentAcquire, Slots/Exhaustion
 //	S4.2  an owner key is a single segment                              Slots/InvalidArguments
-//	S4.3  an incarnation is one run; default random per Open            Slots/Reclaim, Slots/SameIncarnation; the default: package store (Open)
+//	S4.3  an incarnation is one run; random per Open, after any label   Slots/Reclaim, Slots/SameIncarnation; the default: package store (Open)
 //	S4.4  times are milliseconds in the store's clock                   every Acquire and Renew (lease checks)
 //	S4.5  a Lease carries namespace, slot, owner, incarnation, fence,   every Acquire (lease checks), Slots/Listing
 //

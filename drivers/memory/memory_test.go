@@ -265,7 +265,7 @@ func TestAcquireFirstTermAndRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := store.Lease{
-		Namespace: "w", Slot: 0, Owner: "host-a", Incarnation: "inc-a", Fence: 1,
+		Namespace: "w", Slot: 0, Owner: "host-a", Incarnation: sts[0].Incarnation(), Fence: 1,
 		TTL: ttl, Tolerance: tol, Floor: 0, ExpiresAt: t0 + 100, Ceiling: t0 + 150,
 	}
 	if diff := cmp.Diff(want, l, ignoreState); diff != "" {
@@ -443,7 +443,7 @@ func TestReclaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ln.Slot != lo.Slot || ln.Incarnation != "run-2" || ln.Fence != lo.Fence+1 || ln.Floor < lo.Ceiling {
+	if ln.Slot != lo.Slot || ln.Incarnation != sts[1].Incarnation() || ln.Fence != lo.Fence+1 || ln.Floor < lo.Ceiling {
 		t.Fatalf("reclaimed %+v from %+v: want same slot, fence +1, floor >= old ceiling", ln, lo)
 	}
 	_, err = old.Renew(ctx, lo)
