@@ -104,6 +104,15 @@
 // store's metadata, under its prefix (a store nested there), and a prefix
 // inside another store's layout (left by a release that did not refuse it).
 //
+// A waiter key whose create got no answer may be created later, at any
+// time (a proposal a member forwarded late): Lock then abandons the
+// store's session, losing its other holds too, and revokes its lease, so
+// that such a key fails for want of a lease or goes with it, at most one
+// session TTL later if the revoke is lost as well; the Lock queues again
+// under a new session while its context lasts. Every delete of a waiter
+// key compares its create revision, so a delete applied late never
+// removes a later key of the same name.
+//
 // # Operations
 //
 // An operation whose context ends while no member answers fails with

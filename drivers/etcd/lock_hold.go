@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -79,13 +78,8 @@ func (h *lockHold) sawDelete(rev int64, what string) {
 // Losing the whole session (and revoking it, so that its other keys go at
 // once) is the simple safe answer: its other holds are ended too.
 func (h *lockHold) loseLocked(what string) {
-	h.ss.lose(fmt.Errorf("lock key %s %s by someone else (an operator's delete or lease revoke): the lock is no longer held",
+	h.s.abandon(h.ss, fmt.Errorf("lock key %s %s by someone else (an operator's delete or lease revoke): the lock is no longer held",
 		h.key, what))
-	h.s.spawn(func() {
-		ctx, cancel := context.WithTimeout(h.s.ctx, 5*time.Second)
-		defer cancel()
-		h.s.cli.Revoke(ctx, h.ss.id)
-	})
 }
 
 // Unlock deletes the hold's own key.

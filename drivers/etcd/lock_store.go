@@ -72,7 +72,8 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 	release := func() { ss.unwatch(h); ss.release(n) }
 	rev, first, err := s.createWaiter(ctx, ss, key, owner, s.lockPrefix(name))
 	if err != nil {
-		s.dropWaiter(key, 0, release)
+		// No key, or its session is abandoned (the lease's end deletes it).
+		release()
 		return nil, err
 	}
 	h.created(rev)
@@ -128,33 +129,61 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 // create revision, and whether it is the oldest key of the name (read in
 // the same transaction). The key is unique, so a retry after a lost answer
 // finds it rather than queueing twice.
+//
+// A create whose answer was lost may still be applied later, at any time:
+// after its Lock gave up and its cleanup found nothing, or after the key
+// was deleted and its number reused. Such a key would sit on the live
+// session's lease, blocking the name for every other store. So an attempt
+// without an answer abandons the session (its holds are Lost, its lease
+// revoked, or left to expire): a late create then fails (no lease) or goes
+// with the lease. The Lock queues again under a new session while its
+// context lasts.
 func (s *lockStore) createWaiter(ctx context.Context, ss *session, key, owner, prefix string) (int64, bool, error) {
-	for attempt := 1; ; attempt++ {
-		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, owner, clientv3.WithLease(ss.id)),
-				clientv3.OpGet(prefix, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...)).
-			Else(clientv3.OpGet(key)).Commit()
-		if err = s.check(ctx, err); err == nil {
-			if resp.Succeeded {
-				rev := resp.Header.Revision
-				oldest := resp.Responses[1].GetResponseRange().Kvs
-				return rev, len(oldest) == 1 && oldest[0].CreateRevision == rev, nil
-			}
-			return resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision, false, nil
-		}
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			// Revoked by an operator, or expired, before a keep-alive
-			// told us: the session is over; queue under a new one.
-			s.expired(ss, fmt.Errorf("etcd lease %x not found when queueing: revoked or expired", int64(ss.id)))
-			return 0, false, fmt.Errorf("%v: %w", err, errQueueLost)
-		}
-		if !retryable(err) {
-			return 0, false, err
-		}
-		if err := s.backoff(ctx, attempt, err); err != nil {
-			return 0, false, err
-		}
+	if err := ctx.Err(); err != nil {
+		return 0, false, s.check(ctx, err) // nothing sent
 	}
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, owner, clientv3.WithLease(ss.id)),
+			clientv3.OpGet(prefix, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...)).
+		Else(clientv3.OpGet(key)).Commit()
+	if err = s.check(ctx, err); err == nil {
+		if resp.Succeeded {
+			rev := resp.Header.Revision
+			oldest := resp.Responses[1].GetResponseRange().Kvs
+			return rev, len(oldest) == 1 && oldest[0].CreateRevision == rev, nil
+		}
+		// Only this session's creates make its keys, and a number is
+		// reused only once its key's delete was answered: a key the
+		// store does not know of, so a session not to trust.
+		s.abandon(ss, fmt.Errorf("waiter key %s exists before its create", key))
+		return 0, false, fmt.Errorf("waiter key %s exists before its create: %w", key, errQueueLost)
+	}
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		// Revoked by an operator, or expired, before a keep-alive
+		// told us: the session is over; queue under a new one.
+		s.expired(ss, fmt.Errorf("etcd lease %x not found when queueing: revoked or expired", int64(ss.id)))
+		return 0, false, fmt.Errorf("%v: %w", err, errQueueLost)
+	}
+	if errors.Is(err, driver.ErrClosed) {
+		return 0, false, err // Close revokes the lease
+	}
+	s.abandon(ss, fmt.Errorf("the create of waiter key %s got no answer (%v): it may be applied later", key, err))
+	if ctx.Err() != nil {
+		return 0, false, err
+	}
+	return 0, false, fmt.Errorf("%v: %w", err, errQueueLost)
+}
+
+// abandon loses a session whose keys may change without the store
+// knowing, and revokes its lease in the background (should the revoke be
+// lost too, the lease expires: it is no longer kept alive).
+func (s *lockStore) abandon(ss *session, err error) {
+	ss.lose(err)
+	s.spawn(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, ss.ttl)
+		defer cancel()
+		s.cli.Revoke(ctx, ss.id)
+	})
 }
 
 // waitGone returns once pred was deleted after revision rev, or after a
@@ -186,26 +215,19 @@ func (s *lockStore) waitGone(ctx context.Context, ss *session, pred string, rev 
 	return nil
 }
 
-// dropWaiter deletes a waiter key in the background (rev 0: whatever its
-// revision), retrying until it succeeds (then calls done) or the store
-// closes (revoking the lease, which deletes it anyway).
+// dropWaiter deletes a waiter key in the background, only while its
+// create revision is rev (a delete applied late must not remove a later
+// key of the same name), retrying until it has an answer (then calls done)
+// or the store closes (revoking the lease, which deletes it anyway).
 func (s *lockStore) dropWaiter(key string, rev int64, done func()) {
 	s.spawn(func() {
 		for attempt := 1; ; attempt++ {
 			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-			var err error
-			if rev == 0 {
-				_, err = s.cli.Delete(ctx, key)
-			} else {
-				_, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
-					Then(clientv3.OpDelete(key)).Commit()
-			}
+			_, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
+				Then(clientv3.OpDelete(key)).Commit()
 			cancel()
 			if err == nil {
 				done()
-				return
-			}
-			if s.ctx.Err() != nil {
 				return
 			}
 			select {

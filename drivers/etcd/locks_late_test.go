@@ -1,0 +1,160 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/poll"
+)
+
+// TestLockLateCleanupDelete: a Lock's create is applied but every answer
+// is lost until its context ends, so its key's revision is unknown to the
+// cleanup; the cleanup's first delete is reported failed but reaches the
+// server later, after a second one succeeded and the store's next Lock of
+// the name holds a key of the same name again. That late delete must not
+// end the new hold: another store stays refused while the holder holds.
+func TestLockLateCleanupDelete(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("late-delete")
+	var loseTxn, holdDelete atomic.Bool
+	late := make(chan func(), 1)
+	st := openDriver(t, prefix, func(s *driverStore) {
+		s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ictx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			switch {
+			case loseTxn.Load() && strings.HasSuffix(method, "/Txn"):
+				invoker(ictx, method, req, reply, cc, opts...) // applied
+				<-ictx.Done()                                  // the answer never comes
+				return status.Error(codes.DeadlineExceeded, "answer lost (test)")
+			case strings.HasSuffix(method, "/DeleteRange") && holdDelete.CompareAndSwap(true, false):
+				late <- func() { invoker(context.Background(), method, req, reply, cc, opts...) }
+				return status.Error(codes.Unavailable, "answer lost (test)")
+			}
+			return invoker(ictx, method, req, reply, cc, opts...)
+		})}
+	})
+	// A session first, so that the lossy Txn is the waiter's create.
+	l, err := st.Locks().Lock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock(ctx)
+	loseTxn.Store(true)
+	holdDelete.Store(true)
+	lctx, cancel := context.WithTimeout(ctx, time.Second)
+	_, err = st.Locks().Lock(lctx, "o")
+	cancel()
+	loseTxn.Store(false)
+	if err == nil {
+		t.Fatal("the Lock whose create lost every answer succeeded")
+	}
+	// The cleanup is done once the name is forgotten by the listing.
+	waitForgotten(t, st, "o")
+	held, err := st.Locks().Lock(ctx, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock(ctx)
+	select {
+	case send := <-late:
+		send() // the first cleanup delete arrives late
+	default: // no delete by name was made
+	}
+	other, err := OpenStore(ctx, &Options{Endpoints: sharedServer(t).Endpoints(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	l2, err := other.Locks().TryLock(ctx, "o")
+	if err == nil {
+		lost := "open"
+		select {
+		case <-held.Lost():
+			lost = "closed"
+		default:
+		}
+		l2.Unlock(ctx)
+		t.Fatalf("another store was granted %q while this store holds it (holder's Lost %s): a late cleanup delete removed the hold's key", "o", lost)
+	}
+	if !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("TryLock of a held lock: %v, want ErrLocked", err)
+	}
+	select {
+	case <-held.Lost():
+		t.Fatalf("the hold was lost: %v", held.Unlock(ctx))
+	default:
+	}
+}
+
+// TestLockLateCreateOrphan: a Lock's create loses its answer and the Lock
+// gives up; the create reaches the server only after the Lock returned,
+// as a proposal forwarded by a member whose peer link stalled can. On the
+// store's live session lease the key would block the name for every other
+// store as long as the store runs: the unknown create abandons the session
+// instead, so the late create fails (no lease) or goes with the lease.
+func TestLockLateCreateOrphan(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("late-create")
+	var armed atomic.Bool
+	late := make(chan func(), 1)
+	st := openDriver(t, prefix, func(s *driverStore) {
+		s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ictx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if armed.Load() && strings.HasSuffix(method, "/Txn") {
+				armed.Store(false)
+				late <- func() { invoker(context.Background(), method, req, reply, cc, opts...) }
+				<-ictx.Done() // the answer never comes; the Lock gives up
+				return status.Error(codes.DeadlineExceeded, "answer lost (test)")
+			}
+			return invoker(ictx, method, req, reply, cc, opts...)
+		})}
+	})
+	// A session first, so that the armed Txn is the waiter's create.
+	l, err := st.Locks().Lock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock(ctx)
+	armed.Store(true)
+	lctx, cancel := context.WithTimeout(ctx, time.Second)
+	_, err = st.Locks().Lock(lctx, "o")
+	cancel()
+	if err == nil {
+		t.Fatal("the Lock whose create lost its answer succeeded")
+	}
+	send := <-late
+	waitForgotten(t, st, "o")
+	send() // the create arrives late
+	other, err := OpenStore(ctx, &Options{Endpoints: sharedServer(t).Endpoints(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
+	defer ocancel()
+	l2, err := other.Locks().Lock(octx, "o")
+	if err != nil {
+		ws, _ := st.Locks().Waiters(ctx, "o")
+		t.Fatalf("another store cannot lock %q for 10s while nobody holds it: %v (queue: %+v, an orphan of the live session first)", "o", err, ws)
+	}
+	l2.Unlock(ctx)
+}
+
+// waitForgotten waits until the store lists nobody holding or waiting for
+// name.
+func waitForgotten(t *testing.T, st *store.Store, name string) {
+	t.Helper()
+	poll.Until(t, 10*time.Second, "lock "+name+" has no waiters", func() bool {
+		_, err := st.Locks().Waiters(t.Context(), name)
+		return errors.Is(err, store.ErrNotFound)
+	})
+}
