@@ -111,7 +111,11 @@
 // session TTL later if the revoke is lost as well; the Lock queues again
 // under a new session while its context lasts. Every delete of a waiter
 // key compares its create revision, so a delete applied late never
-// removes a later key of the same name.
+// removes a later key of the same name. An Unlock whose delete gets no
+// answer within its context fails with ErrUnavailable and costs only
+// itself: the key is removed in the background (the same compared delete),
+// so the next waiter is granted once a member answers again, not when the
+// session ends.
 //
 // # Operations
 //

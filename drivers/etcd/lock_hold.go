@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -97,37 +98,60 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 		select {
 		case <-h.s.closing:
 		default:
-			h.s.dropWaiter(h.key, h.rev, func() { h.ss.unwatch(h); h.ss.release(h.n) })
+			h.s.dropWaiter(h.key, h.rev, h.forget)
 		}
 		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
 	}
 	// Only this hold's key: the delete may be applied after its answer
 	// was lost and the number reused for a new key of the same name.
 	h.setReleasing(true)
-	resp, err := h.s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(h.key), "=", h.rev)).
-		Then(clientv3.OpDelete(h.key)).Commit()
-	if err = h.s.check(ctx, err); err != nil {
-		// The answer was lost: if the session's watch saw the delete, it
-		// was applied (done); if it sees it later, it loses the session.
-		h.tried = true
-		if gone := h.setReleasing(false); !gone {
+	for attempt := 1; ; attempt++ {
+		resp, err := h.s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(h.key), "=", h.rev)).
+			Then(clientv3.OpDelete(h.key)).Commit()
+		if err = h.s.check(ctx, err); err == nil {
+			if !resp.Succeeded && !h.tried {
+				// Someone else deleted the key before this Unlock, and the
+				// next waiter may have been granted then, while the holder
+				// trusted the hold: the watch has not told it yet, Unlock
+				// must.
+				h.setReleasing(false)
+				h.loseLocked("found already deleted by Unlock")
+				h.unlocked = true
+				h.forget()
+				return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
+			}
+			h.unlocked = true // or an earlier attempt deleted it
+			h.forget()
+			return nil
+		}
+		h.tried = true // applied, perhaps: a later attempt may find no key
+		if errors.Is(err, driver.ErrClosed) {
+			h.unlocked = true // Close revokes the lease
 			return err
 		}
-	} else if !resp.Succeeded && !h.tried {
-		// Someone else deleted the key before this Unlock, and the next
-		// waiter may have been granted then, while the holder trusted
-		// the hold: the watch has not told it yet, Unlock must.
-		h.setReleasing(false)
-		h.loseLocked("found already deleted by Unlock")
+		if retryable(err) && ctx.Err() == nil {
+			if berr := h.s.backoff(ctx, attempt, err); berr == nil {
+				continue
+			} else {
+				err = berr
+			}
+		}
+		// Given up: the key is removed in the background, so that a lost
+		// answer costs this Unlock only, not the lock until the session
+		// ends. Releasing stays set: a delete the watch sees is this one.
 		h.unlocked = true
-		h.ss.unwatch(h)
-		h.ss.release(h.n)
-		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
+		h.s.dropWaiter(h.key, h.rev, h.forget)
+		if (retryable(err) || ctx.Err() != nil) && !errors.Is(err, driver.ErrUnavailable) && !errors.Is(err, driver.ErrClosed) {
+			err = fmt.Errorf("%w (no answer): %w", driver.ErrUnavailable, err)
+		}
+		return fmt.Errorf("unlock of lock key %s: %w; its removal goes on in the background", h.key, err)
 	}
-	h.unlocked = true
+}
+
+// forget forgets a hold whose key is deleted.
+func (h *lockHold) forget() {
 	h.ss.unwatch(h)
 	h.ss.release(h.n)
-	return nil
 }
 
 // setReleasing marks Unlock's delete under way or over, and says whether
