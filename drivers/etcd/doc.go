@@ -119,6 +119,13 @@
 //
 // # Operations
 //
+// Every call ends within its own bound, whatever the network does: the
+// store timeout (TryLock and the others), the context (Lock). A new lock
+// session's lease grant runs on its own, shared by the calls that need it,
+// each waiting for it only while its context lasts; Close revokes the
+// session's lease waiting at most 2s for an answer, and ends every
+// goroutine the store started.
+//
 // An operation whose context ends while no member answers fails with
 // driver.ErrUnavailable next to the context error, saying when a member
 // last answered and the last connection failure since (a closed

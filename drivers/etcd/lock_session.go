@@ -151,29 +151,92 @@ func (ss *session) sawDelete(key string, rev int64, what string) {
 var errSessionClosed = errors.New("store closed")
 
 // session returns the store's live session, granting a new lease when
-// there is none (or the last was lost).
+// there is none (or the last was lost). The grant runs on its own, under
+// the store's context and bounded by the session TTL (a lease granted
+// later would be dead at birth), and every caller waits for it only as
+// long as its own context lasts: a grant the network holds up keeps no
+// Lock, TryLock or Close past its bound.
 func (s *lockStore) session(ctx context.Context) (*session, error) {
-	s.lmu.Lock()
-	defer s.lmu.Unlock()
-	if s.closedL {
-		return nil, errClosedStore
+	for {
+		s.lmu.Lock()
+		if s.closedL {
+			s.lmu.Unlock()
+			return nil, errClosedStore
+		}
+		if s.sess != nil && s.sess.alive() {
+			ss := s.sess
+			s.lmu.Unlock()
+			return ss, nil
+		}
+		g := s.granting
+		if g == nil || g.ended() {
+			g = &grant{done: make(chan struct{})}
+			s.granting = g
+			s.spawn(func() { s.grant(g) })
+		}
+		s.lmu.Unlock()
+		select {
+		case <-g.done:
+		case <-ctx.Done():
+			return nil, s.check(ctx, ctx.Err())
+		case <-s.closing:
+			return nil, errClosedStore
+		}
+		if g.err != nil {
+			if !retryable(g.err) {
+				return nil, g.err
+			}
+			if err := s.backoff(ctx, 1, g.err); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if s.sess != nil && s.sess.alive() {
-		return s.sess, nil
+}
+
+// grant is a lease grant in flight, shared by the callers that need one.
+type grant struct {
+	done chan struct{} // closed when it ended; err is set before
+	err  error
+}
+
+func (g *grant) ended() bool {
+	select {
+	case <-g.done:
+		return true
+	default:
+		return false
 	}
+}
+
+// grant asks for the session's lease and makes it the store's session,
+// unless the store closed meanwhile (the lease, without keys, is revoked
+// or expires).
+func (s *lockStore) grant(g *grant) {
+	defer close(g.done)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.sessionTTL)
+	defer cancel()
 	sent := time.Now()
 	resp, err := s.cli.Grant(ctx, int64((s.cfg.sessionTTL+time.Second-1)/time.Second))
-	if err = s.check(ctx, err); err != nil {
-		return nil, err
+	if g.err = s.check(ctx, err); g.err != nil {
+		return
 	}
 	ttl := time.Duration(resp.TTL) * time.Second
 	ss := &session{id: resp.ID, ttl: ttl, lost: make(chan struct{})}
 	ss.confirm(sent, ttl)
-	s.sess = ss
+	s.lmu.Lock()
+	closed := s.closedL
+	if !closed {
+		s.sess = ss
+	}
+	s.lmu.Unlock()
+	if closed {
+		g.err = errClosedStore
+		s.cli.Revoke(ctx, resp.ID) // bounded: Close cancels s.ctx
+		return
+	}
 	s.spawn(func() { s.keepAlive(ss) })
 	// Every key of the session is created after the grant's revision.
 	s.spawn(func() { s.watchDeletes(ss, resp.ResponseHeader.Revision+1) })
-	return ss, nil
 }
 
 // keepAlive renews ss every third of its TTL until it is lost or the store

@@ -27,9 +27,10 @@ var errClosedStore = driver.ErrClosed
 type lockStore struct {
 	*etcdStore
 
-	lmu     sync.Mutex
-	sess    *session
-	closedL bool
+	lmu      sync.Mutex
+	sess     *session
+	granting *grant // the lease grant in flight or last made (session)
+	closedL  bool
 
 	// watchHook, if set, runs before each start of a session's watch
 	// (tests hold it back).
