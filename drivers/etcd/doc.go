@@ -87,8 +87,11 @@
 // is alive: from the send time of the last keep-alive the leader answered
 // (a follower forwards keep-alives to the leader, which confirms its
 // leadership with a quorum before renewing) plus the TTL it returned, less
-// a tenth of it, on the monotonic clock. The lease cannot expire before
-// that, so no other store is granted the lock before Lost closes.
+// a tenth of it, on a clock that counts time the machine spent suspended
+// (CLOCK_BOOTTIME on Linux; elsewhere Go's monotonic clock, which may not):
+// a hold is Lost within a second of a resume from a suspend longer than
+// that. The lease cannot expire before that, so no other store is granted
+// the lock before Lost closes.
 //
 // An operator who deletes a held lock key, or revokes a store's lease,
 // frees the lock at once: the next waiter can be granted before the holder

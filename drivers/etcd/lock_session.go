@@ -10,6 +10,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/cosid-go/store/internal/bootclock"
 )
 
 // session is the etcd lease every lock key of the store hangs on: the
@@ -19,7 +21,9 @@ import (
 // Liveness: the leader renews a lease, on a keep-alive it answers, until
 // at least its own receive time plus the TTL it returns; the send time
 // comes before that, so send + TTL is a bound the lease cannot expire
-// before, measured on this host's monotonic clock. The store's holds are
+// before, measured on the lock clock (package bootclock: it counts time
+// this machine spent suspended, as the leader's own clock does; Go's
+// monotonic clock stops then on Linux). The store's holds are
 // Lost once now passes the latest such bound less a margin (for clock rate
 // differences), whether or not anything else looks wrong. A follower never
 // answers a keep-alive itself: it forwards it to the leader.
@@ -30,10 +34,19 @@ type session struct {
 	mu       sync.Mutex
 	used     map[int64]bool       // waiter key numbers in use (take, release)
 	keys     map[string]*lockHold // the keys watchDeletes reports to
-	deadline time.Time            // monotonic: holds are lost from here on
-	sent     time.Time            // of the last keep-alive answered
+	now      func() time.Duration // the lock clock (lockStore.lockNow)
+	deadline time.Duration        // on now: holds are lost from here on
+	sent     time.Duration        // on now: of the last keep-alive answered
 	lost     chan struct{}
 	err      error
+}
+
+// lockNow reads the lock clock: bootclock's, or the one a test set.
+func (s *lockStore) lockNow() time.Duration {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return bootclock.Now()
 }
 
 // margin is taken off each bound: a tenth of the TTL covers clock rates
@@ -41,10 +54,10 @@ type session struct {
 func margin(ttl time.Duration) time.Duration { return ttl / 10 }
 
 // confirm moves the deadline to sent + ttl - margin if that is later.
-func (ss *session) confirm(sent time.Time, ttl time.Duration) {
+func (ss *session) confirm(sent, ttl time.Duration) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if d := sent.Add(ttl - margin(ttl)); d.After(ss.deadline) {
+	if d := sent + ttl - margin(ttl); d > ss.deadline {
 		ss.deadline, ss.sent = d, sent
 	}
 }
@@ -57,9 +70,9 @@ func (ss *session) alive() bool {
 	if ss.err != nil {
 		return false
 	}
-	if !time.Now().Before(ss.deadline) {
+	if now := ss.now(); now >= ss.deadline {
 		ss.loseLocked(fmt.Errorf("etcd lease %x (ttl %v): the last keep-alive the leader answered was sent %v ago",
-			int64(ss.id), ss.ttl, time.Since(ss.sent).Round(time.Millisecond)))
+			int64(ss.id), ss.ttl, (now - ss.sent).Round(time.Millisecond)))
 		return false
 	}
 	return true
@@ -215,13 +228,13 @@ func (s *lockStore) grant(g *grant) {
 	defer close(g.done)
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.sessionTTL)
 	defer cancel()
-	sent := time.Now()
+	sent := s.lockNow()
 	resp, err := s.cli.Grant(ctx, int64((s.cfg.sessionTTL+time.Second-1)/time.Second))
 	if g.err = s.check(ctx, err); g.err != nil {
 		return
 	}
 	ttl := time.Duration(resp.TTL) * time.Second
-	ss := &session{id: resp.ID, ttl: ttl, lost: make(chan struct{})}
+	ss := &session{id: resp.ID, ttl: ttl, now: s.lockNow, lost: make(chan struct{})}
 	ss.confirm(sent, ttl)
 	s.lmu.Lock()
 	closed := s.closedL
@@ -247,9 +260,11 @@ func (s *lockStore) keepAlive(ss *session) {
 	defer next.Stop()
 	for {
 		ss.mu.Lock()
-		wait := time.Until(ss.deadline)
+		wait := ss.deadline - ss.now()
 		ss.mu.Unlock()
-		expire := time.NewTimer(wait)
+		// Go's timers do not count time suspended: look at the lock
+		// clock again at least every bootclock.Step.
+		expire := time.NewTimer(min(wait, bootclock.Step))
 		select {
 		case <-s.ctx.Done():
 			expire.Stop()
@@ -258,7 +273,7 @@ func (s *lockStore) keepAlive(ss *session) {
 			expire.Stop()
 			return
 		case <-expire.C:
-			ss.alive() // loses it
+			ss.alive() // loses it once the deadline passed
 			continue
 		case <-next.C:
 		}
@@ -272,7 +287,7 @@ func (s *lockStore) keepAlive(ss *session) {
 func (s *lockStore) renew(ss *session, every time.Duration) {
 	ctx, cancel := context.WithTimeout(s.ctx, every)
 	defer cancel()
-	sent := time.Now()
+	sent := ss.now()
 	resp, err := s.cli.KeepAliveOnce(ctx, ss.id)
 	switch {
 	case err == nil && resp.TTL > 0:

@@ -35,6 +35,8 @@ type lockStore struct {
 	// watchHook, if set, runs before each start of a session's watch
 	// (tests hold it back).
 	watchHook func()
+	// clock, if set, replaces the lock clock (tests jump it).
+	clock func() time.Duration
 }
 
 func (s *lockStore) lockPrefix(name string) string { return s.key("lock", name) + "/" }
@@ -200,7 +202,7 @@ func (s *lockStore) waitGone(ctx context.Context, ss *session, pred string, rev 
 		ss.mu.Lock()
 		sent := ss.sent
 		ss.mu.Unlock()
-		if time.Since(sent) < ss.ttl/2 && !errors.Is(s.check(ctx, ctx.Err()), driver.ErrClosed) {
+		if ss.now()-sent < ss.ttl/2 && !errors.Is(s.check(ctx, ctx.Err()), driver.ErrClosed) {
 			// The leader answered a keep-alive lately: the wait ran out
 			// of time behind a holder, not for want of an answer.
 			return fmt.Errorf("waiting behind %s: %w", pred, ctx.Err())

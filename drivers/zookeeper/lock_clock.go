@@ -1,15 +1,15 @@
 package zookeeper
 
-import "time"
+import (
+	"time"
 
-// The clock of the lock's deadlines. A hold's deadline is a span after a
-// confirmation, and the server's clock goes on while this machine is
-// suspended (a laptop asleep, a paused or migrated VM): the deadline must
-// count that time, or a hold could look valid after a resume although the
-// server expired its session meanwhile. Go's monotonic clock stops during
-// a suspend on Linux, so there the deadlines read CLOCK_BOOTTIME instead
-// (lock_clock_linux.go); elsewhere they use Go's monotonic clock
-// (lock_clock_other.go, see the package documentation).
+	"github.com/cosid-go/store/internal/bootclock"
+)
+
+// The clock of the lock's deadlines counts time suspended where the
+// platform allows (package bootclock): the server's clock goes on while
+// this machine is suspended, and a hold must not look valid after a resume
+// although the server expired its session meanwhile.
 //
 // Timers run on Go's clock and so fire late after a suspend; the deadline
 // timer therefore never waits longer than deadlineStep at a time and looks
@@ -17,10 +17,10 @@ import "time"
 
 // deadlineStep bounds how late, after a resume, the deadline timer notices
 // a deadline that passed during the suspend.
-const deadlineStep = time.Second
+const deadlineStep = bootclock.Step
 
-// clockBase anchors the values bootNow returns.
-var clockBase = bootNow()
+// clockBase anchors the values lockNow returns.
+var clockBase = bootclock.Now()
 
 // lockNow is the lock's clock: a duration since an arbitrary origin that
 // counts suspended time where the platform allows, or the clock a test set.
@@ -28,5 +28,5 @@ func (lk *lockState) lockNow() time.Duration {
 	if lk.clock != nil {
 		return lk.clock()
 	}
-	return bootNow() - clockBase
+	return bootclock.Now() - clockBase
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package zookeeper
+package bootclock
 
 import (
 	"time"
@@ -8,10 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// bootNow reads CLOCK_BOOTTIME: monotonic, and counting time suspended.
-// Should the kernel lack it (before Linux 2.6.39), Go's monotonic clock is
-// used from the start; a kernel that answered once keeps answering.
-func bootNow() time.Duration {
+// Now reads CLOCK_BOOTTIME: monotonic, and counting time suspended, as a
+// duration since an arbitrary origin. Should the kernel lack it (before
+// Linux 2.6.39), Go's monotonic clock is used from the start; a kernel
+// that answered once keeps answering.
+func Now() time.Duration {
 	var ts unix.Timespec
 	if bootOK && unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) == nil {
 		return time.Duration(ts.Nano())
