@@ -34,6 +34,8 @@ func lockChecks() []check {
 		{"UnlockAfterLost", needLocks, checkUnlockAfterLost},
 		{"LostBeforeGrant", needLocks, checkLostBeforeGrant},
 		{"WaiterFences", needLocks, checkWaiterFences},
+		{"Seal", needLocks, checkLockSeal},
+		{"RaiseFences", needLocks, checkRaiseLockFences},
 	}
 }
 

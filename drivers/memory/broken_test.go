@@ -45,6 +45,7 @@ type brokenVariant struct {
 // brokenVariants is every variant, in one table; TestBroken runs them all.
 var brokenVariants = []brokenVariant{
 	{name: "sound", wrap: func(s *driverStore) driver.Store { return s }},
+	{name: "seal-grants-queued", catch: "Locks/Seal", wrap: func(s *driverStore) driver.Store { return sealGrantsQueued{s} }},
 	{name: "dup-range", catch: "Ranges/NeverTwice", wrap: func(s *driverStore) driver.Store { return &dupRange{driverStore: s} }},
 	{name: "forget-seal", catch: "Ranges/Seal", wrap: func(s *driverStore) driver.Store { return forgetSeal{s} }},
 	{name: "init-overwrite", catch: "Ranges/Init", wrap: func(s *driverStore) driver.Store { return initOverwrite{s} }},

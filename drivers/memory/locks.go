@@ -51,7 +51,7 @@ func (st *state) dequeue(e *lockEntry) {
 		return
 	}
 	q.entries = slices.Delete(q.entries, i, i+1)
-	if i == 0 && len(q.entries) > 0 {
+	if i == 0 && len(q.entries) > 0 && !st.sealed() {
 		// Only the new head wakes: no herd.
 		close(q.entries[0].head)
 	}
@@ -61,6 +61,10 @@ func (st *state) dequeue(e *lockEntry) {
 func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
+	}
+	if s.st.sealed() {
+		s.st.mu.Unlock()
+		return nil, fmt.Errorf("lock %q: the store's locks are sealed: %w", name, driver.ErrSealed)
 	}
 	q := s.st.locks[name]
 	if q == nil {
@@ -95,12 +99,20 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 		waitErr = ctx.Err()
 	case <-s.done:
 		waitErr = driver.ErrClosed
+	case <-s.st.locksSealed:
 	}
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	if e.state == lostHold {
 		// Close removed the entry, maybe just as it reached the head.
 		return nil, driver.ErrClosed
+	}
+	if waitErr == nil && !closed(e.head) {
+		// Sealed while queued: after the seal no entry reaches the head
+		// (dequeue hands nothing on), so this one was never granted.
+		s.st.dequeue(e)
+		e.state = left
+		return nil, fmt.Errorf("lock %q: the store's locks were sealed while it waited: %w", name, driver.ErrSealed)
 	}
 	if waitErr != nil {
 		// Leave no trace; if the lock was handed over meanwhile, pass it on.
@@ -165,4 +177,47 @@ func (l *lock) Unlock(context.Context) error {
 	st.dequeue(l.e)
 	l.e.state = left
 	return nil
+}
+
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func (st *state) sealed() bool { return closed(st.locksSealed) }
+
+// SealLocks seals every lock name (driver.LockSealer). The fence counter
+// is store-wide, so it is the floor of every name.
+func (s *driverStore) SealLocks(ctx context.Context) (int64, error) {
+	if err := s.begin(ctx); err != nil {
+		return 0, err
+	}
+	defer s.st.mu.Unlock()
+	if !s.st.sealed() {
+		close(s.st.locksSealed)
+	}
+	return s.st.fences, nil
+}
+
+// RaiseLockFences raises the store-wide fence counter to floor.
+func (s *driverStore) RaiseLockFences(ctx context.Context, floor int64) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	defer s.st.mu.Unlock()
+	s.st.fences = max(s.st.fences, floor)
+	return nil
+}
+
+// LocksSealed reports whether SealLocks ran.
+func (s *driverStore) LocksSealed(ctx context.Context) (bool, error) {
+	if err := s.begin(ctx); err != nil {
+		return false, err
+	}
+	defer s.st.mu.Unlock()
+	return s.st.sealed(), nil
 }

@@ -120,6 +120,7 @@ var (
 	_ driver.Locker         = (*driverStore)(nil)
 	_ driver.SlotSeeder     = (*driverStore)(nil)
 	_ driver.Purger         = (*driverStore)(nil)
+	_ driver.LockSealer     = (*driverStore)(nil)
 	_ driver.Pinger         = (*driverStore)(nil)
 	_ driver.Identifier     = (*driverStore)(nil)
 )
@@ -151,6 +152,9 @@ type state struct {
 	spaces map[string]*namespace
 	locks  map[string]*lockQueue
 	fences int64 // last lock fence handed out; only grows, like a czxid
+	// locksSealed is closed by SealLocks: waiters queued before wake and
+	// give up. A purge keeps it, like the fences.
+	locksSealed chan struct{}
 	// slotFenceFloor is the highest slot fence a purge deleted: slots of
 	// namespaces created later start above it, so no fence repeats.
 	slotFenceFloor int64
@@ -182,6 +186,8 @@ func newState() *state {
 		ranges: map[string]*rangeEntry{},
 		spaces: map[string]*namespace{},
 		locks:  map[string]*lockQueue{},
+
+		locksSealed: make(chan struct{}),
 	}
 }
 

@@ -1,0 +1,108 @@
+package tck
+
+import (
+	"math"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+)
+
+func (e *env) needLockSealer(st *store.Store) {
+	e.t.Helper()
+	if !is[driver.LockSealer](st.Driver()) {
+		e.t.Skip("the driver does not implement the optional driver.LockSealer")
+	}
+}
+
+// checkLockSeal: SealLocks (driver.LockSealer) refuses every later Lock
+// and TryLock with ErrSealed, of names used and never used, from every
+// store; a waiter queued before the seal is never granted (ErrSealed once
+// the holder unlocks, at the latest); the holder keeps its hold and
+// unlocks; the floor is at or above every fence handed out or queued.
+func checkLockSeal(e *env) {
+	a := e.open(store.WithOwner("a"))
+	b := e.open(store.WithOwner("b"))
+	c := e.open(store.WithOwner("c"))
+	e.needLockSealer(a)
+	const name = "sealed-held"
+	e.unlock(e.lock(b, "sealed-used"))
+	held := e.lock(a, name)
+	waiting := e.lockAsync(e.timeout(e.lockWait), b, name)
+	e.awaitWaiters(c, name, "a", "b")
+	ws, err := c.Locks().Waiters(e.ctx, name)
+	e.fatalIf(err, "Waiters")
+	if sealed, err := c.Locks().Sealed(e.ctx); err != nil || sealed {
+		e.t.Fatalf("LocksSealed before any seal: %v, %v; want false", sealed, err)
+	}
+
+	floor, err := c.Locks().Seal(e.ctx)
+	e.fatalIf(err, "SealLocks")
+	for _, w := range ws {
+		if w.Fence > floor {
+			e.t.Errorf("SealLocks gave the floor %d, below the fence %d of %s, queued before", floor, w.Fence, w.Owner)
+		}
+	}
+	for _, st := range []*store.Store{a, b, c} {
+		if sealed, err := st.Locks().Sealed(e.ctx); err != nil || !sealed {
+			e.t.Errorf("LocksSealed after SealLocks: %v, %v; want true from every store", sealed, err)
+		}
+	}
+	for _, n := range []string{"sealed-used", "sealed-never-used", name} {
+		_, err := c.Locks().TryLock(e.ctx, n)
+		e.wantIs(err, store.ErrSealed, "TryLock(%q) after SealLocks", n)
+		_, err = b.Locks().Lock(e.timeout(e.prompt), n)
+		e.wantIs(err, store.ErrSealed, "Lock(%q) after SealLocks", n)
+	}
+	select {
+	case <-held.Lost():
+		e.t.Errorf("the holder's Lost closed at SealLocks: a holder keeps its hold")
+	default:
+	}
+	e.unlock(held)
+	r := e.await(waiting, "Lock queued before SealLocks, its holder unlocked")
+	if r.err == nil {
+		e.t.Errorf("a waiter queued before SealLocks was granted the lock (fence %d) after the seal", r.l.Fence())
+		e.unlock(r.l)
+	} else {
+		e.wantIs(r.err, store.ErrSealed, "Lock queued before SealLocks")
+	}
+	e.awaitWaiters(c, name)
+	again, err := a.Locks().Seal(e.ctx)
+	e.fatalIf(err, "SealLocks again")
+	if again < floor {
+		e.t.Errorf("SealLocks again gave the floor %d, below the first %d", again, floor)
+	}
+}
+
+// checkRaiseLockFences: after RaiseLockFences(f) every fence handed out,
+// of a name used before or not, by any store, is above f; a lower floor
+// lowers nothing.
+func checkRaiseLockFences(e *env) {
+	a, b := e.open(store.WithOwner("a")), e.open(store.WithOwner("b"))
+	e.needLockSealer(a)
+	l := e.lock(a, "raise-used")
+	first := l.Fence()
+	e.unlock(l)
+	floor := first + 1_000_000
+	e.fatalIf(a.Locks().RaiseFences(e.ctx, floor), "RaiseLockFences(%d)", floor)
+	for _, n := range []string{"raise-used", "raise-new"} {
+		l := e.lock(b, n)
+		if l.Fence() <= floor {
+			e.t.Errorf("Lock(%q) after RaiseLockFences(%d) got fence %d", n, floor, l.Fence())
+		}
+		floor = max(floor, l.Fence())
+		e.unlock(l)
+	}
+	e.fatalIf(b.Locks().RaiseFences(e.ctx, first), "RaiseLockFences(%d), below", first)
+	if l := e.lock(a, "raise-used"); l.Fence() <= floor {
+		e.t.Errorf("RaiseLockFences(%d) lowered the fences: Lock got %d after %d", first, l.Fence(), floor)
+	} else {
+		e.unlock(l)
+	}
+	for _, bad := range []int64{-1, math.MaxInt64} {
+		e.wantIs(a.Locks().RaiseFences(e.ctx, bad), store.ErrInvalidArgument, "RaiseLockFences(%d)", bad)
+	}
+	if sealed, err := a.Locks().Sealed(e.ctx); err != nil || sealed {
+		e.t.Errorf("LocksSealed after RaiseLockFences: %v, %v; want false", sealed, err)
+	}
+}
