@@ -250,7 +250,7 @@ func checkDeletedSlot(e *env) {
 // checkRevokedSession: the backend ends a store's session (a revoke, a
 // killed connection) while it holds a lock: the holder learns it (Lost
 // closes) within the kit's lock wait, its Unlock reports ErrLeaseLost, and
-// another store can then take the lock, with a higher fence.
+// another store then takes the lock, with a higher fence.
 func checkRevokedSession(e *env) {
 	se, ok := e.h.(SessionEnder)
 	if !ok {
@@ -269,7 +269,11 @@ func checkRevokedSession(e *env) {
 		e.t.Fatalf("the holder of %q was not told (Lost) within %v that its session was ended", name, e.lockWait)
 	}
 	e.wantIs(held.Unlock(e.ctx), store.ErrLeaseLost, "Unlock of a hold whose session was ended")
-	next := e.lock(b, name)
+	// A driver may wait out the ended session's timeout before it grants
+	// the lock again (PostgreSQL: lockTimeout, 10s by default): a longer
+	// bound than a handover's.
+	next, err := b.Locks().Lock(e.timeout(3*e.lockWait), name)
+	e.fatalIf(err, "Lock(%q) once the holder's session was ended", name)
 	if next.Fence() <= held.Fence() {
 		e.t.Errorf("the next holder's fence %d is not above %d of the hold whose session was ended", next.Fence(), held.Fence())
 	}

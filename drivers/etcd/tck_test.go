@@ -4,9 +4,12 @@ import (
 	"context"
 	"maps"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/etcdtest"
@@ -23,6 +26,11 @@ type harness struct {
 	prefix  string
 	shift   *atomic.Int64 // ms added to the host clock
 	frozen  *atomic.Int64 // when not 0, the clock stands there
+
+	// The operator's client (tck_ops_test.go).
+	rawOnce sync.Once
+	rawCli  *clientv3.Client
+	rawErr  error
 }
 
 func newHarness(t *testing.T) *harness {
@@ -104,6 +112,10 @@ func TestTCK(t *testing.T) {
 			"dialTimeout": "soon", "sessionTTL": "1s", "endpoints": " , ", "prefix": "cosid/", "create": "maybe",
 		},
 		Histories: 10,
+		KnownHoles: map[string]string{
+			"Operator/DeletedSlot": "a slot key deleted by hand under a live term is taken by another store at fence 1, " +
+				"floor 0 (issue 37: TestSlotKeyDeletedUnderLiveTerm, being fixed)",
+		},
 		// As the ZooKeeper driver's: a crowd of acquirers on one member
 		// takes longer than the default timeout on a loaded machine.
 		TimeScale: 2,

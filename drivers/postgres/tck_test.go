@@ -57,8 +57,18 @@ func (h harness) Close() error {
 		return err
 	}
 	defer c.Close(ctx)
-	_, err = c.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{h.schema}.Sanitize()+" CASCADE")
-	return err
+	// The schema, and the copies Snapshot made of it that no restore
+	// dropped (tck_ops_test.go).
+	snaps, err := names(ctx, c, `SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)`, h.schema+"_snap")
+	if err != nil {
+		return err
+	}
+	for _, s := range append(snaps, h.schema) {
+		if _, err := c.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func TestTCK(t *testing.T) {
@@ -72,6 +82,11 @@ func TestTCK(t *testing.T) {
 		Options: optionsSchema(t, srv),
 		MalformedOptions: map[string]string{
 			"poolSize": "-1", "connectTimeout": "soon", "lockTimeout": "5ms", "create": "maybe",
+		},
+		KnownHoles: map[string]string{
+			"Operator/DeletedSlot": "a slot row deleted by hand under a live term is taken by another store as never used " +
+				"(fence 1, floor 0): the SQL layer keeps no record of a slot that outlives its row (issue 39; " +
+				"the same hole as etcd's TestSlotKeyDeletedUnderLiveTerm, issue 37)",
 		},
 		// connString may be empty (libpq's defaults and environment), so
 		// no option is required.

@@ -12,12 +12,27 @@ import (
 
 // harness gives each TCK check a root of its own on the version's server.
 type harness struct {
+	t    *testing.T
 	srv  *zktest.Server
 	root string
+	ops  *harnessOps // the operator's hooks (tck_ops_test.go)
 }
 
+// NewStore opens a store whose connections the harness can cut
+// (EndSession).
 func (h harness) NewStore(context.Context) (driver.Store, error) {
-	return openWith(testOptions(h.srv.Addr(), map[string]string{"root": h.root}))
+	c := &cutter{}
+	s, err := open(testOptions(h.srv.Addr(), map[string]string{"root": h.root}), c.wrap)
+	if err != nil {
+		return nil, err
+	}
+	h.ops.mu.Lock()
+	defer h.ops.mu.Unlock()
+	if h.ops.cutters == nil {
+		h.ops.cutters = map[driver.Store]*cutter{}
+	}
+	h.ops.cutters[s] = c
+	return s, nil
 }
 
 func (h harness) Close() error { return nil }
@@ -57,8 +72,8 @@ func TestTCK(t *testing.T) {
 
 func testTCK(t *testing.T, srv *zktest.Server) {
 	tck.Run(t, tck.Suite{
-		NewHarness: func(context.Context, *testing.T) (tck.Harness, error) {
-			return harness{srv: srv, root: randomRoot()}, nil
+		NewHarness: func(_ context.Context, t *testing.T) (tck.Harness, error) {
+			return harness{t: t, srv: srv, root: randomRoot(), ops: &harnessOps{}}, nil
 		},
 		Ranges:  true,
 		Slots:   true,
@@ -71,6 +86,15 @@ func testTCK(t *testing.T, srv *zktest.Server) {
 			"retry.maxSleep":   "-5ms",
 		},
 		TimeScale: 2,
+		KnownHoles: map[string]string{
+			"Operator/RestoreRanges": "a range node written back from a copy (same node, lower value) is taken up by a store " +
+				"that saw it higher, and its values handed out again: the driver checks the node's czxid, not the value " +
+				"against the highest it saw (issue 39; docs/design.md: refused once a store has seen it further ahead)",
+			"Operator/RestoreSlots": "a slot node written back from a copy is taken by the store that held the later term, " +
+				"at the same fence and a floor below that term's ceiling: no check of the fence against the highest seen (issue 39)",
+			"Operator/DeletedSlot": "a slot node deleted by hand under a live term is created again by another store at " +
+				"fence 1, floor 0 (issue 37 names the same hole on etcd and ZooKeeper; issue 39)",
+		},
 		// Each random history opens its stores on a root of its own: 25
 		// keep the TCK within its time on a loaded machine.
 		Histories: 25,

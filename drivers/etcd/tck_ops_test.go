@@ -1,0 +1,110 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// The operator's hooks of the TCK harness (tck.Snapshotter,
+// tck.HandDeleter, tck.SessionEnder), done as an operator would, with an
+// etcd client of the operator's own.
+
+// raw returns the operator's client, made at its first use and closed
+// when the check ends.
+func (h *harness) raw() (*clientv3.Client, error) {
+	h.rawOnce.Do(func() {
+		h.rawCli, h.rawErr = clientv3.New(clientv3.Config{Endpoints: h.server().Endpoints(), Logger: zap.NewNop()})
+		if h.rawErr == nil {
+			h.t.Cleanup(func() { h.rawCli.Close() })
+		}
+	})
+	return h.rawCli, h.rawErr
+}
+
+// Snapshot reads every key under the prefix that hangs on no lease; the
+// restore puts them back and deletes such keys made since, in one
+// transaction, as a restore from a copy of the keys does
+// (tck.Snapshotter). Keys on a lease (lock waiters) live and die with
+// their sessions, and a copy does not bring them back.
+func (h *harness) Snapshot(ctx context.Context) (func(context.Context) error, error) {
+	cli, err := h.raw()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cli.Get(ctx, h.prefix+"/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	kept := map[string][]byte{}
+	for _, kv := range resp.Kvs {
+		if kv.Lease == 0 {
+			kept[string(kv.Key)] = kv.Value
+		}
+	}
+	return func(ctx context.Context) error {
+		now, err := cli.Get(ctx, h.prefix+"/", clientv3.WithPrefix())
+		if err != nil {
+			return err
+		}
+		var ops []clientv3.Op
+		for _, kv := range now.Kvs {
+			if _, ok := kept[string(kv.Key)]; !ok && kv.Lease == 0 {
+				ops = append(ops, clientv3.OpDelete(string(kv.Key)))
+			}
+		}
+		for k, v := range kept {
+			ops = append(ops, clientv3.OpPut(k, string(v)))
+		}
+		_, err = cli.Txn(ctx).Then(ops...).Commit()
+		return err
+	}, nil
+}
+
+// DeleteRangeKey deletes key's key (tck.HandDeleter).
+func (h *harness) DeleteRangeKey(ctx context.Context, key string) error {
+	return h.deleteOne(ctx, h.prefix+"/range/"+key)
+}
+
+// DeleteSlot deletes slot's key, leaving its namespace's (tck.HandDeleter).
+func (h *harness) DeleteSlot(ctx context.Context, ns string, slot int) error {
+	return h.deleteOne(ctx, h.prefix+"/slot/"+ns+"/"+strconv.Itoa(slot))
+}
+
+func (h *harness) deleteOne(ctx context.Context, key string) error {
+	cli, err := h.raw()
+	if err != nil {
+		return err
+	}
+	resp, err := cli.Delete(ctx, key)
+	if err == nil && resp.Deleted != 1 {
+		err = fmt.Errorf("deleting %s: %d keys deleted, want one", key, resp.Deleted)
+	}
+	return err
+}
+
+// EndSession revokes d's session lease, as etcdctl lease revoke does
+// (tck.SessionEnder).
+func (h *harness) EndSession(ctx context.Context, d driver.Store) error {
+	s, ok := d.(*driverStore)
+	if !ok {
+		return fmt.Errorf("EndSession of %T, not a store of this harness", d)
+	}
+	s.lmu.Lock()
+	ss := s.sess
+	s.lmu.Unlock()
+	if ss == nil {
+		return fmt.Errorf("the store has no session to end")
+	}
+	cli, err := h.raw()
+	if err != nil {
+		return err
+	}
+	_, err = cli.Revoke(ctx, ss.id)
+	return err
+}
