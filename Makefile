@@ -3,15 +3,15 @@
 #            driver's against a real PostgreSQL server, which the tests start.
 # make check: no tracked binaries or files over 1 MB, formatting, go vet and
 #             staticcheck (pinned).
-# otelstore, examples/prometheus, drivers/etcd and cmd/storectl are modules of their own
+# otelstore, examples/prometheus, drivers/etcd, cmd/storectl and tools are modules of their own
 # (OpenTelemetry needs a newer go line than the store's; etcd brings gRPC, and storectl
 # imports every driver, etcd's included); both targets cover them, and
 # check says when one needs `go mod tidy` after the store's requirements change.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?=
-NESTED := otelstore examples/prometheus drivers/etcd cmd/storectl
+NESTED := otelstore examples/prometheus drivers/etcd cmd/storectl tools
 
-.PHONY: test check zookeeper postgres etcd example bench histories mutants
+.PHONY: test check zookeeper postgres etcd example bench histories mutants release release-test
 
 test: zookeeper postgres etcd
 	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
@@ -58,3 +58,15 @@ histories:
 mutants:
 	go run ./internal/mutants -pkg ./drivers/memory driver/slot.go drivers/memory/ranges.go \
 		drivers/memory/slots.go drivers/memory/locks.go drivers/memory/purge.go drivers/memory/memory.go
+
+# Tags every module at VERSION (v0.1.0, drivers/etcd/v0.1.0, ...): one release
+# commit without the nested modules' replace lines, checked as a user's go
+# command sees it, then one commit back to development. CONTRIBUTING.md says
+# when and how.
+release:
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=vX.Y.Z"; exit 1; }
+	cd tools && go run ./release tag $(VERSION)
+
+# The release as a user meets it, from a scratch clone (nothing here changes).
+release-test:
+	bash scripts/release-test.sh
