@@ -356,6 +356,16 @@ type SlotSeeder interface {
 // check is made together with the deletion: an Acquire that races the
 // purge either makes it fail or comes after it.
 //
+// A driver whose clock is not the storage's own (etcd: each writing host's)
+// judges that check on a clock that may be ahead, and a host whose clock is
+// behind may later issue timestamps a deleted term issued. Such a driver
+// keeps a slot timestamp floor too, beside the fence floor: the highest
+// floor the next term of a deleted slot would have had (its next floor, and
+// an unreleased term's ceiling: SlotRecord.NewTerm). Every slot first used
+// after the purge starts there (its first Floor, or a seed's NextFloor), so
+// two terms' timestamps stay disjoint across a purge whatever the clocks.
+// Its TCK suite says so (tck.Suite.PurgeKeepsSlotFloor).
+//
 // A store still open on the purged storage sees what a crash of the
 // storage's other users would leave: its leases' Renew and Release give
 // ErrLeaseLost. Its range calls may fail for a key it used before

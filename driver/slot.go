@@ -18,7 +18,8 @@ import (
 // A slot never used is the zero SlotRecord, or, after a purge, a record
 // whose only field is Fence, set to the store-wide fence floor (the highest
 // slot fence any purge deleted, see Purger): its first term then gets a
-// fence above every earlier one. Written is 0 exactly for a record never
+// fence above every earlier one. A driver that keeps a slot timestamp
+// floor across purges (Purger) sets NextFloor to it too. Written is 0 exactly for a record never
 // stored.
 // Durations and times are milliseconds; times are in the store's clock.
 type SlotRecord struct {

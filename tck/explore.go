@@ -170,6 +170,7 @@ func newHistory(e *env, t *rapid.T) *history {
 		h.ttls = []time.Duration{time.Hour, store.MaxTTL}
 	}
 	h.m = newModel(clockStart, timed)
+	h.m.keepSlotFloor = e.suite.PurgeKeepsSlotFloor
 	for range exploreStores {
 		h.stores = append(h.stores, nil)
 		h.isClosed = append(h.isClosed, false)

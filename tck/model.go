@@ -28,6 +28,11 @@ type model struct {
 	// purgedSlotFence is the highest slot fence a purge deleted: slots of
 	// namespaces created afterwards start above it.
 	purgedSlotFence int64
+	// keepSlotFloor is Suite.PurgeKeepsSlotFloor; purgedSlotFloor is then
+	// the highest floor the next term of a slot a purge deleted would have
+	// had: slots of namespaces created afterwards start there.
+	keepSlotFloor   bool
+	purgedSlotFloor int64
 }
 
 type modelKey struct {
@@ -40,6 +45,7 @@ type modelSpace struct {
 	slots  map[int]*modelSlot
 	owners map[string][]int // most recent first
 	floor  int64            // fence floor: purgedSlotFence when created
+	tfloor int64            // timestamp floor: purgedSlotFloor when created
 }
 
 // modelSlot is a used slot. ExpiresAt and Ceiling are kept as they stand;
@@ -152,7 +158,7 @@ func (m *model) keyList() []string { return slices.Sorted(maps.Keys(m.keys)) }
 func (m *model) space(ns store.Namespace) (*modelSpace, error) {
 	sp := m.spaces[ns.Name]
 	if sp == nil {
-		sp = &modelSpace{ns: ns, slots: map[int]*modelSlot{}, owners: map[string][]int{}, floor: m.purgedSlotFence}
+		sp = &modelSpace{ns: ns, slots: map[int]*modelSlot{}, owners: map[string][]int{}, floor: m.purgedSlotFence, tfloor: m.purgedSlotFloor}
 		m.spaces[ns.Name] = sp
 		return sp, nil
 	}
@@ -225,6 +231,7 @@ func (m *model) newTerm(req acquireReq, n int) {
 	switch {
 	case old == nil:
 		s.fence = sp.floor + 1
+		s.floor = sp.tfloor
 	case old.owner != "": // a takeover: its holder may have issued up to its ceiling
 		s.fence = old.fence + 1
 		s.floor = max(old.nextFloor, old.ceiling)
@@ -295,7 +302,7 @@ func (m *model) seed(ns store.Namespace, n int, fence, nextFloor int64) error {
 	s := sp.slots[n]
 	switch {
 	case s == nil:
-		s = &modelSlot{fence: sp.floor}
+		s = &modelSlot{fence: sp.floor, nextFloor: sp.tfloor}
 		sp.slots[n] = s
 	case s.live(m.now):
 		return store.ErrLocked
@@ -447,6 +454,13 @@ func (m *model) purge() {
 		m.purgedSlotFence = max(m.purgedSlotFence, sp.floor)
 		for _, s := range sp.slots {
 			m.purgedSlotFence = max(m.purgedSlotFence, s.fence)
+			if m.keepSlotFloor {
+				next := s.nextFloor
+				if s.owner != "" {
+					next = max(next, s.ceiling)
+				}
+				m.purgedSlotFloor = max(m.purgedSlotFloor, next)
+			}
 		}
 	}
 	clear(m.spaces)

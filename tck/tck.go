@@ -177,6 +177,10 @@ type Suite struct {
 	// says so in every run. It is never a pass: remove the entry with the
 	// fix.
 	KnownHoles map[string]string
+	// PurgeKeepsSlotFloor says the driver's Purge keeps a slot timestamp
+	// floor (see driver.Purger): a slot first used after a purge starts
+	// there, not at 0.
+	PurgeKeepsSlotFloor bool
 	// Histories is how many random histories Explore/Histories runs
 	// (default 50; at most -rapid.checks, whose default is 100). A failing
 	// history is shrunk and printed as a script with its seed; RAPID_SEED

@@ -58,10 +58,15 @@
 // binary encoding), owner/{ns}/{owner} (the owner index), and
 // lock/{name}/{waiter} (one key per holder or waiter, on its store's
 // session lease, holding the owner), purged (the highest slot fence a
-// purge deleted). Run-time code never deletes a range or slot key; Purge
+// purge deleted, and the highest floor their next terms would have had).
+// Run-time code never deletes a range or slot key; Purge
 // (driver.Purger) deletes them all, refusing while any lock key exists, a
 // slot term may still issue, a slot record does not decode (ErrCorrupt: its
 // fence could not be kept), or another store's keys lie under the prefix.
+// "May still issue" is judged on the purging host's clock, which may be
+// ahead: what keeps terms apart is the floor the purge keeps, at which every
+// slot first used after it starts (a live term the purge deleted loses its
+// Renew, ErrLeaseLost, and the next term starts at or above its ceiling).
 //
 // # Guarantees
 //

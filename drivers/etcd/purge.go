@@ -12,20 +12,52 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// The key purged keeps, across purges, the highest slot fence they
-// deleted: "slot_fence_floor=N". Lock fences need nothing: they are
+// The key purged keeps, across purges, what the slots they deleted must
+// not repeat: "slot_fence_floor=N" (the highest fence) and, on a second
+// line, "slot_floor=M" (the highest floor the next term of a deleted slot
+// would have had, SlotRecord.NewTerm: a released term's next floor, an
+// unreleased one's ceiling). A slot never stored starts there, so its
+// first term's fence and timestamps are above every purged term's, however
+// wrong the clock that judged the purge safe (a host ahead takes a live
+// term for ended). An older driver reads the second line as corrupt, and
+// refuses rather than start below it. Lock fences need nothing: they are
 // revisions, which only grow.
 
-func (s *slotStore) parseFloor(kvs []*mvccpb.KeyValue) (int64, error) {
+// parseFloor is the record a slot never stored stands for: the purged
+// floors (zero without a purge).
+func (s *slotStore) parseFloor(kvs []*mvccpb.KeyValue) (driver.SlotRecord, error) {
 	if len(kvs) == 0 {
-		return 0, nil
+		return driver.SlotRecord{}, nil
 	}
-	v, ok := strings.CutPrefix(string(kvs[0].Value), "slot_fence_floor=")
-	n, err := strconv.ParseInt(v, 10, 64)
-	if !ok || err != nil || n < 0 {
-		return 0, fmt.Errorf("key %s holds %q: %w", kvs[0].Key, kvs[0].Value, driver.ErrCorrupt)
+	bad := fmt.Errorf("key %s holds %q: %w", kvs[0].Key, kvs[0].Value, driver.ErrCorrupt)
+	fence, floor, two := strings.Cut(string(kvs[0].Value), "\n")
+	var r driver.SlotRecord
+	var ok bool
+	if fence, ok = strings.CutPrefix(fence, "slot_fence_floor="); !ok {
+		return r, bad
 	}
-	return n, nil
+	if two {
+		if floor, ok = strings.CutPrefix(floor, "slot_floor="); !ok {
+			return r, bad
+		}
+	} else {
+		floor = "0"
+	}
+	for _, f := range []struct {
+		v string
+		p *int64
+	}{{fence, &r.Fence}, {floor, &r.NextFloor}} {
+		n, err := strconv.ParseInt(f.v, 10, 64)
+		if err != nil || n < 0 || strconv.FormatInt(n, 10) != f.v {
+			return driver.SlotRecord{}, bad
+		}
+		*f.p = n
+	}
+	return r, nil
+}
+
+func formatFloor(r driver.SlotRecord) string {
+	return "slot_fence_floor=" + strconv.FormatInt(r.Fence, 10) + "\nslot_floor=" + strconv.FormatInt(r.NextFloor, 10)
 }
 
 // Purge deletes every range, namespace, slot and owner key (driver.Purger)
@@ -80,7 +112,8 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 					// be kept: deleting it would lose them.
 					return nil, fmt.Errorf("etcd: purge: slot key %s: %w", kv.Key, err)
 				}
-				floor = max(floor, r.Fence)
+				floor.Fence = max(floor.Fence, r.Fence)
+				floor.NextFloor = max(floor.NextFloor, r.NewTerm(driver.AcquireRequest{}, now).Floor)
 				// A term that may still issue stops the purge
 				// (driver.Purger); the transaction's compare keeps it
 				// from being written after this read.
@@ -93,7 +126,7 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 				deleted = append(deleted, "owner index "+name)
 			}
 		}
-		ops := []clientv3.Op{clientv3.OpPut(s.key("purged"), "slot_fence_floor="+strconv.FormatInt(floor, 10))}
+		ops := []clientv3.Op{clientv3.OpPut(s.key("purged"), formatFloor(floor))}
 		for _, kind := range []string{"range", "ns", "slot", "owner"} {
 			ops = append(ops, clientv3.OpDelete(s.key(kind)+"/", clientv3.WithPrefix()))
 		}

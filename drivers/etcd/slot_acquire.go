@@ -76,13 +76,13 @@ type acquisition struct {
 	s        *slotStore
 	req      driver.AcquireRequest
 	nk       string
-	floor    int64 // the highest slot fence a purge deleted
-	purged   int64 // the mod revision of the key that holds it (0: none): a purge changes it
-	rev      int64 // the revision of the reads a slot never stored stands for
-	createNS bool  // the namespace is missing: this pass creates it
-	nsMod    int64 // the namespace key's mod revision (0: missing), compared by the write: a seal changes it
-	index    []int // the owner's slots, most recent first
-	ownerMod int64 // the owner index's mod revision (0: none)
+	floor    driver.SlotRecord // what a slot never stored stands for: the purges' floors (parseFloor)
+	purged   int64             // the mod revision of the key that holds it (0: none): a purge changes it
+	rev      int64             // the revision of the reads a slot never stored stands for
+	createNS bool              // the namespace is missing: this pass creates it
+	nsMod    int64             // the namespace key's mod revision (0: missing), compared by the write: a seal changes it
+	index    []int             // the owner's slots, most recent first
+	ownerMod int64             // the owner index's mod revision (0: none)
 	slots    map[int]slotState
 	now      int64
 	skipped  []string // why slots were passed over
@@ -355,6 +355,6 @@ func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n 
 	if len(kvs) == 0 {
 		return driver.Lease{}, false, nil, nil // deleted meanwhile: start over
 	}
-	now2 := withRev(slotFrom(sk, kvs[0], 0), resp.Header.Revision)
+	now2 := withRev(slotFrom(sk, kvs[0], driver.SlotRecord{}), resp.Header.Revision)
 	return driver.Lease{}, false, &now2, nil
 }

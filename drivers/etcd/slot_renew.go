@@ -39,7 +39,7 @@ func (s *slotStore) rewrite(ctx context.Context, l driver.Lease, renew bool, cha
 			if len(kvs) == 0 {
 				return driver.SlotRecord{}, 0, fmt.Errorf("slot key %s is missing: %w", k, driver.ErrLeaseLost)
 			}
-			st := withRev(slotFrom(k, kvs[0], 0), resp.Header.Revision)
+			st := withRev(slotFrom(k, kvs[0], driver.SlotRecord{}), resp.Header.Revision)
 			if st.err != nil {
 				return driver.SlotRecord{}, 0, st.err
 			}

@@ -149,11 +149,11 @@ func (s *slotStore) guardFence(k string, st slotState) error {
 	return nil
 }
 
-// slotFrom decodes a slot key; a slot never stored (kv nil) starts above
-// floor, the highest slot fence a purge deleted.
-func slotFrom(k string, kv *mvccpb.KeyValue, floor int64) slotState {
+// slotFrom decodes a slot key; a slot never stored (kv nil) is unused, the
+// record purges left for it (parseFloor).
+func slotFrom(k string, kv *mvccpb.KeyValue, unused driver.SlotRecord) slotState {
 	if kv == nil {
-		return slotState{r: driver.SlotRecord{Fence: floor}}
+		return slotState{r: unused}
 	}
 	var r driver.SlotRecord
 	if err := r.UnmarshalBinary(kv.Value); err != nil {
@@ -198,7 +198,7 @@ func (s *slotStore) Slots(ctx context.Context, name string) ([]driver.SlotInfo, 
 		if err != nil {
 			return nil, fmt.Errorf("slot key %s: %w", kv.Key, driver.ErrCorrupt)
 		}
-		st := slotFrom(string(kv.Key), kv, 0)
+		st := slotFrom(string(kv.Key), kv, driver.SlotRecord{})
 		if st.err != nil {
 			return nil, st.err
 		}
