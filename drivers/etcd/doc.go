@@ -86,7 +86,7 @@
 // (a record put back from a backup, a key deleted by hand) is ErrCorrupt.
 //
 // Locks are fair: waiters are served in the order of their keys' create
-// revisions, each watching only its predecessor. The fence is the waiter
+// revisions, each waiting only for its predecessor's delete. The fence is the waiter
 // key's create revision, which only grows (across restarts, deletes and
 // leader changes). A hold is Lost once the store cannot be sure its lease
 // is alive: from the send time of the last keep-alive the leader answered
@@ -101,7 +101,7 @@
 // An operator who deletes a held lock key, or revokes a store's lease,
 // frees the lock at once: the next waiter can be granted before the holder
 // can know. Each session watches the deletes of lock keys under the
-// prefix (one watch for all its holds), and a delete of one of its held
+// prefix (one watch for all its holds and waits), and a delete of one of its held
 // keys not made by Unlock loses the session (and revokes it) as soon as it
 // is seen: Lost closes promptly after, not before. The watch requires a
 // leader and must answer a progress request every third of the TTL, so one
@@ -124,6 +124,11 @@
 // itself: the key is removed in the background (the same compared delete),
 // so the next waiter is granted once a member answers again, not when the
 // session ends.
+//
+// With etcd authentication on, each new gRPC stream authenticates (a
+// bcrypt check and a raft write on the members), so a store keeps its
+// streams: one keep-alive stream per lock session and one watch, which
+// its waiters share, each opened again only after a failure.
 //
 // # Operations
 //

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
 
@@ -32,11 +31,12 @@ type session struct {
 	ttl time.Duration // as the server granted it
 
 	mu       sync.Mutex
-	used     map[int64]bool       // waiter key numbers in use (take, release)
-	keys     map[string]*lockHold // the keys watchDeletes reports to
-	now      func() time.Duration // the lock clock (lockStore.lockNow)
-	deadline time.Duration        // on now: holds are lost from here on
-	sent     time.Duration        // on now: of the last keep-alive answered
+	used     map[int64]bool                  // waiter key numbers in use (take, release)
+	keys     map[string]*lockHold            // the keys watchDeletes reports to
+	waits    map[string]map[*deleteWait]bool // by lock name prefix (lock_waits.go)
+	now      func() time.Duration            // the lock clock (lockStore.lockNow)
+	deadline time.Duration                   // on now: holds are lost from here on
+	sent     time.Duration                   // on now: of the last keep-alive answered
 	lost     chan struct{}
 	err      error
 }
@@ -252,52 +252,6 @@ func (s *lockStore) grant(g *grant) {
 	s.spawn(func() { s.watchDeletes(ss, resp.ResponseHeader.Revision+1) })
 }
 
-// keepAlive renews ss every third of its TTL until it is lost or the store
-// closes, and loses it when its deadline passes first.
-func (s *lockStore) keepAlive(ss *session) {
-	every := ss.ttl / 3
-	next := time.NewTimer(every)
-	defer next.Stop()
-	for {
-		ss.mu.Lock()
-		wait := ss.deadline - ss.now()
-		ss.mu.Unlock()
-		// Go's timers do not count time suspended: look at the lock
-		// clock again at least every bootclock.Step.
-		expire := time.NewTimer(min(wait, bootclock.Step))
-		select {
-		case <-s.ctx.Done():
-			expire.Stop()
-			return
-		case <-ss.lost:
-			expire.Stop()
-			return
-		case <-expire.C:
-			ss.alive() // loses it once the deadline passed
-			continue
-		case <-next.C:
-		}
-		expire.Stop()
-		next.Reset(every)
-		s.spawn(func() { s.renew(ss, every) })
-	}
-}
-
-// renew sends one keep-alive, bounded by every (the next one takes over).
-func (s *lockStore) renew(ss *session, every time.Duration) {
-	ctx, cancel := context.WithTimeout(s.ctx, every)
-	defer cancel()
-	sent := ss.now()
-	resp, err := s.cli.KeepAliveOnce(ctx, ss.id)
-	switch {
-	case err == nil && resp.TTL > 0:
-		s.check(ctx, nil)
-		ss.confirm(sent, time.Duration(resp.TTL)*time.Second)
-	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		s.expired(ss, fmt.Errorf("etcd lease %x expired: the server ended the session", int64(ss.id)))
-	}
-}
-
 // watchDeletes follows, for the session's life, every delete of a lock key
 // under the store's prefix from revision from on (the session's keys are
 // all created after it), and tells the session's own keys' holds. One
@@ -360,6 +314,7 @@ func (s *lockStore) watchDeletes(ss *session, from int64) {
 				for _, ev := range resp.Events {
 					if ev.Type == clientv3.EventTypeDelete {
 						ss.sawDelete(string(ev.Kv.Key), ev.Kv.ModRevision, fmt.Sprintf("deleted at revision %d", ev.Kv.ModRevision))
+						ss.tellWaits(string(ev.Kv.Key), ev.Kv.ModRevision)
 					}
 					from = ev.Kv.ModRevision + 1
 				}
@@ -373,6 +328,7 @@ func (s *lockStore) watchDeletes(ss *session, from int64) {
 				return // the store closed or the session was lost
 			}
 			from, attempt = next, 1
+			ss.wakeWaits() // deletes they wait for may be among those skipped
 			continue
 		}
 		// Ended otherwise (no leader there, a broken stream): the next

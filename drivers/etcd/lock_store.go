@@ -95,6 +95,9 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 		granted = true
 		return h.grant(), nil
 	}
+	// Registered before the first read: a delete after it is not missed.
+	w := ss.waitDeletes(s.lockPrefix(name))
+	defer ss.endWait(w)
 	for attempt := 1; ; {
 		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithKeysOnly()),
 			clientv3.OpGet(s.lockPrefix(name), append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1), clientv3.WithKeysOnly())...)).Commit()
@@ -122,7 +125,7 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 		if !wait {
 			return nil, driver.ErrLocked
 		}
-		if err := s.waitGone(ctx, ss, string(pred[0].Key), resp.Header.Revision); err != nil {
+		if err := s.waitGone(ctx, ss, w, string(pred[0].Key), resp.Header.Revision); err != nil {
 			return nil, err
 		}
 	}
@@ -189,12 +192,11 @@ func (s *lockStore) abandon(ss *session, err error) {
 	})
 }
 
-// waitGone returns once pred was deleted after revision rev, or after a
-// third of the session TTL (to look again), or with the reason to stop.
-func (s *lockStore) waitGone(ctx context.Context, ss *session, pred string, rev int64) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wch := s.cli.Watch(clientv3.WithRequireLeader(wctx), pred, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+// waitGone returns once pred was deleted after revision rev (as the
+// session's watch tells w), or after a third of the session TTL (to look
+// again), or with the reason to stop.
+func (s *lockStore) waitGone(ctx context.Context, ss *session, w *deleteWait, pred string, rev int64) error {
+	w.expect(pred, rev)
 	recheck := time.NewTimer(ss.ttl / 3)
 	defer recheck.Stop()
 	select {
@@ -212,7 +214,7 @@ func (s *lockStore) waitGone(ctx context.Context, ss *session, pred string, rev 
 		return driver.ErrClosed
 	case <-ss.lost:
 		return fmt.Errorf("while waiting: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
-	case <-wch:
+	case <-w.ch:
 	case <-recheck.C:
 	}
 	return nil
