@@ -21,14 +21,16 @@ type LockSealer interface {
 	// the lock and returns ErrSealed, no later than when it would have
 	// been granted. A holder at the seal keeps its hold (its Lost as
 	// before) and its Unlock works. Sealing again is not an error and
-	// returns a floor at least as high. Nothing undoes the seal, a purge
-	// included.
+	// returns a floor at least as high. Only RaiseLockFences undoes the
+	// seal (the locks moving back in); a purge keeps it.
 	SealLocks(ctx context.Context) (floor int64, err error)
 
 	// RaiseLockFences makes every lock fence handed out later, of every
 	// name and by every store sharing the storage, above floor (0 <=
 	// floor < math.MaxInt64). Nothing is lowered, so raising again, or
-	// below the fences already handed out, changes nothing.
+	// below the fences already handed out, changes nothing. It is how
+	// locks move in: a store whose locks were sealed (moved out before)
+	// is unsealed by it, the locks moving back in.
 	RaiseLockFences(ctx context.Context, floor int64) error
 
 	// LocksSealed reports whether SealLocks sealed the store's locks.

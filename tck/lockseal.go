@@ -18,7 +18,8 @@ func (e *env) needLockSealer(st *store.Store) {
 // and TryLock with ErrSealed, of names used and never used, from every
 // store; a waiter queued before the seal is never granted (ErrSealed once
 // the holder unlocks, at the latest); the holder keeps its hold and
-// unlocks; the floor is at or above every fence handed out or queued.
+// unlocks; the floor is at or above every fence handed out or queued;
+// RaiseLockFences unseals.
 func checkLockSeal(e *env) {
 	a := e.open(store.WithOwner("a"))
 	b := e.open(store.WithOwner("b"))
@@ -72,6 +73,18 @@ func checkLockSeal(e *env) {
 	if again < floor {
 		e.t.Errorf("SealLocks again gave the floor %d, below the first %d", again, floor)
 	}
+
+	// RaiseLockFences moves locks back in: the seal is undone.
+	e.fatalIf(b.Locks().RaiseFences(e.ctx, again), "RaiseLockFences(%d) of a sealed store", again)
+	if sealed, err := c.Locks().Sealed(e.ctx); err != nil || sealed {
+		e.t.Errorf("LocksSealed after RaiseLockFences: %v, %v; want false (the locks moved back in)", sealed, err)
+	}
+	l, err := c.Locks().TryLock(e.ctx, name)
+	e.fatalIf(err, "TryLock after RaiseLockFences unsealed the locks")
+	if l.Fence() <= again {
+		e.t.Errorf("TryLock after RaiseLockFences(%d) got fence %d", again, l.Fence())
+	}
+	e.unlock(l)
 }
 
 // checkRaiseLockFences: after RaiseLockFences(f) every fence handed out,

@@ -43,10 +43,13 @@ the source after the read. Each used slot is then seeded in the target with
 its fence and the floor its next term must respect: the next floor of a
 released slot, and at least the ceiling of a term that was never released.
 The slot's next term in the target gets the next fence and starts at or
-above that floor. Locks are not moved: a lock exists only while held, and
-lock fences in the target follow the target's own counter. Owner indexes are
-not moved either: in the target an owner gets its old slot back only as its
-preferred slot.
+above that floor. When everything moves (no --key, no --namespace), the
+source's locks are sealed last, every name at once: Lock and TryLock there
+give ErrSealed from then on (a holder can still unlock), and every lock
+fence the target hands out is raised above the source's (drivers with
+driver.LockSealer; a target whose locks were sealed gets them back). A lock
+exists only while held, so none is carried. Owner indexes are not moved:
+in the target an owner gets its old slot back only as its preferred slot.
 
 migrate first reads both stores and changes nothing if something is wrong:
 --from and --to being one store (their identities are equal, however the
@@ -57,8 +60,9 @@ sealed, so that no history is lost), namespace settings
 that differ, a namespace the target has sealed (it moved out of the target
 before), a target slot with a live term, or a target driver that cannot
 seed slots (exit code 1); a source lease that may still be in use, that is
-whose ceiling (expiry plus clock tolerance) is ahead (exit code 3, unless
---force: use it only for holders known to be dead, which must never renew).
+whose ceiling (expiry plus clock tolerance) is ahead, or a source lock held
+(exit code 3, unless --force: use it only for holders known to be dead,
+which must never renew).
 
 It is safe to run again after a failure part-way, or after the target was
 used: what is already done is reported as such and left alone. SIGINT
@@ -142,9 +146,9 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	}
 	if len(p.live) > 0 {
 		if !*force {
-			return refusedf("nothing changed: %s in the source may still be in use:\n  %s\n"+
+			return refusedf("nothing changed: %d of the source's leases and locks may still be in use:\n  %s\n"+
 				"Stop their holders and wait until their ceilings pass, or give --force if they are known to be dead.",
-				count(len(p.live), "lease"), strings.Join(p.live, "\n  "))
+				len(p.live), strings.Join(p.live, "\n  "))
 		}
 		for _, l := range p.live {
 			fmt.Fprintf(e.stderr, "warning: --force: carrying %s; its holder must not renew it\n", l)
@@ -198,8 +202,8 @@ type migration struct {
 type plan struct {
 	keys       []keyStep
 	namespaces []nsStep
-	locks      int      // locks in the source, which are not moved
-	live       []string // source leases that may be in use
+	locks      *lockStep // the source's locks, when every key and namespace moves
+	live       []string  // source leases that may be in use
 }
 
 type keyStep struct {
@@ -240,11 +244,9 @@ func (m *migration) plan(ctx context.Context) (*plan, error) {
 		}
 	}
 	if all {
-		locks, err := m.src.Locks().List(ctx)
-		if err != nil && !errors.Is(err, store.ErrUnsupported) {
+		if err := m.planLocks(ctx, p); err != nil {
 			return nil, err
 		}
-		p.locks = len(locks)
 	}
 	if len(problems) > 0 {
 		problems = append(problems, p.live...)
@@ -518,9 +520,13 @@ func (m *migration) apply(stop context.Context, p *plan) error {
 				what, s.fence, s.floor, utc(s.floor), s.fence+1, slotState(s.src, m.now))
 		}
 	}
-	if p.locks > 0 {
-		fmt.Fprintf(out, "locks: %s in the source, not moved (a lock exists only while held; fences in the target follow its own counter)\n",
-			count(p.locks, "lock"))
+	if p.locks != nil && stop.Err() == nil {
+		if msg, err := m.moveLocks(ctx, p.locks); err != nil {
+			steps++
+			fail("locks", err)
+		} else {
+			fmt.Fprintf(out, "locks: %s\n", msg)
+		}
 	}
 	if sig, ok := interrupted(stop); ok {
 		return m.interruptedAt(sig, p, progress, failed)

@@ -220,7 +220,7 @@ func TestMigrateLiveLease(t *testing.T) {
 		next(t, s, "orders", 10)
 		live := acquire(t, s, workers, "host-a", 0, time.Minute)
 
-		migrate(src, dst).want(t, exitRefused, "nothing changed", "1 lease in the source may still be in use",
+		migrate(src, dst).want(t, exitRefused, "nothing changed", "1 of the source's leases and locks may still be in use",
 			"lease workers/0 of host-a", "--force")
 		if _, sealed, err := s.Ranges().Current(ctx, "orders"); err != nil || sealed {
 			t.Fatalf("a refused migration sealed the source: %v, %v", sealed, err)

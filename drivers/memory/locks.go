@@ -90,6 +90,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 	if len(q.entries) == 1 {
 		close(e.head)
 	}
+	sealed := s.st.locksSealed // RaiseLockFences may replace it
 	s.st.mu.Unlock()
 
 	var waitErr error
@@ -99,7 +100,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 		waitErr = ctx.Err()
 	case <-s.done:
 		waitErr = driver.ErrClosed
-	case <-s.st.locksSealed:
+	case <-sealed:
 	}
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
@@ -203,13 +204,17 @@ func (s *driverStore) SealLocks(ctx context.Context) (int64, error) {
 	return s.st.fences, nil
 }
 
-// RaiseLockFences raises the store-wide fence counter to floor.
+// RaiseLockFences raises the store-wide fence counter to floor, and
+// unseals the locks.
 func (s *driverStore) RaiseLockFences(ctx context.Context, floor int64) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
 	defer s.st.mu.Unlock()
 	s.st.fences = max(s.st.fences, floor)
+	if s.st.sealed() {
+		s.st.locksSealed = make(chan struct{})
+	}
 	return nil
 }
 
