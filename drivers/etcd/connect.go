@@ -84,7 +84,8 @@ func (s *etcdStore) dialOptions() []grpc.DialOption {
 	}
 	return append(slices.Clip(s.dialOpt),
 		grpc.WithTransportCredentials(c),
-		grpc.WithIdleTimeout(0))
+		grpc.WithIdleTimeout(0),
+		grpc.WithChainUnaryInterceptor(s.attemptInterceptor))
 }
 
 // watchedCreds is gRPC's TLS or plaintext, recording failed handshakes and

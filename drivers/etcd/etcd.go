@@ -42,6 +42,7 @@ type etcdStore struct {
 	dialOpt []grpc.DialOption // tests count round trips with an interceptor
 	notify  atomic.Pointer[func(driver.Event)]
 	answer  atomic.Int64 // unix nanos of the last answer from a server
+	latency latency      // the last answers' latencies, for attempt deadlines (attempts.go)
 	health  health       // connection events and failures (events.go)
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -233,11 +234,14 @@ func retryable(err error) bool {
 	return false
 }
 
-// backoff sleeps before retry n (1, 2, ...), within ctx.
+// backoff sleeps before retry n (1, 2, ...), within ctx: at most 100ms,
+// as a retry follows a member's failure (no leader, an attempt cut at its
+// deadline, attempts.go) and writes should resume about when a new leader
+// is elected, not a long sleep later.
 func (s *etcdStore) backoff(ctx context.Context, n int, err error) error {
 	driver.Retried(ctx)
 	s.emit(driver.Event{Kind: driver.Retry, Attempt: n, Err: err})
-	d := min(10*time.Millisecond<<min(n, 6), 500*time.Millisecond)
+	d := min(10*time.Millisecond<<min(n, 6), 100*time.Millisecond)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
