@@ -148,6 +148,15 @@
 // (driver.Pinger) reads the metadata key; ID (driver.Identifier) is the
 // identity written there when the store was created.
 //
+// Failover: a call that retries (Next) gives each round trip a deadline
+// of its own, ten times the median latency of the last answers, within
+// 300ms and 2s (and the call's), and asks for a member with a leader. A
+// write a follower forwarded to a leader that died is lost, and a hung
+// member answers nothing; either costs that round trip, not the call's
+// whole timeout: the retry goes to a member that answers, and resolves the
+// cut write's unknown outcome by reading (a gap, never a value twice).
+// Writes resume about when the cluster has elected a new leader.
+//
 // Connection events, also logged (store.WithLogger): connected, at open
 // and again when members answer after a disconnected; disconnected, when
 // the client's connection stops being ready (every member's connection

@@ -131,6 +131,7 @@ func (s *rangeStore) Next(ctx context.Context, key string, step int64) (int64, e
 	if err := driver.CheckStep(step); err != nil {
 		return 0, err
 	}
+	ctx = attempts(ctx) // failover: a round trip cut short is an unknown outcome, re-read
 	k := s.rangeKey(key)
 	fresh := false // the memo was read from the server by this call
 	for attempt := 1; ; attempt++ {
