@@ -79,6 +79,11 @@
 //     ended (SessionEnder: the holder learns Lost). A harness that cannot
 //     act so says why (an error wrapping store.ErrUnsupported) and the
 //     check skips with it.
+//   - Interleave: a second store's write (Seal, Init, Acquire, Renew,
+//     Release, SealNamespace, Seed, Purge) started at the same instant as
+//     a read-modify-write of the first, in rounds, with what the contract
+//     says of each order checked; each check logs how many rounds ran the
+//     two calls at once and fails if none did.
 //   - Options: an unknown option is rejected, naming it, alone and beside
 //     valid options; a known key in another case or with a space is
 //     unknown; a malformed value is rejected, naming key and value; a
@@ -210,6 +215,7 @@ func Run(t *testing.T, s Suite) {
 		{"History", historyChecks()},
 		{"Restart", restartChecks()},
 		{"Operator", operatorChecks()},
+		{"Interleave", interleaveChecks()},
 		{"Options", optionChecks()},
 		{"Close", closeChecks()},
 		{"Errors", errorChecks()},

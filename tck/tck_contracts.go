@@ -42,13 +42,13 @@
 //	D25  Current creates nothing: (0, false), not listed, Init still works       Ranges/Current, Ranges/CurrentCreatesNothing
 //	D26  Current sees every other store's writes                                 Ranges/Current; an ensemble follower: ZK TestEnsembleFaults
 //	D27  Seal marks the key sealed and returns its final next value              Ranges/Seal
-//	D28  ... every store's Next of it then gives ErrSealed                       Ranges/Seal
+//	D28  ... every store's Next of it then gives ErrSealed                       Ranges/Seal, Interleave/NextSeal
 //	D29  sealing a sealed key is no error and returns the same value             Ranges/Seal
 //	D30  a missing key is sealed at 0, and then exists                           Ranges/Seal, Ranges/KeysSealed
 //	D31  Init creates the key at the given next value; Next continues from it    Ranges/Init, Ranges/CurrentCreatesNothing
 //	D32  Init's value is 0..MaxInt64                                             Ranges/InvalidArguments, Ranges/Overflow (Init at MaxInt64-10)
 //	D33  Init at the key's value (sealed or not) succeeds, changes nothing       Ranges/Init, Ranges/Seal
-//	D34  Init at a different value: ErrConfigMismatch, changing nothing          Ranges/Init, Ranges/Seal
+//	D34  Init at a different value: ErrConfigMismatch, changing nothing          Ranges/Init, Ranges/Seal, Interleave/NextInit
 //	D35  Keys lists every existing key, sealed ones included, sorted             Ranges/Keys, Ranges/KeysSealed
 //	D36  ... as an empty, non-nil slice when there is none                       Ranges/Keys, Ranges/CurrentCreatesNothing, Purge/Everything
 //	D37  a key exists once Next, Seal or Init made it; nothing else is listed    Ranges/Keys, Ranges/CurrentCreatesNothing; ZK ParentsAreNotKeys
@@ -72,7 +72,7 @@
 //	D55  order: the owner's last slots (most recent first), preferred, lowest    Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
 //	D56  free: never used, released, or expired (now >= ExpiresAt), any holder's Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover,
 //	                                                                             Slots/ExpiredFoundBySearch; driver TestSlotJudge
-//	D57  never a live term of another owner, however close its expiry            Slots/NoEarlyTakeover, Slots/Exhaustion
+//	D57  never a live term of another owner, however close its expiry            Slots/NoEarlyTakeover, Slots/Exhaustion, Interleave/AcquireAcquire
 //	D58  another incarnation without Reclaim gets another slot                   Slots/Reclaim
 //	D59  no free slot: ErrExhausted, only after every slot was judged            Slots/Exhaustion, Slots/ConcurrentAcquire, Slots/Reclaim;
 //	                                                                             reads: ZK Slots/FullNamespace
@@ -88,13 +88,13 @@
 //	D68  Renew: ExpiresAt = max(old, now + TTL), Ceiling likewise                Slots/Renew, Slots/RenewAfterExpiry
 //	D69  ... neither decreases, even when the store's clock steps back           Slots/Renew, Slots/RenewClockBack (needs ClockStepper); driver TestSlotRenewed
 //	D70  ... fence, floor and everything else stay                               every Renew (lease checks); driver TestSlotRenewed
-//	D71  a renewal after ExpiresAt of an untouched term continues it             Slots/RenewAfterExpiry
+//	D71  a renewal after ExpiresAt of an untouched term continues it             Slots/RenewAfterExpiry, Interleave/RenewTakeover
 //	D72  another term or none (released, taken, seeded, purged): ErrLeaseLost    Slots/Takeover, Slots/Reclaim, Slots/ReleaseFloor, History/SeedAfterExpiry,
-//	                                                                             Purge/Everything
+//	                                                                             Purge/Everything, Interleave/ReleaseRenew, Interleave/RenewTakeover
 //	D73  Release ends the term                                                   Slots/ReleaseFloor, Slots/Exhaustion
 //	D74  next floor: clamp(used+1, Floor, Ceiling), or Ceiling when unknown      Slots/ReleaseFloor, Slots/ReleaseExpired
 //	D75  ... Ceiling the highest any renewal reported, even from an older copy   Slots/Renew
-//	D76  the slot is then free; its fence and LastOwner (the releaser) stay      Slots/ReleaseFloor, Slots/Fence, History/Listed
+//	D76  the slot is then free; its fence and LastOwner (the releaser) stay      Slots/ReleaseFloor, Slots/Fence, History/Listed, Interleave/ReleaseAcquire
 //	D77  releasing an expired term nobody took succeeds                          Slots/ReleaseExpired
 //	D78  Release of a term no longer the slot's, or a second one: ErrLeaseLost   Slots/ReleaseFloor, Slots/Takeover, Slots/Reclaim, Slots/ReleaseExpired
 //	D79  Namespaces lists every namespace with its settings, sorted by name      Slots/Listing, Slots/ConfigMismatch
@@ -132,14 +132,14 @@
 //	D110 nothing is ever lowered: seeding again is harmless                      Slots/Seed, History/SeedNeverLowers
 //	D111 a slot never used becomes a released slot, listed, whose next term      History/SeedNeverLowers (listed before a first term), Slots/Seed
 //	D112 ... gets the fence plus 1 and the next floor                            Slots/Seed, History/SeedNeverLowers
-//	D113 an expired term is ended first: its holder's Renew gives ErrLeaseLost   History/SeedAfterExpiry
+//	D113 an expired term is ended first: its holder's Renew gives ErrLeaseLost   History/SeedAfterExpiry, Interleave/SeedRenew
 //	D114 ... the next term starts at the seeded floor, even above the ceiling    History/SeedAfterExpiry
-//	D115 a slot with a live term: ErrLocked, unchanged                           Slots/Seed
+//	D115 a slot with a live term: ErrLocked, unchanged                           Slots/Seed, Interleave/SeedAcquire
 //	D116 Purge deletes everything the store keeps: a new store finds nothing     Purge/Everything
 //	D117 ... and returns what it deleted, one readable entry per thing           Purge/Everything
 //	D118 after a purge, lock and slot fences stay above every earlier one        Purge/Everything, History/PurgeKeepsSlotFences; ZK TestPurgeFences
-//	D118a a lock held or waited on: Purge gives ErrLocked and deletes nothing     Purge/Locked, History (Purge); postgres TestPurgeWhileWaiting
-//	D118b a slot term not released before its ceiling: ErrLocked, nothing deleted Purge/LiveLease, History (Purge); TestPurgeLiveLease
+//	D118a a lock held or waited on: Purge gives ErrLocked and deletes nothing     Purge/Locked, History (Purge); postgres TestPurgeWhileWaiting, Interleave/PurgeLock
+//	D118b a slot term not released before its ceiling: ErrLocked, nothing deleted Purge/LiveLease, History (Purge); TestPurgeLiveLease, Interleave/PurgeAcquire
 //	D119 Connector: Notify, then Connect once, before any other method           binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
 //	D120 Connect returns when ctx ends, wrapping ctx.Err() (and ErrUnavailable)  needs a silent server: package store TestOpenContextEndsWithItsContext;
 //	                                                                             ZK TestOpenContextEndsWithItsContext
@@ -154,8 +154,17 @@
 //	D129 ... and Renew gives ErrSealed, the term's times unchanged               Slots/Seal; idgen TestSnowflakeStopsOnSeal
 //	D130 ... Release still works; listings show it Sealed; SeedSlot: ErrSealed   Slots/Seal
 //	D131 sealing twice is not an error; a missing namespace is created sealed    Slots/Seal
-//	D132 the seal is checked in the atomic step of Acquire's and Renew's write   needs a race on a real server: TestSealRace (internal/sealrace)
+//	D132 the seal is checked in the atomic step of Acquire's and Renew's write   Interleave/SealNamespace (rounds counted); TestSealRace (internal/sealrace)
 //	D133 Purge deletes a sealed namespace, seal included                         Slots/Seal
+//
+// Interleavings: each Interleave check starts a read-modify-write of one
+// store and another store's write at one instant, in rounds, and checks
+// every order they may take (no driver hook: each logs how many rounds
+// overlapped in time, and fails if none did). The pairs: Next and Seal,
+// Next and Init, Acquire and Acquire, Renew and a takeover at expiry,
+// Release and Acquire, Release and Renew, Renew/Acquire and SealNamespace,
+// SeedSlot and Acquire, SeedSlot and Renew, Purge and Acquire, Purge and
+// Lock; each is named above at the sentence it holds.
 //
 // S2, shape (17 sentences; docs/design.md, Contracts)
 //

@@ -1,0 +1,470 @@
+package tck
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+)
+
+// The Interleave checks put a second store's write between the first
+// store's read and its write, on every read-modify-write the contract
+// names (Next, Acquire, Renew, Release, Seal, SealNamespace, Seed, Purge),
+// without a hook into any driver: each round starts the two calls at one
+// instant, from a barrier, on two stores, and checks what the contract
+// says of every order they may take. A round whose calls overlapped in
+// time is one where the interleaving could happen; each check logs how
+// many rounds overlapped and how often each order won, and fails if no
+// round overlapped (the race was never run).
+
+// Each check runs at least interleaveRounds rounds, and more, up to
+// interleaveMaxRounds or its time budget, until interleaveMet of them
+// overlapped: an in-process driver's calls take microseconds, and few
+// rounds of them meet.
+const (
+	interleaveRounds    = 25
+	interleaveMet       = 5
+	interleaveMaxRounds = 20000
+)
+
+func interleaveChecks() []check {
+	return []check{
+		{"NextSeal", needRanges, checkInterleaveNextSeal},
+		{"NextInit", needRanges, checkInterleaveNextInit},
+		{"AcquireAcquire", needSlots, checkInterleaveAcquireAcquire},
+		{"RenewTakeover", needSlots, checkInterleaveRenewTakeover},
+		{"ReleaseAcquire", needSlots, checkInterleaveReleaseAcquire},
+		{"ReleaseRenew", needSlots, checkInterleaveReleaseRenew},
+		{"SealNamespace", needSlots, checkInterleaveSealNamespace},
+		{"SeedAcquire", needSlots, checkInterleaveSeedAcquire},
+		{"SeedRenew", needSlots, checkInterleaveSeedRenew},
+		{"PurgeAcquire", needSlots, checkInterleavePurgeAcquire},
+		{"PurgeLock", needLocks, checkInterleavePurgeLock},
+	}
+}
+
+// together runs f and g at once, each in a goroutine released by one
+// barrier, and reports whether their calls overlapped in time.
+func together(f, g func()) bool {
+	var fs, fe, gs, ge time.Time
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { <-start; fs = time.Now(); f(); fe = time.Now() })
+	wg.Go(func() { <-start; gs = time.Now(); g(); ge = time.Now() })
+	close(start)
+	wg.Wait()
+	return fs.Before(ge) && gs.Before(fe)
+}
+
+// interleave runs rounds (see interleaveRounds); each calls at once, with
+// the two calls it races, and returns which order won. It logs the count
+// of rounds whose calls overlapped and of each order, and fails if no
+// round overlapped.
+func (e *env) interleave(round func(i int, at func(f, g func())) (order string)) {
+	e.t.Helper()
+	overlapped, run := 0, 0
+	orders := map[string]int{}
+	budget := time.Now().Add(e.scaled(15 * time.Second))
+	for i := 0; i < interleaveRounds || overlapped < interleaveMet && i < interleaveMaxRounds && time.Now().Before(budget); i++ {
+		met := false
+		order := round(i, func(f, g func()) { met = together(f, g) })
+		run++
+		if met {
+			overlapped++
+		}
+		orders[order]++
+		if e.t.Failed() {
+			break
+		}
+	}
+	var counts []string
+	for _, o := range slices.Sorted(maps.Keys(orders)) {
+		counts = append(counts, fmt.Sprintf("%s: %d", o, orders[o]))
+	}
+	e.t.Logf("interleavings reached: %d of %d rounds ran both calls at once (%s)", overlapped, run, strings.Join(counts, ", "))
+	if overlapped == 0 && !e.t.Failed() {
+		e.t.Errorf("no round of %d ran both calls at once: the interleaving was never reached", run)
+	}
+}
+
+// checkInterleaveNextSeal: a Next races a Seal of its key. The Next either
+// comes first, its range ending at or below the value the Seal returns,
+// or gives ErrSealed; the key ends sealed at that value.
+func checkInterleaveNextSeal(e *env) {
+	a, b := e.open(), e.open()
+	e.interleave(func(i int, at func(f, g func())) string {
+		key := fmt.Sprintf("interleave/seal/%d", i)
+		e.next(a, key, 10)
+		var r store.Range
+		var final int64
+		var nerr, serr error
+		at(func() { r, nerr = a.Ranges().Next(e.ctx, key, 10) }, func() { final, serr = b.Ranges().Seal(e.ctx, key) })
+		e.fatalIf(serr, "Seal(%q) racing a Next", key)
+		order := "seal first"
+		switch {
+		case errors.Is(nerr, store.ErrSealed):
+		case nerr != nil:
+			e.t.Fatalf("Next(%q) racing a Seal: %v", key, nerr)
+		default:
+			order = "next first"
+			if r.End > final {
+				e.t.Errorf("Next(%q) racing a Seal gave %v, past the final value %d the Seal returned: its write landed after the seal", key, r, final)
+			}
+		}
+		e.wantCurrent(a, key, final, true)
+		return order
+	})
+}
+
+// checkInterleaveNextInit: a Next creating a key races an Init of it at
+// 100. Either the Init comes first (the Next starts at 100) or the Next
+// does (the Init gives ErrConfigMismatch); never both from nothing.
+func checkInterleaveNextInit(e *env) {
+	a, b := e.open(), e.open()
+	e.interleave(func(i int, at func(f, g func())) string {
+		key := fmt.Sprintf("interleave/init/%d", i)
+		var r store.Range
+		var nerr, ierr error
+		at(func() { r, nerr = a.Ranges().Next(e.ctx, key, 10) }, func() { ierr = b.Ranges().Init(e.ctx, key, 100) })
+		e.fatalIf(nerr, "Next(%q) racing an Init", key)
+		switch {
+		case ierr == nil:
+			e.wantRange(r, 100, 110, fmt.Sprintf("Next(%q) after an Init at 100 that succeeded", key))
+			e.wantCurrent(b, key, 110, false)
+			return "init first"
+		case errors.Is(ierr, store.ErrConfigMismatch):
+			e.wantRange(r, 0, 10, fmt.Sprintf("Next(%q) before an Init that found the key", key))
+			e.wantCurrent(b, key, 10, false)
+			return "next first"
+		default:
+			e.t.Fatalf("Init(%q, 100) racing a Next: %v", key, ierr)
+			return ""
+		}
+	})
+}
+
+// checkInterleaveAcquireAcquire: two stores acquire the one slot of a
+// namespace at once: one gets it, the other ErrExhausted.
+func checkInterleaveAcquireAcquire(e *env) {
+	a, b := e.open(), e.open()
+	e.interleave(func(i int, at func(f, g func())) string {
+		ns := e.namespace(fmt.Sprintf("il-acquire-%d", i), 1)
+		var la, lb store.Lease
+		var aerr, berr error
+		at(func() { la, aerr = a.Slots().Acquire(e.ctx, ns, "a", e.long()) },
+			func() { lb, berr = b.Slots().Acquire(e.ctx, ns, "b", e.long()) })
+		switch {
+		case aerr == nil && berr == nil:
+			e.t.Errorf("both stores got the one slot of %s: a fence %d, b fence %d", ns.Name, la.Fence, lb.Fence)
+			return "both"
+		case aerr == nil && errors.Is(berr, store.ErrExhausted):
+			return "a first"
+		case berr == nil && errors.Is(aerr, store.ErrExhausted):
+			return "b first"
+		default:
+			e.t.Fatalf("two Acquires of the one slot of %s: %v, %v; want one lease and ErrExhausted", ns.Name, aerr, berr)
+			return ""
+		}
+	})
+}
+
+// checkInterleaveRenewTakeover: at the expiry of a term, its holder's
+// Renew races another owner's Acquire of the slot. The Renew continues
+// the term (the Acquire then finds no free slot) or the Acquire takes it
+// over (the Renew then gives ErrLeaseLost); never both.
+func checkInterleaveRenewTakeover(e *env) {
+	a, b := e.open(), e.open()
+	e.interleave(func(i int, at func(f, g func())) string {
+		ns := e.namespace(fmt.Sprintf("il-takeover-%d", i), 1)
+		l := e.acquire(a, ns, "a", store.AcquireOptions{TTL: e.ttl})
+		e.waitUntil(l.ExpiresAt + 1)
+		var renewed, taken store.Lease
+		var rerr, aerr error
+		at(func() { renewed, rerr = a.Slots().Renew(e.ctx, l) },
+			func() { taken, aerr = b.Slots().Acquire(e.ctx, ns, "b", e.long()) })
+		switch {
+		case rerr == nil && aerr == nil:
+			e.t.Errorf("at the expiry of %s's term (fence %d) both its Renew (expiring %d, ceiling %d) and b's Acquire "+
+				"(fence %d, floor %d) succeeded: one wrote over the other", ns.Name, l.Fence, renewed.ExpiresAt, renewed.Ceiling, taken.Fence, taken.Floor)
+			return "both"
+		case rerr == nil && errors.Is(aerr, store.ErrExhausted):
+			return "renew first"
+		case aerr == nil && errors.Is(rerr, store.ErrLeaseLost):
+			if taken.Fence <= l.Fence || taken.Floor < l.Ceiling {
+				e.t.Errorf("b took over %s's expired term (fence %d, ceiling %d) at fence %d, floor %d", ns.Name, l.Fence, l.Ceiling, taken.Fence, taken.Floor)
+			}
+			return "takeover first"
+		default:
+			e.t.Fatalf("Renew racing a takeover in %s: %v; Acquire: %v", ns.Name, rerr, aerr)
+			return ""
+		}
+	})
+}
+
+// checkInterleaveReleaseAcquire: a holder's Release (used known) races
+// another owner's Acquire of the namespace's one slot. The Release always
+// succeeds (the term is live); the Acquire finds no free slot, or comes
+// after the Release and starts above the used timestamp.
+func checkInterleaveReleaseAcquire(e *env) {
+	a, b := e.open(), e.open()
+	e.interleave(func(i int, at func(f, g func())) string {
+		ns := e.namespace(fmt.Sprintf("il-release-%d", i), 1)
+		l := e.acquire(a, ns, "a", e.long())
+		used := l.Floor + 5
+		var taken store.Lease
+		var rerr, aerr error
+		at(func() { rerr = a.Slots().ReleaseUsed(e.ctx, l, used) },
+			func() { taken, aerr = b.Slots().Acquire(e.ctx, ns, "b", e.long()) })
+		if rerr != nil {
+			e.t.Errorf("Release of a live term (fence %d) racing an Acquire: %v (the Acquire: %+v, %v)", l.Fence, rerr, taken, aerr)
+		}
+		switch {
+		case aerr == nil:
+			if taken.Fence != l.Fence+1 || taken.Floor < used+1 {
+				e.t.Errorf("Acquire after a Release (fence %d, used %d) got fence %d, floor %d; want fence %d, floor at least %d",
+					l.Fence, used, taken.Fence, taken.Floor, l.Fence+1, used+1)
+			}
+			return "release first"
+		case errors.Is(aerr, store.ErrExhausted):
+			return "acquire first"
+		default:
+			e.t.Fatalf("Acquire racing a Release in %s: %v", ns.Name, aerr)
+			return ""
+		}
+	})
+}
+
+// checkInterleaveReleaseRenew: a term's Release races its Renew from
+// another store. The Release succeeds; the Renew comes first or gives
+// ErrLeaseLost; either way the slot ends released (no Renew writes over
+// the Release).
+func checkInterleaveReleaseRenew(e *env) {
+	a, b := e.open(), e.open()
+	e.interleave(func(i int, at func(f, g func())) string {
+		ns := e.namespace(fmt.Sprintf("il-release-renew-%d", i), 1)
+		l := e.acquire(a, ns, "a", e.long())
+		var relErr, renErr error
+		at(func() { relErr = a.Slots().ReleaseUsed(e.ctx, l, l.Floor) }, func() { _, renErr = b.Slots().Renew(e.ctx, l) })
+		e.fatalIf(relErr, "Release racing a Renew")
+		order := "renew first"
+		if renErr != nil {
+			order = "release first"
+			e.wantIs(renErr, store.ErrLeaseLost, "Renew racing a Release, after it")
+		}
+		if in, ok := e.slotInfo(b, ns.Name, l.Slot); !ok || in.Owner != "" {
+			e.t.Errorf("after a Release and a Renew (%s) slot %d of %s lists owner %q fence %d: the Renew wrote over the Release",
+				order, l.Slot, ns.Name, in.Owner, in.Fence)
+		}
+		return order
+	})
+}
+
+// checkInterleaveSealNamespace: one store renews a term and then acquires
+// another while a second seals the namespace and at once lists its
+// slots, as a migration does. A Renew or Acquire that succeeded shows in
+// that listing (its fence, and a ceiling at least its own); any other
+// gives ErrSealed.
+func checkInterleaveSealNamespace(e *env) {
+	a, b := e.open(), e.open()
+	e.interleave(func(i int, at func(f, g func())) string {
+		ns := e.namespace(fmt.Sprintf("il-seal-%d", i), 2)
+		l := e.acquire(a, ns, "a", e.long())
+		var renewed, acquired store.Lease
+		var rerr, aerr, serr, lerr error
+		var infos []store.SlotInfo
+		at(func() {
+			renewed, rerr = a.Slots().Renew(e.ctx, l)
+			acquired, aerr = a.Slots().Acquire(e.ctx, ns, "x", e.long())
+		}, func() {
+			if serr = b.Slots().Seal(e.ctx, ns.Name); serr == nil {
+				infos, lerr = b.Slots().List(e.ctx, ns.Name)
+			}
+		})
+		e.fatalIf(serr, "SealNamespace(%s)", ns.Name)
+		e.fatalIf(lerr, "Slots(%s) after its seal", ns.Name)
+		listed := func(slot int) (store.SlotInfo, bool) {
+			for _, in := range infos {
+				if in.Slot == slot {
+					return in, true
+				}
+			}
+			return store.SlotInfo{}, false
+		}
+		var sealed []string
+		if rerr == nil {
+			if in, ok := listed(l.Slot); !ok || in.Fence != l.Fence || in.Ceiling < renewed.Ceiling {
+				e.t.Errorf("a Renew (ceiling %d) succeeded that the listing right after the seal does not show (%+v): it landed after the seal",
+					renewed.Ceiling, in)
+			}
+		} else {
+			e.wantIs(rerr, store.ErrSealed, "Renew racing a seal")
+			sealed = append(sealed, "renew sealed")
+		}
+		if aerr == nil {
+			if in, ok := listed(acquired.Slot); !ok || in.Fence < acquired.Fence {
+				e.t.Errorf("an Acquire (slot %d, fence %d) succeeded that the listing right after the seal does not show (%+v): it landed after the seal",
+					acquired.Slot, acquired.Fence, in)
+			}
+		} else {
+			e.wantIs(aerr, store.ErrSealed, "Acquire racing a seal")
+			sealed = append(sealed, "acquire sealed")
+		}
+		if len(sealed) == 0 {
+			return "both before the seal"
+		}
+		return strings.Join(sealed, " and ")
+	})
+}
+
+// seeder skips the check unless the store implements driver.SlotSeeder.
+func (e *env) seeder(st *store.Store) {
+	e.t.Helper()
+	if !is[driver.SlotSeeder](st.Driver()) {
+		e.t.Skip("the driver does not implement the optional driver.SlotSeeder")
+	}
+}
+
+// checkInterleaveSeedAcquire: a Seed of a slot never used (fence 50, a
+// next floor an hour ahead) races an Acquire of it. The Seed comes first
+// (the term starts above both) or finds the term live (ErrLocked, the
+// term at fence 1).
+func checkInterleaveSeedAcquire(e *env) {
+	a, b := e.open(), e.open()
+	e.seeder(b)
+	e.interleave(func(i int, at func(f, g func())) string {
+		ns := e.namespace(fmt.Sprintf("il-seed-%d", i), 1)
+		floor := nowMillis() + time.Hour.Milliseconds()
+		var l store.Lease
+		var aerr, serr error
+		at(func() { l, aerr = a.Slots().Acquire(e.ctx, ns, "a", e.long()) }, func() { serr = b.Slots().Seed(e.ctx, ns, 0, 50, floor) })
+		e.fatalIf(aerr, "Acquire racing a Seed")
+		switch {
+		case serr == nil:
+			if l.Fence != 51 || l.Floor < floor {
+				e.t.Errorf("an Acquire racing a Seed (fence 50, next floor %d) that succeeded got fence %d, floor %d: the Seed was lost", floor, l.Fence, l.Floor)
+			}
+			return "seed first"
+		case errors.Is(serr, store.ErrLocked):
+			if l.Fence != 1 {
+				e.t.Errorf("a Seed refused for a live term, yet the term has fence %d, not 1", l.Fence)
+			}
+			return "acquire first"
+		default:
+			e.t.Fatalf("Seed racing an Acquire: %v", serr)
+			return ""
+		}
+	})
+}
+
+// checkInterleaveSeedRenew: once a term has expired, its holder's Renew
+// races a Seed of its slot. The Renew continues the term (the Seed then
+// gives ErrLocked) or the Seed ends it (the Renew then gives
+// ErrLeaseLost); never both.
+func checkInterleaveSeedRenew(e *env) {
+	a, b := e.open(), e.open()
+	e.seeder(b)
+	e.interleave(func(i int, at func(f, g func())) string {
+		ns := e.namespace(fmt.Sprintf("il-seed-renew-%d", i), 1)
+		l := e.acquire(a, ns, "a", store.AcquireOptions{TTL: e.ttl})
+		e.waitUntil(l.ExpiresAt + 1)
+		var rerr, serr error
+		at(func() { _, rerr = a.Slots().Renew(e.ctx, l) }, func() { serr = b.Slots().Seed(e.ctx, ns, 0, l.Fence+10, l.Ceiling) })
+		switch {
+		case rerr == nil && serr == nil:
+			e.t.Errorf("an expired term's Renew and a Seed of its slot both succeeded: one wrote over the other")
+			return "both"
+		case rerr == nil && errors.Is(serr, store.ErrLocked):
+			return "renew first"
+		case serr == nil && errors.Is(rerr, store.ErrLeaseLost):
+			return "seed first"
+		default:
+			e.t.Fatalf("Renew racing a Seed: %v; Seed: %v", rerr, serr)
+			return ""
+		}
+	})
+}
+
+// purger skips the check unless the store implements driver.Purger.
+func (e *env) purger(st *store.Store) {
+	e.t.Helper()
+	if !is[driver.Purger](st.Driver()) {
+		e.t.Skip("the driver does not implement the optional driver.Purger")
+	}
+}
+
+// purgeOrder names the order a Purge's outcome shows: first (it
+// succeeded), after the other call (ErrLocked: it found the term or hold),
+// or refused otherwise (a write it saw change under it: ZooKeeper's
+// versioned deletes).
+func purgeOrder(err error, after string) string {
+	switch {
+	case err == nil:
+		return "purge first"
+	case errors.Is(err, store.ErrLocked):
+		return after
+	default:
+		return "purge refused (not ErrLocked)"
+	}
+}
+
+// checkInterleavePurgeAcquire: a Purge races an Acquire. The Purge comes
+// first (the term is made after it), or finds the term live (ErrLocked),
+// or fails; the Acquire may fail too: a term that was granted survives
+// the purge, and renews.
+func checkInterleavePurgeAcquire(e *env) {
+	a, b := e.open(), e.open()
+	e.purger(b)
+	e.interleave(func(i int, at func(f, g func())) string {
+		ns := e.namespace(fmt.Sprintf("il-purge-%d", i), 1)
+		var l store.Lease
+		var aerr, perr error
+		at(func() { l, aerr = a.Slots().Acquire(e.ctx, ns, "a", e.long()) }, func() { _, perr = b.Purge(e.ctx) })
+		order := purgeOrder(perr, "acquire first")
+		if aerr != nil {
+			// A purge is run with every instance stopped; one that meets
+			// a running Acquire may make it fail (not hand out a term).
+			e.t.Logf("round %d: Acquire racing a Purge (%s) failed: %v", i, order, aerr)
+			return order + ", acquire failed"
+		}
+		renewed, err := a.Slots().Renew(e.ctx, l)
+		if err != nil {
+			e.t.Errorf("a term granted while a Purge ran (%s) does not renew: %v: the purge deleted a live term", order, err)
+			return order
+		}
+		e.fatalIf(a.Slots().Release(e.ctx, renewed), "Release")
+		return order
+	})
+}
+
+// checkInterleavePurgeLock: a Purge races a Lock. The Purge comes first,
+// or finds the lock held (ErrLocked), or fails; the hold granted survives
+// it: a third store's TryLock finds the lock taken.
+func checkInterleavePurgeLock(e *env) {
+	a, b, c := e.open(), e.open(), e.open()
+	e.purger(b)
+	e.interleave(func(i int, at func(f, g func())) string {
+		name := fmt.Sprintf("il-purge-%d", i)
+		var l *store.Lock
+		var lerr, perr error
+		at(func() { l, lerr = a.Locks().Lock(e.timeout(e.lockWait), name) }, func() { _, perr = b.Purge(e.ctx) })
+		order := purgeOrder(perr, "lock first")
+		if lerr != nil {
+			e.t.Logf("round %d: Lock racing a Purge (%s) failed: %v", i, order, lerr)
+			return order + ", lock failed"
+		}
+		if other, err := c.Locks().TryLock(e.ctx, name); !errors.Is(err, store.ErrLocked) {
+			e.t.Errorf("a lock granted while a Purge ran (%s): another store's TryLock gave %v, want ErrLocked: the purge deleted a hold", order, err)
+			if err == nil {
+				e.unlock(other)
+			}
+		}
+		e.unlock(l)
+		return order
+	})
+}
