@@ -174,8 +174,12 @@ func (s *lockStore) createWaiter(ctx context.Context, ss *session, key, owner, p
 		return 0, false, err // Close revokes the lease
 	}
 	s.abandon(ss, fmt.Errorf("the create of waiter key %s got no answer (%v): it may be applied later", key, err))
-	if ctx.Err() != nil {
-		return 0, false, err
+	if ctx.Err() != nil || !retryable(err) {
+		return 0, false, err // a refusal would be refused again
+	}
+	// Each attempt costs a lease: not at once.
+	if berr := s.backoff(ctx, 1, err); berr != nil {
+		return 0, false, berr
 	}
 	return 0, false, fmt.Errorf("%v: %w", err, errQueueLost)
 }

@@ -158,3 +158,37 @@ func waitForgotten(t *testing.T, st *store.Store, name string) {
 		return errors.Is(err, store.ErrNotFound)
 	})
 }
+
+// TestLockCreateRefusedOnce: a waiter create the server refuses (here
+// every transaction, as a permission error would) abandons the session,
+// as its outcome is not known to be nothing, but fails the Lock at once:
+// it does not queue again, granting a lease per attempt, until its
+// context ends.
+func TestLockCreateRefusedOnce(t *testing.T) {
+	ctx := t.Context()
+	var refuse atomic.Bool
+	var grants atomic.Int64
+	st := openDriver(t, freshPrefix("refused"), func(s *driverStore) {
+		s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ictx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			switch {
+			case strings.HasSuffix(method, "/LeaseGrant"):
+				grants.Add(1)
+			case refuse.Load() && strings.HasSuffix(method, "/Txn"):
+				return status.Error(codes.PermissionDenied, "refused (test)")
+			}
+			return invoker(ictx, method, req, reply, cc, opts...)
+		})}
+	})
+	refuse.Store(true)
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := st.Locks().Lock(lctx, "r")
+	if err == nil || !strings.Contains(err.Error(), "refused (test)") {
+		t.Fatalf("Lock whose create is refused: %v, want the refusal", err)
+	}
+	if took := time.Since(start); took > 3*time.Second || grants.Load() > 1 {
+		t.Errorf("Lock whose create is refused took %v and %d lease grants, want an error at once after one", took, grants.Load())
+	}
+}
