@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/fleetbench"
 	"github.com/cosid-go/store/internal/rangebench"
 )
 
@@ -18,4 +19,13 @@ var benchStates atomic.Int64
 func BenchmarkNextConcurrent(b *testing.B) {
 	name := fmt.Sprintf("bench-%d", benchStates.Add(1))
 	rangebench.Run(b, func(testing.TB) driver.Store { return newDriver(name) })
+}
+
+// BenchmarkFleet: a fleet of stores of one state acquiring slots of one
+// namespace at once (package fleetbench).
+//
+//	COSID_FLEET=250,1000 go test -run '^$' -bench Fleet -benchtime 1x ./drivers/memory/
+func BenchmarkFleet(b *testing.B) {
+	name := fmt.Sprintf("fleet-%d", benchStates.Add(1))
+	fleetbench.Run(b, func() (driver.Store, error) { return newDriver(name), nil })
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/fleetbench"
 	"github.com/cosid-go/store/internal/pgtest"
 	"github.com/cosid-go/store/internal/rangebench"
 )
@@ -189,5 +190,19 @@ func BenchmarkNextConcurrent(b *testing.B) {
 			tb.Fatal(err)
 		}
 		return d
+	})
+}
+
+// BenchmarkFleet: a fleet of instances, each a store with a pool of one
+// connection, acquiring slots of one namespace at once (package
+// fleetbench), on a server of its own that admits them all. Goal: 1,000
+// all held within 10 s, at most 3x the time of 250.
+//
+//	COSID_FLEET=250,1000 go test -run '^$' -bench Fleet -benchtime 1x ./drivers/postgres/
+func BenchmarkFleet(b *testing.B) {
+	srv := pgtest.StartSized(b, fleetbench.Limit+100)
+	schema := freshSchema("fleet")
+	fleetbench.Run(b, func() (driver.Store, error) {
+		return fromOptions(map[string]string{"connString": srv.ConnString(), "schema": schema, "poolSize": "1"})
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/fleetbench"
 	"github.com/cosid-go/store/internal/rangebench"
 )
 
@@ -123,4 +124,16 @@ func BenchmarkFileCheck(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkFleet: a fleet of instances on one host, each a store of its
+// own on the same file, acquiring slots of one namespace at once (package
+// fleetbench).
+//
+//	COSID_FLEET=250,1000 go test -run '^$' -bench Fleet -benchtime 1x ./drivers/sqlite/
+func BenchmarkFleet(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "fleet.db")
+	fleetbench.Run(b, func() (driver.Store, error) {
+		return fromOptions(map[string]string{"path": path})
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/fleetbench"
 	"github.com/cosid-go/store/internal/rangebench"
 	"github.com/cosid-go/store/internal/zktest"
 )
@@ -132,6 +133,23 @@ func BenchmarkNextConcurrent(b *testing.B) {
 			root := randomRoot()
 			rangebench.Run(b, func(tb testing.TB) driver.Store {
 				return openTest(tb, testOptions(addr, map[string]string{"root": root}), nil)
+			})
+		})
+	}
+}
+
+// BenchmarkFleet: a fleet of instances, each a store with a session of its
+// own, acquiring slots of one namespace at once (package fleetbench).
+// Goal: 1,000 all held within 10 s, at most 3x the time of 250.
+//
+//	COSID_ZK_VERSIONS=3.8 COSID_FLEET=250,1000 go test -run '^$' -bench Fleet -benchtime 1x ./drivers/zookeeper/
+func BenchmarkFleet(b *testing.B) {
+	for _, version := range zktest.Versions() {
+		b.Run(version, func(b *testing.B) {
+			addr := zktest.StartServer(b, version).Addr()
+			root := randomRoot()
+			fleetbench.Run(b, func() (driver.Store, error) {
+				return open(map[string]string{"connectString": addr, "root": root}, nil)
 			})
 		})
 	}

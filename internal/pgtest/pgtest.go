@@ -95,7 +95,7 @@ func Shared(t testing.TB) *Server {
 	shared.Lock()
 	defer shared.Unlock()
 	if shared.s == nil && shared.err == nil {
-		shared.s, shared.err = start("shared")
+		shared.s, shared.err = start("shared", defaultMaxConns)
 	}
 	if shared.err != nil {
 		t.Fatal(shared.err)

@@ -71,7 +71,7 @@ func TestProxyCut(t *testing.T) {
 // is killed and runs no cleanup.
 func TestServerDiesWithTestBinary(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
-		s, err := start("child")
+		s, err := start("child", defaultMaxConns)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,9 @@ type Server struct {
 	bin  string
 	dir  string // owned by the server's user: data/, the socket, server.log
 	port int
+	// maxConns is the server's max_connections (defaultMaxConns unless
+	// StartSized set it).
+	maxConns int
 
 	mu   sync.Mutex
 	proc *srvproc.Process // nil when stopped
@@ -46,7 +49,18 @@ const launchMarker = "=== pgtest: launch "
 // ends. It fails the test with a clear message when none can be started.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := start(t.Name())
+	return StartSized(t, defaultMaxConns)
+}
+
+// defaultMaxConns is the max_connections of a test server: room for the
+// tests of a package running in parallel.
+const defaultMaxConns = 400
+
+// StartSized is Start with a server that admits maxConns connections (a
+// benchmark's fleet of stores, one connection each).
+func StartSized(t testing.TB, maxConns int) *Server {
+	t.Helper()
+	s, err := start(t.Name(), maxConns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +68,7 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
-func start(name string) (*Server, error) {
+func start(name string, maxConns int) (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -63,7 +77,7 @@ func start(name string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %v", err)
 	}
-	s := &Server{name: name, bin: bin, dir: dir}
+	s := &Server{name: name, bin: bin, dir: dir, maxConns: maxConns}
 	if err := s.setup(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -125,7 +139,7 @@ func ConnStringAt(addr string) string {
 func (s *Server) launch() error {
 	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.dataDir(), "-p", strconv.Itoa(s.port),
 		"-k", s.dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
-		"-c", "full_page_writes=off", "-c", "max_connections=400", "-c", "shared_buffers=32MB",
+		"-c", "full_page_writes=off", "-c", "max_connections="+strconv.Itoa(s.maxConns), "-c", "shared_buffers=32MB",
 		"-c", "cluster_name=cosid-pgtest-"+strconv.Itoa(os.Getpid()))
 	cmd.SysProcAttr = procAttr()
 	p, err := srvproc.Start(cmd, srvproc.Spec{Helper: "pgtest", Log: s.logPath(), Marker: launchMarker,
