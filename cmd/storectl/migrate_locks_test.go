@@ -10,7 +10,7 @@ import (
 
 // lockSealing names the backends whose drivers seal locks
 // (driver.LockSealer); TestMigrateSealsLocks runs on every pair of them.
-var lockSealing = []string{"memory"}
+var lockSealing = []string{"memory", "postgres"}
 
 func sealingBackends() []backend {
 	var out []backend

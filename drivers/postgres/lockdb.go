@@ -38,6 +38,8 @@ type lockStatements struct {
 	Locks, LockRow, Waiters                                             string
 	PurgeLockTables, PurgeHead, PurgeList                               string
 	PurgeDelete                                                         []string
+	// lockseal.go
+	LocksSealed, SealLocks, SealWake, TicketLast, RaiseTicket, Unseal string
 }
 
 func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
@@ -75,7 +77,8 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		LockHead: `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket LIMIT 1`,
 		Enqueue:  `INSERT INTO {p}cosid_lock_waiter (ticket, name, owner, session) VALUES ($1, $2, $3, $4)`,
 		// One pass: the rows up to ours, with their sessions' counters.
-		Pass: `SELECT w.ticket, w.session, s.confirmations, s.timeout_ms
+		Pass: `SELECT w.ticket, w.session, s.confirmations, s.timeout_ms,
+			EXISTS (SELECT 1 FROM {p}cosid_meta WHERE name = 'locks_sealed')
 		FROM {p}cosid_lock_waiter w JOIN {p}cosid_lock_session s ON s.id = w.session
 		WHERE w.name = $1 AND w.ticket <= $2 ORDER BY w.ticket`,
 		// A takeover deletes a session (its waiter rows go with it) only if its
@@ -98,6 +101,16 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		PurgeHead:       `SELECT name, owner, ticket FROM {p}cosid_lock_waiter ORDER BY ticket LIMIT 1`,
 		PurgeList: `SELECT l.name, w.owner, w.ticket FROM {p}cosid_lock l
 			LEFT JOIN {p}cosid_lock_waiter w ON w.name = l.name ORDER BY l.name, w.ticket`,
+		// The seal is a row of cosid_meta, which a purge keeps. Sealing
+		// and raising lock cosid_lock first, which every enqueue writes
+		// before it takes its ticket: none is in flight meanwhile.
+		LocksSealed: `SELECT EXISTS (SELECT 1 FROM {p}cosid_meta WHERE name = 'locks_sealed')`,
+		SealLocks: `INSERT INTO {p}cosid_meta (name, value) VALUES ('locks_sealed', 'true')
+		ON CONFLICT (name) DO NOTHING`,
+		SealWake:    `SELECT pg_notify($1, ticket::text) FROM {p}cosid_lock_waiter`,
+		TicketLast:  `SELECT last_value FROM {p}cosid_lock_ticket`,
+		RaiseTicket: `SELECT setval('{p}cosid_lock_ticket', $1)`,
+		Unseal:      `DELETE FROM {p}cosid_meta WHERE name = 'locks_sealed'`,
 		PurgeDelete: []string{`DELETE FROM {p}cosid_lock_waiter`, `DELETE FROM {p}cosid_lock_session`, `DELETE FROM {p}cosid_lock`},
 	}
 	return st, d.Prepare(st)

@@ -51,6 +51,9 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 		}
 		ticket, err = s.enqueue(ctx, se, name, owner, wait)
 	}
+	if errors.Is(err, driver.ErrSealed) {
+		return nil, err
+	}
 	if err != nil {
 		if pgdialect.Classify(err) == sqlstore.MissingParent {
 			// The session row is gone again: taken over or purged.
@@ -96,6 +99,9 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 		}
 		if err != nil {
 			s.abandon(se, name, ticket)
+			if errors.Is(err, driver.ErrSealed) {
+				return nil, err
+			}
 			return nil, s.unavailable(err)
 		}
 	}
@@ -113,6 +119,15 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 			var t int64
 			if err := tx.QueryRow(ctx, s.lq.LockName, name).Scan(&t); err != nil {
 				return err
+			}
+			// After LockName: a seal committed before it is seen, one
+			// after it waits for this transaction (lockseal.go).
+			var sealed bool
+			if err := tx.QueryRow(ctx, s.lq.LocksSealed).Scan(&sealed); err != nil {
+				return err
+			}
+			if sealed {
+				return errSealed(name)
 			}
 			if !wait {
 				var holder string
@@ -133,7 +148,7 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 			return nil
 		})
 	})
-	if errors.Is(err, driver.ErrLocked) {
+	if errors.Is(err, driver.ErrLocked) || errors.Is(err, driver.ErrSealed) {
 		return 0, err
 	}
 	return ticket, err
@@ -150,11 +165,11 @@ func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket
 	}
 	type ahead struct{ session, count, timeoutMS int64 }
 	var before []ahead
-	mine := false
+	mine, sealed := false, false
 	for rows.Next() {
 		var t int64
 		var a ahead
-		if err := rows.Scan(&t, &a.session, &a.count, &a.timeoutMS); err != nil {
+		if err := rows.Scan(&t, &a.session, &a.count, &a.timeoutMS, &sealed); err != nil {
 			rows.Close()
 			return false, 0, err
 		}
@@ -173,6 +188,10 @@ func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket
 		err := fmt.Errorf("the lock's queue no longer has ticket %d (its session was taken over): %w", ticket, driver.ErrLeaseLost)
 		se.lose(err)
 		return false, 0, err
+	}
+	if sealed && mine {
+		// Queued before the seal: never granted after it.
+		return false, 0, errSealed(name)
 	}
 	if len(before) == 0 {
 		return true, 0, nil

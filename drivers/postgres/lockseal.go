@@ -1,0 +1,72 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/jackc/pgx/v5"
+)
+
+var _ driver.LockSealer = (*driverStore)(nil)
+
+func errSealed(name string) error {
+	return fmt.Errorf("lock %q: the store's locks are sealed (they moved to another store): %w", name, driver.ErrSealed)
+}
+
+// SealLocks writes the seal row (driver.LockSealer) with cosid_lock locked,
+// so no enqueue is in flight: each one before has its ticket, each one
+// after reads the seal. Tickets are the fences, from one sequence, so its
+// last value is the floor of every name. The waiters are woken to find the
+// seal (pass).
+func (s *driverStore) SealLocks(ctx context.Context) (int64, error) {
+	var floor int64
+	err := pgx.BeginTxFunc(ctx, s.pool, beginBounded(s.cfg.LockTimeout), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.lq.PurgeLockTables); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.lq.SealLocks); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.lq.SealWake, s.locks.channel); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, s.lq.TicketLast).Scan(&floor)
+	})
+	if err != nil {
+		return 0, s.unavailable(err)
+	}
+	return floor, nil
+}
+
+// RaiseLockFences moves the ticket sequence up to floor (setval: the next
+// ticket is above it) and removes the seal, with cosid_lock locked, so
+// that no enqueue takes a ticket between the read and the setval.
+func (s *driverStore) RaiseLockFences(ctx context.Context, floor int64) error {
+	err := pgx.BeginTxFunc(ctx, s.pool, beginBounded(s.cfg.LockTimeout), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.lq.PurgeLockTables); err != nil {
+			return err
+		}
+		var last int64
+		if err := tx.QueryRow(ctx, s.lq.TicketLast).Scan(&last); err != nil {
+			return err
+		}
+		if floor > last {
+			if _, err := tx.Exec(ctx, s.lq.RaiseTicket, floor); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, s.lq.Unseal)
+		return err
+	})
+	return s.unavailable(err)
+}
+
+// LocksSealed reads the seal row.
+func (s *driverStore) LocksSealed(ctx context.Context) (bool, error) {
+	var sealed bool
+	if err := s.pool.QueryRow(ctx, s.lq.LocksSealed).Scan(&sealed); err != nil {
+		return false, s.unavailable(err)
+	}
+	return sealed, nil
+}
