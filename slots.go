@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cosid-go/store/driver"
 )
@@ -185,5 +186,31 @@ func (l *SlotLeaseStore) Seed(ctx context.Context, ns Namespace, slot int, fence
 	o := op{name: "Seed", key: ns.Name + "/" + strconv.Itoa(slot), check: check}
 	return callErr(ctx, l.s, o, func(ctx context.Context, d driver.SlotSeeder) error {
 		return d.SeedSlot(ctx, ns.toDriver(), slot, fence, nextFloor)
+	})
+}
+
+// MaxLayout is the longest layout KeepLayout accepts, in bytes.
+const MaxLayout = 1024
+
+// KeepLayout records layout as the layout of namespace ns's IDs if it has
+// none yet, creating the namespace if it is missing (as Acquire would),
+// and returns the namespace's layout: layout, or the one recorded before,
+// which is never replaced. A generator compares it with its own (idgen's
+// Snowflake does, and refuses another layout). A namespace forgets its
+// layout only with a purge. Drivers without the capability give
+// ErrUnsupported.
+func (l *SlotLeaseStore) KeepLayout(ctx context.Context, ns Namespace, layout string) (string, error) {
+	check := checkNamespace(ns)
+	if check == nil && (layout == "" || len(layout) > MaxLayout) {
+		check = invalid("layout of %d bytes is not 1 to %d bytes long", len(layout), MaxLayout)
+	}
+	for _, r := range layout {
+		if check == nil && (r < 0x20 || r == 0x7F || !utf8.ValidRune(r) || r == utf8.RuneError) {
+			check = invalid("layout %q must not contain the character %U", layout, r)
+		}
+	}
+	o := op{name: "KeepLayout", key: ns.Name, check: check}
+	return call(ctx, l.s, o, func(ctx context.Context, d driver.LayoutKeeper) (string, error) {
+		return d.KeepLayout(ctx, ns.toDriver(), layout)
 	})
 }

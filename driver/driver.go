@@ -327,6 +327,22 @@ type SlotSeeder interface {
 	SeedSlot(ctx context.Context, ns Namespace, slot int, fence, nextFloor int64) error
 }
 
+// LayoutKeeper is an optional capability of a SlotLeaseStore: it keeps,
+// per namespace, the layout its IDs were issued with (an opaque text of
+// the generator's, such as idgen.Layout's String), so that a generator of
+// another layout, whose IDs could equal earlier ones, is refused.
+type LayoutKeeper interface {
+	// KeepLayout creates the namespace if it is missing, as Acquire does
+	// (ErrConfigMismatch if it exists with other settings, ErrSealed if
+	// it is sealed), records layout as its layout if it has none yet, and
+	// returns its layout: layout, or the one recorded before, which is
+	// never replaced (compare-and-set: of two calls with different
+	// layouts on a namespace without one, one records and the other gets
+	// the first's). The layout goes with the namespace: a purge forgets
+	// both. layout is 1 to 1024 bytes of printable text, no line breaks.
+	KeepLayout(ctx context.Context, ns Namespace, layout string) (string, error)
+}
+
 // Purger is an optional capability: it deletes everything the store keeps
 // (for ZooKeeper, every node of its layout under the root; a node outside
 // that layout, such as another store's root inside this one, makes it

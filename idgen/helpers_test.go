@@ -55,6 +55,7 @@ type faulty struct {
 	driver.Store
 	driver.RangeStore
 	driver.SlotLeaseStore
+	driver.LayoutKeeper  // passed through: every driver these tests use has it
 	next, acquire, renew gate
 	skew                 atomic.Int64
 }
@@ -170,6 +171,7 @@ func open(t *testing.T, b backend, opts ...store.Option) (*store.Store, *faulty)
 	f := &faulty{Store: d}
 	f.RangeStore, _ = d.(driver.RangeStore)
 	f.SlotLeaseStore, _ = d.(driver.SlotLeaseStore)
+	f.LayoutKeeper, _ = d.(driver.LayoutKeeper)
 	st, err := store.OpenDriver(f, opts...)
 	if err != nil {
 		t.Fatal(err)

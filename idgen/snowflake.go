@@ -93,6 +93,14 @@ type bounds struct {
 // NewSnowflake acquires a slot of ns for owner, keeps it alive with a
 // Session, and returns a generator using the slot as worker ID. The
 // layout's worker bits must hold every slot of ns.
+//
+// A namespace keeps the layout of its first generator (Layout.String,
+// through store.SlotLeaseStore.KeepLayout; a namespace made before
+// layouts were kept takes the next generator's): a generator of another
+// layout (unit, epoch or bit widths), whose IDs could equal earlier ones,
+// is refused with store.ErrConfigMismatch naming the difference, before it
+// acquires a slot. To change the layout, use a new namespace. A store
+// whose driver cannot keep layouts (store.ErrUnsupported) is not checked.
 func NewSnowflake(ctx context.Context, st *store.Store, ns store.Namespace, owner string, opts SnowflakeOptions) (*Snowflake, error) {
 	layout, err := opts.Layout.Resolve(ns.Limit)
 	if err != nil {
@@ -129,6 +137,9 @@ func NewSnowflake(ctx context.Context, st *store.Store, ns store.Namespace, owne
 	}
 	if now := g.clock(); now.Before(layout.Epoch) {
 		return nil, invalid("layout epoch %s is after the clock's time %s", layout.Epoch.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	if err := keepLayout(ctx, st, ns, layout); err != nil {
+		return nil, err
 	}
 	sess, err := NewSession(ctx, st, ns, owner, SessionOptions{Acquire: opts.Acquire, Margin: opts.Margin})
 	if err != nil {

@@ -36,6 +36,7 @@ func TestZooKeeper(t *testing.T) {
 				{"SnowflakePausedHolder", testSnowflakePausedHolder},
 				{"SnowflakeRestart", testSnowflakeRestart},
 				{"SnowflakeIssuesBelowSealedCeiling", testSnowflakeIssuesBelowSealedCeiling},
+				{"LayoutKept", testLayoutKept},
 			} {
 				t.Run(c.name, func(t *testing.T) { c.run(t, zkBackend(t, addr)) })
 			}

@@ -30,6 +30,7 @@ func slotChecks() []check {
 		{"SameIncarnation", needSlots, checkSameIncarnation},
 		{"Listing", needSlots, checkListing},
 		{"Seed", needSlots, checkSeed},
+		{"Layout", needSlots, checkLayout},
 		{"MostRecentFirst", needSlots, checkMostRecentFirst},
 		{"ExpiredFoundBySearch", needSlots, checkExpiredFoundBySearch},
 		{"NoEarlyTakeover", needSlots, checkNoEarlyTakeover},

@@ -156,6 +156,8 @@
 //	D131 sealing twice is not an error; a missing namespace is created sealed    Slots/Seal
 //	D132 the seal is checked in the atomic step of Acquire's and Renew's write   Interleave/SealNamespace (rounds counted); TestSealRace (internal/sealrace)
 //	D133 Purge deletes a sealed namespace, seal included                         Slots/Seal
+//	D134 LayoutKeeper: the first layout is recorded, creating the namespace     Slots/Layout
+//	D135 ... never replaced: later calls, any store, get it; settings, seal     Slots/Layout
 //
 // Interleavings: each Interleave check starts a read-modify-write of one
 // store and another store's write at one instant, in rounds, and checks

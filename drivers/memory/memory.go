@@ -119,6 +119,7 @@ var (
 	_ driver.SlotLeaseStore = (*driverStore)(nil)
 	_ driver.Locker         = (*driverStore)(nil)
 	_ driver.SlotSeeder     = (*driverStore)(nil)
+	_ driver.LayoutKeeper   = (*driverStore)(nil)
 	_ driver.Purger         = (*driverStore)(nil)
 	_ driver.LockSealer     = (*driverStore)(nil)
 	_ driver.Pinger         = (*driverStore)(nil)

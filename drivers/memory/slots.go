@@ -23,6 +23,7 @@ type namespace struct {
 	owners     map[string][]int // owner key -> slots held last, most recent first
 	fenceFloor int64            // fences of this namespace start above it (see Purge)
 	sealed     bool             // SealNamespace: no new term, no renewal
+	layout     string           // KeepLayout's, "" until recorded
 }
 
 // slot returns slot n's record; a slot never used has only the fence floor.
@@ -237,4 +238,21 @@ func (s *driverStore) SeedSlot(ctx context.Context, want driver.Namespace, n int
 		ns.slots[n] = r
 	}
 	return nil
+}
+
+// KeepLayout records the namespace's layout if it has none (see
+// driver.LayoutKeeper).
+func (s *driverStore) KeepLayout(ctx context.Context, want driver.Namespace, layout string) (string, error) {
+	if err := s.begin(ctx); err != nil {
+		return "", err
+	}
+	defer s.st.mu.Unlock()
+	ns, err := s.st.namespace(want)
+	if err != nil {
+		return "", err
+	}
+	if ns.layout == "" {
+		ns.layout = layout
+	}
+	return ns.layout, nil
 }

@@ -168,6 +168,7 @@ var (
 	_ driver.RangeAdvancer  = (*driverStore)(nil)
 	_ driver.SlotLeaseStore = (*driverStore)(nil)
 	_ driver.SlotSeeder     = (*driverStore)(nil)
+	_ driver.LayoutKeeper   = (*driverStore)(nil)
 	_ driver.Purger         = (*driverStore)(nil)
 	_ driver.Pinger         = (*driverStore)(nil)
 	_ driver.Identifier     = (*driverStore)(nil)

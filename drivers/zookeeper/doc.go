@@ -124,7 +124,9 @@
 // A namespace is the node {root}/slot/{ns}, holding its settings as
 // name=value lines ("limit=1024", "tolerance=1000", and after a purge
 // "fence_floor=N"), with a child .clock
-// that every acquire writes: the mtime of that write is the acquire's now.
+// that every acquire writes: the mtime of that write is the acquire's now,
+// and, once a generator recorded it (KeepLayout), a child .layout holding
+// the layout of the namespace's IDs.
 // Slot n is the node {root}/slot/{ns}/{n}, holding the lines owner,
 // incarnation, last_owner, fence, ttl, tolerance, floor, expires_min,
 // ceiling_min and next_floor (durations and times in milliseconds); a free

@@ -104,7 +104,7 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 
 // foreignNodes lists, topmost first and at most eight, the nodes of the
 // walk that are not part of the store's layout (docs/design.md, ZooKeeper
-// node layout): range/KEY..., slot/NS/{N|.clock}, owner/NS/OWNER,
+// node layout): range/KEY..., slot/NS/{N|.clock|.layout}, owner/NS/OWNER,
 // lock/NAME/_c_WAITER. Such a node is most likely another store's root
 // (/ids/v2 inside /ids), which deleting everything below the root would
 // delete too.
@@ -137,7 +137,7 @@ func inLayout(segs []string) bool {
 	case "slot":
 		if len(segs) == 3 {
 			_, err := strconv.Atoi(segs[2])
-			return err == nil || segs[2] == ".clock"
+			return err == nil || segs[2] == clockName || segs[2] == layoutName
 		}
 		return len(segs) < 3
 	case "owner":

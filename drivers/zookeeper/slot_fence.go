@@ -25,7 +25,7 @@ func (s *slotStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a 
 	paths := []string{s.root}
 	for _, level := range levels {
 		for _, n := range level {
-			if rest, ok := strings.CutPrefix(n.path, base); ok && !strings.HasSuffix(rest, "/"+clockName) {
+			if rest, ok := strings.CutPrefix(n.path, base); ok && !strings.HasSuffix(rest, "/"+clockName) && !strings.HasSuffix(rest, "/"+layoutName) {
 				paths = append(paths, n.path)
 			}
 		}

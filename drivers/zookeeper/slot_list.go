@@ -89,7 +89,7 @@ func (s *slotStore) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, er
 	}
 	var nums []int
 	for _, name := range rs[0].children {
-		if name == clockName {
+		if name == clockName || name == layoutName {
 			continue
 		}
 		n, err := strconv.Atoi(name)

@@ -37,6 +37,7 @@ var (
 	_ driver.RangeAdvancer  = (*driverStore)(nil)
 	_ driver.SlotLeaseStore = (*driverStore)(nil)
 	_ driver.SlotSeeder     = (*driverStore)(nil)
+	_ driver.LayoutKeeper   = (*driverStore)(nil)
 	_ driver.Locker         = (*driverStore)(nil)
 )
 

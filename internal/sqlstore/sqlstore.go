@@ -12,7 +12,8 @@
 //	cosid_meta       name, value: the rows schema_version and store_id (the
 //	                 store's identity, random, written with the tables; a
 //	                 store made before it existed gets it at the next open
-//	                 that may create), and after a purge slot_fence_floor
+//	                 that may create), after a purge slot_fence_floor, and
+//	                 layout/NS, the ID layout of namespace NS (KeepLayout)
 //	cosid_range      key, next, sealed
 //	cosid_namespace  name, slot_limit, tolerance_ms, sealed (since schema
 //	                 version 2; Open and OpenExisting upgrade version 1)

@@ -14,6 +14,9 @@ type statements struct {
 	// namespace seal); SetVersion then records the version.
 	Upgrade1, SetVersion                  string
 	FenceFloor, RaiseFenceFloor, MaxFence string
+	// LayoutKeep records a namespace's layout (row layout/NS) unless it
+	// has one; LayoutRead reads it (driver.LayoutKeeper).
+	LayoutKeep, LayoutRead string
 
 	// Ranges. Next is one round trip: add step unless sealed or past
 	// math.MaxInt64; a new key starts at 0, so its new next value is step.
@@ -67,6 +70,9 @@ func newStatements(d Dialect) (*statements, error) {
 		RaiseFenceFloor: `INSERT INTO {p}cosid_meta AS m (name, value) VALUES ('slot_fence_floor', $1)
 			ON CONFLICT (name) DO UPDATE SET value = $1`,
 		MaxFence: `SELECT max(fence) FROM {p}cosid_slot`,
+		LayoutKeep: `INSERT INTO {p}cosid_meta (name, value) VALUES ($1, $2)
+			ON CONFLICT (name) DO NOTHING`,
+		LayoutRead: `SELECT value FROM {p}cosid_meta WHERE name = $1`,
 
 		Next: `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, $2, FALSE)
 			ON CONFLICT (key) DO UPDATE SET next = r.next + $2
@@ -127,7 +133,8 @@ func newStatements(d Dialect) (*statements, error) {
 		PurgeTerms: `SELECT namespace, ` + slotCols + `, {now} FROM {p}cosid_slot WHERE owner <> ''
 			ORDER BY namespace, slot`,
 		PurgeDelete: []string{`DELETE FROM {p}cosid_range`, `DELETE FROM {p}cosid_slot`,
-			`DELETE FROM {p}cosid_owner`, `DELETE FROM {p}cosid_namespace`},
+			`DELETE FROM {p}cosid_owner`, `DELETE FROM {p}cosid_namespace`,
+			`DELETE FROM {p}cosid_meta WHERE name LIKE 'layout/%'`}, // a layout goes with its namespace
 		Ping: `SELECT 1`,
 	}
 	return st, d.Prepare(st)

@@ -1,0 +1,61 @@
+package tck
+
+import (
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+)
+
+// checkLayout: the optional LayoutKeeper records a namespace's first
+// layout, creating the namespace, and gives it to every later call, from
+// any store, whatever layout that call brings; a namespace of other
+// settings and a sealed one refuse as Acquire does.
+func checkLayout(e *env) {
+	a, b := e.open(), e.open()
+	if !is[driver.LayoutKeeper](a.Driver()) {
+		e.t.Skip("the driver does not implement the optional driver.LayoutKeeper")
+	}
+	const rule = " (see driver.LayoutKeeper: the first layout is recorded and never replaced)"
+	ns := e.namespace("layout", 2)
+	keep := func(st *store.Store, ns store.Namespace, layout, want string) {
+		e.t.Helper()
+		got, err := st.Slots().KeepLayout(e.ctx, ns, layout)
+		e.fatalIf(err, "KeepLayout(%q, %q)", ns.Name, layout)
+		if got != want {
+			e.t.Errorf("KeepLayout(%q, %q) = %q, want %q%s", ns.Name, layout, got, want, rule)
+		}
+	}
+	keep(a, ns, "unit=1ms epoch=2024", "unit=1ms epoch=2024")
+	nss, err := b.Slots().Namespaces(e.ctx)
+	e.fatalIf(err, "Namespaces")
+	if len(nss) != 1 || nss[0].Name != ns.Name {
+		e.t.Errorf("Namespaces after KeepLayout of a missing namespace: %+v, want %q (KeepLayout creates it)", nss, ns.Name)
+	}
+	keep(b, ns, "unit=10ms epoch=2024", "unit=1ms epoch=2024")
+	keep(a, ns, "unit=1ms epoch=2024", "unit=1ms epoch=2024")
+	// The layout is the namespace's alone, and leaves its slots alone.
+	l := e.acquire(b, ns, "worker", e.long())
+	e.wantSlot(l, 0, "the lowest free slot of a namespace with a layout")
+	keep(a, e.namespace("layout-2", 2), "unit=10ms epoch=2024", "unit=10ms epoch=2024")
+	infos, err := a.Slots().List(e.ctx, ns.Name)
+	e.fatalIf(err, "Slots")
+	if len(infos) != 1 {
+		e.t.Errorf("Slots of a namespace with a layout and one term lists %+v, want the one slot", infos)
+	}
+
+	other := ns
+	other.Limit = 3
+	_, err = a.Slots().KeepLayout(e.ctx, other, "unit=1ms epoch=2024")
+	e.wantIs(err, store.ErrConfigMismatch, "KeepLayout with another limit")
+	e.fatalIf(a.Slots().Seal(e.ctx, "layout-sealed"), "Seal")
+	_, err = a.Slots().KeepLayout(e.ctx, e.namespace("layout-sealed", 2), "unit=1ms epoch=2024")
+	e.wantIs(err, store.ErrSealed, "KeepLayout in a sealed namespace")
+
+	// A purge forgets the layout with its namespace.
+	if !is[driver.Purger](a.Driver()) {
+		return
+	}
+	e.fatalIf(b.Slots().Release(e.ctx, l), "Release")
+	_, err = a.Purge(e.ctx)
+	e.fatalIf(err, "Purge")
+	keep(b, ns, "unit=10ms epoch=2024", "unit=10ms epoch=2024")
+}
