@@ -205,8 +205,9 @@ func countRanges(m map[string][]store.Range) int {
 // drops everything), Nexts through a store on all three, whose timeout is
 // long, go on through the others: a round trip to the frozen one is cut
 // at its attempt deadline and retried, instead of waiting for gRPC's
-// keepalive (10s+5s) to close the connection. The bound checked (12s for
-// all of them) is below the keepalive's and far above the attempts'.
+// keepalive (10s+5s) to close the connection; so do Seal, Advance, and a
+// slot's Acquire, Renew and Release. The bound checked (12s for all of
+// them) is below the keepalive's and far above the attempts'.
 // Thawed, the held writes reach the member late and are applied or not:
 // none hands out a value twice.
 func TestFrozenMemberCostsOneAttempt(t *testing.T) {
@@ -237,19 +238,19 @@ func TestFrozenMemberCostsOneAttempt(t *testing.T) {
 	go func() {
 		for range 30 {
 			if err := next(); err != nil {
-				done <- err
+				done <- fmt.Errorf("Next: %w", err)
 				return
 			}
 		}
-		done <- nil
+		done <- frozenOthers(st)
 	}()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("Next with one member of three frozen: %v", err)
+			t.Fatalf("with one member of three frozen: %v", err)
 		}
 	case <-time.After(bound):
-		t.Fatalf("30 Nexts with one member of three frozen: not done after %v", bound)
+		t.Fatalf("30 Nexts, a Seal, an Advance and a slot's Acquire, Renews and Release with one member of three frozen: not done after %v", bound)
 	}
 	proxy.Thaw()
 	for range 6 {
@@ -264,4 +265,33 @@ func TestFrozenMemberCostsOneAttempt(t *testing.T) {
 		}
 	}
 	t.Logf("%d ranges; last %v", len(got), got[len(got)-1])
+}
+
+// frozenOthers runs the other calls that retry: a Seal, an Advance, and a
+// slot's Acquire, Renews and Release.
+func frozenOthers(st *store.Store) error {
+	ctx := context.Background()
+	if _, err := st.Ranges().Next(ctx, "s", 1); err != nil {
+		return fmt.Errorf("Next: %w", err)
+	}
+	if _, err := st.Ranges().Seal(ctx, "s"); err != nil {
+		return fmt.Errorf("Seal: %w", err)
+	}
+	if _, err := st.Ranges().Advance(ctx, "a", 100); err != nil {
+		return fmt.Errorf("Advance: %w", err)
+	}
+	ns := store.Namespace{Name: "w", Limit: 4, Tolerance: time.Second}
+	l, err := st.Slots().Acquire(ctx, ns, "o", store.AcquireOptions{})
+	if err != nil {
+		return fmt.Errorf("Acquire: %w", err)
+	}
+	for range 5 {
+		if l, err = st.Slots().Renew(ctx, l); err != nil {
+			return fmt.Errorf("Renew: %w", err)
+		}
+	}
+	if err := st.Slots().Release(ctx, l); err != nil {
+		return fmt.Errorf("Release: %w", err)
+	}
+	return nil
 }

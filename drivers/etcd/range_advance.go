@@ -15,6 +15,7 @@ var _ driver.RangeAdvancer = (*driverStore)(nil)
 // compare-and-set on what it read, as Seal does. A lost answer is read
 // again; the raise, if it was applied, is then found in place.
 func (s *rangeStore) Advance(ctx context.Context, key string, next int64) (int64, error) {
+	ctx = attempts(ctx) // failover: a cut raise is read again (attempts.go)
 	k := s.rangeKey(key)
 	for attempt := 1; ; attempt++ {
 		base, had := s.memo(key)

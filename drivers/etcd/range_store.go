@@ -221,6 +221,7 @@ func (s *rangeStore) Current(ctx context.Context, key string) (int64, bool, erro
 
 // Seal rewrites the value with the suffix, compare-and-set on what it read.
 func (s *rangeStore) Seal(ctx context.Context, key string) (int64, error) {
+	ctx = attempts(ctx) // failover: a cut seal is read again (attempts.go)
 	k := s.rangeKey(key)
 	for attempt := 1; ; attempt++ {
 		base, had := s.memo(key)
