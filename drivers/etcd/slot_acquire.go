@@ -19,6 +19,7 @@ import (
 // writes the new term and the index in one transaction that compares every
 // key it read. A lost race starts over.
 func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	ctx = attempts(ctx) // failover: a cut term write is found by owner (attempts.go)
 	name := req.Namespace.Name
 	nk, ok := s.nsKey(name), s.ownerKey(name, req.Owner)
 	for attempt := 1; ; attempt++ {

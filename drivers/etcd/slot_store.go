@@ -212,6 +212,7 @@ func (s *slotStore) Slots(ctx context.Context, name string) ([]driver.SlotInfo, 
 // creating the namespace if it is missing, in one transaction comparing
 // what it read.
 func (s *slotStore) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
+	ctx = attempts(ctx) // failover: a cut seed is read again (attempts.go)
 	nk, sk := s.nsKey(want.Name), s.slotKey(want.Name, n)
 	for attempt := 1; ; attempt++ {
 		done, err := s.seedOnce(ctx, want, nk, sk, n, fence, nextFloor)
@@ -304,6 +305,7 @@ func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 // writes, so none lands after the seal. A missing namespace is created
 // sealed, with limit 0.
 func (s *slotStore) SealNamespace(ctx context.Context, name string) error {
+	ctx = attempts(ctx) // failover: a cut seal is read again (attempts.go)
 	nk := s.nsKey(name)
 	for attempt := 1; ; attempt++ {
 		resp, err := s.cli.Get(ctx, nk)
