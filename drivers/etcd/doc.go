@@ -55,7 +55,8 @@
 // Under the prefix: meta (the store's identity), range/{key} (the next
 // value in decimal, ":sealed" appended once sealed), ns/{ns} (limit and
 // tolerance, a sealed=true line once sealed), slot/{ns}/{n} (the slot's record, driver.SlotRecord's
-// binary encoding), owner/{ns}/{owner} (the owner index), and
+// binary encoding), slot/{ns} (the namespace's slot tally: its version
+// counts the slot keys created), owner/{ns}/{owner} (the owner index), and
 // lock/{name}/{waiter} (one key per holder or waiter, on its store's
 // session lease, holding the owner), purged (the highest slot fence a
 // purge deleted, and the highest floor their next terms would have had).
@@ -84,6 +85,13 @@
 // hosts' clocks say; a host whose clock is ahead may take an expired slot
 // early, a host behind late. A slot whose fence is below one the store saw
 // (a record put back from a backup, a key deleted by hand) is ErrCorrupt.
+// A slot key deleted by hand is caught by every store, also one that never
+// saw it: the namespace's slot tally counts the keys created, and while
+// fewer exist no missing slot of the namespace is taken or seeded (Acquire
+// passes over them: ErrExhausted and ErrCorrupt when nothing else is free;
+// SeedSlot: ErrCorrupt), since the deleted term may still issue and its
+// fence and ceiling are gone. Restoring the key ends it; so does a purge.
+// Slot keys created by a driver older than the tally are not counted.
 //
 // Locks are fair: waiters are served in the order of their keys' create
 // revisions, each waiting only for its predecessor's delete. The fence is the waiter

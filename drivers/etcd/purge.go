@@ -105,6 +105,9 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 			case "ns":
 				deleted = append(deleted, "namespace "+name)
 			case "slot":
+				if !strings.Contains(name, "/") {
+					continue // a namespace's slot tally (slot_tally.go)
+				}
 				deleted = append(deleted, "slot "+name)
 				var r driver.SlotRecord
 				if err := r.UnmarshalBinary(kv.Value); err != nil {

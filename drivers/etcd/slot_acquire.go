@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cosid-go/store/driver"
@@ -57,11 +56,11 @@ func (s *slotStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, 
 	if purged, err := a.readAll(ctx); purged || err != nil {
 		return driver.Lease{}, false, err
 	}
-	a.skipped = a.skipped[:0]
+	a.skipped, a.holed = a.skipped[:0], nil
 	if l, taken, lost, err := a.tryEach(ctx, upTo(req.Namespace.Limit)); taken || lost || err != nil {
 		return l, taken, err
 	}
-	if a.createNS {
+	if a.createNS && a.holed == nil {
 		// A missing namespace is created even when no slot can be taken
 		// (every fence at its end, after a purge): a later Acquire with
 		// other settings is then a mismatch, as the contract says.
@@ -78,6 +77,8 @@ type acquisition struct {
 	req      driver.AcquireRequest
 	nk       string
 	floor    driver.SlotRecord // what a slot never stored stands for: the purges' floors (parseFloor)
+	tally    tally             // the namespace's slot keys, as the last read of them found (slot_tally.go)
+	hole     error             // tally.hole: a missing slot is then not taken
 	purged   int64             // the mod revision of the key that holds it (0: none): a purge changes it
 	rev      int64             // the revision of the reads a slot never stored stands for
 	createNS bool              // the namespace is missing: this pass creates it
@@ -87,6 +88,7 @@ type acquisition struct {
 	slots    map[int]slotState
 	now      int64
 	skipped  []string // why slots were passed over
+	holed    error    // and missing ones for a hole in the tally (its error)
 }
 
 // startAcquire reads the namespace (checking its settings), the owner
@@ -94,13 +96,17 @@ type acquisition struct {
 func (s *slotStore) startAcquire(ctx context.Context, req driver.AcquireRequest, nk, ok string) (*acquisition, error) {
 	slots := s.key("slot", req.Namespace.Name) + "/"
 	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(ok), clientv3.OpGet(s.key("purged")),
-		clientv3.OpGet(slots, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1))).Commit()
+		clientv3.OpGet(slots, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1)),
+		clientv3.OpGet(s.tallyKey(req.Namespace.Name))).Commit()
 	if err = s.check(ctx, err); err != nil {
 		return nil, err
 	}
 	a := &acquisition{s: s, req: req, nk: nk, slots: map[int]slotState{}, rev: resp.Header.Revision,
 		purged: modOf(resp.Responses[2].GetResponseRange().Kvs)}
 	if a.floor, err = s.parseFloor(resp.Responses[2].GetResponseRange().Kvs); err != nil {
+		return nil, err
+	}
+	if err := a.learnTally(resp.Responses[3].GetResponseRange(), resp.Responses[4].GetResponseRange()); err != nil {
 		return nil, err
 	}
 	nsKVs := resp.Responses[0].GetResponseRange().Kvs
@@ -141,7 +147,7 @@ func (a *acquisition) slot(n int) slotState {
 	if st, ok := a.slots[n]; ok {
 		return st
 	}
-	return withRev(slotFrom("", nil, a.floor), a.rev)
+	return a.missing(a.rev)
 }
 
 // read reads the slots ns in one transaction (a missing namespace has
@@ -158,6 +164,7 @@ func (a *acquisition) read(ctx context.Context, ns []int) (purged bool, err erro
 		ops = append(ops, clientv3.OpGet(a.s.slotKey(name, n)))
 	}
 	ops = append(ops, clientv3.OpGet(a.s.key("purged"), clientv3.WithKeysOnly()))
+	ops = append(ops, a.s.tallyOps(name)...)
 	resp, err := a.s.cli.Txn(ctx).Then(ops...).Commit()
 	if err = a.s.check(ctx, err); err != nil {
 		return false, err
@@ -165,12 +172,15 @@ func (a *acquisition) read(ctx context.Context, ns []int) (purged bool, err erro
 	if modOf(resp.Responses[len(ns)].GetResponseRange().Kvs) != a.purged {
 		return true, nil
 	}
+	if err := a.learnTally(resp.Responses[len(ns)+1].GetResponseRange(), resp.Responses[len(ns)+2].GetResponseRange()); err != nil {
+		return false, err
+	}
 	for i, n := range ns {
-		var kv *mvccpb.KeyValue
 		if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) == 1 {
-			kv = kvs[0]
+			a.slots[n] = withRev(slotFrom(a.s.slotKey(name, n), kvs[0], a.floor), resp.Header.Revision)
+		} else {
+			a.slots[n] = a.missing(resp.Header.Revision)
 		}
-		a.slots[n] = withRev(slotFrom(a.s.slotKey(name, n), kv, a.floor), resp.Header.Revision)
 	}
 	return false, nil
 }
@@ -181,12 +191,16 @@ func (a *acquisition) readAll(ctx context.Context) (purged bool, err error) {
 		return false, nil
 	}
 	p := a.s.key("slot", a.req.Namespace.Name) + "/"
-	resp, err := a.s.cli.Txn(ctx).Then(clientv3.OpGet(p, clientv3.WithPrefix()), clientv3.OpGet(a.s.key("purged"), clientv3.WithKeysOnly())).Commit()
+	resp, err := a.s.cli.Txn(ctx).Then(clientv3.OpGet(p, clientv3.WithPrefix()), clientv3.OpGet(a.s.key("purged"), clientv3.WithKeysOnly()),
+		clientv3.OpGet(a.s.tallyKey(a.req.Namespace.Name))).Commit()
 	if err = a.s.check(ctx, err); err != nil {
 		return false, err
 	}
 	if modOf(resp.Responses[1].GetResponseRange().Kvs) != a.purged {
 		return true, nil
+	}
+	if err := a.learnTally(resp.Responses[0].GetResponseRange(), resp.Responses[2].GetResponseRange()); err != nil {
+		return false, err
 	}
 	a.rev = resp.Header.Revision
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
@@ -243,6 +257,10 @@ func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lo
 	for {
 		st := a.slot(n)
 		if st.err != nil {
+			if st.hole {
+				a.holed = st.err // said once, for every missing slot
+				return driver.Lease{}, false, false, nil
+			}
 			a.skipped = append(a.skipped, st.err.Error())
 			return driver.Lease{}, false, false, nil
 		}
@@ -254,7 +272,7 @@ func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lo
 		case driver.SlotOwn:
 			return st.r.Lease(name, n), true, false, nil
 		case driver.SlotFree:
-			l, ok, fresh, err := a.s.writeTerm(ctx, a.req, n, st, a.index, a.ownerMod, a.nsMod, a.purged, a.now)
+			l, ok, fresh, err := a.s.writeTerm(ctx, a.req, n, st, a.index, a.ownerMod, a.nsMod, a.purged, a.tally, a.now)
 			if ok || err != nil {
 				return l, ok, false, err
 			}
@@ -285,11 +303,15 @@ func (a *acquisition) createNamespace(ctx context.Context) (created bool, err er
 	return tr.Succeeded, nil
 }
 
-// exhausted is the error of a pass that found no slot to take.
+// exhausted is the error of a pass that found no slot to take; ErrCorrupt
+// too when missing slots were passed over for a hole in the tally.
 func (a *acquisition) exhausted() error {
 	why := ""
 	if len(a.skipped) > 0 {
 		why = " (" + strings.Join(a.skipped, "; ") + ")"
+	}
+	if a.holed != nil {
+		return fmt.Errorf("all %d slots are held or missing%s: %w: %w", a.req.Namespace.Limit, why, driver.ErrExhausted, a.holed)
 	}
 	return fmt.Errorf("all %d slots are held%s: %w", a.req.Namespace.Limit, why, driver.ErrExhausted)
 }
@@ -302,7 +324,7 @@ func (a *acquisition) exhausted() error {
 // wrote first, fresh is the slot as it is now if only the slot changed, nil
 // if anything else did.
 func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n int, st slotState,
-	index []int, ownerMod, nsMod, purged int64, now int64) (l driver.Lease, ok bool, fresh *slotState, err error) {
+	index []int, ownerMod, nsMod, purged int64, tl tally, now int64) (l driver.Lease, ok bool, fresh *slotState, err error) {
 	createNS := nsMod == 0
 	name := req.Namespace.Name
 	r := st.r.NewTerm(req, now)
@@ -320,6 +342,9 @@ func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n 
 	ops := []clientv3.Op{
 		clientv3.OpPut(sk, string(data)),
 		clientv3.OpPut(ok2, formatIndex(driver.RememberSlot(index, n))),
+	}
+	if st.mod == 0 {
+		ops = append(ops, s.bump(name, tl)) // a slot key created: counted
 	}
 	if createNS {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))

@@ -97,10 +97,11 @@ func formatIndex(index []int) string {
 // the key's mod revision (0: never stored), and the revision of the read
 // (0: not read, a record just written).
 type slotState struct {
-	r   driver.SlotRecord
-	err error
-	mod int64
-	rev int64
+	r    driver.SlotRecord
+	err  error
+	mod  int64
+	rev  int64
+	hole bool // missing, and slot keys were deleted by hand (err says so)
 }
 
 func withRev(st slotState, rev int64) slotState {
@@ -231,8 +232,8 @@ func (s *slotStore) SeedSlot(ctx context.Context, want driver.Namespace, n int, 
 }
 
 func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk string, n int, fence, nextFloor int64) (bool, error) {
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(sk), clientv3.OpGet(s.key("purged")),
-		clientv3.OpGet(s.key("slot", want.Name)+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1))).Commit()
+	ops := append([]clientv3.Op{clientv3.OpGet(nk), clientv3.OpGet(sk), clientv3.OpGet(s.key("purged"))}, s.tallyOps(want.Name)...)
+	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
 	if err = s.check(ctx, err); err != nil {
 		return false, err
 	}
@@ -240,8 +241,12 @@ func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 	if err != nil {
 		return true, err
 	}
+	tl, err := s.parseTally(resp.Responses[3].GetResponseRange(), resp.Responses[4].GetResponseRange())
+	if err != nil {
+		return true, err
+	}
 	cmps := []clientv3.Cmp{}
-	var ops []clientv3.Op
+	ops = nil
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 {
 		if slots := resp.Responses[3].GetResponseRange().Kvs; len(slots) > 0 {
 			// As in Acquire: recreating it would unseal it silently.
@@ -269,6 +274,8 @@ func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 	var kv *mvccpb.KeyValue
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
 		kv = kvs[0]
+	} else if err := tl.hole(want.Name); err != nil {
+		return true, fmt.Errorf("slot %d: %w", n, err)
 	}
 	st := slotFrom(sk, kv, floor)
 	if st.err != nil {
@@ -288,6 +295,9 @@ func (s *slotStore) seedOnce(ctx context.Context, want driver.Namespace, nk, sk 
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(sk), "=", st.mod),
 			clientv3.Compare(clientv3.ModRevision(s.key("purged")), "=", modOf(resp.Responses[2].GetResponseRange().Kvs)))
 		ops = append(ops, clientv3.OpPut(sk, string(data)))
+		if kv == nil {
+			ops = append(ops, s.bump(want.Name, tl)) // a slot key created: counted
+		}
 	}
 	if len(ops) == 0 {
 		return true, nil

@@ -112,10 +112,6 @@ func TestTCK(t *testing.T) {
 			"dialTimeout": "soon", "sessionTTL": "1s", "endpoints": " , ", "prefix": "cosid/", "create": "maybe",
 		},
 		Histories: 10,
-		KnownHoles: map[string]string{
-			"Operator/DeletedSlot": "a slot key deleted by hand under a live term is taken by another store at fence 1, " +
-				"floor 0 (issue 37: TestSlotKeyDeletedUnderLiveTerm, being fixed)",
-		},
 		// The slot clock is each host's (driver.Purger).
 		PurgeKeepsSlotFloor: true,
 		// As the ZooKeeper driver's: a crowd of acquirers on one member
