@@ -17,7 +17,7 @@ type AcquireOptions struct {
 	// TTL of the lease, in whole milliseconds (default DefaultTTL).
 	TTL time.Duration
 	// Preferred slot, tried after the owner's last slots. Zero needs no
-	// flag: slot 0 is also the first free slot tried.
+	// flag: slot 0 is also the first free slot an Acquire alone tries.
 	Preferred int
 	// Reclaim lets the owner take over a live term of its own owner key under
 	// another incarnation (a restarted process getting its slot back).
@@ -29,7 +29,9 @@ type SlotLeaseStore struct{ s *Store }
 
 // Acquire leases a slot of ns for owner (a key that survives restarts),
 // under this store's incarnation. It prefers, in order, the slots the owner
-// held last, opts.Preferred, then the lowest free slot; a live term of the
+// held last, opts.Preferred, then the lowest free slot, or, once it lost a
+// slot to a concurrent Acquire, the first free slot from a point of its
+// own (so a fleet starting at once spreads over the namespace); a live term of the
 // same owner and incarnation is returned as it is, so retrying after an
 // unknown outcome is safe. No free slot: ErrExhausted. A sealed namespace
 // (Seal): ErrSealed.

@@ -177,7 +177,12 @@ type SlotLeaseStore interface {
 	//     incarnation of its own, so only that store's retries match.)
 	//   - Otherwise the first free slot in this order (FirstSlots): the
 	//     owner's last slots, most recently acquired first; the preferred
-	//     slot; the lowest free slot of the rest. Free (SlotRecord.Judge):
+	//     slot; a free slot of the rest, searched in SearchOrder from 0 (the
+	//     lowest free slot), or, once this Acquire lost a slot it chose to
+	//     a concurrent one, from SearchStart of its owner and incarnation
+	//     (so that a fleet acquiring at once spreads over the namespace
+	//     rather than all racing for the next lowest slot; concurrent
+	//     acquires may therefore get any free slots). Free (SlotRecord.Judge):
 	//     never used, released, or expired (now >= ExpiresAt, whoever held
 	//     it); with Reclaim also a live term of the same owner under another
 	//     incarnation. Never a live term of another owner, however close

@@ -2,6 +2,8 @@ package driver
 
 import (
 	"fmt"
+	"hash/fnv"
+	"iter"
 	"math"
 	"slices"
 	"time"
@@ -293,8 +295,8 @@ func RememberSlot(index []int, n int) []int {
 // slots (most recent first, slots at or above limit and repeats dropped),
 // then the preferred slot. Among them a SlotOwn slot wins over the order
 // (a retried acquire gets the term it already has); otherwise the first
-// SlotFree one is taken, and only then the lowest SlotFree slot of the
-// rest.
+// SlotFree one is taken, and only then a SlotFree slot of the rest, found
+// in SearchOrder.
 func FirstSlots(index []int, preferred, limit int) []int {
 	var out []int
 	for _, n := range append(slices.Clone(index), preferred) {
@@ -303,6 +305,39 @@ func FirstSlots(index []int, preferred, limit int) []int {
 		}
 	}
 	return out
+}
+
+// SearchStart is where the search for a free slot begins once an acquire
+// is crowded: it lost a slot it chose to a concurrent acquire (a lost
+// compare-and-set, a row another transaction created or locked). Until
+// then the search begins at 0, so an acquire alone gets the lowest free
+// slot. The point is derived from the owner key and the incarnation
+// (FNV-1a), so that acquirers of a fleet starting at once spread over the
+// namespace instead of all racing for the next lowest slot, each losing
+// to one of the others: that made a fleet's acquires cost the square of
+// its size.
+func SearchStart(owner, incarnation string, limit int) int {
+	if limit <= 1 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(owner))
+	h.Write([]byte{0})
+	h.Write([]byte(incarnation))
+	return int(h.Sum64() % uint64(limit))
+}
+
+// SearchOrder yields every slot of a namespace of limit slots once, in the
+// order of the search from start: start, start+1, ..., limit-1, then 0,
+// ..., start-1. From 0 it is the lowest slot first.
+func SearchOrder(start, limit int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i := range limit {
+			if !yield((start + i) % limit) {
+				return
+			}
+		}
+	}
 }
 
 // Issuing reports whether the record holds a term, not released, whose

@@ -70,6 +70,7 @@
 //	D53  a live term of the same owner and incarnation is returned as it is,     Slots/SameIncarnation
 //	D54  ... whatever the order, with or without Reclaim                         Slots/SameIncarnation
 //	D55  order: the owner's last slots (most recent first), preferred, lowest    Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
+//	     (alone; crowded: from SearchStart, wrapping: Slots/ConcurrentAcquire)
 //	D56  free: never used, released, or expired (now >= ExpiresAt), any holder's Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover,
 //	                                                                             Slots/ExpiredFoundBySearch; driver TestSlotJudge
 //	D57  never a live term of another owner, however close its expiry            Slots/NoEarlyTakeover, Slots/Exhaustion, Interleave/AcquireAcquire
@@ -219,6 +220,7 @@
 //
 //	S4.6  options: preferred, ttl (default 60s), reclaim (default off)  Slots/ChoiceOrder, Slots/FirstTerm (zero ttl), Slots/Reclaim
 //	S4.7  order: owner's last slots, preferred, lowest free             Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
+//	      (an acquire alone; concurrent ones spread: D55)
 //	S4.8  free: never used, released, or expired (now >= expiresAt)     Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover, Slots/NoEarlyTakeover,
 //	                                                                    Slots/ExpiredFoundBySearch
 //	S4.9  a live term of the same owner and incarnation is returned     Slots/SameIncarnation

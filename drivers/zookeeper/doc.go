@@ -123,10 +123,13 @@
 //
 // A namespace is the node {root}/slot/{ns}, holding its settings as
 // name=value lines ("limit=1024", "tolerance=1000", and after a purge
-// "fence_floor=N"), with a child .clock
-// that every acquire writes: the mtime of that write is the acquire's now,
-// and, once a generator recorded it (KeepLayout), a child .layout holding
-// the layout of the namespace's IDs.
+// "fence_floor=N"), with an empty child .clock (written by the acquires
+// of earlier versions) and, once a generator recorded it (KeepLayout), a
+// child .layout holding the layout of the namespace's IDs. Each session of
+// a store has a clock node of its own, the ephemeral {root}/clock/{session
+// id in hex}: an acquire or a seed writes it first, and the mtime of that
+// write is its now. No node is written by every acquire, so a fleet
+// acquiring at once does not queue on one.
 // Slot n is the node {root}/slot/{ns}/{n}, holding the lines owner,
 // incarnation, last_owner, fence, ttl, tolerance, floor, expires_min,
 // ceiling_min and next_floor (durations and times in milliseconds); a free
@@ -144,11 +147,12 @@
 // slot rules are that type's methods.
 //
 // When the owner's last slot or the preferred slot is free, an acquire
-// takes 3 round trips: the .clock write with reads of the namespace and the
+// takes 3 round trips: the clock write with reads of the namespace and the
 // owner index; reads of the owner's last slots and the preferred slot; one
 // multi that compare-and-sets (or creates) the slot and writes the index.
-// Otherwise it searches the lowest free slot in batches of 32, 64, 128,
-// then 256 slots, one round trip per batch (the reads of a batch are
+// Otherwise it searches a free slot in batches of 32, 64, 128, then 256
+// slots, from 0 or, once it lost a slot to a concurrent acquire, from a
+// point of its own (driver.SearchStart), one round trip per batch (the reads of a batch are
 // pipelined on the connection): a namespace of 1024 slots takes 7. Renew
 // and Release are one compare-and-set on the version the lease carries;
 // after a conflict they read the slot, and the term is still the lease's

@@ -32,7 +32,8 @@ type purgeNode struct {
 // copy it, and their slots start above it.
 //
 // It is for an operator who stopped every instance. While a lock node of
-// a live session is there (a lock held or waited on), or a slot holds a
+// a live session is there (a lock held or waited on; a session's clock
+// node is deleted), or a slot holds a
 // term not released whose ceiling is ahead of the root write's mtime, it
 // deletes nothing and gives ErrLocked. Each node is deleted
 // on the version the walk saw, so a node written meanwhile (or given a new
@@ -55,7 +56,10 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 				if r.err != nil {
 					continue // gone since it was listed (an ended session's lock node)
 				}
-				if r.stat != nil && r.stat.EphemeralOwner != 0 {
+				// A session's clock node (slot_store.go) holds nothing:
+				// deleting it under a live store costs that store a create.
+				clock := strings.HasPrefix(chunk[i], s.root+"/"+clockDir+"/")
+				if r.stat != nil && r.stat.EphemeralOwner != 0 && !clock {
 					// A live session's lock node (held or waited on): it
 					// stays, so that a purge never ends a hold; a lock
 					// node made after this walk stops the purge too (its
@@ -105,7 +109,7 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 // foreignNodes lists, topmost first and at most eight, the nodes of the
 // walk that are not part of the store's layout (docs/design.md, ZooKeeper
 // node layout): range/KEY..., slot/NS/{N|.clock|.layout}, owner/NS/OWNER,
-// lock/NAME/_c_WAITER. Such a node is most likely another store's root
+// lock/NAME/_c_WAITER, clock/SESSION. Such a node is most likely another store's root
 // (/ids/v2 inside /ids), which deleting everything below the root would
 // delete too.
 func (s *driverStore) foreignNodes(levels [][]purgeNode) []string {
@@ -142,6 +146,8 @@ func inLayout(segs []string) bool {
 		return len(segs) < 3
 	case "owner":
 		return len(segs) <= 3
+	case clockDir:
+		return len(segs) <= 2
 	case "lock":
 		return len(segs) < 3 || len(segs) == 3 && strings.HasPrefix(segs[2], "_c_")
 	}

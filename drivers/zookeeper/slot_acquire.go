@@ -13,12 +13,16 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// Batch sizes of the search for the lowest free slot: small first, since a
-// free slot is usually near the start, then growing so that a namespace of
-// 1024 slots is read in 7 round trips.
+// Batch sizes of the search for a free slot: small first, since a free
+// slot is usually near where the search starts, then growing so that a
+// namespace of 1024 slots is read in 7 round trips.
 const (
 	firstSlotBatch = 32
 	maxSlotBatch   = 256
+	// crowdedBatch is the first batch of a crowded acquire's search from
+	// its own point: slots it has not seen, spread over, so a free one is
+	// most likely in the first few.
+	crowdedBatch = 4
 )
 
 // slotTurnMap serializes a store's acquires (and seeds) per namespace: goroutines
@@ -61,13 +65,15 @@ type acquisition struct {
 	guard      guard // the root's and the namespace's versions, read before any slot
 	index      ownerIndex
 	passed     map[int]error // slots passed over, and why
+	crowded    bool          // a concurrent acquire took a slot this one chose (see search)
 }
 
 // Acquire leases a slot of req.Namespace in the round trips of
 // docs/design.md (ZooKeeper node layout):
 // (1) write .clock, read the namespace and the owner's index; (2) read the
 // owner's last slots and the preferred slot; (3) if none of them is free,
-// read the slots in batches of 32, 64, 128, 256, 256, ... until one is; (4)
+// read the slots in batches of 32, 64, 128, 256, 256, ... until one is
+// (search); (4)
 // one multi that compare-and-sets (or creates) the slot and writes the
 // owner's index. A slot lost to a concurrent acquire is read again and the
 // search goes on.
@@ -105,27 +111,43 @@ func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 		}
 	}
 
+	return q.search(ctx, first)
+}
+
+// search reads the slots other than first in batches of 32, 64, 128, 256,
+// 256, ... in driver.SearchOrder until one is free: from 0 (the lowest
+// free slot) while the acquire is alone, and from its own point
+// (driver.SearchStart) once it is crowded, so that a fleet acquiring at
+// once spreads over the namespace instead of all racing for the next
+// lowest slot. An acquire that becomes crowded during a search from 0
+// searches again from its own point.
+func (q *acquisition) search(ctx context.Context, first []int) (driver.Lease, error) {
+	limit := q.req.Namespace.Limit
+	own := driver.SearchStart(q.req.Owner, q.req.Incarnation, limit)
+	start := 0
+	if q.crowded {
+		start = own
+	}
+	order := slices.Collect(driver.SearchOrder(start, limit))
 	size := firstSlotBatch
-	for start := 0; start < limit; start += size {
-		if start > 0 {
-			size = min(2*size, maxSlotBatch)
-		}
-		var nums []int
-		for n := start; n < min(start+size, limit); n++ {
-			if !slices.Contains(first, n) {
-				nums = append(nums, n)
-			}
-		}
-		if len(nums) == 0 {
+	if start != 0 {
+		size = crowdedBatch
+	}
+	for i := 0; i < limit; i, size = i+size, min(2*size, maxSlotBatch) {
+		batch := slices.DeleteFunc(slices.Clone(order[i:min(i+size, limit)]), func(n int) bool { return slices.Contains(first, n) })
+		if len(batch) == 0 {
 			continue
 		}
-		reads, err := s.readSlots(ctx, req.Namespace.Name, nums, &q.a)
+		reads, err := q.s.readSlots(ctx, q.req.Namespace.Name, batch, &q.a)
 		if err != nil {
 			return driver.Lease{}, err
 		}
 		for _, r := range reads {
 			if l, ok, err := q.try(ctx, r); ok || err != nil {
 				return l, err
+			}
+			if q.crowded && start != own {
+				return q.search(ctx, first)
 			}
 		}
 	}
@@ -169,6 +191,7 @@ func (q *acquisition) try(ctx context.Context, r slotRead) (driver.Lease, bool, 
 			}
 			return st.lease(q.req.Namespace.Name, r.n), true, nil
 		}
+		q.crowded = true
 		r = again
 	}
 }

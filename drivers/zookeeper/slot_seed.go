@@ -14,8 +14,8 @@ import (
 // as the memory driver does: a slot never used becomes a released slot with
 // the given fence and next floor; an expired term is ended as a takeover
 // would end it (its next floor takes in its ceiling); a live term gives
-// ErrLocked. Whether a term is live is judged by the mtime of a .clock
-// write, as in an acquire.
+// ErrLocked. Whether a term is live is judged by the mtime of a write of
+// the session's clock node, as in an acquire.
 func (s *slotStore) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fence, nextFloor int64) error {
 	if err := checkPathText("namespace", ns.Name); err != nil {
 		return err

@@ -17,9 +17,11 @@ import (
 // Slot leases (docs/design.md, Slot leases), on these nodes (ZooKeeper node layout):
 //
 //	{root}/slot/{ns}              limit=..., tolerance=..., sealed=true once sealed
-//	{root}/slot/{ns}/.clock       written by each acquire: its mtime is the acquire's now
+//	{root}/slot/{ns}/.clock       empty; written by the acquires of earlier versions
 //	{root}/slot/{ns}/{slot}       the slot's name=value lines (slot_codec.go)
 //	{root}/owner/{ns}/{owner}     the owner's last slots, most recent first
+//	{root}/clock/{session}        ephemeral, one per session: its store's acquires
+//	                              and seeds write it; the mtime is their now
 //
 // Every lease time comes from the mtime the server stamped on a write, never
 // from this process's clock.
@@ -42,10 +44,58 @@ type slotStore struct {
 	slotTurns     slotTurnMap  // acquires take turns per namespace (slot_acquire.go)
 	slotZxid      atomic.Int64 // the highest mzxid of a slot node read or written (see seeSlotZxid)
 	slotAbandoned sync.Map     // slot paths with a Release's write given up before its outcome was known (rewriteTerm)
+	clockMade     atomic.Int64 // the session whose clock node this store made or found (tripClock)
 }
 
-// clockName is the child of a namespace node whose mtime is an acquire's now.
+// clockName is the child of a namespace node whose mtime was an acquire's
+// now before each session had a clock node of its own (clockPath). It is
+// still made with each namespace, for stores of earlier versions.
 const clockName = ".clock"
+
+// clockDir is the parent of the sessions' clock nodes (clockPath).
+const clockDir = "clock"
+
+// clockPath is the clock node of session sid: an ephemeral node that the
+// store's acquires and seeds write, and whose mtime is then their now. A
+// node no other store writes: when every acquire wrote its namespace's
+// .clock, a fleet acquiring at once queued on that one node. It goes with
+// the session; a new session makes another.
+func (s *slotStore) clockPath(sid int64) string {
+	return fmt.Sprintf("%s/%s/%016x", s.root, clockDir, uint64(sid))
+}
+
+// tripClock writes the clock node of the session sid (clockPath), the
+// answer's Stat carrying the write's mtime: a set, once the store knows the
+// node is there (clockMade), else a multi that creates it and sets it, so
+// that a session's first acquire writes once too.
+func (s *slotStore) tripClock(sid int64) func() tripReply {
+	path := s.clockPath(sid)
+	if s.clockMade.Load() == sid {
+		return func() tripReply {
+			stat, err := s.conn.Set(path, nil, -1)
+			if errors.Is(err, zk.ErrNoNode) {
+				s.clockMade.CompareAndSwap(sid, 0) // deleted by a purge: made again
+			}
+			return tripReply{stat: stat, err: err}
+		}
+	}
+	return func() tripReply {
+		res, err := s.conn.Multi(
+			&zk.CreateRequest{Path: path, Acl: s.acl, Flags: zk.FlagEphemeral},
+			&zk.SetDataRequest{Path: path, Version: 0})
+		switch {
+		case err == nil && len(res) == 2 && res[1].Stat != nil:
+			s.clockMade.Store(sid)
+			return tripReply{stat: res[1].Stat}
+		case err == nil:
+			return tripReply{err: fmt.Errorf("zookeeper: create %s answered %d results, want 2 with a Stat", path, len(res))}
+		case errors.Is(err, zk.ErrNodeExists):
+			// Made by a create whose answer was lost: set it next time.
+			s.clockMade.Store(sid)
+		}
+		return tripReply{err: err}
+	}
+}
 
 func (s *slotStore) nsPath(ns string) string          { return s.root + "/slot/" + ns }
 func (s *slotStore) slotPath(ns string, n int) string { return s.nsPath(ns) + "/" + strconv.Itoa(n) }
@@ -166,27 +216,22 @@ type ownerIndex struct {
 }
 
 // clockIn is the first round trip of an acquire (and of a seed): it writes
-// the namespace's .clock, whose mtime becomes now, and reads the namespace
-// node and, unless owner is "", the owner's index, all at once. A missing
-// namespace is created with ns's settings; a sealed one is ErrSealed,
-// different settings are ErrConfigMismatch.
+// the session's clock node (clockPath), whose mtime becomes now, and reads
+// the namespace node and, unless owner is "", the owner's index, all at
+// once. A missing namespace is created with ns's settings; a sealed one is
+// ErrSealed, different settings are ErrConfigMismatch.
 //
-// The .clock write is unconditional on purpose: it carries only time, and
-// a write (not a read) gives a now no older than this acquire. If root is
-// not nil, the root's and the namespace node's versions go into it (see
-// guard).
+// The clock write is unconditional on purpose: it carries only time, and
+// a write (not a read) gives a now no older than this acquire, so an
+// expiry is never judged on a stale clock. If root is not nil, the root's
+// and the namespace node's versions go into it (see guard).
 func (s *slotStore) clockIn(ctx context.Context, ns driver.Namespace, owner string, root *guard, a *attempts) (now, fenceFloor int64, idx ownerIndex, err error) {
 	nsPath := s.nsPath(ns.Name)
-	clock := nsPath + "/" + clockName
 	idxPath := s.ownerPath(ns.Name, owner)
 	for {
-		ops := []func() tripReply{
-			func() tripReply {
-				stat, err := s.conn.Set(clock, nil, -1)
-				return tripReply{stat: stat, err: err}
-			},
-			s.tripGet(nsPath),
-		}
+		sid := s.conn.SessionID() // may change between passes
+		clock := s.clockPath(sid)
+		ops := []func() tripReply{s.tripClock(sid), s.tripGet(nsPath)}
 		if owner != "" {
 			ops = append(ops, s.tripGet(idxPath))
 		}
@@ -231,9 +276,12 @@ func (s *slotStore) clockIn(ctx context.Context, ns driver.Namespace, owner stri
 				nsPath, limit, time.Duration(tol)*time.Millisecond, ns.Limit, ns.Tolerance, driver.ErrConfigMismatch)
 		}
 		switch cr := rs[0]; {
+		case errors.Is(cr.err, zk.ErrNodeExists):
+			continue // made by an earlier create: set next pass
 		case errors.Is(cr.err, zk.ErrNoNode):
-			// A namespace made by hand, or by an older layout.
-			if err := s.createEmptyNode(ctx, clock, a); err != nil {
+			// The clock directory is missing (the first session under this
+			// root, or after a purge), or a purge deleted the node.
+			if err := s.createParents(ctx, clock, a); err != nil {
 				return 0, 0, ownerIndex{}, err
 			}
 			continue

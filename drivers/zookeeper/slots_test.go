@@ -28,6 +28,7 @@ func TestSlots(t *testing.T) {
 		return []serverCheck{
 			{"NodeLayout", testSlotNodeLayout},
 			{"RoundTrips", testSlotRoundTrips},
+			{"Crowd", testSlotCrowd},
 			{"FullNamespace", testSlotFullNamespace},
 			{"ThousandLive", testSlotThousandLive},
 			{"OwnerIndex", testSlotOwnerIndex},
@@ -117,9 +118,16 @@ func testSlotNodeLayout(t *testing.T, addr string) {
 	if data, _, err := conn.Get(s.root + "/slot/layout"); err != nil || string(data) != "limit=1024\ntolerance=1000\n" {
 		t.Errorf("namespace node holds %q (err %v), want limit=1024, tolerance=1000", data, err)
 	}
-	_, clock, err := conn.Get(s.root + "/slot/layout/.clock")
+	if _, _, err := conn.Get(s.root + "/slot/layout/.clock"); err != nil {
+		t.Errorf("no .clock (made with the namespace, for earlier versions): %v", err)
+	}
+	clockPath := fmt.Sprintf("%s/clock/%016x", s.root, uint64(s.conn.SessionID()))
+	_, clock, err := conn.Get(clockPath)
 	if err != nil {
-		t.Fatalf("no .clock: %v", err)
+		t.Fatalf("no clock node of the store's session: %v", err)
+	}
+	if clock.EphemeralOwner != s.conn.SessionID() {
+		t.Errorf("%s belongs to session %x, want the store's, %x", clockPath, clock.EphemeralOwner, s.conn.SessionID())
 	}
 	data, stat, err := conn.Get(s.root + "/slot/layout/3")
 	if err != nil {
@@ -134,13 +142,13 @@ func testSlotNodeLayout(t *testing.T, addr string) {
 		t.Errorf("owner index holds %q (err %v), want \"3\"", idx, err)
 	}
 	// Times come from the server's mtime: the slot's for the lease, the
-	// .clock's (written first) for the acquire's now.
+	// session clock's (written first) for the acquire's now.
 	if l.ExpiresAt != stat.Mtime+60_000 || l.Ceiling != l.ExpiresAt+1000 {
 		t.Errorf("lease expires at %d with ceiling %d; the slot's mtime is %d: want mtime+ttl and +tolerance",
 			l.ExpiresAt, l.Ceiling, stat.Mtime)
 	}
 	if clock.Mtime > stat.Mtime {
-		t.Errorf(".clock mtime %d is after the slot's %d", clock.Mtime, stat.Mtime)
+		t.Errorf("clock mtime %d is after the slot's %d", clock.Mtime, stat.Mtime)
 	}
 
 	r, err := s.Renew(t.Context(), l)
@@ -447,7 +455,7 @@ func testSlotRoundTrips(t *testing.T, addr string) {
 	if l.Slot != 3 || l.Fence != 2 {
 		t.Fatalf("acquire of the owner's last slot got slot %d fence %d, want slot 3 fence 2", l.Slot, l.Fence)
 	}
-	// (1) .clock, namespace, index, root; (2) slot 3 and preferred slot 0; (3) multi.
+	// (1) clock, namespace, index, root; (2) slot 3 and preferred slot 0; (3) multi.
 	wantTrips(t, "acquire of the owner's last slot", trips, reqs, 3,
 		map[string]int{"setData": 1, "getData": 5, "multi": 1, "all": 7})
 
@@ -487,6 +495,17 @@ func testSlotRoundTrips(t *testing.T, addr string) {
 		map[string]int{"setData": 1, "getData": 3 + 1 + 31, "multi": 1})
 }
 
+// warmClock has s make its session's clock node (the first acquire of a
+// session creates it), so that the acquires a test counts are those of a
+// running store.
+func warmClock(t *testing.T, s *driverStore) {
+	t.Helper()
+	ns := driver.Namespace{Name: "warm", Limit: 1}
+	if err := s.Release(t.Context(), mustAcquire(t, s, slotRequest(ns, "warm", "warm")), -1); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // testSlotFullNamespace: with all 1024 slots held, an acquire reads every
 // slot, in 7 batches (32+64+128+256+256+256 < 1024 <= +256), then fails.
 func testSlotFullNamespace(t *testing.T, addr string) {
@@ -496,6 +515,7 @@ func testSlotFullNamespace(t *testing.T, addr string) {
 	ns := driver.Namespace{Name: "full", Limit: 1024, Tolerance: time.Second}
 	handNamespace(t, conn, s, ns)
 	handLiveSlots(t, conn, s, ns.Name, 0, ns.Limit)
+	warmClock(t, s)
 
 	c := r.snapshot()
 	_, err := s.Acquire(t.Context(), slotRequest(ns, "late", "run-1"))
@@ -522,6 +542,7 @@ func testSlotThousandLive(t *testing.T, addr string) {
 	ns := driver.Namespace{Name: "crowded", Limit: 4096, Tolerance: time.Second}
 	handNamespace(t, conn, s, ns)
 	handLiveSlots(t, conn, s, ns.Name, 0, 1000)
+	warmClock(t, s)
 
 	c := r.snapshot()
 	l := mustAcquire(t, s, slotRequest(ns, "newcomer", "run-1"))
@@ -1339,7 +1360,8 @@ func testSlotPurge(t *testing.T, addr string) {
 	}
 	want := map[string]bool{}
 	for _, p := range []string{"/slot", "/slot/purged", "/slot/purged/.clock", "/slot/purged/0", "/owner",
-		"/owner/purged", "/owner/purged/owner", "/range", "/range/a", "/range/a/b"} {
+		"/owner/purged", "/owner/purged/owner", "/range", "/range/a", "/range/a/b",
+		"/clock", fmt.Sprintf("/clock/%016x", uint64(s.conn.SessionID()))} {
 		want[s.root+p] = true
 	}
 	at := map[string]int{}

@@ -23,20 +23,6 @@ func corruptData(path string, data []byte, why error) error {
 	return fmt.Errorf("zookeeper: %s holds %s: %v: %w", path, q, why, driver.ErrCorrupt)
 }
 
-// createEmptyNode creates an empty node whose parent exists; an existing node,
-// or one whose parent vanished, is left for the caller's next read.
-func (s *session) createEmptyNode(ctx context.Context, path string, a *attempts) error {
-	_, err := call(ctx, s, func() (string, error) { return s.conn.Create(path, nil, 0, s.acl) })
-	switch {
-	case err == nil, errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNoNode):
-		return nil
-	}
-	if err := a.retry(ctx, err); err != nil {
-		return fmt.Errorf("zookeeper: create %s: %w", path, err)
-	}
-	return nil
-}
-
 // createParents creates the missing ancestors of path below "/", top down:
 // the root with the store's identity (session_identity.go), the others empty.
 func (s *session) createParents(ctx context.Context, path string, a *attempts) error {

@@ -15,12 +15,21 @@ import (
 )
 
 // Acquire leases a slot in one transaction: the owner's last slots, the
-// preferred slot, then the lowest free slot the database finds.
+// preferred slot, then the first free slot the database finds in the
+// search order (driver.SearchOrder): from 0, the lowest, until the
+// acquire loses a slot to a concurrent one; from then on, also in the
+// transaction's retries, from its own point (driver.SearchStart).
 func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	var out driver.Lease
 	var exhausted error
+	crowded, tries := false, 0
 	err := s.db.Tx(ctx, func(tx Querier) error {
-		a := &acquire{s: s, tx: tx, req: req, ns: req.Namespace.Name}
+		// A transaction tried again was aborted by a concurrent one (a
+		// lock it could not have at once): crowded too.
+		if tries++; tries > 1 {
+			crowded = true
+		}
+		a := &acquire{s: s, tx: tx, req: req, ns: req.Namespace.Name, crowded: &crowded}
 		l, err := a.run(ctx)
 		if errors.Is(err, driver.ErrExhausted) {
 			// Nothing but the namespace was written: it stays, as after
@@ -45,6 +54,17 @@ type acquire struct {
 	ns    string
 	now   int64
 	index []int // the owner's index, read at the start
+	// crowded is set once a slot this acquire chose was taken by a
+	// concurrent one: the search then starts at the acquire's own point.
+	crowded *bool
+}
+
+// searchStart is where the free-slot search begins (driver.SearchStart).
+func (a *acquire) searchStart() int {
+	if !*a.crowded {
+		return 0
+	}
+	return driver.SearchStart(a.req.Owner, a.req.Incarnation, a.req.Namespace.Limit)
 }
 
 // judge applies the slot rule (docs/design.md, Slot leases) to a row (nil:
@@ -84,11 +104,12 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 			if l, ok, err := a.take(ctx, n, rows[n]); err != nil || ok {
 				return l, err
 			}
+			*a.crowded = true
 		}
 	}
 	for _, free := range a.s.q.SlotFree {
 		for {
-			n, r, found, err := a.lowestFree(ctx, free)
+			n, r, found, err := a.firstFree(ctx, free)
 			if err != nil || !found {
 				if err != nil {
 					return driver.Lease{}, err
@@ -102,7 +123,9 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 			if err != nil || ok {
 				return l, err
 			}
-			// Another acquire created slot n meanwhile: look again.
+			// Another acquire created slot n meanwhile: look again, from
+			// this acquire's own point.
+			*a.crowded = true
 		}
 	}
 	return driver.Lease{}, a.exhausted(ctx)
@@ -179,11 +202,13 @@ func (s *Store) fenceFloors(ns string) map[int]int64 {
 	return out
 }
 
-// lowestFree finds the lowest slot this request may take with statement
-// free (one of SlotFree): a row, or, when r is nil, a slot never used.
-func (a *acquire) lowestFree(ctx context.Context, free string) (n int, r *slotRow, found bool, err error) {
-	rows, err := a.s.readRows(ctx, a.tx, a.ns, free, a.ns, a.req.Namespace.Limit, a.now,
-		a.req.Owner, a.req.Incarnation, a.req.Reclaim)
+// firstFree finds the first slot in the search order (searchStart) this
+// request may take with statement free (one of SlotFree): a row, or, when
+// r is nil, a slot never used.
+func (a *acquire) firstFree(ctx context.Context, free string) (n int, r *slotRow, found bool, err error) {
+	start, limit := a.searchStart(), a.req.Namespace.Limit
+	rows, err := a.s.readRows(ctx, a.tx, a.ns, free, a.ns, limit, a.now,
+		a.req.Owner, a.req.Incarnation, a.req.Reclaim, start)
 	if err != nil {
 		return 0, nil, false, err
 	}
@@ -191,13 +216,15 @@ func (a *acquire) lowestFree(ctx context.Context, free string) (n int, r *slotRo
 		n, r, found = row.slot, row, true
 	}
 	var gap int64
-	err = a.tx.QueryRow(ctx, a.s.q.SlotGap, a.ns, a.req.Namespace.Limit).Scan(&gap)
+	err = a.tx.QueryRow(ctx, a.s.q.SlotGap, a.ns, limit, start).Scan(&gap)
+	// Which comes first in the search order from start.
+	pos := func(n int) int { return (n + limit - start) % limit }
 	switch {
 	case errors.Is(err, ErrNoRows):
 		return n, r, found, nil
 	case err != nil:
 		return 0, nil, false, err
-	case !found || int(gap) < n:
+	case !found || pos(int(gap)) < pos(n):
 		return int(gap), nil, true, nil
 	}
 	return n, r, found, nil

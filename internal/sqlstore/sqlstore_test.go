@@ -157,7 +157,7 @@ type recording struct {
 
 func (r *recording) count(q string) {
 	r.n.Add(1)
-	if strings.Contains(q, "ORDER BY slot LIMIT 1") {
+	if strings.Contains(q, "expires_at <=") { // the free-slot search (slotFree)
 		r.free.Add(1)
 	}
 }

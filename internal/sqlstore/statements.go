@@ -108,13 +108,17 @@ func newStatements(d Dialect) (*statements, error) {
 			ON CONFLICT (namespace, owner) DO UPDATE SET slots = $3`,
 
 		SlotFree: free,
-		// The lowest slot never used.
+		// The first slot never used in the search order from $3
+		// (driver.SearchOrder): $3 itself, 0 after the wrap, or a slot
+		// right after a used one; from 0, the lowest.
 		SlotGap: `SELECT s FROM (
-			SELECT 0 AS s WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = 0)
+			SELECT CAST($3 AS BIGINT) AS s WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = $3)
+			UNION ALL
+			SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = 0)
 			UNION ALL
 			SELECT a.slot + 1 FROM {p}cosid_slot a WHERE a.namespace = $1 AND a.slot + 1 < $2
 			AND NOT EXISTS (SELECT 1 FROM {p}cosid_slot b WHERE b.namespace = $1 AND b.slot = a.slot + 1)
-			) g ORDER BY s LIMIT 1`,
+			) g ORDER BY (s + $2 - $3) % $2 LIMIT 1`,
 		SlotList: `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 ORDER BY slot`,
 		SlotInsert: `INSERT INTO {p}cosid_slot (namespace, ` + slotCols + `)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
@@ -140,14 +144,15 @@ func newStatements(d Dialect) (*statements, error) {
 	return st, d.Prepare(st)
 }
 
-// slotFree finds the lowest free slot: released, expired, or one this
+// slotFree finds the first free slot in the search order from $7
+// (driver.SearchOrder; from 0, the lowest): released, expired, or one this
 // request may take or return (its own owner: the same incarnation, or a
 // reclaim). The pass's ending (Dialect.FreeSearch) goes after it.
 const slotFree = `SELECT ` + slotCols + ` FROM {p}cosid_slot
 	WHERE namespace = $1 AND slot < $2
 	AND (owner = '' OR expires_at <= $3 OR (owner = $4 AND (incarnation = $5 OR $6)))
 	AND fence < 9223372036854775807
-	ORDER BY slot LIMIT 1`
+	ORDER BY (slot + $2 - $7) % $2 LIMIT 1`
 
 var tables = []string{
 	`CREATE TABLE IF NOT EXISTS {p}cosid_meta (
