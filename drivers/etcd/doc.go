@@ -56,7 +56,8 @@
 // value in decimal, ":sealed" appended once sealed), ns/{ns} (limit and
 // tolerance, a sealed=true line once sealed), slot/{ns}/{n} (the slot's record, driver.SlotRecord's
 // binary encoding), slot/{ns} (the namespace's slot tally: its version
-// counts the slot keys created), owner/{ns}/{owner} (the owner index), and
+// counts the slot keys created), owner/{ns}/{owner} (the owner index),
+// layout/{ns} (the layout of the namespace's IDs, driver.LayoutKeeper), and
 // lock/{name}/{waiter} (one key per holder or waiter, on its store's
 // session lease, holding the owner), purged (the highest slot fence a
 // purge deleted, and the highest floor their next terms would have had).

@@ -25,6 +25,7 @@ var (
 	_ driver.RangeStore     = (*driverStore)(nil)
 	_ driver.SlotLeaseStore = (*driverStore)(nil)
 	_ driver.SlotSeeder     = (*driverStore)(nil)
+	_ driver.LayoutKeeper   = (*driverStore)(nil)
 	_ driver.Locker         = (*driverStore)(nil)
 	_ driver.Purger         = (*driverStore)(nil)
 	_ driver.Connector      = (*driverStore)(nil)

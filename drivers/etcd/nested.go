@@ -25,7 +25,7 @@ import (
 // layoutDirs are the first segments under a prefix whose subtrees hold a
 // store's keys (meta and purged are single keys: P/meta/x is none of
 // them).
-var layoutDirs = []string{"lock", "ns", "owner", "range", "slot"}
+var layoutDirs = []string{"layout", "lock", "ns", "owner", "range", "slot"}
 
 func isLayoutDir(seg string) bool {
 	for _, d := range layoutDirs {

@@ -130,7 +130,7 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 			}
 		}
 		ops := []clientv3.Op{clientv3.OpPut(s.key("purged"), formatFloor(floor))}
-		for _, kind := range []string{"range", "ns", "slot", "owner"} {
+		for _, kind := range []string{"range", "ns", "slot", "owner", "layout"} {
 			ops = append(ops, clientv3.OpDelete(s.key(kind)+"/", clientv3.WithPrefix()))
 		}
 		cmps := append(s.outerCmps(), clientv3.Compare(clientv3.ModRevision(root), "<", resp.Header.Revision+1).WithPrefix())

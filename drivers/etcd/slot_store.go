@@ -22,6 +22,7 @@ import (
 //	                   sealed (a namespace a seal created has limit=0)
 //	slot/{ns}/{n}      the slot's driver.SlotRecord, MarshalBinary
 //	owner/{ns}/{owner} the owner index: slot numbers, most recent first
+//	layout/{ns}        the layout of the namespace's IDs (slot_layout.go)
 //
 // Time is the clock of the host that writes (s.now): etcd stamps no time
 // on a write (docs/design.md, etcd).

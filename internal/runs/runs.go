@@ -6,6 +6,8 @@
 // environment variable that makes it a generator (Child); the test counts
 // the IDs every process printed and fails on a value printed twice.
 //
+// LayoutKept (layout.go) proves that a namespace keeps its ID layout.
+//
 // It is a test helper: import it from _test.go files only.
 package runs
 
