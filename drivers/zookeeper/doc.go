@@ -166,6 +166,14 @@
 // deletes a slot node; a slot node deleted or recreated under a lease ends
 // the lease (ErrLeaseLost, with ErrRecreated).
 //
+// A limit: never delete a slot node by hand (put a bad one right, or back,
+// instead). Nothing outlives the node, so a store takes a deleted slot as
+// one never used, fence 1 and floor 0 again, while the deleted term's
+// holder may still issue timestamps until its ExpiresAt (only its Renew
+// fails): two holders may then issue the same worker ID and timestamps
+// (TestSlotNodeDeletedUnderLiveTerm; the etcd driver counts the slot keys
+// created and refuses such a slot).
+//
 // Purge (driver.Purger) deletes every node below root, children first,
 // each on the version it saw, and stops if one changes meanwhile. First it
 // writes the highest slot fence it found into root's data, the line
