@@ -14,15 +14,17 @@ import (
 )
 
 // Acquire reads the namespace and the owner index, then the owner's slots
-// and the preferred one, then, only if none is free, every slot; then it
+// and the preferred one, then, only if none is free, the others as search
+// says; then it
 // writes the new term and the index in one transaction that compares every
 // key it read. A lost race starts over.
 func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	ctx = attempts(ctx) // failover: a cut term write is found by owner (attempts.go)
 	name := req.Namespace.Name
 	nk, ok := s.nsKey(name), s.ownerKey(name, req.Owner)
+	crowded := false // kept across passes (see acquisition.crowded)
 	for attempt := 1; ; attempt++ {
-		l, done, err := s.acquireOnce(ctx, req, nk, ok)
+		l, done, err := s.acquireOnce(ctx, req, nk, ok, &crowded)
 		if done || err != nil {
 			if err != nil && retryable(err) && ctx.Err() == nil {
 				if err := s.backoff(ctx, attempt, err); err != nil {
@@ -37,11 +39,12 @@ func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 
 // acquireOnce is one pass of Acquire: done is false when another store
 // wrote a key it read (start over).
-func (s *slotStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, nk, ok string) (l driver.Lease, done bool, err error) {
+func (s *slotStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, nk, ok string, crowded *bool) (l driver.Lease, done bool, err error) {
 	a, err := s.startAcquire(ctx, req, nk, ok)
 	if err != nil {
 		return driver.Lease{}, false, err
 	}
+	a.crowded = crowded
 	first := driver.FirstSlots(a.index, req.Preferred, req.Namespace.Limit)
 	if purged, err := a.read(ctx, first); purged || err != nil {
 		return driver.Lease{}, false, err
@@ -53,11 +56,7 @@ func (s *slotStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, 
 	if l, taken, lost, err := a.tryEach(ctx, slices.Values(first)); taken || lost || err != nil {
 		return l, taken, err
 	}
-	if purged, err := a.readAll(ctx); purged || err != nil {
-		return driver.Lease{}, false, err
-	}
-	a.skipped, a.holed = a.skipped[:0], nil
-	if l, taken, lost, err := a.tryEach(ctx, upTo(req.Namespace.Limit)); taken || lost || err != nil {
+	if l, taken, lost, err := a.search(ctx); taken || lost || err != nil {
 		return l, taken, err
 	}
 	if a.createNS && a.holed == nil {
@@ -89,6 +88,10 @@ type acquisition struct {
 	now      int64
 	skipped  []string // why slots were passed over
 	holed    error    // and missing ones for a hole in the tally (its error)
+	// crowded is set once a concurrent acquire took a slot this one
+	// chose, or wrote a key it read: its search then starts at its own
+	// point (see search).
+	crowded *bool
 }
 
 // startAcquire reads the namespace (checking its settings), the owner
@@ -239,15 +242,59 @@ func (a *acquisition) tryEach(ctx context.Context, ns iter.Seq[int]) (l driver.L
 	return driver.Lease{}, false, false, nil
 }
 
-// upTo yields 0, 1, ..., n-1.
-func upTo(n int) iter.Seq[int] {
-	return func(yield func(int) bool) {
-		for i := range n {
-			if !yield(i) {
-				return
+// crowdedBatches are the sizes of the reads of a crowded acquire's search
+// from its own point, before it reads the whole namespace: slots spread
+// over it, so a free one is most likely in the first few.
+var crowdedBatches = []int{4, 8, 16, 32, 64}
+
+// search tries every slot in driver.SearchOrder until one is taken, the
+// pass is lost or fails: from 0 (the lowest free slot) while the acquire is
+// alone, and from its own point (driver.SearchStart) once it is crowded,
+// so that a fleet acquiring at once spreads over the namespace instead of
+// all racing for the next lowest slot. An acquire that becomes crowded
+// during a search from 0 searches again from its own point. Alone, it
+// reads every slot at once; crowded, it first reads a few slots from its
+// point at a time (crowdedBatches), and the whole namespace only if none
+// of them is free.
+func (a *acquisition) search(ctx context.Context) (l driver.Lease, taken, lost bool, err error) {
+	limit := a.req.Namespace.Limit
+	own := driver.SearchStart(a.req.Owner, a.req.Incarnation, limit)
+	start := 0
+	if *a.crowded {
+		start = own
+	}
+	a.skipped, a.holed = a.skipped[:0], nil
+	order := slices.Collect(driver.SearchOrder(start, limit))
+	i := 0
+	for _, size := range crowdedBatches {
+		if start == 0 || i >= limit {
+			break
+		}
+		batch := order[i:min(i+size, limit)]
+		if purged, err := a.read(ctx, batch); purged || err != nil {
+			return driver.Lease{}, false, purged, err
+		}
+		for _, n := range batch {
+			if l, taken, lost, err = a.try(ctx, n); taken || lost || err != nil {
+				return l, taken, lost, err
 			}
 		}
+		i += len(batch)
 	}
+	if i < limit {
+		if purged, err := a.readAll(ctx); purged || err != nil {
+			return driver.Lease{}, false, purged, err
+		}
+	}
+	for _, n := range order[i:] {
+		if l, taken, lost, err = a.try(ctx, n); taken || lost || err != nil {
+			return l, taken, lost, err
+		}
+		if *a.crowded && start != own {
+			return a.search(ctx)
+		}
+	}
+	return driver.Lease{}, false, false, nil
 }
 
 // try judges slot n: a lease when it is ours or was taken, lost when
@@ -276,6 +323,7 @@ func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lo
 			if ok || err != nil {
 				return l, ok, false, err
 			}
+			*a.crowded = true
 			if fresh == nil {
 				return driver.Lease{}, false, true, nil // the index or namespace changed: start over
 			}
