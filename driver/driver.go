@@ -255,7 +255,7 @@ type SlotLeaseStore interface {
 	// namespace is created sealed, with Limit 0 and Tolerance 0. The seal
 	// is checked in the same atomic step as Acquire's and Renew's write:
 	// a term is never started or renewed after SealNamespace returned.
-	// Only Purge removes a seal, with the namespace.
+	// Nothing removes a seal: Purge refuses a store that holds one.
 	SealNamespace(ctx context.Context, ns string) error
 }
 
@@ -354,8 +354,7 @@ type LayoutKeeper interface {
 // delete nothing and give ErrCorrupt naming the node), for an operator who stopped
 // every instance. It returns what it deleted, one readable non-empty entry
 // per thing. Afterwards a new store finds nothing (no keys, namespaces or
-// locks; a key, sealed or not, starts again at 0 unsealed), but fences
-// never repeat: every lock fence and every slot fence handed out later is
+// locks; a key starts again at 0), but fences never repeat: every lock fence and every slot fence handed out later is
 // above every one handed out before, so a driver keeps the highest purged
 // fences (a counter that survives the purge; ZooKeeper's czxids and the
 // root's slot_fence_floor). The slot fence floor is store-wide: every
@@ -376,6 +375,17 @@ type LayoutKeeper interface {
 // the next term at the ceiling, a purge has nothing to start it from. The
 // check is made together with the deletion: an Acquire that races the
 // purge either makes it fail or comes after it.
+// So too while a released slot's next floor is ahead of the store's clock
+// (SlotRecord.FloorAhead: a term released without its last used
+// timestamp starts the next at its ceiling): SlotRecord.PurgeRefusal
+// gives both refusals.
+//
+// Nor does a purge forget that a key or namespace moved away: while the
+// store holds a sealed range key or a sealed namespace, Purge deletes
+// nothing and gives ErrSealed naming them (PurgeSealedRefusal), checked
+// together with the deletion and after the ErrLocked checks. The seal is
+// what makes an instance still pointed at this store get ErrSealed rather
+// than values or slots the store the key moved to hands out too.
 //
 // A driver whose clock is not the storage's own (etcd: each writing host's)
 // judges that check on a clock that may be ahead, and a host whose clock is

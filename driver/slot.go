@@ -6,6 +6,8 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -346,13 +348,62 @@ func SearchOrder(start, limit int) iter.Seq[int] {
 // purge, which forgets the slot, must wait until the ceiling has passed.
 func (r SlotRecord) Issuing(now int64) bool { return r.Owner != "" && now < r.Ceiling() }
 
+// FloorAhead reports whether the record holds no term and its next term
+// must start above now (NextFloor > now): a term released without saying
+// which timestamps it used (its next floor is its ceiling), or one whose
+// holder's clock ran ahead. A purge forgets the floor, and the next term
+// would start at 0, below timestamps already issued, so a purge must wait
+// until the store's clock has passed it.
+func (r SlotRecord) FloorAhead(now int64) bool { return r.Owner == "" && now < r.NextFloor }
+
 // PurgeRefusal is the error a purge gives while r, slot n of namespace ns,
-// is Issuing at now (nil otherwise): ErrLocked, naming the slot, its
-// holder and the ceiling at which it frees.
+// is Issuing or has its FloorAhead at now (nil otherwise): ErrLocked,
+// naming the slot, its holder or last owner and the time at which it
+// frees.
 func (r SlotRecord) PurgeRefusal(ns string, n int, now int64) error {
-	if !r.Issuing(now) {
+	utc := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+	switch {
+	case r.Issuing(now):
+		return fmt.Errorf("slot %s/%d: the term of %s/%s (fence %d) is not released and may issue timestamps until its ceiling %d (%s): %w",
+			ns, n, r.Owner, r.Incarnation, r.Fence, r.Ceiling(), utc(r.Ceiling()), ErrLocked)
+	case r.FloorAhead(now):
+		return fmt.Errorf("slot %s/%d: its next term must start at or above %d (%s), ahead of the store's clock "+
+			"(the last term, of %s, fence %d, was released without its last used timestamp, or issued ahead): "+
+			"a purge would forget that floor until the clock passes it: %w",
+			ns, n, r.NextFloor, utc(r.NextFloor), r.LastOwner, r.Fence, ErrLocked)
+	}
+	return nil
+}
+
+// PurgeSealedRefusal is the error a purge gives while the store holds
+// sealed range keys or sealed namespaces (nil when it holds none):
+// ErrSealed, naming them (at most eight of each, and how many). Each moved
+// to another store, and its seal is what makes an instance still pointed
+// at this one get ErrSealed rather than values or slots the other store
+// hands out too: a purge would forget it.
+func PurgeSealedRefusal(keys, namespaces []string) error {
+	if len(keys) == 0 && len(namespaces) == 0 {
 		return nil
 	}
-	return fmt.Errorf("slot %s/%d: the term of %s/%s (fence %d) is not released and may issue timestamps until its ceiling %d (%s): %w",
-		ns, n, r.Owner, r.Incarnation, r.Fence, r.Ceiling(), time.UnixMilli(r.Ceiling()).UTC().Format(time.RFC3339Nano), ErrLocked)
+	var parts []string
+	name := func(what string, list []string) {
+		if len(list) == 0 {
+			return
+		}
+		shown := list[:min(len(list), 8)]
+		q := make([]string, len(shown))
+		for i, v := range shown {
+			q[i] = strconv.Quote(v)
+		}
+		more := ""
+		if len(list) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(list)-len(shown))
+		}
+		parts = append(parts, fmt.Sprintf("%d sealed %s (%s%s)", len(list), what, strings.Join(q, ", "), more))
+	}
+	name("range keys", keys)
+	name("namespaces", namespaces)
+	return fmt.Errorf("the store holds %s: each moved to another store, and its seal is what makes an instance "+
+		"still pointed here get ErrSealed instead of values or slots the other store hands out; "+
+		"a purge would forget the seals, so nothing is deleted: %w", strings.Join(parts, " and "), ErrSealed)
 }

@@ -95,6 +95,14 @@ func checkSeedAfterExpiry(e *env) {
 	}
 }
 
+// releaseUsed releases l saying it used nothing above its floor: the next
+// floor is then not ahead of the clock, which would stop a purge (see
+// driver.Purger).
+func (e *env) releaseUsed(st *store.Store, l store.Lease) {
+	e.t.Helper()
+	e.fatalIf(st.Slots().ReleaseUsed(e.ctx, l, l.Floor), "ReleaseUsed")
+}
+
 // checkPurgeSlotFences: after a purge a slot's fences continue above the
 // ones it had, as lock fences do: a stopped holder's fence is never handed
 // out again.
@@ -107,7 +115,7 @@ func checkPurgeSlotFences(e *env) {
 	var last int64
 	for range 3 {
 		l := e.acquire(st, ns, "a", e.long())
-		e.fatalIf(st.Slots().Release(e.ctx, l), "Release")
+		e.releaseUsed(st, l)
 		last = l.Fence
 	}
 	_, err := st.Purge(e.ctx)
@@ -120,14 +128,14 @@ func checkPurgeSlotFences(e *env) {
 	// Two namespaces, the first by name with the higher fences: the floor
 	// is the highest of all (see driver.Purger: the slot fence floor is
 	// store-wide).
-	e.fatalIf(st.Slots().Release(e.ctx, l), "Release")
+	e.releaseUsed(st, l)
 	for range 3 {
 		l = e.acquire(st, ns, "a", e.long())
-		e.fatalIf(st.Slots().Release(e.ctx, l), "Release")
+		e.releaseUsed(st, l)
 	}
 	high := l.Fence
 	// Released: a live term stops a purge (Purge/LiveLease).
-	e.fatalIf(st.Slots().Release(e.ctx, e.acquire(st, e.namespace("purge-fence-z", 1), "a", e.long())), "Release")
+	e.releaseUsed(st, e.acquire(st, e.namespace("purge-fence-z", 1), "a", e.long()))
 	_, err = st.Purge(e.ctx)
 	e.fatalIf(err, "second Purge")
 	l = e.acquire(e.open(), e.namespace("purge-fence-new", 1), "a", e.long())

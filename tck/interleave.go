@@ -450,7 +450,7 @@ func checkInterleavePurgeAcquire(e *env) {
 			e.t.Errorf("a term granted while a Purge ran (%s) does not renew: %v: the purge deleted a live term", order, err)
 			return order
 		}
-		e.fatalIf(a.Slots().Release(e.ctx, renewed), "Release")
+		e.releaseUsed(a, renewed) // a next floor ahead would refuse the next rounds' purges
 		return order
 	})
 }

@@ -49,7 +49,7 @@ func checkPurgeLiveLease(e *env) {
 			e.t.Errorf("after a refused purge Next gave %v, after %v: the purge deleted the key", got, before)
 		}
 	}
-	e.fatalIf(a.Slots().Release(e.ctx, renewed), "Release")
+	e.releaseUsed(a, renewed)
 	_, err = op.Purge(e.ctx)
 	e.fatalIf(err, "Purge once the lease is released")
 
@@ -79,15 +79,28 @@ func checkPurgeLiveLease(e *env) {
 }
 
 // issuingSlots are the slots whose term, not released, may still issue at
-// the model's now (see driver.Purger), as namespace/slot.
+// the model's now, or whose next floor is ahead of it (see driver.Purger),
+// as namespace/slot.
 func (m *model) issuingSlots() []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(m.spaces)) {
 		sp := m.spaces[name]
 		for _, n := range slices.Sorted(maps.Keys(sp.slots)) {
-			if s := sp.slots[n]; s.owner != "" && m.now < s.ceiling {
+			if s := sp.slots[n]; s.owner != "" && m.now < s.ceiling || s.owner == "" && m.now < s.nextFloor {
 				out = append(out, fmt.Sprintf("%s/%d", name, n))
 			}
+		}
+	}
+	return out
+}
+
+// sealedKeys are the model's sealed keys, which a purge refuses to forget
+// (see driver.Purger).
+func (m *model) sealedKeys() []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m.keys)) {
+		if m.keys[k].sealed {
+			out = append(out, k)
 		}
 	}
 	return out

@@ -141,6 +141,7 @@
 //	D118 after a purge, lock and slot fences stay above every earlier one        Purge/Everything, History/PurgeKeepsSlotFences; ZK TestPurgeFences
 //	D118a a lock held or waited on: Purge gives ErrLocked and deletes nothing     Purge/Locked, History (Purge); postgres TestPurgeWhileWaiting, Interleave/PurgeLock
 //	D118b a slot term not released before its ceiling: ErrLocked, nothing deleted Purge/LiveLease, History (Purge); TestPurgeLiveLease, Interleave/PurgeAcquire
+//	D118c a released slot's next floor ahead of the clock: ErrLocked, likewise   Purge/FloorAhead, History (Purge)
 //	D119 Connector: Notify, then Connect once, before any other method           binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
 //	D120 Connect returns when ctx ends, wrapping ctx.Err() (and ErrUnavailable)  needs a silent server: package store TestOpenContextEndsWithItsContext;
 //	                                                                             ZK TestOpenContextEndsWithItsContext
@@ -156,7 +157,7 @@
 //	D130 ... Release still works; listings show it Sealed; SeedSlot: ErrSealed   Slots/Seal
 //	D131 sealing twice is not an error; a missing namespace is created sealed    Slots/Seal
 //	D132 the seal is checked in the atomic step of Acquire's and Renew's write   Interleave/SealNamespace (rounds counted); TestSealRace (internal/sealrace)
-//	D133 Purge deletes a sealed namespace, seal included                         Slots/Seal
+//	D133 Purge never forgets a seal: ErrSealed naming it, nothing deleted        Purge/Seals, Slots/Seal
 //	D134 LayoutKeeper: the first layout is recorded, creating the namespace     Slots/Layout
 //	D135 ... never replaced: later calls, any store, get it; settings, seal     Slots/Layout
 //

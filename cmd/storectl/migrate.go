@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cosid-go/store"
@@ -55,8 +54,8 @@ migrate first reads both stores and changes nothing if something is wrong:
 --from and --to being one store (their identities are equal, however the
 options are spelled: exit code 3), a named key or namespace missing in the
 source, a key the target has at a lower value or sealed (it moved out of the
-target before: purging the target is suggested only when every key of it is
-sealed, so that no history is lost), namespace settings
+target before: a seal is final, and purge refuses a store that holds one, so
+such a move goes to another, new target), namespace settings
 that differ, a namespace the target has sealed (it moved out of the target
 before), a target slot with a live term, or a target driver that cannot
 seed slots (exit code 1); a source lease that may still be in use, that is
@@ -296,7 +295,6 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 	for _, k := range dstKeys {
 		inDst[k] = true
 	}
-	var advice string // sealedAdvice, read once: it reads every target key
 	for _, k := range names {
 		srcNext, srcSealed, err := m.src.Ranges().Current(ctx, k)
 		if err != nil {
@@ -310,13 +308,8 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 			}
 			switch {
 			case dstSealed:
-				if advice == "" {
-					if advice, err = m.sealedAdvice(ctx, dstKeys); err != nil {
-						return err
-					}
-				}
 				problem("key %q: the target has it sealed at %d (it moved out of the target before), and the portable API "+
-					"cannot reopen a sealed key: %s", k, dstNext, advice)
+					"cannot reopen a sealed key: %s", k, dstNext, sealedTargetAdvice)
 			case dstNext < srcNext:
 				problem("key %q: the target has it at %d, below %d in the source: values could repeat", k, dstNext, srcNext)
 			case !srcSealed:
@@ -331,28 +324,13 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 	return nil
 }
 
-// sealedAdvice says what to do about a key sealed in the target. Purging
-// the target is safe only when everything moved out of it: every one of
-// its keys is sealed (their values continue elsewhere). Otherwise a purge
-// would lose the history of its other keys, and values would repeat.
-func (m *migration) sealedAdvice(ctx context.Context, dstKeys []string) (string, error) {
-	var open []string
-	for _, k := range dstKeys {
-		_, sealed, err := m.dst.Ranges().Current(ctx, k)
-		if err != nil {
-			return "", err
-		}
-		if !sealed {
-			open = append(open, strconv.Quote(k))
-		}
-	}
-	if len(open) > 0 {
-		return fmt.Sprintf("choose another target (the target still hands out %s, whose history a purge would lose)",
-			strings.Join(open, ", ")), nil
-	}
-	return "every key of the target is sealed (everything moved out of it), so with every instance stopped " +
-		"you may purge the target, then migrate again; or choose another target", nil
-}
+// sealedTargetAdvice says what to do about a key or namespace sealed in
+// the target: it moved out of the target before, and its seal is final. A
+// purge of the target would forget it (and refuses to: an instance still
+// pointed at the target must get ErrSealed, not values or slots the store
+// it moved to hands out too), so the way on is another target.
+const sealedTargetAdvice = "keep both stores as they are and migrate to another target, a new store " +
+	"(another file, schema, root or prefix): a seal is final, and purge refuses a store that holds one"
 
 func (m *migration) planSlots(ctx context.Context, p *plan, problem func(string, ...any)) error {
 	srcNS, err := m.src.Slots().Namespaces(ctx)
@@ -403,7 +381,7 @@ func (m *migration) planSlots(ctx context.Context, p *plan, problem func(string,
 			switch d := dstNS[i]; {
 			case d.Sealed:
 				problem("namespace %q: the target has it sealed (it moved out of the target before), and the portable API "+
-					"cannot reopen a sealed namespace: choose another target, or purge the target first if everything moved out of it", ns.Name)
+					"cannot reopen a sealed namespace: %s", ns.Name, sealedTargetAdvice)
 			case d.Limit != ns.Limit || d.Tolerance != ns.Tolerance:
 				problem("namespace %q: the target has limit %d and tolerance %v, the source limit %d and tolerance %v",
 					ns.Name, d.Limit, d.Tolerance, ns.Limit, ns.Tolerance)

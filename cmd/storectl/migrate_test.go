@@ -186,28 +186,38 @@ func TestMigrateRoundTrip(t *testing.T) {
 		}
 
 		// Back into a: its key is sealed, which the portable API cannot
-		// undo; nothing changes, b included.
+		// undo; nothing changes, b included. The advice: another target.
 		migrate(b, a).want(t, exitFailed, "nothing changed", `key "orders": the target has it sealed at 200`,
-			"every key of the target is sealed", "purge the target")
+			`namespace "workers": the target has it sealed`, "migrate to another target, a new store")
 		if r := next(t, sb, "orders", 1); r.Start != 300 {
 			t.Fatalf("b after the refused move: %v, want it unsealed at 300", r)
 		}
+		// The old advice, purging a, is refused: a forgets no seal.
+		ctl(with(args("purge", "--yes"), a.flags())...).want(t, exitRefused, "nothing deleted",
+			`range key "orders" (sealed at 200)`, `namespace "workers"`, "use a new store")
 
-		// With a purged first, the move back works.
-		ctl(with(args("purge", "--yes"), a.flags())...).want(t, exitOK, "deleted ")
-		migrate(b, a).want(t, exitOK, "key orders: sealed in source at 301; initialised in target at 301",
+		// Following the advice: b moves on to a new store c.
+		c := from.fresh(t)
+		migrate(b, c).want(t, exitOK, "key orders: sealed in source at 301; initialised in target at 301",
 			fmt.Sprintf("slot workers/0: seeded fence %d", lb.Fence))
-		// Instances restart after a purge: a store that used a key before
-		// may rightly refuse the recreated node.
-		sa = a.open(t)
-		if r := next(t, sa, "orders", 10); r.Start != 301 {
-			t.Fatalf("a after the round trip starts at %d, want 301", r.Start)
+		sc := c.open(t)
+		if r := next(t, sc, "orders", 10); r.Start != 301 {
+			t.Fatalf("c after the move starts at %d, want 301", r.Start)
 		}
-		l := acquire(t, sa, workers, "host-a", 0, time.Minute)
+		l := acquire(t, sc, workers, "host-a", 0, time.Minute)
 		bSlot := slotsOf(t, sb, "workers")[0]
 		if l.Fence != lb.Fence+1 || l.Floor < bSlot.NextFloor || l.Floor < lb.Ceiling {
-			t.Fatalf("term in a after the round trip: %+v; want fence %d and floor >= %d (ceiling %d)",
-				l, lb.Fence+1, bSlot.NextFloor, lb.Ceiling)
+			t.Fatalf("term in c: %+v; want fence %d and floor >= %d (ceiling %d)", l, lb.Fence+1, bSlot.NextFloor, lb.Ceiling)
+		}
+		// An instance still pointed at a (or b) gets ErrSealed, never values
+		// or a slot c hands out too.
+		for name, st := range map[string]*store.Store{"a": a.open(t), "b": b.open(t)} {
+			if r, err := st.Ranges().Next(ctx, "orders", 10); !errors.Is(err, store.ErrSealed) {
+				t.Fatalf("an instance on %s got %v, %v; want ErrSealed", name, r, err)
+			}
+			if l, err := st.Slots().Acquire(ctx, workers, "host-z", store.AcquireOptions{TTL: time.Minute}); !errors.Is(err, store.ErrSealed) {
+				t.Fatalf("an instance on %s acquired %+v, %v; want ErrSealed", name, l, err)
+			}
 		}
 	})
 }

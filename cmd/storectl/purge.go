@@ -18,8 +18,14 @@ for etcd, every key of the store under its prefix) and prints what it deleted.
 Run it only with every instance that uses the store stopped: a range key
 deleted under a running store would hand out its values again. purge
 therefore refuses (exit code 3) while any lease may be in use (its owner is
-set and its ceiling, the expiry plus the clock tolerance, is ahead) or any
-lock has a holder, or while the store holds keys that are not its own
+set and its ceiling, the expiry plus the clock tolerance, is ahead), any
+released slot's next floor is ahead of the clock (a term released without
+its last used timestamp: run purge again once the floor has passed) or any
+lock has a holder; while the store holds a sealed range key or namespace
+(it moved to another store, and its seal is what stops an instance still
+pointed here from handing out what the other store hands out: purge never
+forgets it, so such a store is kept as it is and a new store is used
+instead); or while the store holds keys that are not its own
 (another store's ZooKeeper root or etcd prefix inside this one's: /ids/v2 in
 /ids), and without --yes it only says what it would delete. The store itself
 refuses too (exit code 3, nothing deleted), by its own clock and together
@@ -47,6 +53,15 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		return refusedf("%s is in use; stop every instance first (nothing deleted):\n  %s",
 			desc, strings.Join(busy, "\n  "))
 	}
+	// Seals first: they never pass, floors do.
+	if sealed := sealedItems(r); len(sealed) > 0 {
+		return refusedf("%s: %s", desc, sealedRefusal(sealed))
+	}
+	if ahead := floorsAhead(r); len(ahead) > 0 {
+		return refusedf("%s has released slots whose next terms must start ahead of the clock; a purge would forget "+
+			"those floors and the next terms would start at 0, below timestamps already issued (nothing deleted). "+
+			"Run purge again once the clock has passed them:\n  %s", desc, strings.Join(ahead, "\n  "))
+	}
 	if !yes {
 		return refusedf("purge deletes everything in %s: %s; run again with --yes once every instance is stopped",
 			desc, r.contents())
@@ -58,6 +73,10 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	deleted, err := st.Purge(context.WithoutCancel(ctx))
 	if errors.Is(err, store.ErrUnsupported) {
 		return fmt.Errorf("the driver of %s cannot purge (nothing deleted)", desc)
+	}
+	if errors.Is(err, store.ErrSealed) && len(deleted) == 0 {
+		// A key or namespace sealed since the survey.
+		return refusedf("%s: the store refused the purge (nothing deleted):\n  %v\n%s", desc, err, sealedAdvice)
 	}
 	if errors.Is(err, store.ErrLocked) && len(deleted) == 0 {
 		// The store's own check, made with the deletion and on its clock:
@@ -114,4 +133,49 @@ func (r *report) contents() string {
 	return fmt.Sprintf("%s, %s with %s, %s",
 		count(len(r.Keys), "range key"), count(len(r.Namespaces), "namespace"),
 		count(slots, "used slot"), count(len(r.Locks), "lock"))
+}
+
+// floorsAhead lists the released slots whose next floor is ahead of the
+// survey's clock (see driver.Purger).
+func floorsAhead(r *report) []string {
+	var out []string
+	for _, ns := range r.Namespaces {
+		for _, s := range ns.Slots {
+			if s.Owner == "" && s.NextFloor > r.Now {
+				out = append(out, fmt.Sprintf("slot %s/%d (last owner %s, fence %d): next floor %s",
+					ns.Name, s.Slot, s.LastOwner, s.Fence, stamp(s.NextFloor, r.Now)))
+			}
+		}
+	}
+	return out
+}
+
+// sealedItems lists the sealed range keys and namespaces of a survey.
+func sealedItems(r *report) []string {
+	var out []string
+	for _, k := range r.Keys {
+		if k.Sealed {
+			out = append(out, fmt.Sprintf("range key %q (sealed at %d)", k.Key, k.Next))
+		}
+	}
+	for _, ns := range r.Namespaces {
+		if ns.Sealed {
+			out = append(out, fmt.Sprintf("namespace %q", ns.Name))
+		}
+	}
+	return out
+}
+
+// sealedAdvice says what to do with a store that holds seals.
+const sealedAdvice = "Keep this store as it is: an instance still pointed at it must get ErrSealed for what moved away, " +
+	"never values or slots. To start afresh, use a new store (another file, schema, root or prefix) instead of purging this one."
+
+func sealedRefusal(sealed []string) string {
+	shown := sealed[:min(len(sealed), 20)]
+	more := ""
+	if len(sealed) > len(shown) {
+		more = fmt.Sprintf("\n  ... and %d more", len(sealed)-len(shown))
+	}
+	return fmt.Sprintf("purge refused (nothing deleted): what moved to another store is sealed here, "+
+		"and a purge would forget the seals:\n  %s%s\n%s", strings.Join(shown, "\n  "), more, sealedAdvice)
 }

@@ -42,7 +42,9 @@ func TestPurge(t *testing.T) {
 			}
 		}
 		intact()
-		if err := st.Slots().Release(ctx, live); err != nil {
+		// With its last used timestamp: a next floor ahead would stop the
+		// purge too (TestPurgeFloorAhead).
+		if err := st.Slots().ReleaseUsed(ctx, live, live.Floor); err != nil {
 			t.Fatal(err)
 		}
 		purge("--yes").want(t, exitRefused, "lock rebalance held by ops (fence ")
@@ -72,6 +74,30 @@ func TestPurge(t *testing.T) {
 		after.want(t, exitOK, "RANGES: none", "SLOTS: no namespaces", "LOCKS: none")
 		// Purging an empty store is fine.
 		purge("--yes").want(t, exitOK, ": 0 items\n")
+	})
+}
+
+// TestPurgeFloorAhead: a term released without its last used timestamp
+// starts the next at its ceiling; purge refuses while that floor is ahead
+// (exit code 3, naming the slot and the floor, nothing deleted), and,
+// following its advice, goes through once the clock has passed it.
+func TestPurgeFloorAhead(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		spec := b.fresh(t)
+		st := spec.open(t)
+		next(t, st, "orders", 100)
+		quick := store.Namespace{Name: "quick", Limit: 2, Tolerance: 10 * time.Millisecond}
+		l := acquire(t, st, quick, "host-a", 0, 2*time.Second)
+		if err := st.Slots().Release(t.Context(), l); err != nil {
+			t.Fatal(err)
+		}
+		ctl(with(args("purge", "--yes"), spec.flags())...).want(t, exitRefused, "nothing deleted",
+			"slot quick/0 (last owner host-a, fence 1): next floor ", "Run purge again once the clock has passed them")
+		if keys := keysOf(t, st); len(keys) != 1 {
+			t.Fatalf("a refused purge deleted keys: %v", keys)
+		}
+		waitPast(l.Ceiling)
+		ctl(with(args("purge", "--yes"), spec.flags())...).want(t, exitOK, "purged ")
 	})
 }
 

@@ -63,8 +63,9 @@ func formatFloor(r driver.SlotRecord) string {
 // Purge deletes every range, namespace, slot and owner key (driver.Purger)
 // in one transaction that holds only if no key under the prefix changed
 // since it read them all, and no lock key existed then, nor a slot whose
-// term may still issue (ErrLocked, see driver.Purger): a lock or lease
-// taken meanwhile stops it. The identity stays; the slot fence floor rises to
+// term may still issue or whose next floor is ahead (ErrLocked), nor a
+// sealed key or namespace (ErrSealed; see driver.Purger): a lock, lease or
+// seal taken meanwhile stops it. The identity stays; the slot fence floor rises to
 // the highest fence deleted.
 func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 	root := s.cfg.prefix + "/"
@@ -89,6 +90,7 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		deleted := []string{}
+		var sealedKeys, sealedSpaces []string // see driver.Purger: never forgotten
 		now := s.now()
 		for _, kv := range resp.Kvs {
 			if err := s.foreign(kv); err != nil {
@@ -102,8 +104,14 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 				return nil, fmt.Errorf("lock %q is held or waited on: %w", lock, driver.ErrLocked)
 			case "range":
 				deleted = append(deleted, "range "+name)
+				if _, sealed, err := parseRange(string(kv.Key), kv); err == nil && sealed {
+					sealedKeys = append(sealedKeys, name)
+				}
 			case "ns":
 				deleted = append(deleted, "namespace "+name)
+				if ns, err := parseNamespace(name, string(kv.Key), kv.Value); err == nil && ns.Sealed {
+					sealedSpaces = append(sealedSpaces, name)
+				}
 			case "slot":
 				if !strings.Contains(name, "/") {
 					continue // a namespace's slot tally (slot_tally.go)
@@ -128,6 +136,11 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 			case "owner":
 				deleted = append(deleted, "owner index "+name)
 			}
+		}
+		// After the ErrLocked refusals, as every driver orders them; the
+		// transaction's compare keeps a seal made after this read.
+		if err := driver.PurgeSealedRefusal(sealedKeys, sealedSpaces); err != nil {
+			return nil, fmt.Errorf("etcd: purge: %w", err)
 		}
 		ops := []clientv3.Op{clientv3.OpPut(s.key("purged"), formatFloor(floor))}
 		for _, kind := range []string{"range", "ns", "slot", "owner", "layout"} {

@@ -13,8 +13,9 @@ import (
 // renewed) for one past its ceiling and deletes it; the next term of the
 // slot, taken by a host with the right time, must still start at or above
 // the live term's ceiling (the purge keeps the floor), and the live term's
-// Renew fails. Likewise for a term released by a host 3 minutes ahead: the
-// next term after a purge starts above what it used.
+// Renew fails. Likewise for a term released by a host 3 minutes ahead and
+// purged by a host 4 minutes ahead: the next term after the purge starts
+// above what it used.
 func TestPurgeFastClock(t *testing.T) {
 	ctx := t.Context()
 	ns := driver.Namespace{Name: "n", Limit: 1, Tolerance: time.Second}
@@ -63,8 +64,13 @@ func TestPurgeFastClock(t *testing.T) {
 		if err := fast.Release(ctx, l, used); err != nil {
 			t.Fatal(err)
 		}
+		// A purge on the right clock refuses: the next floor is ahead of
+		// it (driver.Purger). A host further ahead takes it for past.
 		right := openShifted(t, prefix, 0)
-		if _, err := right.Purge(ctx); err != nil {
+		if _, err := right.Purge(ctx); !errors.Is(err, driver.ErrLocked) {
+			t.Fatalf("Purge with a next floor 3 minutes ahead: %v, want ErrLocked", err)
+		}
+		if _, err := openShifted(t, prefix, 4*time.Minute).Purge(ctx); err != nil {
 			t.Fatal(err)
 		}
 		l2, err := right.Acquire(ctx, req("b"))

@@ -452,7 +452,7 @@ func TestAcquireRacesPurge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x.Release(ctx, l, -1); err != nil {
+	if err := x.Release(ctx, l, l.Floor); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := parseOptions(map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix})
@@ -514,7 +514,7 @@ func TestSeedRacesPurge(t *testing.T) {
 			// The seed's write: a term and a purge first.
 			l, err := x.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "x", Incarnation: "1", TTL: time.Minute})
 			if err == nil {
-				err = x.Release(ctx, l, -1)
+				err = x.Release(ctx, l, l.Floor)
 			}
 			if err == nil {
 				_, err = x.Purge(ctx)
@@ -612,7 +612,7 @@ func TestPurgeUndecodableSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(ctx, l, -1); err != nil {
+	if err := s.Release(ctx, l, l.Floor); err != nil {
 		t.Fatal(err)
 	}
 	// A newer release's record of slot 1: version 2, fence 50 somewhere in it.
@@ -660,7 +660,7 @@ func TestAcquireRacesPurgeNewNamespace(t *testing.T) {
 			// The Acquire's write: a term and a purge first.
 			l, err := x.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "x", Incarnation: "1", TTL: time.Minute})
 			if err == nil {
-				err = x.Release(ctx, l, -1)
+				err = x.Release(ctx, l, l.Floor)
 			}
 			if err == nil {
 				_, err = x.Purge(ctx)

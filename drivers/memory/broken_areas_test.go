@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -151,25 +150,41 @@ func (s waitersFenceUnset) Waiters(ctx context.Context, name string) ([]driver.W
 	return out, err
 }
 
-// purgeKeepsSealed spares sealed keys, "so that a sealed key stays sealed".
-type purgeKeepsSealed struct{ *driverStore }
+// purgeForgetsSeals unseals every key and namespace, then purges: the
+// contract before purges kept seals, under which an instance still pointed
+// at the store handed out the values of a key that had moved away.
+type purgeForgetsSeals struct{ *driverStore }
 
-func (s purgeKeepsSealed) Purge(ctx context.Context) ([]string, error) {
+func (s purgeForgetsSeals) Purge(ctx context.Context) ([]string, error) {
 	s.st.mu.Lock()
-	sealed := map[string]*rangeEntry{}
-	for k, r := range s.st.ranges {
-		if r.sealed {
-			sealed[k] = &rangeEntry{next: r.next, sealed: true}
+	for _, r := range s.st.ranges {
+		r.sealed = false
+	}
+	for _, ns := range s.st.spaces {
+		ns.sealed = false
+	}
+	s.st.mu.Unlock()
+	return s.driverStore.Purge(ctx)
+}
+
+// purgeForgetsFloors lowers every released slot's next floor to the clock
+// before it purges: a term released without its last used timestamp no
+// longer holds the purge off until its ceiling.
+type purgeForgetsFloors struct{ *driverStore }
+
+func (s purgeForgetsFloors) Purge(ctx context.Context) ([]string, error) {
+	s.st.mu.Lock()
+	now := s.st.clock()
+	for _, ns := range s.st.spaces {
+		for n, r := range ns.slots {
+			if r.Owner == "" && r.NextFloor > now {
+				r.NextFloor = now
+				ns.slots[n] = r
+			}
 		}
 	}
 	s.st.mu.Unlock()
-	deleted, err := s.driverStore.Purge(ctx)
-	if err == nil {
-		s.st.mu.Lock()
-		maps.Copy(s.st.ranges, sealed)
-		s.st.mu.Unlock()
-	}
-	return deleted, err
+	return s.driverStore.Purge(ctx)
 }
 
 // purgeOwnLocks counts only the locks of other stores as in use: the

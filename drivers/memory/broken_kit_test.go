@@ -199,7 +199,7 @@ func probePurgeFences(ctx context.Context, wrap func(*driverStore) driver.Store,
 	if err != nil {
 		return "", err
 	}
-	if err := s.Release(ctx, l, -1); err != nil {
+	if err := s.Release(ctx, l, l.Floor); err != nil { // its next floor not ahead, which would stop the purge
 		return "", err
 	}
 	if _, err := d.(driver.Purger).Purge(ctx); err != nil {

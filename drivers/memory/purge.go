@@ -17,7 +17,9 @@ import (
 //
 // It is meant for a state no instance uses. While a lock is held or waited
 // on, or while a slot's term is not released and its ceiling not passed,
-// it deletes nothing and gives ErrLocked: a purge never ends a hold or a
+// or a released slot's next floor is ahead of the clock,
+// it deletes nothing and gives ErrLocked; while a key or namespace is
+// sealed, ErrSealed (see driver.Purger): a purge never ends a hold or a
 // term that may still issue, so it never makes two holders or two live
 // terms of one slot. A lease still in use sees what it would see
 // on ZooKeeper once the nodes are gone: its Renew and Release give
@@ -44,6 +46,21 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 				return nil, fmt.Errorf("memory: purge: %w", err)
 			}
 		}
+	}
+	// A seal outlives nothing but the store (see driver.Purger).
+	var sealedKeys, sealedSpaces []string
+	for _, key := range slices.Sorted(maps.Keys(s.st.ranges)) {
+		if s.st.ranges[key].sealed {
+			sealedKeys = append(sealedKeys, key)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.st.spaces)) {
+		if s.st.spaces[name].sealed {
+			sealedSpaces = append(sealedSpaces, name)
+		}
+	}
+	if err := driver.PurgeSealedRefusal(sealedKeys, sealedSpaces); err != nil {
+		return nil, fmt.Errorf("memory: purge: %w", err)
 	}
 	deleted := []string{}
 	for _, key := range slices.Sorted(maps.Keys(s.st.ranges)) {

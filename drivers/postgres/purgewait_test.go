@@ -112,7 +112,7 @@ func TestPurgeLiveLease(t *testing.T) {
 	if l, err = a.Renew(ctx, l); err != nil {
 		t.Fatalf("Renew after the refused purge: %v", err)
 	}
-	if err := a.Release(ctx, l, -1); err != nil {
+	if err := a.Release(ctx, l, l.Floor); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := op.Purge(ctx); err != nil {

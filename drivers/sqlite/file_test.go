@@ -117,7 +117,7 @@ func TestPurgeKeepsSlotFences(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Release(ctx, l, -1); err != nil {
+		if err := s.Release(ctx, l, l.Floor); err != nil { // next floor not ahead: see driver.Purger
 			t.Fatal(err)
 		}
 		last = l
@@ -150,7 +150,7 @@ func TestPurgeAtTheLastFence(t *testing.T) {
 	if err != nil || l.Fence != math.MaxInt64 {
 		t.Fatalf("Acquire = fence %d, %v; want fence %d", l.Fence, err, int64(math.MaxInt64))
 	}
-	if err := s.Release(ctx, l, -1); err != nil {
+	if err := s.Release(ctx, l, l.Floor); err != nil { // next floor not ahead: see driver.Purger
 		t.Fatal(err)
 	}
 	if _, err := s.Purge(ctx); err != nil {

@@ -60,7 +60,7 @@ func TestPurgeLiveLease(t *testing.T) {
 			if l, err = a.Renew(ctx, l); err != nil {
 				t.Fatalf("Renew after the refused purge: %v", err)
 			}
-			if err := a.Release(ctx, l, -1); err != nil {
+			if err := a.Release(ctx, l, l.Floor); err != nil {
 				t.Fatal(err)
 			}
 
@@ -91,7 +91,7 @@ func TestPurgeLiveLease(t *testing.T) {
 			if _, err := a.Renew(ctx, late); err != nil {
 				t.Fatalf("Renew of the term acquired under the purge: %v", err)
 			}
-			if err := a.Release(ctx, late, -1); err != nil {
+			if err := a.Release(ctx, late, late.Floor); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := op.Purge(ctx); err != nil {

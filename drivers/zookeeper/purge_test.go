@@ -23,13 +23,13 @@ func TestPurgeFences(t *testing.T) {
 			ctx := t.Context()
 			ns := driver.Namespace{Name: "fenced", Limit: 4}
 			l := mustAcquire(t, s, slotRequest(ns, "owner", "run"))
-			if err := s.Release(ctx, l, -1); err != nil {
+			if err := s.Release(ctx, l, l.Floor); err != nil {
 				t.Fatal(err)
 			}
 			// A slot restored by hand in another namespace, with a higher fence.
 			other := driver.Namespace{Name: "restored", Limit: 4}
 			// Released: a live term stops a purge (TestPurgeLiveLease).
-			if err := s.Release(ctx, mustAcquire(t, s, slotRequest(other, "owner", "run")), -1); err != nil {
+			if err := s.Release(ctx, mustAcquire(t, s, slotRequest(other, "owner", "run")), 0); err != nil {
 				t.Fatal(err)
 			}
 			mustCreatePath(t, conn, s.slotPath(other.Name, 3), string(formatSlot(slotNode{fence: 40, nextFloor: 7})))
@@ -44,7 +44,7 @@ func TestPurgeFences(t *testing.T) {
 			if l.Fence != 41 || l.Floor != 0 {
 				t.Errorf("first term after the purge: fence %d floor %d, want 41 and 0", l.Fence, l.Floor)
 			}
-			if err := s.Release(ctx, l, -1); err != nil {
+			if err := s.Release(ctx, l, l.Floor); err != nil {
 				t.Fatal(err)
 			}
 			if data, _, err := conn.Get(s.nsPath(ns.Name)); err != nil || !strings.Contains(string(data), "fence_floor=40\n") {

@@ -19,18 +19,21 @@ import (
 // of the slots (and fence floor of the namespaces) the purge found, before
 // anything is deleted, and writes the root in any case. A slot whose fence line does not parse stops the
 // purge: its fence cannot be kept. So does a slot whose term may still
-// issue (ErrLocked), before the floor is raised.
+// issue or whose next floor is ahead (ErrLocked), and then a sealed range
+// key or namespace (ErrSealed), before the floor is raised.
 func (s *slotStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a *attempts) error {
-	base := s.root + "/slot/"
+	base, rangeBase := s.root+"/slot/", s.root+"/range/"
 	paths := []string{s.root}
 	for _, level := range levels {
 		for _, n := range level {
-			if rest, ok := strings.CutPrefix(n.path, base); ok && !strings.HasSuffix(rest, "/"+clockName) && !strings.HasSuffix(rest, "/"+layoutName) {
+			rest, ok := strings.CutPrefix(n.path, base)
+			if ok && !strings.HasSuffix(rest, "/"+clockName) && !strings.HasSuffix(rest, "/"+layoutName) || strings.HasPrefix(n.path, rangeBase) {
 				paths = append(paths, n.path)
 			}
 		}
 	}
-	var rootFound bool // a store that never wrote has no root, nor leases
+	var sealedKeys, sealedSpaces []string // see driver.Purger: a purge keeps seals or refuses
+	var rootFound bool                    // a store that never wrote has no root, nor leases
 	var rootData []byte
 	var rootVersion int32
 	var rootFloor, floor int64
@@ -57,13 +60,22 @@ func (s *slotStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a 
 				rootFound, rootData, rootVersion = true, r.data, r.stat.Version
 				f, err = parseFenceFloor(r.data, fieldSlotFenceFloor)
 				rootFloor = f
+			case strings.HasPrefix(path, rangeBase):
+				// A corrupt range node is still purged.
+				if _, sealed, _, perr := parseRange(r.data); perr == nil && sealed {
+					sealedKeys = append(sealedKeys, strings.TrimPrefix(path, rangeBase))
+				}
+				continue
 			case !strings.Contains(strings.TrimPrefix(path, base), "/"):
 				f, err = parseFenceFloor(r.data, fieldFenceFloor)
+				if _, _, sealed, perr := parseNamespace(r.data); perr == nil && sealed {
+					sealedSpaces = append(sealedSpaces, strings.TrimPrefix(path, base))
+				}
 			default:
 				// Only the fence line counts: a slot corrupt otherwise is
 				// still purged.
 				f, err = parseFenceFloor(r.data, fieldFence)
-				if node, perr := parseSlot(r.data); perr == nil && node.owner != "" {
+				if node, perr := parseSlot(r.data); perr == nil {
 					terms = append(terms, purgeTerm{path, node.record(r.stat.Mtime)})
 				}
 			}
@@ -100,6 +112,11 @@ func (s *slotStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a 
 		if err := t.rec.PurgeRefusal(ns, n, stat.Mtime); err != nil {
 			return fmt.Errorf("zookeeper: purge: %s: %w", t.path, err)
 		}
+	}
+	// Seals last, as every driver orders the refusals; a node sealed after
+	// its read has moved past the version its delete checks.
+	if err := driver.PurgeSealedRefusal(sealedKeys, sealedSpaces); err != nil {
+		return fmt.Errorf("zookeeper: purge: %w", err)
 	}
 	if floor <= rootFloor {
 		return nil

@@ -16,8 +16,9 @@ import (
 // memory driver lists them: "range orders", "slot workers/3",
 // "owner workers/host-a", "namespace workers". Dialect.PurgeMore adds the
 // driver's own tables (locks). Meant for a store no instance uses: a slot
-// whose term may still issue stops it with ErrLocked, deleting nothing (see
-// driver.Purger).
+// whose term may still issue, or whose next floor is ahead of the
+// database's clock, stops it with ErrLocked, and a sealed key or namespace
+// with ErrSealed, deleting nothing (see driver.Purger).
 func (s *Store) Purge(ctx context.Context) ([]string, error) {
 	deleted := []string{}
 	err := s.db.Tx(ctx, func(tx Querier) error {
@@ -28,6 +29,16 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 			}
 		}
 		if err := s.checkTerms(ctx, tx); err != nil {
+			return err
+		}
+		// Seals are refused after the driver's own ErrLocked checks
+		// (PurgeMore's locks), as every driver orders them.
+		sealedKeys, err := strings1(ctx, tx, s.q.PurgeSealedKeys)
+		if err != nil {
+			return err
+		}
+		sealedSpaces, err := strings1(ctx, tx, s.q.PurgeSealedNamespaces)
+		if err != nil {
 			return err
 		}
 		keys, err := strings1(ctx, tx, s.q.Keys)
@@ -73,6 +84,9 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 			}
 			deleted = append(deleted, more...)
 		}
+		if err := driver.PurgeSealedRefusal(sealedKeys, sealedSpaces); err != nil {
+			return fmt.Errorf("%s: purge: %w", s.d.Name, err) // rolls every deletion back
+		}
 		return nil
 	})
 	if err != nil {
@@ -83,7 +97,8 @@ func (s *Store) Purge(ctx context.Context) ([]string, error) {
 }
 
 // checkTerms gives ErrLocked for the first slot whose term may still issue
-// timestamps (driver.SlotRecord.Issuing) at the database's time. It runs in
+// timestamps, or whose next floor is ahead (driver.SlotRecord.PurgeRefusal),
+// at the database's time. It runs in
 // the purge's transaction, after PurgeLock: no term starts or renews
 // between the check and the deletion. A row's fields are read as they are,
 // not checked (see slotRow.check), so that a corrupt store can be purged.

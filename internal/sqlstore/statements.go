@@ -45,7 +45,8 @@ type statements struct {
 	SlotGap, SlotList, SlotInsert, SlotUpdate      string
 	SlotRead, SlotsHead, SlotsTail                 string
 	PurgeNamespaces, PurgeSlots, PurgeOwners, Ping string
-	PurgeTerms                                     string // the slots with a term not released, and the store's time
+	PurgeTerms                                     string // every slot, and the store's time
+	PurgeSealedKeys, PurgeSealedNamespaces         string
 	PurgeDelete                                    []string
 }
 
@@ -134,8 +135,10 @@ func newStatements(d Dialect) (*statements, error) {
 		PurgeNamespaces: `SELECT name FROM {p}cosid_namespace`,
 		PurgeSlots:      `SELECT CAST(slot AS TEXT) FROM {p}cosid_slot WHERE namespace = $1`,
 		PurgeOwners:     `SELECT owner FROM {p}cosid_owner WHERE namespace = $1`,
-		PurgeTerms: `SELECT namespace, ` + slotCols + `, {now} FROM {p}cosid_slot WHERE owner <> ''
+		PurgeTerms: `SELECT namespace, ` + slotCols + `, {now} FROM {p}cosid_slot
 			ORDER BY namespace, slot`,
+		PurgeSealedKeys:       `SELECT key FROM {p}cosid_range WHERE sealed`,
+		PurgeSealedNamespaces: `SELECT name FROM {p}cosid_namespace WHERE sealed`,
 		PurgeDelete: []string{`DELETE FROM {p}cosid_range`, `DELETE FROM {p}cosid_slot`,
 			`DELETE FROM {p}cosid_owner`, `DELETE FROM {p}cosid_namespace`,
 			`DELETE FROM {p}cosid_meta WHERE name LIKE 'layout/%'`}, // a layout goes with its namespace

@@ -28,8 +28,10 @@ func New(schema string) sqlstore.Dialect {
 		ForShare:   " FOR SHARE",
 		FreeSearch: []string{" FOR UPDATE SKIP LOCKED", " FOR UPDATE NOWAIT"},
 		// In the order an Acquire writes them, so a purge waits for the
-		// acquires under way rather than deadlock with them.
-		PurgeLock: "LOCK TABLE {p}cosid_namespace, {p}cosid_slot, {p}cosid_owner IN EXCLUSIVE MODE",
+		// acquires under way rather than deadlock with them; the ranges
+		// last (no slot transaction writes them), so that no key is sealed
+		// between the purge's check of seals and its deletion.
+		PurgeLock: "LOCK TABLE {p}cosid_namespace, {p}cosid_slot, {p}cosid_owner, {p}cosid_range IN EXCLUSIVE MODE",
 		HasMeta:   "SELECT to_regclass('" + pgx.Identifier{schema, "cosid_meta"}.Sanitize() + "') IS NOT NULL",
 		Setup: func(ctx context.Context, tx sqlstore.Querier) error {
 			// Stores opening at once on a new schema would race to create
