@@ -93,7 +93,7 @@ func testTCK(t *testing.T, srv *zktest.Server) {
 			"Operator/RestoreSlots": "a slot node written back from a copy is taken by the store that held the later term, " +
 				"at the same fence and a floor below that term's ceiling: no check of the fence against the highest seen (issue 39)",
 			"Operator/DeletedSlot": "a slot node deleted by hand under a live term is created again by another store at " +
-				"fence 1, floor 0 (issue 37 names the same hole on etcd and ZooKeeper; issue 39)",
+				"fence 1, floor 0: a documented limit (package doc; TestSlotNodeDeletedUnderLiveTerm), issue 37",
 		},
 		// Each random history opens its stores on a root of its own: 25
 		// keep the TCK within its time on a loaded machine.
