@@ -216,3 +216,13 @@ func (l *SlotLeaseStore) KeepLayout(ctx context.Context, ns Namespace, layout st
 		return d.KeepLayout(ctx, ns.toDriver(), layout)
 	})
 }
+
+// Layout returns the layout namespace ns's IDs were issued with (see
+// KeepLayout), "" when none is recorded or the namespace is missing.
+// Drivers without the capability give ErrUnsupported.
+func (l *SlotLeaseStore) Layout(ctx context.Context, ns string) (string, error) {
+	o := op{name: "Layout", key: ns, check: checkName("namespace", ns)}
+	return call(ctx, l.s, o, func(ctx context.Context, d driver.LayoutKeeper) (string, error) {
+		return d.Layout(ctx, ns)
+	})
+}

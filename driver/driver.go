@@ -346,6 +346,10 @@ type LayoutKeeper interface {
 	// the first's). The layout goes with the namespace: a purge forgets
 	// both. layout is 1 to 1024 bytes of printable text, no line breaks.
 	KeepLayout(ctx context.Context, ns Namespace, layout string) (string, error)
+	// Layout returns namespace ns's layout, "" when it has none (or the
+	// namespace is missing), changing nothing; a sealed namespace's too.
+	// A migration carries it to the target with KeepLayout.
+	Layout(ctx context.Context, ns string) (string, error)
 }
 
 // Purger is an optional capability: it deletes everything the store keeps

@@ -8,7 +8,8 @@ import (
 // checkLayout: the optional LayoutKeeper records a namespace's first
 // layout, creating the namespace, and gives it to every later call, from
 // any store, whatever layout that call brings; a namespace of other
-// settings and a sealed one refuse as Acquire does.
+// settings and a sealed one refuse as Acquire does. Layout reads it, also
+// once sealed; a purge forgets it.
 func checkLayout(e *env) {
 	a, b := e.open(), e.open()
 	if !is[driver.LayoutKeeper](a.Driver()) {
@@ -32,6 +33,16 @@ func checkLayout(e *env) {
 	}
 	keep(b, ns, "unit=10ms epoch=2024", "unit=1ms epoch=2024")
 	keep(a, ns, "unit=1ms epoch=2024", "unit=1ms epoch=2024")
+	read := func(st *store.Store, name, want string) {
+		e.t.Helper()
+		got, err := st.Slots().Layout(e.ctx, name)
+		e.fatalIf(err, "Layout(%q)", name)
+		if got != want {
+			e.t.Errorf("Layout(%q) = %q, want %q (see driver.LayoutKeeper.Layout)", name, got, want)
+		}
+	}
+	read(b, ns.Name, "unit=1ms epoch=2024")
+	read(b, "layout-missing", "")
 	// The layout is the namespace's alone, and leaves its slots alone.
 	l := e.acquire(b, ns, "worker", e.long())
 	e.wantSlot(l, 0, "the lowest free slot of a namespace with a layout")
@@ -54,10 +65,15 @@ func checkLayout(e *env) {
 		e.releaseUsed(b, l)
 		_, err = a.Purge(e.ctx)
 		e.fatalIf(err, "Purge")
+		read(b, ns.Name, "")
 		keep(b, ns, "unit=10ms epoch=2024", "unit=10ms epoch=2024")
 	}
 
 	e.fatalIf(a.Slots().Seal(e.ctx, "layout-sealed"), "Seal")
 	_, err = a.Slots().KeepLayout(e.ctx, e.namespace("layout-sealed", 2), "unit=1ms epoch=2024")
 	e.wantIs(err, store.ErrSealed, "KeepLayout in a sealed namespace")
+	have, err := a.Slots().Layout(e.ctx, ns.Name)
+	e.fatalIf(err, "Layout")
+	e.fatalIf(a.Slots().Seal(e.ctx, ns.Name), "Seal")
+	read(b, ns.Name, have) // a migration reads it after the seal
 }

@@ -38,7 +38,9 @@ every value the source handed out. Each carried namespace is sealed in the
 source likewise, before its slots are read: from then on an instance still
 running on the source gets ErrSealed from Acquire and Renew there (it stops
 at the ceiling it has; Release still works), so no term starts or grows in
-the source after the read. Each used slot is then seeded in the target with
+the source after the read. The ID layout the namespace keeps (that of its
+Snowflake IDs) is recorded in the target, which must keep no other. Each used
+slot is then seeded in the target with
 its fence and the floor its next term must respect: the next floor of a
 released slot, and at least the ceiling of a term that was never released.
 The slot's next term in the target gets the next fence and starts at or
@@ -475,9 +477,15 @@ func (m *migration) apply(stop context.Context, p *plan) error {
 			fail("namespace "+n.ns.Name, err)
 			continue
 		}
+		layout, err := m.carryLayout(ctx, n)
+		if err != nil {
+			steps++
+			fail("namespace "+n.ns.Name, err)
+			continue
+		}
 		progress.namespaces++
-		fmt.Fprintf(out, "namespace %s: %s; limit %d, tolerance %v, %s used\n",
-			n.ns.Name, sealed, n.ns.Limit, n.ns.Tolerance, count(len(slots), "slot"))
+		fmt.Fprintf(out, "namespace %s: %s; limit %d, tolerance %v, %s used%s\n",
+			n.ns.Name, sealed, n.ns.Limit, n.ns.Tolerance, count(len(slots), "slot"), layout)
 		for _, s := range slots {
 			steps++
 			what := fmt.Sprintf("slot %s/%d", n.ns.Name, s.src.Slot)

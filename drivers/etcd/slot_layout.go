@@ -79,3 +79,28 @@ func (s *slotStore) keepLayoutOnce(ctx context.Context, want driver.Namespace, n
 	}
 	return layout, true, nil
 }
+
+// Layout returns the namespace's layout, "" when it has none (see
+// driver.LayoutKeeper).
+func (s *slotStore) Layout(ctx context.Context, ns string) (string, error) {
+	lk := s.layoutKey(ns)
+	for attempt := 1; ; attempt++ {
+		resp, err := s.cli.Get(ctx, lk)
+		if err = s.check(ctx, err); err != nil {
+			if !retryable(err) {
+				return "", err
+			}
+			if err := s.backoff(ctx, attempt, err); err != nil {
+				return "", err
+			}
+			continue
+		}
+		switch {
+		case len(resp.Kvs) == 0:
+			return "", nil
+		case len(resp.Kvs[0].Value) == 0:
+			return "", fmt.Errorf("layout key %s is empty: %w", lk, driver.ErrCorrupt)
+		}
+		return string(resp.Kvs[0].Value), nil
+	}
+}

@@ -256,3 +256,15 @@ func (s *driverStore) KeepLayout(ctx context.Context, want driver.Namespace, lay
 	}
 	return ns.layout, nil
 }
+
+// Layout returns the namespace's layout (see driver.LayoutKeeper).
+func (s *driverStore) Layout(ctx context.Context, name string) (string, error) {
+	if err := s.begin(ctx); err != nil {
+		return "", err
+	}
+	defer s.st.mu.Unlock()
+	if ns := s.st.spaces[name]; ns != nil {
+		return ns.layout, nil
+	}
+	return "", nil
+}

@@ -55,3 +55,25 @@ func (s *slotStore) KeepLayout(ctx context.Context, ns driver.Namespace, layout 
 		}
 	}
 }
+
+// Layout returns the namespace's layout, "" when it has none (see
+// driver.LayoutKeeper).
+func (s *slotStore) Layout(ctx context.Context, ns string) (string, error) {
+	if err := checkPathText("namespace", ns); err != nil {
+		return "", err
+	}
+	a := attempts{s: s.session}
+	path := s.nsPath(ns) + "/" + layoutName
+	rs, err := s.getNodes(ctx, []string{path}, &a)
+	switch {
+	case err != nil:
+		return "", err
+	case errors.Is(rs[0].err, zk.ErrNoNode):
+		return "", nil
+	case rs[0].err != nil:
+		return "", fmt.Errorf("zookeeper: read %s: %w", path, rs[0].err)
+	case len(rs[0].data) == 0:
+		return "", corruptData(path, rs[0].data, errors.New("no layout"))
+	}
+	return string(rs[0].data), nil
+}

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 
 	"github.com/cosid-go/store/driver"
 )
@@ -22,5 +23,16 @@ func (s *Store) KeepLayout(ctx context.Context, want driver.Namespace, layout st
 		}
 		return tx.QueryRow(ctx, s.q.LayoutRead, "layout/"+want.Name).Scan(&have)
 	})
+	return have, err
+}
+
+// Layout returns the namespace's layout, "" when it has none (see
+// driver.LayoutKeeper).
+func (s *Store) Layout(ctx context.Context, ns string) (string, error) {
+	var have string
+	err := s.db.QueryRow(ctx, s.q.LayoutRead, "layout/"+ns).Scan(&have)
+	if errors.Is(err, ErrNoRows) {
+		return "", nil
+	}
 	return have, err
 }
