@@ -18,7 +18,7 @@ func init() {
 	register(&command{name: "inspect", run: runInspect, usage: `Usage: storectl inspect [--json] STORE FLAGS
 
 Shows the store's identity, and lists every range key (next value, sealed),
-every namespace (limit, tolerance, sealed)
+every namespace (limit, tolerance, sealed, ID layout)
 with its used slots, and every lock with its holder and waiters. Slot times are
 printed in UTC and relative to now; a slot is live while now, on this machine's
 clock, is before its expiry. A capability the driver lacks is shown as
@@ -27,7 +27,7 @@ clock, is before its expiry. A capability the driver lacks is shown as
   --json   print one JSON document instead (schema 1):
            {"schema", "id" (the store's identity, or null), "now", "nowUTC",
             "keys": [{"key", "next", "sealed"}],
-            "namespaces": [{"name", "limit", "toleranceMs", "sealed", "slots": [{"slot",
+            "namespaces": [{"name", "limit", "toleranceMs", "sealed", "layout" (once recorded), "slots": [{"slot",
               "state" (live|expired|released), "owner", "incarnation", "lastOwner",
               "fence", "ttlMs", "toleranceMs", "floor", "expiresAt", "ceiling",
               "nextFloor", and each time again as RFC 3339: "floorUTC", ...}]}],
@@ -103,7 +103,8 @@ type nsReport struct {
 	Name        string       `json:"name"`
 	Limit       int          `json:"limit"`
 	ToleranceMs int64        `json:"toleranceMs"`
-	Sealed      bool         `json:"sealed"` // no new term, no renewal (migrated out)
+	Sealed      bool         `json:"sealed"`           // no new term, no renewal (migrated out)
+	Layout      string       `json:"layout,omitempty"` // of its Snowflake IDs, once a generator recorded it
 	Slots       []slotReport `json:"slots"`
 }
 
@@ -190,6 +191,10 @@ func surveySlots(ctx context.Context, st *store.Store, now int64) ([]nsReport, e
 			return nil, err
 		}
 		nr := nsReport{Name: ns.Name, Limit: ns.Limit, ToleranceMs: ns.Tolerance.Milliseconds(), Sealed: ns.Sealed, Slots: []slotReport{}}
+		nr.Layout, err = st.Slots().Layout(ctx, ns.Name)
+		if err != nil && !errors.Is(err, store.ErrUnsupported) {
+			return nil, err
+		}
 		for _, s := range infos {
 			nr.Slots = append(nr.Slots, slotReport{
 				Slot:         s.Slot,
@@ -276,6 +281,9 @@ func (r *report) writeText(w io.Writer, desc string) {
 			sealed := ""
 			if ns.Sealed {
 				sealed = ", sealed"
+			}
+			if ns.Layout != "" {
+				sealed += ", ID layout " + ns.Layout
 			}
 			fmt.Fprintf(w, "namespace %s: limit %d, tolerance %v%s, %s used\n",
 				ns.Name, ns.Limit, time.Duration(ns.ToleranceMs)*time.Millisecond, sealed, count(len(ns.Slots), "slot"))

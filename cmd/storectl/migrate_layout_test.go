@@ -43,6 +43,7 @@ func TestMigrateCarriesLayout(t *testing.T) {
 			t.Fatalf("a generator of the carried layout in the target: %v", err)
 		}
 		g.Close(t.Context())
+		ctl(with(args("inspect"), dst.flags())...).want(t, exitOK, "namespace workers: limit 8, tolerance 50ms, ID layout "+layout+", 1 slot used")
 		// A rerun finds the layout carried.
 		migrate(src, dst).want(t, exitOK, "ID layout "+layout)
 	})
