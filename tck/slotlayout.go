@@ -43,6 +43,13 @@ func checkLayout(e *env) {
 	}
 	read(b, ns.Name, "unit=1ms epoch=2024")
 	read(b, "layout-missing", "")
+	// A namespace used before layouts were kept has none, and takes the
+	// first one a generator brings.
+	old := e.namespace("layout-old", 2)
+	e.releaseUsed(a, e.acquire(a, old, "worker", e.long())) // the purge below needs it ended
+	read(b, old.Name, "")
+	keep(b, old, "unit=2ms epoch=2024", "unit=2ms epoch=2024")
+	keep(a, old, "unit=1ms epoch=2024", "unit=2ms epoch=2024")
 	// The layout is the namespace's alone, and leaves its slots alone.
 	l := e.acquire(b, ns, "worker", e.long())
 	e.wantSlot(l, 0, "the lowest free slot of a namespace with a layout")
