@@ -65,8 +65,9 @@ func testMigrateSealsLocks(t *testing.T, src, dst storeSpec) {
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	next(t, s, "orders", 100)
-	migrate(src, dst).want(t, exitOK, "key orders: sealed in source at 100", "locks: sealed in source",
+	// No range key or namespace: their seals would stop the purge below
+	// (a purge never forgets that a key moved away).
+	migrate(src, dst).want(t, exitOK, "locks: sealed in source",
 		"every lock fence of the target from now on is above")
 	for _, name := range []string{"jobs", "never-used"} {
 		if _, err := s.Locks().TryLock(ctx, name); !errors.Is(err, store.ErrSealed) {
