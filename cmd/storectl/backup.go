@@ -13,8 +13,14 @@ func init() {
 Copies the SQLite store in FILE to the new file DEST while programs keep
 using it: SQLite reads one consistent snapshot (VACUUM INTO), including the
 newest commits, which are in FILE-wal and which cp would miss. DEST must not
-exist. Restore a copy only with every program stopped: it hands out again
-every value handed out after it was taken.
+exist. The copy is marked as a backup: it may be behind what the store hands
+out after it, so it opens for tools only (storectl inspect reads it) and
+hands out nothing, nor can it be a migrate source, until storectl restore
+raises it past that:
+
+  storectl restore --raise N DEST PATH
+
+with every program stopped (see storectl help restore).
 
 `})
 }

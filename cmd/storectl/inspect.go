@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
 )
 
 func init() {
@@ -54,6 +55,11 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if r.ID, r.idNote, err = identity(ctx, st); err != nil {
 		return err
 	}
+	if bm, ok := st.Driver().(driver.BackupMarker); ok {
+		if r.Backup, err = bm.BackupMark(ctx); err != nil {
+			return err
+		}
+	}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -74,6 +80,9 @@ type report struct {
 	Namespaces  []nsReport   `json:"namespaces"`
 	Locks       []lockReport `json:"locks"`
 	Unsupported []string     `json:"unsupported"`
+	// Backup is the mark of a backup copy (driver.BackupMarker), omitted
+	// for a live store.
+	Backup string `json:"backup,omitempty"`
 
 	idNote string // why ID is nil
 }
@@ -252,6 +261,9 @@ func (r *report) writeText(w io.Writer, desc string) {
 		id = *r.ID
 	}
 	fmt.Fprintf(w, "store  %s\nid     %s\nnow    %s\n", desc, id, utc(r.Now))
+	if r.Backup != "" {
+		fmt.Fprintf(w, "backup %s: hands out nothing until storectl restore raises it\n", r.Backup)
+	}
 
 	fmt.Fprintln(w)
 	switch {

@@ -131,6 +131,12 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer dst.Close()
+	if err := notABackup(ctx, src, "--from", srcDesc); err != nil {
+		return err
+	}
+	if err := notABackup(ctx, dst, "--to", dstDesc); err != nil {
+		return err
+	}
 	if err := differentStores(ctx, e, src, dst, srcCfg, dstCfg, srcDesc, dstDesc); err != nil {
 		return err
 	}

@@ -100,15 +100,31 @@
 // # Backups
 //
 // Copy through SQLite, which reads one consistent snapshot while the stores
-// keep running:
+// keep running (the commits still in the -wal included):
 //
-//	sqlite3 /var/lib/app/ids.db "VACUUM INTO '/backup/ids-2026-12-01.db'"
+//	storectl backup /var/lib/app/ids.db /backup/ids-2026-12-01.db
 //
-// or its online backup API (sqlite3's ".backup" command), or from Go,
-// db.Exec("VACUUM INTO ?", dst) on a database/sql connection to the file.
-// To restore, stop every process using the file, then move the copy over
-// it, with no -wal or -shm left beside it (after a crash, open the store
-// once and close it first: that replays the -wal into the file).
+// or from Go, sqlite.Backup(ctx, path, dest). The copy is marked as a
+// backup (driver.BackupMarker): it is behind every value, fence and
+// timestamp the store hands out after it, so a program cannot open it
+// (ErrSealed, saying to run storectl restore) and a tool that opens it
+// with create=false can read it (storectl inspect) but not take values,
+// seal or migrate from it.
+//
+// To restore, stop every process using the store, move the damaged file
+// aside with its -wal and -shm (keep them: they may hold what the backup
+// lacks), then run one command:
+//
+//	storectl restore --raise 1000000 /backup/ids-2026-12-01.db /var/lib/app/ids.db
+//
+// It copies the backup to the path, raising the copy before it takes the
+// name: every key not sealed by --raise (more than any key handed out after
+// the backup: a day's worth for a nightly one), every slot's fence by the
+// same, and every slot's next floor past any timestamp issued since; then
+// it clears the mark. Keys created after the backup are not in it: name
+// them with --key. A copy made by hand (sqlite3's VACUUM INTO, its .backup)
+// is restored the same way. A copy moved over the file without storectl
+// restore hands out again everything handed out after it was taken.
 //
 // # Durability
 //
@@ -161,6 +177,7 @@ type driverStore struct {
 	guard *fileGuard
 	// release uncounts the store once (see inUse), on the first Close.
 	release sync.Once
+	mark    marked // a backup copy (backupmark.go)
 }
 
 var (
@@ -270,7 +287,20 @@ func openClaimed(ctx context.Context, path, real string, id fileID, busyTimeout 
 		sdb.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
-	return &driverStore{Store: s, db: sdb, pin: pin, stmts: stmts, guard: g}, nil
+	d := &driverStore{Store: s, db: sdb, pin: pin, stmts: stmts, guard: g}
+	// A backup copy opens for tools only (driver.BackupMarker).
+	m, err := readMark(ctx, s.DB())
+	if err == nil && m != "" && create {
+		err = backupRefusal(path, m)
+	}
+	if err != nil {
+		stmts.close()
+		pin.Close()
+		sdb.Close()
+		return nil, err
+	}
+	d.mark.on.Store(m != "")
+	return d, nil
 }
 
 // precheck reads the file without changing it: it must be SQLite, and

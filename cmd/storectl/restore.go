@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/config"
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/drivers/sqlite"
+)
+
+func init() {
+	register(&command{name: "restore", run: runRestore, usage: `Usage: storectl restore --raise N BACKUP PATH
+       storectl restore --raise N [--key KEY]... STORE FLAGS
+
+Makes a store restored from a backup safe to use again. A backup is behind
+what its original handed out after it was taken; restore raises the store
+past all of that, so that no value, fence or timestamp is handed out twice:
+
+  - every range key that is not sealed: its next value by N;
+  - every slot of every namespace that is not sealed, used or not: its fence
+    by N, and the floor of its next term to at least the ceiling of a term
+    never released and the time of the restore plus the longest ttl the
+    backup's slots show plus twice the namespace's clock tolerance (a term
+    of the lost time ended at most a ttl after its last renewal);
+  - then it clears the backup mark (storectl backup writes it into a copy,
+    which then opens for tools only and hands out nothing).
+
+N is how far the backup may be behind: more than the values any key handed
+out, and the terms any slot started, after the backup was taken (a day's
+worth, say, for a nightly backup). Too large only skips values.
+
+The first form, for SQLite, copies the backup file BACKUP to the new file
+PATH (a damaged store there is moved aside first: nothing is overwritten),
+raises the copy before it takes the name PATH, and leaves BACKUP as it is.
+The second form raises a store in place: a SQLite file that is a marked
+backup copy, or a PostgreSQL, ZooKeeper or etcd store its own tools put
+back (pg_restore, a snapshot).
+
+Stop every instance that uses the store first: restore refuses (exit code
+3, nothing changed) while a lease may be in use or a lock is held. Keys and
+namespaces created after the backup was taken are not in it: name such keys
+with --key (each is created at N), and give such namespaces new names. Sealed
+keys and namespaces stay as they are: they had moved to another store. It is
+safe to run again: it only raises.
+
+  --raise N   how far the backup may be behind (required, a whole number > 0)
+  --key KEY   a key created after the backup was taken (repeatable)
+
+` + storeFlagsUsage})
+}
+
+func runRestore(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("restore")
+	var sf storeFlags
+	sf.register(fs)
+	raise := fs.Int64("raise", 0, "how far the backup may be behind")
+	var keys listFlag
+	fs.Var(&keys, "key", "a range `KEY` created after the backup (repeatable)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if *raise <= 0 {
+		return usagef("--raise N is required: how far the backup may be behind, a whole number > 0 (values per key, terms per slot)")
+	}
+	switch len(pos) {
+	case 0:
+		st, desc, err := sf.open(openExisting)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return restoreStore(ctx, e, st, desc, *raise, keys)
+	case 2:
+		if sf.driver != "" || sf.config != "" {
+			return usagef("give either BACKUP PATH (SQLite files) or the store flags, not both")
+		}
+		backup, path := pos[0], pos[1]
+		err := sqlite.RestoreFile(ctx, backup, path, func(ctx context.Context, copyPath string) error {
+			sc := config.StoreConfig{Type: "sqlite", Options: map[string]string{"path": copyPath}}
+			st, _, err := openStore(sc, sf.timeout, "", openExisting)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return restoreStore(ctx, e, st, "the copy of "+backup, *raise, keys)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "restored %s to %s\n", backup, path)
+		return nil
+	}
+	return usagef("want BACKUP PATH, or no argument with the store flags; got %d arguments", len(pos))
+}
+
+// restoreStore raises st past what its original handed out after the
+// backup, then clears the backup mark.
+func restoreStore(ctx context.Context, e *env, st *store.Store, desc string, raise int64, extra []string) error {
+	now := e.now().UnixMilli()
+	r, err := survey(ctx, st, now)
+	if err != nil {
+		return err
+	}
+	if busy := inUse(r); len(busy) > 0 {
+		return refusedf("%s is in use; stop every instance first (nothing changed):\n  %s", desc, strings.Join(busy, "\n  "))
+	}
+	up := func(v int64) int64 { return min(v, math.MaxInt64-raise) + raise }
+	keys, skipped := 0, 0
+	for _, k := range r.Keys {
+		if k.Sealed {
+			skipped++
+			fmt.Fprintf(e.stdout, "key %s: sealed at %d (it moved to another store); left as it is\n", k.Key, k.Next)
+			continue
+		}
+		if _, err := st.Ranges().Advance(ctx, k.Key, up(k.Next)); err != nil {
+			return fmt.Errorf("key %s: %w (run restore again once fixed: it only raises)", k.Key, err)
+		}
+		keys++
+		fmt.Fprintf(e.stdout, "key %s: raised from %d to %d\n", k.Key, k.Next, up(k.Next))
+	}
+	for _, k := range extra {
+		if _, _, err := st.Ranges().Current(ctx, k); err != nil {
+			return badKey(err)
+		}
+		prev, err := st.Ranges().Advance(ctx, k, raise)
+		if err != nil {
+			return fmt.Errorf("key %s: %w", k, err)
+		}
+		fmt.Fprintf(e.stdout, "key %s (--key): at %d, now at least %d\n", k, prev, raise)
+	}
+	slots := 0
+	for _, ns := range r.Namespaces {
+		if ns.Sealed {
+			fmt.Fprintf(e.stdout, "namespace %s: sealed (it moved to another store); left as it is\n", ns.Name)
+			continue
+		}
+		tol := time.Duration(ns.ToleranceMs) * time.Millisecond
+		// A term of the lost time may have run until its ceiling, up to
+		// its ttl past its last renewal: the longest ttl the backup shows
+		// stands for it.
+		var ttl int64
+		used := map[int]slotReport{}
+		for _, s := range ns.Slots {
+			used[s.Slot] = s
+			ttl = max(ttl, s.TTLMs)
+		}
+		floor := now + ttl + 2*tol.Milliseconds()
+		sns := store.Namespace{Name: ns.Name, Limit: ns.Limit, Tolerance: tol}
+		for n := range ns.Limit {
+			fence, next := raise, floor
+			if s, ok := used[n]; ok {
+				fence, next = up(s.Fence), max(next, carriedFloor(s.info))
+			}
+			if err := st.Slots().Seed(ctx, sns, n, fence, next); err != nil {
+				if errors.Is(err, store.ErrLocked) {
+					return refusedf("slot %s/%d has a live term: stop every instance first (run restore again: it only raises): %v", ns.Name, n, err)
+				}
+				return fmt.Errorf("slot %s/%d: %w (run restore again once fixed: it only raises)", ns.Name, n, err)
+			}
+			slots++
+		}
+		fmt.Fprintf(e.stdout, "namespace %s: %s raised: fences by %d, next terms from %s\n",
+			ns.Name, count(ns.Limit, "slot"), raise, utc(floor))
+	}
+	if bm, ok := st.Driver().(driver.BackupMarker); ok {
+		mark, err := bm.BackupMark(ctx)
+		if err != nil {
+			return err
+		}
+		if mark != "" {
+			if err := bm.ClearBackupMark(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "backup mark cleared (%s)\n", mark)
+		}
+	}
+	fmt.Fprintf(e.stdout, "raised %s by %d and %s (%s left sealed); the store may be used again\n",
+		count(keys, "key"), raise, count(slots, "slot"), count(skipped, "sealed key"))
+	return nil
+}
+
+// notABackup refuses a store marked as a backup copy (driver.BackupMarker)
+// where a live store is needed: it may be behind what its original handed
+// out, and would hand that out again.
+func notABackup(ctx context.Context, st *store.Store, what, desc string) error {
+	bm, ok := st.Driver().(driver.BackupMarker)
+	if !ok {
+		return nil
+	}
+	mark, err := bm.BackupMark(ctx)
+	if err != nil || mark == "" {
+		return err
+	}
+	return refusedf("%s %s is a backup copy (%s), which may be behind what its original handed out since; nothing changed. "+
+		"Restore it first (storectl restore --raise N ...), or migrate from the store it is a copy of", what, desc, mark)
+}
