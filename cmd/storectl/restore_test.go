@@ -215,6 +215,10 @@ func TestRestoreAsDocumented(t *testing.T) {
 			if n := h.total(); n != 90 {
 				t.Fatalf("%d values handed out in all, want 90 (three instances' three ranges of 10)", n)
 			}
+			// The restored store is a live store: migrate's refusal above
+			// said to restore first, and now it moves on.
+			exe(t, "migrate", "--from", "sqlite:path="+path, "--to", "sqlite:path="+filepath.Join(dir, "new.db")).
+				want(t, exitOK, "key orders: sealed in source at 1000060; initialised in target at 1000060")
 		})
 	}
 }

@@ -83,9 +83,10 @@
 //   - Copying the file while it is in use (cp, rsync, a file-level backup):
 //     the newest commits are in the -wal, so the copy is older than what was
 //     handed out, and restoring it hands those values out again.
-//   - Restoring any backup, or deleting the file: nothing in a file tells
-//     that it is older than values handed out from it, nor that a new one
-//     had a predecessor. A running store stops when its file is replaced
+//   - Restoring a backup by hand, or deleting the file: nothing in a file
+//     tells that it is older than values handed out from it, nor that a
+//     new one had a predecessor (a copy storectl backup made is marked, and
+//     refuses to open until storectl restore raised it: see Backups). A running store stops when its file is replaced
 //     (and its regression guard refuses a key that went back), but a store
 //     opened after the restore starts from the backup. A copy written over
 //     the file in place (cp onto it keeps its inode, and so its -wal and
@@ -167,8 +168,8 @@ import (
 func init() { store.Register("sqlite", fromOptions) }
 
 // driverStore is an open SQLite store. It implements driver.Store,
-// driver.RangeStore, driver.SlotLeaseStore, driver.SlotSeeder, driver.Purger and
-// driver.Pinger.
+// driver.RangeStore, driver.RangeAdvancer, driver.SlotLeaseStore,
+// driver.SlotSeeder, driver.Purger, driver.BackupMarker and driver.Pinger.
 type driverStore struct {
 	*sqlstore.Store
 	db    *sql.DB
