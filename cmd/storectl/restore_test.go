@@ -269,3 +269,31 @@ func TestRestoreInPlace(t *testing.T) {
 		restore("--raise", "1000").want(t, exitOK, "key orders: raised from 1040 to 2040")
 	})
 }
+
+// TestRestoreMarkedInPlace: restore's second form on a marked SQLite copy
+// left where it is: the copy is raised and its mark cleared, and a program
+// then opens it and continues above its original.
+func TestRestoreMarkedInPlace(t *testing.T) {
+	dir := t.TempDir()
+	path, backup := filepath.Join(dir, "ids.db"), filepath.Join(dir, "nightly.db")
+	h := newHandedOut()
+	if e := h.instance(t, path, "next:orders:10:3"); e != "" {
+		t.Fatal(e)
+	}
+	exe(t, "backup", path, backup).want(t, exitOK, "backed up ")
+	if e := h.instance(t, path, "next:orders:10:3"); e != "" {
+		t.Fatal(e)
+	}
+	if e := h.instance(t, backup, "next:orders:10:1"); !strings.Contains(e, "storectl restore") {
+		t.Fatalf("an instance on the marked copy: %q; want it refused, saying to run storectl restore", e)
+	}
+	exe(t, "restore", "--raise", "1000", "--driver", "sqlite", "-o", "path="+backup).want(t, exitOK,
+		"key orders: raised from 30 to 1030", "backup mark cleared")
+	if e := h.instance(t, backup, "next:orders:10:3"); e != "" {
+		t.Fatal(e)
+	}
+	if v, f, o := h.duplicates(); v+f+o > 0 || h.total() != 90 {
+		t.Fatalf("%d values handed out twice (of %d, want 90)", v, h.total())
+	}
+	exe(t, "inspect", "--driver", "sqlite", "-o", "path="+backup).want(t, exitOK, "orders  1060  no")
+}
