@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/zktest"
 )
 
 // lockSealing names the backends whose drivers seal locks
 // (driver.LockSealer); TestMigrateSealsLocks runs on every pair of them.
-var lockSealing = []string{"memory", "postgres"}
+var lockSealing = []string{"memory", "postgres", "zookeeper"}
 
 func sealingBackends() []backend {
 	var out []backend
@@ -105,5 +106,40 @@ func testMigrateSealsLocks(t *testing.T, src, dst storeSpec) {
 	}
 	if _, err := dst.open(t).Locks().TryLock(ctx, "jobs"); !errors.Is(err, store.ErrSealed) {
 		t.Fatalf("the second store after the move back: %v, want ErrSealed", err)
+	}
+}
+
+// TestMigrateLeavesSourceLocksOpen (kept from the open holes, now closed):
+// after a migration between two ZooKeeper stores, an instance left on the
+// source cannot take a lock the target's instance holds (the source's
+// locks are sealed), and the target's fences are above the source's.
+func TestMigrateLeavesSourceLocksOpen(t *testing.T) {
+	addr := servers.addr(t, zktest.Versions()[0])
+	src, dst := zkSpec(t, addr, nil), zkSpec(t, addr, nil)
+	ctx := t.Context()
+	var last int64
+	for range 3 { // fences grow in the source
+		l, err := src.open(t).Locks().Lock(ctx, "jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = l.Fence()
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next(t, src.open(t), "orders", 100)
+	created(t, dst)
+	exe(t, "migrate", "--from", src.spec(), "--to", dst.spec()).want(t, exitOK, "key orders: sealed in source at 100",
+		"locks: sealed in source")
+	if a, err := src.open(t).Locks().Lock(ctx, "jobs"); !errors.Is(err, store.ErrSealed) {
+		t.Fatalf("the source after the migration: Lock gave %v, want ErrSealed (a holder %v beside the target's)", err, a)
+	}
+	b, err := dst.open(t).Locks().TryLock(ctx, "jobs")
+	if err != nil {
+		t.Fatalf("the target refuses the lock: %v", err)
+	}
+	if b.Fence() <= last {
+		t.Fatalf("the target's fence %d is not above the source's %d", b.Fence(), last)
 	}
 }

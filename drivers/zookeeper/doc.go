@@ -174,7 +174,8 @@
 // (TestSlotNodeDeletedUnderLiveTerm; the etcd driver counts the slot keys
 // created and refuses such a slot).
 //
-// Purge (driver.Purger) deletes every node below root, children first,
+// Purge (driver.Purger) deletes every node below root but {root}/lock
+// (the locks' seal and fence offset, below), children first,
 // each on the version it saw, and stops if one changes meanwhile. First it
 // writes the highest slot fence it found into root's data, the line
 // slot_fence_floor=N; a namespace created later copies it into its node
@@ -212,6 +213,19 @@
 // context: with no session now, or once the connection loses it, it fails
 // with ErrUnavailable; it fails with ErrLocked as soon as another node is
 // first, and leaves the removal of its node to the background.
+//
+// Sealed locks (driver.LockSealer, for migrations): SealLocks writes the
+// line locks_sealed=true into the data of {root}/lock, the parent of the
+// lock names' nodes, which a purge keeps. Each lock node's create is a
+// multi that also checks that node's version as the store last read it (0
+// until then): after a seal it fails as a whole, nothing created, and the
+// store reads the seal and refuses with ErrSealed; a node that waited
+// checks the version again (a multi of that check alone) when it comes
+// first, so no waiter is granted after the seal, and an uncontended Lock
+// sends no request more. czxids cannot be set, so RaiseLockFences writes
+// lock_fence_offset=N there (and removes the seal): a fence is the node's
+// czxid plus the offset its create checked, above N. SealLocks' floor is
+// the seal write's mzxid plus the offset.
 //
 // Lost closes when the session expires or is replaced, when the store
 // closes, or when requests through the leader no longer prove the session

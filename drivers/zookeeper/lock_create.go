@@ -37,25 +37,53 @@ import (
 // falls back to a plain create for good: the multi failed as a whole, so
 // nothing was created.
 func (s *lockStore) createNode(n *lockNode, prefix string) (path string, czxid int64, err error) {
+	// The check of the root's version: the locks were not sealed, and
+	// their fence offset was n.offset, when the node was created
+	// (lock_seal.go). Its failure fails the whole multi: nothing created.
+	check, offset := s.lk.root.check(s.lockRootPath())
+	s.lk.mu.Lock()
+	n.offset, n.checked = offset, check
+	s.lk.mu.Unlock()
 	if !s.lk.plainCreate.Load() {
-		res, err := s.conn.Multi(
+		ops := []any{
 			&zk.CreateRequest{Path: prefix, Data: []byte(n.owner), Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence},
-			&zk.SetDataRequest{Path: n.parent, Data: nil, Version: -1})
+			&zk.SetDataRequest{Path: n.parent, Data: nil, Version: -1}}
+		if check != nil {
+			ops = append(ops, check)
+		}
+		res, err := s.conn.Multi(ops...)
 		switch {
-		case err == nil && len(res) == 2 && res[1].Stat != nil:
+		case err == nil && len(res) >= 2 && res[1].Stat != nil:
 			return res[0].String, res[1].Stat.Mzxid, nil
 		case err == nil && len(res) > 0:
 			// Not what a server answers; the node exists, its fence is read.
 			return res[0].String, 0, nil
-		case len(res) < 2 || !errors.Is(res[1].Error, zk.ErrNoAuth):
+		case len(res) > 2:
+			if err := s.lk.root.checkFailed(res[2].Error); err != nil {
+				return "", 0, err
+			}
+		}
+		if len(res) < 2 || !errors.Is(res[1].Error, zk.ErrNoAuth) {
 			return "", 0, err
 		}
 		// The setData was refused, not the create (the multi names the op
 		// that failed): the ACL lacks the write permission.
 		s.lk.plainCreate.Store(true)
 	}
-	path, err = s.conn.Create(prefix, []byte(n.owner), zk.FlagEphemeral|zk.FlagSequence, s.acl)
-	return path, 0, err
+	if check == nil {
+		path, err = s.conn.Create(prefix, []byte(n.owner), zk.FlagEphemeral|zk.FlagSequence, s.acl)
+		return path, 0, err
+	}
+	res, err := s.conn.Multi(&zk.CreateRequest{Path: prefix, Data: []byte(n.owner), Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence}, check)
+	if err == nil && len(res) > 0 {
+		return res[0].String, 0, nil
+	}
+	if len(res) > 1 {
+		if err := s.lk.root.checkFailed(res[1].Error); err != nil {
+			return "", 0, err
+		}
+	}
+	return "", 0, err
 }
 
 // listing is the answer to a listing of a lock's children.
@@ -154,8 +182,22 @@ func (s *lockStore) createLockNode(ctx context.Context, n *lockNode) (<-chan lis
 		if s.conn.SessionID() != n.sid {
 			return nil, fmt.Errorf("the session changed before the create: %w", errRequeue)
 		}
+		if err := s.lockRootOpen(ctx, n.name, &a); err != nil {
+			return nil, err
+		}
 		early, err := s.sendCreate(ctx, n, prefix)
 		switch {
+		case errors.Is(err, errRootChanged):
+			// Sealed or raised since the store last read it: read it
+			// again and create again; nothing was made (lock_seal.go).
+			st, err := s.readLockRoot(ctx, &a)
+			if err != nil {
+				return nil, err
+			}
+			if st.sealed {
+				return nil, errLocksSealed(n.name)
+			}
+			continue
 		case err == nil:
 			if !s.lk.isConfirmed(n) {
 				return nil, fmt.Errorf("the session changed around the create: %w", errRequeue)

@@ -24,8 +24,9 @@ func (s *lockStore) Locks(ctx context.Context) ([]string, error) {
 }
 
 // Waiters lists the holder and waiters of name in lock order, with each
-// node's owner key (its data) and fence (its czxid). Nodes that are not lock
-// nodes are left out, and so are nodes that leave while being read.
+// node's owner key (its data) and fence (its czxid plus the root's lock
+// fence offset, lock_seal.go). Nodes that are not lock nodes are left out,
+// and so are nodes that leave while being read.
 func (s *lockStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
 	if err := checkPathText("lock name", name); err != nil {
 		return nil, err
@@ -75,10 +76,19 @@ func (s *lockStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, 
 	if err != nil {
 		return nil, err
 	}
+	if _, err := s.readLockRoot(ctx, &a); err != nil {
+		return nil, err
+	}
+	s.lk.root.mu.Lock()
+	offset := s.lk.root.state.offset
+	s.lk.root.mu.Unlock()
 	slices.SortFunc(entries, func(a, b entry) int { return seqCompare(a.seq, b.seq) })
 	out := make([]driver.Waiter, 0, len(entries))
 	for _, e := range entries {
 		if e.present {
+			if e.w.Fence, err = offsetFence(name, e.w.Fence, offset); err != nil {
+				return nil, err
+			}
 			out = append(out, e.w)
 		}
 	}

@@ -196,6 +196,7 @@ func (s *lockStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, early
 	if !ok {
 		return 0, fmt.Errorf("zookeeper: the server named the lock node %q, not as asked", n.path)
 	}
+	waited := false
 	for {
 		if err := s.lockUsable(n); err != nil {
 			return 0, err
@@ -230,14 +231,26 @@ func (s *lockStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, early
 			s.removeTwins(ctx, n, q.twins)
 		}
 		if q.pred == "" {
+			if waited {
+				// Granted after a wait: only if the locks were not sealed
+				// meanwhile (lock_seal.go); first at once, it held the
+				// lock from its create on.
+				if err := s.stillOpen(ctx, n, &a); err != nil {
+					return 0, err
+				}
+			}
 			if err := s.ensureLive(ctx, n); err != nil {
 				return 0, err
 			}
 			if err := s.markHeld(n); err != nil {
 				return 0, err
 			}
-			return fence, nil
+			s.lk.mu.Lock()
+			offset := n.offset
+			s.lk.mu.Unlock()
+			return offsetFence(n.name, fence, offset)
 		}
+		waited = true
 		if !wait {
 			return 0, fmt.Errorf("zookeeper: lock %q has %d holder and waiter node(s) ahead: %w", n.name, q.ahead, driver.ErrLocked)
 		}

@@ -53,7 +53,8 @@ type lockState struct {
 	sessionID  atomic.Int64 // from the last handshake answer
 	creates    createWatch  // creates waiting to be written (lock_create.go)
 
-	plainCreate atomic.Bool // the ACL refused the create's setData once (lock_create.go)
+	plainCreate atomic.Bool   // the ACL refused the create's setData once (lock_create.go)
+	root        lockRootCache // the root's version, seal and fence offset as last read (lock_seal.go)
 
 	mu      sync.Mutex
 	nodes   map[*lockNode]struct{}
@@ -92,11 +93,13 @@ type lockNode struct {
 	sid    int64 // the session the node belongs to, set before the first create is sent
 
 	// Guarded by lockState.mu.
-	path      string        // "" until the create answered or the node was found
-	czxid     int64         // the node's, from the create's answer; 0 if unknown
-	inflight  chan struct{} // closed when go-zookeeper answers the create
-	confirmed bool          // the node is known to be of session sid
-	twins     bool          // other nodes with the GUID may exist (lost answers)
+	path      string                  // "" until the create answered or the node was found
+	czxid     int64                   // the node's, from the create's answer; 0 if unknown
+	offset    int64                   // the locks' fence offset its create checked (lock_seal.go)
+	checked   *zk.CheckVersionRequest // the check its create sent, nil if none
+	inflight  chan struct{}           // closed when go-zookeeper answers the create
+	confirmed bool                    // the node is known to be of session sid
+	twins     bool                    // other nodes with the GUID may exist (lost answers)
 	phase     nodePhase
 	lost      chan struct{}
 	lostErr   error

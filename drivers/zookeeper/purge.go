@@ -23,7 +23,8 @@ type purgeNode struct {
 
 // Purge deletes every node below the root (see driver.Purger): range keys,
 // slot namespaces with their slots and owner indexes, and locks; the root
-// itself stays. It returns the deleted paths, children before their
+// itself stays, and so does {root}/lock, which holds the locks' seal and
+// fence offset (lock_seal.go). It returns the deleted paths, children before their
 // parents, as it deleted them.
 //
 // Fences never repeat: lock fences are czxids, which only grow, and before
@@ -92,6 +93,11 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 	}
 	if err := s.keepSlotFences(ctx, levels, &a); err != nil {
 		return nil, err
+	}
+	if len(levels) > 0 {
+		// {root}/lock stays: it holds the locks' seal and fence offset
+		// (lock_seal.go); the lock names' nodes below it go.
+		levels[0] = slices.DeleteFunc(levels[0], func(n purgeNode) bool { return n.path == s.lockRootPath() })
 	}
 	deleted := []string{}
 	for d := len(levels) - 1; d >= 0; d-- {
