@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -190,5 +191,67 @@ func TestLockCreateRefusedOnce(t *testing.T) {
 	}
 	if took := time.Since(start); took > 3*time.Second || grants.Load() > 1 {
 		t.Errorf("Lock whose create is refused took %v and %d lease grants, want an error at once after one", took, grants.Load())
+	}
+}
+
+// TestLockLateComparedDelete: a waiter whose context ended behind a
+// holder is deleted in the background; the first delete is reported
+// failed but reaches the server only after a second one succeeded and the
+// store's next Lock of the name holds a key of the same name (its number
+// reused). The late delete compares the old key's create revision, and
+// leaves the new hold alone.
+func TestLockLateComparedDelete(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("late-compared")
+	var holdDelete atomic.Bool
+	late := make(chan func(), 1)
+	st := openDriver(t, prefix, func(s *driverStore) {
+		s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ictx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if tr, ok := req.(*pb.TxnRequest); ok && len(tr.Success) == 1 && tr.Success[0].GetRequestDeleteRange() != nil &&
+				holdDelete.CompareAndSwap(true, false) {
+				late <- func() { invoker(context.Background(), method, req, reply, cc, opts...) }
+				return status.Error(codes.Unavailable, "answer lost (test)")
+			}
+			return invoker(ictx, method, req, reply, cc, opts...)
+		})}
+	})
+	other, err := OpenStore(ctx, &Options{Endpoints: sharedServer(t).Endpoints(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	first, err := other.Locks().Lock(ctx, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holdDelete.Store(true)
+	lctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	_, err = st.Locks().Lock(lctx, "o")
+	cancel()
+	if err == nil {
+		t.Fatal("Lock of a held lock succeeded")
+	}
+	send := <-late
+	waitQueued(t, other, "o", 1) // the second delete succeeded
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held, err := st.Locks().Lock(ctx, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock(ctx)
+	send()
+	if l2, err := other.Locks().TryLock(ctx, "o"); !errors.Is(err, store.ErrLocked) {
+		if err == nil {
+			l2.Unlock(ctx)
+		}
+		t.Fatalf("TryLock of a held lock after a late delete: %v, want ErrLocked", err)
+	}
+	select {
+	case <-held.Lost():
+		t.Fatalf("the hold was lost: %v", held.Unlock(ctx))
+	default:
 	}
 }
