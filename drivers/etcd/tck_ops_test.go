@@ -17,9 +17,17 @@ import (
 
 // raw returns the operator's client, made at its first use and closed
 // when the check ends.
+// It speaks as the harness's stores do (TLS, a user): a plaintext client
+// of a TLS member would never connect, and its calls have no deadline.
 func (h *harness) raw() (*clientv3.Client, error) {
 	h.rawOnce.Do(func() {
-		h.rawCli, h.rawErr = clientv3.New(clientv3.Config{Endpoints: h.server().Endpoints(), Logger: zap.NewNop()})
+		cfg, err := parseOptions(h.options())
+		if err != nil {
+			h.rawErr = err
+			return
+		}
+		h.rawCli, h.rawErr = clientv3.New(clientv3.Config{Endpoints: h.server().Endpoints(), Logger: zap.NewNop(),
+			TLS: cfg.tls, Username: cfg.username, Password: cfg.password, DialTimeout: cfg.dialTimeout})
 		if h.rawErr == nil {
 			h.t.Cleanup(func() { h.rawCli.Close() })
 		}
