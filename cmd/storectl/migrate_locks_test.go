@@ -11,7 +11,7 @@ import (
 
 // lockSealing names the backends whose drivers seal locks
 // (driver.LockSealer); TestMigrateSealsLocks runs on every pair of them.
-var lockSealing = []string{"memory", "postgres", "zookeeper"}
+var lockSealing = []string{"memory", "postgres", "zookeeper", "etcd"}
 
 func sealingBackends() []backend {
 	var out []backend

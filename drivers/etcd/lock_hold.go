@@ -23,7 +23,8 @@ type lockHold struct {
 	tried    bool // an Unlock's delete whose answer was lost (it may be applied)
 
 	gmu       sync.Mutex
-	rev       int64 // the key's create revision, once known (the fence)
+	rev       int64 // the key's create revision, once known
+	offset    int64 // the locks' fence offset its create read (lock_seal.go)
 	granted   bool
 	deleted   int64 // the latest delete of the key seen before the grant
 	releasing bool  // Unlock's own delete is under way
@@ -163,7 +164,7 @@ func (h *lockHold) setReleasing(on bool) (gone bool) {
 	return h.gone
 }
 
-func (h *lockHold) Fence() int64 { return h.rev }
+func (h *lockHold) Fence() int64 { return h.rev + h.offset }
 
 // Lost checks the deadline on each call, besides the session's own timer.
 func (h *lockHold) Lost() <-chan struct{} {

@@ -73,13 +73,22 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 	h := &lockHold{s: s, ss: ss, key: key, n: n}
 	ss.watch(h)
 	release := func() { ss.unwatch(h); ss.release(n) }
-	rev, first, err := s.createWaiter(ctx, ss, key, owner, s.lockPrefix(name))
+	rev, first, offset, err := s.createWaiter(ctx, ss, key, owner, s.lockPrefix(name))
+	if errors.Is(err, driver.ErrSealed) {
+		release()
+		return nil, errLocksSealed(name)
+	}
 	if err != nil {
 		// No key, or its session is abandoned (the lease's end deletes it).
 		release()
 		return nil, err
 	}
+	if _, err := offsetFence(rev, offset); err != nil {
+		s.dropWaiter(key, rev, release)
+		return nil, err
+	}
 	h.created(rev)
+	h.offset = offset // lock_seal.go
 	granted := false
 	defer func() {
 		if !granted {
@@ -100,7 +109,8 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 	defer ss.endWait(w)
 	for attempt := 1; ; {
 		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithKeysOnly()),
-			clientv3.OpGet(s.lockPrefix(name), append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1), clientv3.WithKeysOnly())...)).Commit()
+			clientv3.OpGet(s.lockPrefix(name), append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1), clientv3.WithKeysOnly())...),
+			clientv3.OpGet(s.sealedKey(), clientv3.WithKeysOnly())).Commit()
 		if err = s.check(ctx, err); err != nil {
 			if !retryable(err) {
 				return nil, err
@@ -110,6 +120,9 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 			}
 			attempt++
 			continue
+		}
+		if len(resp.Responses[2].GetResponseRange().Kvs) > 0 {
+			return nil, errLocksSealed(name) // queued before the seal: never granted after it
 		}
 		if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
 			return nil, fmt.Errorf("waiter key %s vanished (its session lease expired): %w: %w", key, errQueueLost, driver.ErrLeaseLost)
@@ -144,44 +157,53 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 // revoked, or left to expire): a late create then fails (no lease) or goes
 // with the lease. The Lock queues again under a new session while its
 // context lasts.
-func (s *lockStore) createWaiter(ctx context.Context, ss *session, key, owner, prefix string) (int64, bool, error) {
+//
+// The create also compares the locks' seal absent (ErrSealed, nothing
+// written) and reads their fence offset (lock_seal.go).
+func (s *lockStore) createWaiter(ctx context.Context, ss *session, key, owner, prefix string) (int64, bool, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, false, s.check(ctx, err) // nothing sent
+		return 0, false, 0, s.check(ctx, err) // nothing sent
 	}
-	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(s.sealedKey()), "=", 0)).
 		Then(clientv3.OpPut(key, owner, clientv3.WithLease(ss.id)),
-			clientv3.OpGet(prefix, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...)).
-		Else(clientv3.OpGet(key)).Commit()
+			clientv3.OpGet(prefix, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...),
+			clientv3.OpGet(s.offsetKey())).
+		Else(clientv3.OpGet(key), clientv3.OpGet(s.sealedKey(), clientv3.WithKeysOnly())).Commit()
 	if err = s.check(ctx, err); err == nil {
 		if resp.Succeeded {
 			rev := resp.Header.Revision
 			oldest := resp.Responses[1].GetResponseRange().Kvs
-			return rev, len(oldest) == 1 && oldest[0].CreateRevision == rev, nil
+			offset, err := s.parseOffset(resp.Responses[2].GetResponseRange().Kvs)
+			return rev, len(oldest) == 1 && oldest[0].CreateRevision == rev, offset, err
+		}
+		if len(resp.Responses[1].GetResponseRange().Kvs) > 0 {
+			return 0, false, 0, driver.ErrSealed // nothing written
 		}
 		// Only this session's creates make its keys, and a number is
 		// reused only once its key's delete was answered: a key the
 		// store does not know of, so a session not to trust.
 		s.abandon(ss, fmt.Errorf("waiter key %s exists before its create", key))
-		return 0, false, fmt.Errorf("waiter key %s exists before its create: %w", key, errQueueLost)
+		return 0, false, 0, fmt.Errorf("waiter key %s exists before its create: %w", key, errQueueLost)
 	}
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		// Revoked by an operator, or expired, before a keep-alive
 		// told us: the session is over; queue under a new one.
 		s.expired(ss, fmt.Errorf("etcd lease %x not found when queueing: revoked or expired", int64(ss.id)))
-		return 0, false, fmt.Errorf("%v: %w", err, errQueueLost)
+		return 0, false, 0, fmt.Errorf("%v: %w", err, errQueueLost)
 	}
 	if errors.Is(err, driver.ErrClosed) {
-		return 0, false, err // Close revokes the lease
+		return 0, false, 0, err // Close revokes the lease
 	}
 	s.abandon(ss, fmt.Errorf("the create of waiter key %s got no answer (%v): it may be applied later", key, err))
 	if ctx.Err() != nil || !retryable(err) {
-		return 0, false, err // a refusal would be refused again
+		return 0, false, 0, err // a refusal would be refused again
 	}
 	// Each attempt costs a lease: not at once.
 	if berr := s.backoff(ctx, 1, err); berr != nil {
-		return 0, false, berr
+		return 0, false, 0, berr
 	}
-	return 0, false, fmt.Errorf("%v: %w", err, errQueueLost)
+	return 0, false, 0, fmt.Errorf("%v: %w", err, errQueueLost)
 }
 
 // abandon loses a session whose keys may change without the store
@@ -287,17 +309,23 @@ func (s *lockStore) Locks(ctx context.Context) ([]string, error) {
 // Waiters lists the queue in create-revision order; an empty queue is a
 // name the store has forgotten (ErrNotFound).
 func (s *lockStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
-	resp, err := s.cli.Get(ctx, s.lockPrefix(name), clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	tr, err := s.cli.Txn(ctx).Then(clientv3.OpGet(s.lockPrefix(name), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)), clientv3.OpGet(s.offsetKey())).Commit()
 	if err = s.check(ctx, err); err != nil {
 		return nil, err
 	}
-	if len(resp.Kvs) == 0 {
+	kvs := tr.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
 		return nil, fmt.Errorf("lock %q: nobody holds or waits for it: %w", name, driver.ErrNotFound)
 	}
-	out := make([]driver.Waiter, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		out = append(out, driver.Waiter{Owner: string(kv.Value), Fence: kv.CreateRevision})
+	offset, err := s.parseOffset(tr.Responses[1].GetResponseRange().Kvs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.Waiter, 0, len(kvs))
+	for _, kv := range kvs {
+		// The fence is the create revision plus the offset (lock_seal.go).
+		out = append(out, driver.Waiter{Owner: string(kv.Value), Fence: kv.CreateRevision + offset})
 	}
 	return out, nil
 }
