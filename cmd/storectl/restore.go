@@ -47,7 +47,9 @@ Stop every instance that uses the store first: restore refuses (exit code
 namespaces created after the backup was taken are not in it: name such keys
 with --key (each is created at N), and give such namespaces new names. Sealed
 keys and namespaces stay as they are: they had moved to another store. It is
-safe to run again: it only raises.
+safe to run again: it only raises. SIGINT or SIGTERM stops it after the key
+or namespace in hand: it says how many it raised and what to run next (exit
+code 4); the backup mark stays until a restore finishes.
 
   --raise N   how far the backup may be behind (required, a whole number > 0)
   --key KEY   a key created after the backup was taken (repeatable)
@@ -102,18 +104,32 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 
 // restoreStore raises st past what its original handed out after the
 // backup, then clears the backup mark.
-func restoreStore(ctx context.Context, e *env, st *store.Store, desc string, raise int64, extra []string) error {
+func restoreStore(stop context.Context, e *env, st *store.Store, desc string, raise int64, extra []string) error {
 	now := e.now().UnixMilli()
-	r, err := survey(ctx, st, now)
+	r, err := survey(stop, st, now)
 	if err != nil {
 		return err
 	}
 	if busy := inUse(r); len(busy) > 0 {
 		return refusedf("%s is in use; stop every instance first (nothing changed):\n  %s", desc, strings.Join(busy, "\n  "))
 	}
+	// A signal (stop) starts no further raise; the one in hand finishes.
+	ctx := context.WithoutCancel(stop)
+	stopped := func(keys, namespaces int) error {
+		sig, ok := interrupted(stop)
+		if !ok {
+			return nil
+		}
+		return interruptedf("%s: stopped after raising %d of %d keys and %d of %d namespaces of %s; the backup mark, if any, "+
+			"stays, and the keys and slots not raised yet would hand out again what the original handed out: keep every instance stopped.\n%s",
+			sig, keys, len(r.Keys)+len(extra), namespaces, len(r.Namespaces), desc, rerunAdvice(e))
+	}
 	up := func(v int64) int64 { return min(v, math.MaxInt64-raise) + raise }
 	keys, skipped := 0, 0
 	for _, k := range r.Keys {
+		if err := stopped(keys+skipped, 0); err != nil {
+			return err
+		}
 		if k.Sealed {
 			skipped++
 			fmt.Fprintf(e.stdout, "key %s: sealed at %d (it moved to another store); left as it is\n", k.Key, k.Next)
@@ -125,7 +141,10 @@ func restoreStore(ctx context.Context, e *env, st *store.Store, desc string, rai
 		keys++
 		fmt.Fprintf(e.stdout, "key %s: raised from %d to %d\n", k.Key, k.Next, up(k.Next))
 	}
-	for _, k := range extra {
+	for i, k := range extra {
+		if err := stopped(len(r.Keys)+i, 0); err != nil {
+			return err
+		}
 		if _, _, err := st.Ranges().Current(ctx, k); err != nil {
 			return badKey(err)
 		}
@@ -136,7 +155,10 @@ func restoreStore(ctx context.Context, e *env, st *store.Store, desc string, rai
 		fmt.Fprintf(e.stdout, "key %s (--key): at %d, now at least %d\n", k, prev, raise)
 	}
 	slots := 0
-	for _, ns := range r.Namespaces {
+	for i, ns := range r.Namespaces {
+		if err := stopped(len(r.Keys)+len(extra), i); err != nil {
+			return err
+		}
 		if ns.Sealed {
 			fmt.Fprintf(e.stdout, "namespace %s: sealed (it moved to another store); left as it is\n", ns.Name)
 			continue
