@@ -28,11 +28,14 @@ past all of that, so that no value, fence or timestamp is handed out twice:
     never released and the time of the restore plus the longest ttl the
     backup's slots show plus twice the namespace's clock tolerance (a term
     of the lost time ended at most a ttl after its last renewal);
+  - the store's lock fences, unless its locks are sealed: every fence handed
+    out later by N above the highest the store holds (drivers with
+    driver.LockSealer; restore warns of one without);
   - then it clears the backup mark (storectl backup writes it into a copy,
     which then opens for tools only and hands out nothing).
 
 N is how far the backup may be behind: more than the values any key handed
-out, and the terms any slot started, after the backup was taken (a day's
+out, the terms any slot started and the locks taken, after the backup was taken (a day's
 worth, say, for a nightly backup). Too large only skips values.
 
 The first form, for SQLite, copies the backup file BACKUP to the new file
@@ -191,6 +194,9 @@ func restoreStore(stop context.Context, e *env, st *store.Store, desc string, ra
 		fmt.Fprintf(e.stdout, "namespace %s: %s raised: fences by %d, next terms from %s\n",
 			ns.Name, count(ns.Limit, "slot"), raise, utc(floor))
 	}
+	if err := restoreLocks(ctx, e, st, up); err != nil {
+		return err
+	}
 	if bm, ok := st.Driver().(driver.BackupMarker); ok {
 		mark, err := bm.BackupMark(ctx)
 		if err != nil {
@@ -222,4 +228,41 @@ func notABackup(ctx context.Context, st *store.Store, what, desc string) error {
 	}
 	return refusedf("%s %s is a backup copy (%s), which may be behind what its original handed out since; nothing changed. "+
 		"Restore it first (storectl restore --raise N ...), or migrate from the store it is a copy of", what, desc, mark)
+}
+
+// restoreLocks raises the lock fences past those handed out after the
+// backup: the fence counter it put back is behind them, and a fence handed
+// out twice lets a resource that keeps the highest fence it saw take a
+// stale holder for the current one. Sealing gives the highest fence the
+// store holds; raising above it unseals again. Locks sealed before (moved
+// to another store) stay sealed.
+func restoreLocks(ctx context.Context, e *env, st *store.Store, up func(int64) int64) error {
+	sealed, err := st.Locks().Sealed(ctx)
+	if errors.Is(err, store.ErrUnsupported) {
+		if _, lerr := st.Locks().List(ctx); !errors.Is(lerr, store.ErrUnsupported) {
+			fmt.Fprintf(e.stderr, "warning: the driver cannot raise its lock fences (it lacks driver.LockSealer): "+
+				"lock fences handed out after the backup may be handed out again\n")
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sealed {
+		fmt.Fprintf(e.stdout, "locks: sealed (they moved to another store); left as they are\n")
+		return nil
+	}
+	// The seal and the raise are one step: a signal between them would
+	// leave the locks sealed, and a rerun would take them for moved out.
+	ctx = context.WithoutCancel(ctx)
+	floor, err := st.Locks().Seal(ctx)
+	if err != nil {
+		return fmt.Errorf("locks: %w (run restore again once fixed: it only raises)", err)
+	}
+	raised := min(up(floor), math.MaxInt64-1)
+	if err := st.Locks().RaiseFences(ctx, raised); err != nil {
+		return fmt.Errorf("locks: sealed at fence %d, not raised (they stay sealed: Lock gives ErrSealed): %w", floor, err)
+	}
+	fmt.Fprintf(e.stdout, "locks: fences raised from %d to above %d\n", floor, raised)
+	return nil
 }
