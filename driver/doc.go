@@ -134,7 +134,8 @@
 // PostgreSQL drivers order waiters on the server, so no queue type is
 // shared here.
 //
-// Optional: SlotSeeder (migrations), Purger (everything deleted; fences
+// Optional: SlotSeeder (migrations), LockSealer (a migration's seal of
+// every lock name, and a fence floor carried over), Purger (everything deleted; fences
 // kept above the purged ones) and Identifier (the store's random identity,
 // kept in its metadata). Every driver should accept the option create
 // (OptionCreate): false opens only an existing store, creating and
