@@ -34,6 +34,7 @@ clock, is before its expiry. A capability the driver lacks is shown as
               "nextFloor", and each time again as RFC 3339: "floorUTC", ...}]}],
             "locks": [{"name", "holder": {"owner", "fence"} or null,
               "waiters": [{"owner", "fence"}]}],
+            "locksSealed": true once the locks moved to another store (else left out),
             "unsupported": ["ranges" | "slots" | "locks"]}
            Times are milliseconds since the Unix epoch; a section the driver
            does not support is null and named in "unsupported".
@@ -83,6 +84,9 @@ type report struct {
 	// Backup is the mark of a backup copy (driver.BackupMarker), omitted
 	// for a live store.
 	Backup string `json:"backup,omitempty"`
+	// LocksSealed: the store's locks moved to another store
+	// (driver.LockSealer); omitted when they did not.
+	LocksSealed bool `json:"locksSealed,omitempty"`
 
 	idNote string // why ID is nil
 }
@@ -167,6 +171,12 @@ func survey(ctx context.Context, st *store.Store, now int64) (*report, error) {
 	if r.Locks, err = surveyLocks(ctx, st); errors.Is(err, store.ErrUnsupported) {
 		r.Unsupported = append(r.Unsupported, "locks")
 	} else if err != nil {
+		return nil, err
+	}
+	if r.LocksSealed, err = st.Locks().Sealed(ctx); errors.Is(err, store.ErrUnsupported) {
+		err = nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -323,10 +333,15 @@ func (r *report) writeText(w io.Writer, desc string) {
 	switch {
 	case r.Locks == nil:
 		fmt.Fprintln(w, "LOCKS: unsupported by this driver")
+	case r.LocksSealed && len(r.Locks) == 0:
+		fmt.Fprintln(w, "LOCKS: none; sealed (they moved to another store: Lock and TryLock give ErrSealed here)")
 	case len(r.Locks) == 0:
 		fmt.Fprintln(w, "LOCKS: none")
 	default:
 		fmt.Fprintf(w, "LOCKS (%s)\n", count(len(r.Locks), "lock"))
+		if r.LocksSealed {
+			fmt.Fprintln(w, "sealed: they moved to another store; Lock and TryLock give ErrSealed here, a holder can still unlock")
+		}
 		tw := table(w)
 		fmt.Fprintln(tw, "NAME\tHOLDER\tFENCE\tWAITERS")
 		for _, l := range r.Locks {

@@ -78,6 +78,7 @@ func testMigrateSealsLocks(t *testing.T, src, dst storeSpec) {
 			t.Fatalf("Lock(%q) in the source after the migration: %v, want ErrSealed", name, err)
 		}
 	}
+	ctl(with(args("inspect"), src.flags())...).want(t, exitOK, "Lock and TryLock give ErrSealed here")
 	l, err := d.Locks().TryLock(ctx, "jobs")
 	if err != nil {
 		t.Fatal(err)
