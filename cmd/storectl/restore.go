@@ -16,7 +16,7 @@ import (
 
 func init() {
 	register(&command{name: "restore", run: runRestore, usage: `Usage: storectl restore --raise N BACKUP PATH
-       storectl restore --raise N [--key KEY]... STORE FLAGS
+       storectl restore --raise N [--key KEY]... [--force] STORE FLAGS
 
 Makes a store restored from a backup safe to use again. A backup is behind
 what its original handed out after it was taken; restore raises the store
@@ -46,7 +46,8 @@ backup copy, or a PostgreSQL, ZooKeeper or etcd store its own tools put
 back (pg_restore, a snapshot).
 
 Stop every instance that uses the store first: restore refuses (exit code
-3, nothing changed) while a lease may be in use or a lock is held. Keys and
+3, nothing changed) while a lease may be in use or a lock is held (see
+--force for a hold the backup carries). Keys and
 namespaces created after the backup was taken are not in it: name such keys
 with --key (each is created at N), and give such namespaces new names. Sealed
 keys and namespaces stay as they are: they had moved to another store. It is
@@ -56,6 +57,9 @@ code 4); the backup mark stays until a restore finishes.
 
   --raise N   how far the backup may be behind (required, a whole number > 0)
   --key KEY   a key created after the backup was taken (repeatable)
+  --force     carry on although a lock shows a holder: a PostgreSQL backup
+              taken while a lock was held carries the hold, which no
+              stopped instance can end (a live lease is still refused)
 
 ` + storeFlagsUsage})
 }
@@ -67,6 +71,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	raise := fs.Int64("raise", 0, "how far the backup may be behind")
 	var keys listFlag
 	fs.Var(&keys, "key", "a range `KEY` created after the backup (repeatable)")
+	force := fs.Bool("force", false, "carry on although a lock shows a holder (a hold the backup carries)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -81,7 +86,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer st.Close()
-		return restoreStore(ctx, e, st, desc, *raise, keys)
+		return restoreStore(ctx, e, st, desc, *raise, keys, *force)
 	case 2:
 		if sf.driver != "" || sf.config != "" {
 			return usagef("give either BACKUP PATH (SQLite files) or the store flags, not both")
@@ -94,7 +99,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 			defer st.Close()
-			return restoreStore(ctx, e, st, "the copy of "+backup, *raise, keys)
+			return restoreStore(ctx, e, st, "the copy of "+backup, *raise, keys, *force)
 		})
 		if err != nil {
 			return err
@@ -107,14 +112,30 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 
 // restoreStore raises st past what its original handed out after the
 // backup, then clears the backup mark.
-func restoreStore(stop context.Context, e *env, st *store.Store, desc string, raise int64, extra []string) error {
+func restoreStore(stop context.Context, e *env, st *store.Store, desc string, raise int64, extra []string, force bool) error {
 	now := e.now().UnixMilli()
 	r, err := survey(stop, st, now)
 	if err != nil {
 		return err
 	}
-	if busy := inUse(r); len(busy) > 0 {
-		return refusedf("%s is in use; stop every instance first (nothing changed):\n  %s", desc, strings.Join(busy, "\n  "))
+	// A lock row outlives its holder's process in a backup (PostgreSQL
+	// keeps a hold until a store takes it over), and raising the fences
+	// under a live holder is harmless: --force lets held locks by.
+	busy := inUse(&report{Namespaces: r.Namespaces, Now: r.Now})
+	held := inUse(&report{Locks: r.Locks, Now: r.Now})
+	if !force {
+		busy = append(busy, held...)
+	}
+	if len(busy) > 0 {
+		hint := ""
+		if !force && len(held) > 0 {
+			hint = "\nA lock held when the backup was taken shows its holder after the restore, every instance stopped or not: " +
+				"once every instance is stopped, run the same command again with --force."
+		}
+		return refusedf("%s is in use; stop every instance first (nothing changed):\n  %s%s", desc, strings.Join(busy, "\n  "), hint)
+	}
+	for _, h := range held {
+		fmt.Fprintf(e.stdout, "%s: left to its holder (--force); fences handed out later are raised\n", h)
 	}
 	// A signal (stop) starts no further raise; the one in hand finishes.
 	ctx := context.WithoutCancel(stop)
