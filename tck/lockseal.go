@@ -18,8 +18,8 @@ func (e *env) needLockSealer(st *store.Store) {
 // and TryLock with ErrSealed, of names used and never used, from every
 // store; a waiter queued before the seal is never granted (ErrSealed once
 // the holder unlocks, at the latest); the holder keeps its hold and
-// unlocks; the floor is at or above every fence handed out or queued;
-// RaiseLockFences unseals.
+// unlocks; the floor is at or above every fence handed out or queued; a
+// purge keeps the seal; RaiseLockFences unseals.
 func checkLockSeal(e *env) {
 	a := e.open(store.WithOwner("a"))
 	b := e.open(store.WithOwner("b"))
@@ -72,6 +72,18 @@ func checkLockSeal(e *env) {
 	e.fatalIf(err, "SealLocks again")
 	if again < floor {
 		e.t.Errorf("SealLocks again gave the floor %d, below the first %d", again, floor)
+	}
+
+	// A purge keeps the seal (driver.LockSealer): the locks still live
+	// in the other store.
+	if is[driver.Purger](c.Driver()) {
+		_, err := c.Purge(e.ctx)
+		e.fatalIf(err, "Purge of a store whose locks are sealed")
+		if sealed, err := b.Locks().Sealed(e.ctx); err != nil || !sealed {
+			e.t.Errorf("LocksSealed after a purge: %v, %v; want true (a purge keeps the seal)", sealed, err)
+		}
+		_, err = a.Locks().TryLock(e.ctx, name)
+		e.wantIs(err, store.ErrSealed, "TryLock(%q) after SealLocks and a purge", name)
 	}
 
 	// RaiseLockFences moves locks back in: the seal is undone.

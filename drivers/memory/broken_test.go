@@ -46,6 +46,7 @@ type brokenVariant struct {
 var brokenVariants = []brokenVariant{
 	{name: "sound", wrap: func(s *driverStore) driver.Store { return s }},
 	{name: "seal-grants-queued", catch: "Locks/Seal", wrap: func(s *driverStore) driver.Store { return sealGrantsQueued{s} }},
+	{name: "purge-unseals-locks", catch: "Locks/Seal", wrap: func(s *driverStore) driver.Store { return purgeUnseals{s} }},
 	{name: "dup-range", catch: "Ranges/NeverTwice", wrap: func(s *driverStore) driver.Store { return &dupRange{driverStore: s} }},
 	{name: "forget-seal", catch: "Ranges/Seal", wrap: func(s *driverStore) driver.Store { return forgetSeal{s} }},
 	{name: "init-overwrite", catch: "Ranges/Init", wrap: func(s *driverStore) driver.Store { return initOverwrite{s} }},
