@@ -78,6 +78,12 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 		release()
 		return nil, errLocksSealed(name)
 	}
+	if err != nil && rev != 0 {
+		// Created, but what its create read is refused (a corrupt fence
+		// offset): the key sits on the live session, so it goes now.
+		s.dropWaiter(key, rev, release)
+		return nil, err
+	}
 	if err != nil {
 		// No key, or its session is abandoned (the lease's end deletes it).
 		release()
