@@ -1347,8 +1347,10 @@ func testSlotPurge(t *testing.T, addr string) {
 	conn := rawConn(t, addr)
 	ctx := t.Context()
 	ns := driver.Namespace{Name: "purged", Limit: 4}
-	// A live term stops a purge (TestPurgeLiveLease): released first.
-	if err := s.Release(ctx, mustAcquire(t, s, slotRequest(ns, "owner", "run")), -1); err != nil {
+	// A live term stops a purge (TestPurgeLiveLease): released first, with
+	// its last timestamp, so that no next floor ahead stops it either.
+	first := mustAcquire(t, s, slotRequest(ns, "owner", "run"))
+	if err := s.Release(ctx, first, first.Floor); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Next(ctx, "a/b", 1); err != nil {
@@ -1387,7 +1389,8 @@ func testSlotPurge(t *testing.T, addr string) {
 	}
 
 	// A node written between the walk and its delete stops the purge.
-	if err := s.Release(ctx, mustAcquire(t, s, slotRequest(ns, "owner", "run")), -1); err != nil {
+	second := mustAcquire(t, s, slotRequest(ns, "owner", "run"))
+	if err := s.Release(ctx, second, second.Floor); err != nil {
 		t.Fatal(err)
 	}
 	path := s.slotPath(ns.Name, 0)

@@ -69,6 +69,7 @@ var pureTypes = map[string]bool{
 // only read it, each with why; their own tests prove it.
 var readsOnly = map[string]string{
 	"sqlite.Backup":         "copies a store's file into a new file (VACUUM INTO), overwriting nothing and creating no store",
+	"sqlite.RestoreFile":    "copies a backup file to a path that must not exist and hands the copy to the caller's raise; it opens no store itself",
 	"etcd.Options.Format":   "prints the options struct (fmt.Formatter) with its password hidden: it holds no handle",
 	"etcd.Options.LogValue": "the options struct as a log/slog value, its password hidden: it holds no handle",
 }
