@@ -4,10 +4,12 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 )
 
 // Failover. When the leader dies, a write a follower forwarded to it is
@@ -41,33 +43,36 @@ func attempts(ctx context.Context) context.Context {
 	return context.WithValue(ctx, attemptsKey{}, true)
 }
 
-// latency keeps the latencies of the last answers, for the attempt
-// deadline.
+// latency keeps the latencies of the last answers, and the attempt
+// deadline they give, recomputed every few answers (off the calls' path).
 type latency struct {
 	mu   sync.Mutex
 	last [31]time.Duration
-	n    int // answers noted
+	n    int          // answers noted
+	cur  atomic.Int64 // the attempt deadline; 0: none computed yet
 }
 
 // observe notes an answer that took d.
 func (l *latency) observe(d time.Duration) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.last[l.n%len(l.last)] = d
 	l.n++
-	l.mu.Unlock()
+	if l.n%8 != 1 {
+		return
+	}
+	ds := l.last
+	n := min(l.n, len(ds))
+	slices.Sort(ds[:n])
+	l.cur.Store(int64(min(max(attemptFactor*ds[n/2], attemptMin), attemptMax)))
 }
 
 // deadline is the next attempt's.
 func (l *latency) deadline() time.Duration {
-	l.mu.Lock()
-	ds := l.last
-	n := min(l.n, len(ds))
-	l.mu.Unlock()
-	if n == 0 {
-		return attemptMin
+	if d := l.cur.Load(); d > 0 {
+		return time.Duration(d)
 	}
-	slices.Sort(ds[:n])
-	return min(max(attemptFactor*ds[n/2], attemptMin), attemptMax)
+	return attemptMin
 }
 
 // attemptInterceptor gives each unary round trip of a marked context its
@@ -78,7 +83,9 @@ func (s *etcdStore) attemptInterceptor(ctx context.Context, method string, req, 
 	start := time.Now()
 	if ctx.Value(attemptsKey{}) != nil {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(clientv3.WithRequireLeader(ctx), s.latency.deadline())
+		// clientv3.WithRequireLeader, without copying the metadata.
+		ctx = metadata.AppendToOutgoingContext(ctx, rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader)
+		ctx, cancel = context.WithTimeout(ctx, s.latency.deadline())
 		defer cancel()
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)

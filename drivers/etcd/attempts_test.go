@@ -1,0 +1,39 @@
+package etcd
+
+import (
+	"testing"
+	"time"
+)
+
+// TestAttemptDeadline: the attempt deadline is attemptMin with no answers
+// or fast ones, ignores a few slow answers among fast ones (a failover's),
+// follows answers that are all slow (a slow disk), and stays within
+// attemptMax.
+func TestAttemptDeadline(t *testing.T) {
+	var l latency
+	if d := l.deadline(); d != attemptMin {
+		t.Errorf("no answers: %v, want %v", d, attemptMin)
+	}
+	note := func(d time.Duration, n int) {
+		for range n {
+			l.observe(d)
+		}
+	}
+	note(2*time.Millisecond, 40)
+	if d := l.deadline(); d != attemptMin {
+		t.Errorf("fast answers: %v, want %v", d, attemptMin)
+	}
+	note(1500*time.Millisecond, 6)
+	note(2*time.Millisecond, 3) // 49 answers: recomputed with the slow ones in the window
+	if d := l.deadline(); d != attemptMin {
+		t.Errorf("a few slow answers among fast ones: %v, want %v", d, attemptMin)
+	}
+	note(80*time.Millisecond, 40)
+	if d := l.deadline(); d != 800*time.Millisecond {
+		t.Errorf("answers of 80ms: %v, want 800ms", d)
+	}
+	note(time.Second, 40)
+	if d := l.deadline(); d != attemptMax {
+		t.Errorf("answers of 1s: %v, want %v", d, attemptMax)
+	}
+}
