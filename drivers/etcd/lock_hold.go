@@ -24,7 +24,7 @@ type lockHold struct {
 
 	gmu       sync.Mutex
 	rev       int64 // the key's create revision, once known
-	offset    int64 // the locks' fence offset its create read (lock_seal.go)
+	offset    int64 // the locks' fence offset its create or grant read (lock_seal.go)
 	granted   bool
 	deleted   int64 // the latest delete of the key seen before the grant
 	releasing bool  // Unlock's own delete is under way

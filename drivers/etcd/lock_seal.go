@@ -19,7 +19,8 @@ import (
 // reads the offset in its transaction; each later look at the queue reads
 // locks_sealed too, so no waiter is granted after the seal. Revisions
 // cannot be set, so a fence is the key's create revision plus the offset
-// its create read.
+// its create read, or the one read at its grant if higher (a waiter
+// queued before a raise is granted above its floor).
 
 var _ driver.LockSealer = (*driverStore)(nil)
 

@@ -116,7 +116,7 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 	for attempt := 1; ; {
 		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithKeysOnly()),
 			clientv3.OpGet(s.lockPrefix(name), append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1), clientv3.WithKeysOnly())...),
-			clientv3.OpGet(s.sealedKey(), clientv3.WithKeysOnly())).Commit()
+			clientv3.OpGet(s.sealedKey(), clientv3.WithKeysOnly()), clientv3.OpGet(s.offsetKey())).Commit()
 		if err = s.check(ctx, err); err != nil {
 			if !retryable(err) {
 				return nil, err
@@ -137,6 +137,19 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 		if len(pred) == 0 {
 			if !ss.alive() {
 				return nil, fmt.Errorf("granted, but the session is lost: %v: %w: %w", ss.lostErr(), errQueueLost, driver.ErrLeaseLost)
+			}
+			// RaiseLockFences since the create (locks moving in, with
+			// fences up to its floor held elsewhere): the fence handed
+			// out now is above that floor, as Waiters said it would be.
+			offset, err := s.parseOffset(resp.Responses[3].GetResponseRange().Kvs)
+			if err != nil {
+				return nil, err
+			}
+			if offset > h.offset {
+				if _, err := offsetFence(rev, offset); err != nil {
+					return nil, err
+				}
+				h.offset = offset
 			}
 			granted = true
 			return h.grant(), nil
