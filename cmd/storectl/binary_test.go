@@ -110,7 +110,11 @@ func TestBinary(t *testing.T) {
 			exe(t, with(args("seal"), s.flags(), args("orders"))...).want(t, exitOK, "orders: sealed at 5")
 			// Into the next driver's fresh store, which migrate creates.
 			to := sqliteSpec(fmt.Sprintf("to-%d.db", i))
-			exe(t, "migrate", "--from", s.spec(), "--to", to.spec()).want(t, exitOK,
+			// Sealed by hand and missing in the target: it may have
+			// moved elsewhere, so only --adopt-sealed carries it.
+			exe(t, "migrate", "--from", s.spec(), "--to", to.spec()).want(t, exitRefused,
+				`key "orders": sealed in the source at 5 and missing in the target`, "--adopt-sealed", "nothing changed")
+			exe(t, "migrate", "--adopt-sealed", "--from", s.spec(), "--to", to.spec()).want(t, exitOK,
 				"key orders: already sealed in source at 5; initialised in target at 5")
 		})
 	}
@@ -120,7 +124,7 @@ func TestBinary(t *testing.T) {
 		mem := storeSpec{driver: "memory", options: map[string]string{"name": "a"}}
 		exe(t, with(args("init"), mem.flags(), args("orders", "5"))...).want(t, exitOK, "orders: initialised at 5")
 		exe(t, with(args("inspect"), mem.flags())...).want(t, exitFailed, `no store at name "a"`)
-		exe(t, "migrate", "--from", sqliteSpec("a.db").spec(), "--to", mem.spec()).want(t, exitOK,
+		exe(t, "migrate", "--adopt-sealed", "--from", sqliteSpec("a.db").spec(), "--to", mem.spec()).want(t, exitOK,
 			"key orders: already sealed in source at 5; initialised in target at 5")
 	})
 }
@@ -359,7 +363,7 @@ func TestBinarySecrets(t *testing.T) {
 				run(exitUsage, with(args("acl"), s.flags())...)
 			}
 			target := storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(t.TempDir(), "t.db")}}
-			run(exitOK, "migrate", "--from", s.spec(), "--to", target.spec())
+			run(exitOK, "migrate", "--adopt-sealed", "--from", s.spec(), "--to", target.spec())
 			run(exitRefused, "migrate", "--from", s.spec(), "--to", s.spec())
 			run(exitUsage, "migrate", "--from", s.spec()+",=x", "--to", target.spec())
 			run(exitUsage, "migrate", "--from", s.spec()+",nosuch=1", "--to", target.spec())

@@ -248,7 +248,7 @@ func TestConfigFile(t *testing.T) {
 	ctl("inspect", "--config", two, "--store", "c").want(t, exitUsage, `no store "c"`, "a, b")
 	ctl("inspect", "--config", two, "--store", "a", "-o", "name=x").want(t, exitUsage, "-o applies to --driver")
 	ctl("init", "--config", one, "users", "7").want(t, exitOK, "users: initialised at 7")
-	ctl("migrate", "--config", two, "--from", "a", "--to", "b").want(t, exitOK,
+	ctl("migrate", "--config", two, "--adopt-sealed", "--from", "a", "--to", "b").want(t, exitOK,
 		`source: "a" (memory name=`, "key orders: already sealed in source at 100; initialised in target at 100")
 	if got := keysOf(t, b.open(t)); !slices.Equal(got, []string{"orders", "users"}) {
 		t.Fatalf("keys of b: %v", got)

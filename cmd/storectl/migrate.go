@@ -27,14 +27,18 @@ source must exist; the target is created if it does not.
                      Without --key and --namespace every key and namespace
                      moves; with either, only those named.
   --force            carry slots whose leases may still be in use
+  --adopt-sealed     carry keys, namespaces and locks sealed in the source and
+                     missing in the target: only for what moved nowhere else
+                     (sealed by hand with storectl seal, never migrated)
   --timeout DURATION bound of each store operation (default 3s)
 
 SPEC is a store NAME of --config FILE, or DRIVER:KEY=VALUE,KEY=VALUE (a piece
 without '=' continues the value before it), or DRIVER: for default options.
 
-Each range key is sealed in the source, which gives its final next value, and
-created in the target at that value, so Next in the target continues above
-every value the source handed out. Each carried namespace is sealed in the
+Each range key is created in the target at the source's next value, then
+sealed in the source, which gives its final next value, and raised in the
+target to that value, so Next in the target continues above every value the
+source handed out. Each carried namespace is sealed in the
 source likewise, before its slots are read: from then on an instance still
 running on the source gets ErrSealed from Acquire and Renew there (it stops
 at the ceiling it has; Release still works), so no term starts or grows in
@@ -65,8 +69,16 @@ whose ceiling (expiry plus clock tolerance) is ahead, or a source lock held
 (exit code 3, unless --force: use it only for holders known to be dead,
 which must never renew).
 
-It is safe to run again after a failure part-way, or after the target was
-used: what is already done is reported as such and left alone. SIGINT
+It is safe to run again into the same target after a failure part-way, or
+after the target was used: what is already done is reported as such and
+left alone. A source moves into one target only: each key and namespace is
+written into the target before it is sealed in the source, so what a run
+sealed is in its target. A key, a namespace with used slots, or the locks
+sealed in the source and missing in the target moved to another store,
+which hands them out: migrate refuses them (exit code 3, nothing changed;
+the locks count as moved here when a key or namespace of the source is in
+the target). Move the rest with --key and --namespace naming the others;
+--adopt-sealed carries them only if they moved nowhere (sealed by hand). SIGINT
 (Ctrl-C) or SIGTERM stops it between keys: the key or namespace in hand is
 finished, and migrate prints how many of how many keys and namespaces
 moved and the command to run next (exit code 4). Keep the
@@ -96,6 +108,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	fs.Var(&keys, "key", "range `KEY` to move (repeatable)")
 	fs.Var(&namespaces, "namespace", "slot namespace `NS` to carry (repeatable)")
 	force := fs.Bool("force", false, "carry slots whose leases may be in use")
+	adopt := fs.Bool("adopt-sealed", false, "carry what is sealed in the source and missing in the target")
 	var timeout durationFlag
 	fs.Var(&timeout, "timeout", "bound of each store operation")
 	pos, err := parseArgs(fs, args)
@@ -142,7 +155,8 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "source: %s\ntarget: %s\n", srcDesc, dstDesc)
 
-	m := &migration{e: e, src: src, dst: dst, now: e.now().UnixMilli(), keys: keys, namespaces: namespaces}
+	m := &migration{e: e, src: src, dst: dst, now: e.now().UnixMilli(), keys: keys, namespaces: namespaces,
+		adopt: *adopt}
 	p, err := m.plan(ctx)
 	if sig, ok := interrupted(ctx); ok {
 		return interruptedf("%s while reading the stores: nothing moved (the target may exist now, empty of what the source has).\n%s",
@@ -204,6 +218,9 @@ type migration struct {
 	src, dst         *store.Store
 	now              int64
 	keys, namespaces []string // selected by name; both empty: everything
+	// adopt carries keys, namespaces and locks sealed in the source that
+	// the target lacks: the operator says they moved to no other store.
+	adopt bool
 }
 
 type plan struct {
@@ -211,10 +228,15 @@ type plan struct {
 	namespaces []nsStep
 	locks      *lockStep // the source's locks, when every key and namespace moves
 	live       []string  // source leases that may be in use
+	// moved: something sealed in the source is in the target already,
+	// which proves the target is where an earlier run moved things.
+	moved   bool
+	refused []string // sealed in the source, missing in the target
 }
 
 type keyStep struct {
 	key       string
+	srcNext   int64 // the source's next value when the plan read it
 	srcSealed bool
 	inTarget  bool // the target had the key when the plan read it
 }
@@ -256,8 +278,12 @@ func (m *migration) plan(ctx context.Context) (*plan, error) {
 		}
 	}
 	if len(problems) > 0 {
+		problems = append(problems, p.refused...)
 		problems = append(problems, p.live...)
 		return nil, fmt.Errorf("nothing changed:\n  %s", strings.Join(problems, "\n  "))
+	}
+	if len(p.refused) > 0 {
+		return nil, refusedf("nothing changed:\n  %s\n%s", strings.Join(p.refused, "\n  "), movedElsewhereAdvice)
 	}
 	return p, nil
 }
@@ -320,14 +346,22 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 					"cannot reopen a sealed key: %s", k, dstNext, sealedTargetAdvice)
 			case dstNext < srcNext:
 				problem("key %q: the target has it at %d, below %d in the source: values could repeat", k, dstNext, srcNext)
-			case !srcSealed:
-				// migrate seals the source before it writes the target:
-				// this key was used in the target on its own.
+			case srcSealed:
+				p.moved = true
+			case dstNext == srcNext:
+				// An interrupted migrate started it in the target, then
+				// stopped before sealing the source: it finishes here.
+			default:
+				// migrate starts a key in the target at the source's
+				// value: this key was used in the target on its own.
 				fmt.Fprintf(m.e.stderr, "warning: key %s: the target has it at %d, though the source never moved it (not sealed): "+
 					"if an instance used it in the target from 0, values below %d were handed out by both stores\n", k, dstNext, srcNext)
 			}
 		}
-		p.keys = append(p.keys, keyStep{key: k, srcSealed: srcSealed, inTarget: inTarget})
+		if srcSealed && !inTarget && !m.adopt {
+			p.refused = append(p.refused, fmt.Sprintf("key %q: sealed in the source at %d and missing in the target", k, srcNext))
+		}
+		p.keys = append(p.keys, keyStep{key: k, srcNext: srcNext, srcSealed: srcSealed, inTarget: inTarget})
 	}
 	return nil
 }
@@ -337,6 +371,17 @@ func (m *migration) planKeys(ctx context.Context, p *plan, problem func(string, 
 // purge of the target would forget it (and refuses to: an instance still
 // pointed at the target must get ErrSealed, not values or slots the store
 // it moved to hands out too), so the way on is another target.
+// movedElsewhereAdvice explains a refusal of keys, namespaces or locks
+// sealed in the source and missing in the target. migrate starts each key
+// and namespace in the target before it seals it in the source, so an
+// interrupted migrate leaves its target holding all it sealed; one
+// missing there went to another store, which hands it out now: carried
+// here too, both stores would hand out the same values and IDs.
+const movedElsewhereAdvice = "Each of these moved out of the source before, to another store (a migrate writes into its " +
+	"target before it seals the source, so a rerun into the same target finds them there). Migrate them to the store they " +
+	"moved to, or leave them: the rest moves with --key and --namespace naming the others. Only if they moved nowhere (sealed " +
+	"with storectl seal, never migrated) give --adopt-sealed to carry them here."
+
 const sealedTargetAdvice = "keep both stores as they are and migrate to another target, a new store " +
 	"(another file, schema, root or prefix): a seal is final, and purge refuses a store that holds one"
 
@@ -385,7 +430,17 @@ func (m *migration) planSlots(ctx context.Context, p *plan, problem func(string,
 			return err
 		}
 		dstSlots := map[int]store.SlotInfo{}
-		if i := slices.IndexFunc(dstNS, func(d store.Namespace) bool { return d.Name == ns.Name }); i >= 0 {
+		i := slices.IndexFunc(dstNS, func(d store.Namespace) bool { return d.Name == ns.Name })
+		switch {
+		case ns.Sealed && i >= 0:
+			p.moved = true
+		case ns.Sealed && len(srcSlots) > 0 && !m.adopt:
+			// A sealed namespace without used slots has no history to
+			// repeat: carrying it seeds nothing.
+			p.refused = append(p.refused, fmt.Sprintf("namespace %q: sealed in the source with %s used and missing in the target",
+				ns.Name, count(len(srcSlots), "slot")))
+		}
+		if i >= 0 {
 			switch d := dstNS[i]; {
 			case d.Sealed:
 				problem("namespace %q: the target has it sealed (it moved out of the target before), and the portable API "+
@@ -477,13 +532,19 @@ func (m *migration) apply(stop context.Context, p *plan) error {
 		if stop.Err() != nil {
 			break
 		}
-		slots, sealed, err := m.sealNamespace(ctx, n)
+		// The layout and the slots as the plan read them go into the
+		// target before the seal: a rerun finds the namespace there, the
+		// proof that the target is where it moved.
+		layout, err := m.carryLayout(ctx, n)
+		if err == nil {
+			err = m.claimNamespace(ctx, n)
+		}
 		if err != nil {
 			steps++
-			fail("namespace "+n.ns.Name, err)
+			fail("namespace "+n.ns.Name, fmt.Errorf("not sealed in the source: %w", err))
 			continue
 		}
-		layout, err := m.carryLayout(ctx, n)
+		slots, sealed, err := m.sealNamespace(ctx, n)
 		if err != nil {
 			steps++
 			fail("namespace "+n.ns.Name, err)
@@ -563,10 +624,48 @@ func (m *migration) sealNamespace(ctx context.Context, n nsStep) ([]slotStep, st
 	return out, sealed, nil
 }
 
-// moveKey seals k in the source and starts it in the target at the sealed
-// value. A rerun finds the source sealed at the same value and the target
-// at it, or above it when the target was used since.
+// claimNamespace seeds the target with n's slots as the plan read them,
+// before the source is sealed: seeding only raises, and the slots are
+// seeded again from the sealed source's read after the seal.
+func (m *migration) claimNamespace(ctx context.Context, n nsStep) error {
+	if n.ns.Sealed {
+		return nil // sealed before: the plan found it in the target
+	}
+	for _, s := range n.slots {
+		if s.done {
+			continue
+		}
+		if err := m.dst.Slots().Seed(ctx, n.ns, s.src.Slot, s.fence, s.floor); err != nil {
+			return fmt.Errorf("seeding slot %d in the target: %w", s.src.Slot, err)
+		}
+	}
+	return nil
+}
+
+// moveKey starts k in the target at the source's value, seals k in the
+// source and raises the target to the sealed value. The key is in the
+// target before it is sealed in the source, so a rerun after a kill finds
+// it there: a key sealed in the source and missing in the target moved to
+// another store (the plan refuses it). A rerun finds the source sealed at
+// the same value and the target at it, or above it when the target was
+// used since.
 func (m *migration) moveKey(ctx context.Context, k keyStep) (string, error) {
+	if _, ok := m.dst.Driver().(driver.RangeAdvancer); !ok {
+		return m.initKey(ctx, k)
+	}
+	created := false // by an instance in the target since the plan's read
+	if !k.inTarget {
+		err := m.dst.Ranges().Init(ctx, k.key, k.srcNext)
+		switch {
+		case errors.Is(err, store.ErrConfigMismatch):
+			created = true
+		case errors.Is(err, store.ErrSealed):
+			return "", fmt.Errorf("not sealed in the source; the target has it sealed: the key moved out of the target before. %s",
+				sealedTargetAdvice)
+		case err != nil:
+			return "", fmt.Errorf("not sealed in the source; starting it in the target: %w", err)
+		}
+	}
 	sealedAt, err := m.src.Ranges().Seal(ctx, k.key)
 	if err != nil {
 		return "", fmt.Errorf("sealing in the source: %w", err)
@@ -575,10 +674,44 @@ func (m *migration) moveKey(ctx context.Context, k keyStep) (string, error) {
 	if k.srcSealed {
 		sealed = "already " + sealed
 	}
-	// Init succeeds on a key already at sealedAt, so a key absent from the
-	// plan's read is read before: one an instance created since is told
-	// from one Init created. (Listing the target here instead made the
-	// whole move quadratic in the number of keys.)
+	prev, err := m.dst.Ranges().Advance(ctx, k.key, sealedAt)
+	switch {
+	case errors.Is(err, store.ErrSealed):
+		return "", fmt.Errorf("%s; the target has it sealed: the key moved out of the target before. "+
+			"Keep both stores as they are and run migrate again with another --to: the source's sealed value carries the key's history",
+			sealed)
+	case err != nil:
+		return "", fmt.Errorf("%s; raising it in the target: %w", sealed, err)
+	case created:
+		// Absent when the plan read the target: an instance created it
+		// since, starting at 0, below the source's values.
+		return "", fmt.Errorf("%s; created in the target during the migration, at %d: an instance uses the target, "+
+			"and values below %d may repeat what the source handed out. Stop the instances of the target before migrating; "+
+			"the key is carried now (the target is at or above the source)", sealed, prev, sealedAt)
+	case !k.inTarget || prev < sealedAt && !k.srcSealed && prev == k.srcNext:
+		// Started here by this run or an interrupted one.
+		return fmt.Sprintf("%s; initialised in target at %d", sealed, sealedAt), nil
+	case prev < sealedAt:
+		return fmt.Sprintf("%s; raised in target from %d to %d", sealed, prev, sealedAt), nil
+	case prev == sealedAt:
+		return fmt.Sprintf("%s; already in target at %d", sealed, prev), nil
+	}
+	return fmt.Sprintf("%s; already in target, used since: at %d", sealed, prev), nil
+}
+
+// initKey moves k into a target without driver.RangeAdvancer: such a
+// target cannot be raised to the sealed value, so the key starts there
+// only after the seal, and a kill between the two leaves it missing in the
+// target (a rerun then needs --adopt-sealed).
+func (m *migration) initKey(ctx context.Context, k keyStep) (string, error) {
+	sealedAt, err := m.src.Ranges().Seal(ctx, k.key)
+	if err != nil {
+		return "", fmt.Errorf("sealing in the source: %w", err)
+	}
+	sealed := fmt.Sprintf("sealed in source at %d", sealedAt)
+	if k.srcSealed {
+		sealed = "already " + sealed
+	}
 	existed := k.inTarget
 	if !existed && sealedAt > 0 {
 		next, _, err := m.dst.Ranges().Current(ctx, k.key)

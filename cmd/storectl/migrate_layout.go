@@ -20,7 +20,7 @@ func (m *migration) carryLayout(ctx context.Context, n nsStep) (string, error) {
 	case errors.Is(err, store.ErrUnsupported) || err == nil && layout == "":
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("sealed in source; reading its ID layout: %w", err)
+		return "", fmt.Errorf("reading its ID layout: %w", err)
 	}
 	have, err := m.dst.Slots().KeepLayout(ctx, n.ns, layout)
 	switch {
@@ -29,9 +29,9 @@ func (m *migration) carryLayout(ctx context.Context, n nsStep) (string, error) {
 			n.ns.Name, layout)
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("sealed in source; recording its ID layout in the target: %w", err)
+		return "", fmt.Errorf("recording its ID layout in the target: %w", err)
 	case have != layout:
-		return "", fmt.Errorf("sealed in source; the target's namespace keeps the ID layout %q, not the source's %q: "+
+		return "", fmt.Errorf("the target's namespace keeps the ID layout %q, not the source's %q: "+
 			"IDs of the two layouts could be equal; carry it into a new namespace: %w", have, layout, store.ErrConfigMismatch)
 	}
 	return fmt.Sprintf(", ID layout %s", layout), nil

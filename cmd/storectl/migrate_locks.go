@@ -54,6 +54,13 @@ func (m *migration) planLocks(ctx context.Context, p *plan) error {
 				count(len(ws)-1, "waiter")))
 		}
 	}
+	if ls.sealed && !p.moved && !m.adopt {
+		// A store-wide seal names no target: only a key or namespace of
+		// the source found in the target proves that an earlier run moved
+		// into this one (planLocks runs after planKeys and planSlots).
+		p.refused = append(p.refused, "locks: sealed in the source, and nothing else of the source is in the target "+
+			"to show that they moved here")
+	}
 	dstSealed, err := m.dst.Locks().Sealed(ctx)
 	switch {
 	case err == nil:
