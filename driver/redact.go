@@ -65,10 +65,39 @@ func redactURLs(text string) string {
 			if user, _, ok := strings.Cut(token[:at], ":"); ok {
 				token = user + ":***" + token[at:]
 			}
+		} else if user, _, ok := strings.Cut(token, ":"); ok {
+			// No '@' before a space or quote, yet "user:": the password may
+			// hold one (u:pa ss@db). Hide up to the '@' that ends it, on
+			// the same line and before another URL.
+			if n := userinfoEnd(text[start:]); n > 0 {
+				token, end = user+":***", start+n
+			}
 		}
 		b.WriteString(token)
 		text = text[end:]
 	}
+}
+
+// userinfoEnd is the index in s (text after "://") of the '@' that ends a
+// userinfo holding spaces or quotes: the last '@' of the run of non-space
+// text that holds the first '@' of s's line before any other "://"; 0 if
+// there is none.
+func userinfoEnd(s string) int {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.Index(s, "://"); i >= 0 {
+		s = s[:i]
+	}
+	first := strings.IndexByte(s, '@')
+	if first < 0 {
+		return 0
+	}
+	run := s[first:]
+	if i := strings.IndexAny(run, " \t'\"`"); i >= 0 {
+		run = run[:i]
+	}
+	return first + strings.LastIndexByte(run, '@')
 }
 
 // redactPairs hides the value of every secret-looking key=value pair.

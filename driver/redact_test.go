@@ -49,6 +49,12 @@ func TestRedactURLPassword(t *testing.T) {
 		"postgres://u@db/ids":                             "postgres://u@db/ids",
 		"postgres://db:5432/ids and path=/x":              "postgres://db:5432/ids and path=/x",
 		"password=x":                                      "password=***",
+		// A password with a space or a quote (an invalid URL, printed in
+		// the refusal) is hidden to its '@'.
+		"connString=postgres://u:pa ss@db/ids schema=s":   "connString=postgres://u:***@db/ids schema=s",
+		`etcd:endpoints=http://u:p"q 'r@h:2379,prefix=/x`: "etcd:endpoints=http://u:***@h:2379,prefix=/x",
+		"http://u:a b@c@h:1 next":                         "http://u:***@h:1 next",
+		"http://h:2379 and http://u:p w@h2":               "http://h:2379 and http://u:***@h2",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
