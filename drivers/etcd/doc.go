@@ -17,7 +17,9 @@
 //     URLs of the members; the scheme in any case (HTTPS:// is https://).
 //     Credentials in an endpoint are refused (any '@': nothing of the
 //     option is shown then), and so are http:// and https:// together:
-//     the client speaks TLS to every member or to none.
+//     the client speaks TLS to every member or to none. So is a URL
+//     with a path, query or fragment, which the client ignores and which
+//     may carry a token: give scheme://host:port (a trailing / is fine).
 //   - prefix (/cosid): put before every key the store writes; nothing
 //     outside it is touched. A prefix among another store's range, lock,
 //     namespace, slot or owner keys (/cosid/range, /cosid/lock/x) is

@@ -64,14 +64,23 @@ func (o Options) Format(f fmt.State, _ rune) {
 // "://" too, but a host none.
 func hideCredentials(e string) string {
 	at := strings.LastIndexByte(e, '@')
-	if at < 0 {
-		return e
+	if at >= 0 {
+		scheme := ""
+		if i := strings.Index(e, "://"); i >= 0 && i < at && (strings.EqualFold(e[:i], "http") || strings.EqualFold(e[:i], "https")) {
+			scheme = e[:i+3]
+		}
+		e = scheme + "(credentials not shown)" + e[at:]
 	}
-	scheme := ""
-	if i := strings.Index(e, "://"); i >= 0 && i < at && (strings.EqualFold(e[:i], "http") || strings.EqualFold(e[:i], "https")) {
-		scheme = e[:i+3]
+	// After the host, a path, query or fragment may carry a token too
+	// (Open refuses them).
+	scheme, rest := "", e
+	if i := strings.Index(e, "://"); i >= 0 {
+		scheme, rest = e[:i+3], e[i+3:]
 	}
-	return scheme + "(credentials not shown)" + e[at:]
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 && rest[j:] != "/" {
+		rest = rest[:j] + "(path not shown)"
+	}
+	return scheme + rest
 }
 
 // LogValue is the options as Format prints them, for log/slog.

@@ -80,6 +80,14 @@ func parseOptions(m map[string]string) (config, error) {
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return config{}, bad("endpoints", fmt.Sprintf("%q is neither host:port nor an http(s) URL", driver.Redact(e)))
 			}
+			// The client dials host:port only: a path, query or fragment
+			// means nothing to it, and may carry a token or a password
+			// (?password=...) that errors and events would print with
+			// the endpoint. Nothing of the option is shown.
+			if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(e, "#") {
+				return config{}, optionError("endpoints", endpoints, true,
+					"holds a URL with a path, query or fragment, which the etcd client ignores: give scheme://host:port")
+			}
 			e = u.Scheme + e[len(u.Scheme):]
 			if u.Scheme == "https" {
 				https++

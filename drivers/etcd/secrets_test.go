@@ -141,3 +141,46 @@ func TestRefusedPasswordNotKept(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointQueryNeverPrinted: an endpoint URL with a query, a fragment
+// or a path (which the client ignores, and which may carry a token) is
+// refused at Open, naming the option and showing nothing of it; Options
+// printed show no query either. Before, Open accepted it and its errors
+// printed it as given ("no connection to etcd at
+// http://127.0.0.1:1/?password=...").
+func TestEndpointQueryNeverPrinted(t *testing.T) {
+	for _, ep := range []string{
+		"http://127.0.0.1:1/?password=HUNTER2",
+		"http://127.0.0.1:1?token=HUNTER2",
+		"https://127.0.0.1:1/#HUNTER2",
+		"http://127.0.0.1:1/HUNTER2",
+		"127.0.0.1:2379,http://127.0.0.1:1/?t=HUNTER2",
+	} {
+		_, err := store.Open("etcd", map[string]string{"endpoints": ep, "dialTimeout": "100ms"})
+		_, err2 := OpenStore(t.Context(), &Options{Endpoints: strings.Split(ep, ","), DialTimeout: 100 * time.Millisecond})
+		for _, err := range []error{err, err2} {
+			if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), `"endpoints"`) {
+				t.Errorf("Open of %q: %v; want ErrInvalidArgument naming endpoints", ep, err)
+				continue
+			}
+			for _, out := range printedEveryWay(err) {
+				if showsSecret(out) {
+					t.Errorf("Open of %q: the error shows the query: %s", ep, out)
+					break
+				}
+			}
+		}
+		for _, out := range printedEveryWay(Options{Endpoints: strings.Split(ep, ",")}) {
+			if showsSecret(out) {
+				t.Errorf("Options with endpoint %q printed: %s", ep, out)
+				break
+			}
+		}
+	}
+	// A trailing slash is no path: still accepted.
+	st, err := store.Open("etcd", map[string]string{"endpoints": sharedServer(t).Endpoints()[0] + "/"})
+	if err != nil {
+		t.Fatalf("Open of an endpoint with a trailing slash: %v", err)
+	}
+	st.Close()
+}
