@@ -18,7 +18,7 @@ out after it, so it opens for tools only (storectl inspect reads it) and
 hands out nothing, nor can it be a migrate source, until storectl restore
 raises it past that:
 
-  storectl restore --raise N DEST PATH
+  storectl restore --raise N --no-moves DEST PATH
 
 with every program stopped (see storectl help restore).
 

@@ -50,7 +50,7 @@ Commands:
   seal [--create] KEY...          seal range keys; prints each key's final next value
   init KEY VALUE                  create range key KEY at next value VALUE
   advance KEY VALUE               raise range key KEY to next value VALUE (never lowers)
-  restore --raise N [BACKUP PATH] make a store restored from a backup safe: raise every key and slot by N
+  restore --raise N --no-moves [BACKUP PATH]  make a store restored from a backup safe: raise every key and slot by N
   migrate --from SPEC --to SPEC   move range keys and slot histories to another store
   purge --yes                     delete everything the store keeps (every instance stopped)
   backup FILE DEST                copy a SQLite store's file consistently while it is in use

@@ -15,8 +15,8 @@ import (
 )
 
 func init() {
-	register(&command{name: "restore", run: runRestore, usage: `Usage: storectl restore --raise N BACKUP PATH
-       storectl restore --raise N [--key KEY]... [--force] STORE FLAGS
+	register(&command{name: "restore", run: runRestore, usage: `Usage: storectl restore --raise N (--no-moves | --moved-to SPEC...) BACKUP PATH
+       storectl restore --raise N (--no-moves | --moved-to SPEC...) [--key KEY]... [--force] STORE FLAGS
 
 Makes a store restored from a backup safe to use again. A backup is behind
 what its original handed out after it was taken; restore raises the store
@@ -50,12 +50,25 @@ Stop every instance that uses the store first: restore refuses (exit code
 --force for a hold the backup carries). Keys and
 namespaces created after the backup was taken are not in it: name such keys
 with --key (each is created at N), and give such namespaces new names. Sealed
-keys and namespaces stay as they are: they had moved to another store. It is
-safe to run again: it only raises. SIGINT or SIGTERM stops it after the key
+keys and namespaces stay as they are: they had moved to another store.
+
+A key or namespace that storectl migrate moved out after the backup was
+taken is unsealed in the backup, and raised it would be handed out here
+and in the store it moved to. restore cannot tell them from the backup, so
+it needs one of: --no-moves (nothing was migrated out since the backup), or
+--moved-to SPEC for each store keys or namespaces moved to since: every key
+and namespace that store has is sealed here instead of raised (a name that
+never came from here is sealed too: its callers get ErrSealed). A store
+not named is not known: keys moved to it come back to life. Locks moved by
+a full migrate after the backup are not sealed again. It is safe to run
+again: it only raises and seals. SIGINT or SIGTERM stops it after the key
 or namespace in hand: it says how many it raised and what to run next (exit
 code 4); the backup mark stays until a restore finishes.
 
   --raise N   how far the backup may be behind (required, a whole number > 0)
+  --no-moves       nothing was migrated out of the store after the backup
+  --moved-to SPEC  a store keys or namespaces were migrated to after the
+                   backup (repeatable; SPEC as for migrate --from)
   --key KEY   a key created after the backup was taken (repeatable)
   --force     carry on although a lock shows a holder: a PostgreSQL backup
               taken while a lock was held carries the hold, which no
@@ -72,12 +85,29 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	var keys listFlag
 	fs.Var(&keys, "key", "a range `KEY` created after the backup (repeatable)")
 	force := fs.Bool("force", false, "carry on although a lock shows a holder (a hold the backup carries)")
+	var movedTo listFlag
+	fs.Var(&movedTo, "moved-to", "a store `SPEC` keys or namespaces were migrated to after the backup (repeatable)")
+	noMoves := fs.Bool("no-moves", false, "nothing was migrated out of the store after the backup was taken")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if *raise <= 0 {
 		return usagef("--raise N is required: how far the backup may be behind, a whole number > 0 (values per key, terms per slot)")
+	}
+	switch {
+	case len(movedTo) == 0 && !*noMoves:
+		// The backup holds unsealed what migrate moved out after it was
+		// taken; raised, it would be handed out twice.
+		return usagef("say whether anything moved out of the store after the backup was taken: --moved-to SPEC for each store " +
+			"that storectl migrate moved keys or namespaces to since (they are sealed here, not raised), or --no-moves if nothing " +
+			"was migrated out since (nothing changed)")
+	case len(movedTo) > 0 && *noMoves:
+		return usagef("give either --moved-to or --no-moves, not both")
+	}
+	mv, err := readMoves(ctx, movedTo, sf.config, sf.timeout)
+	if err != nil {
+		return err
 	}
 	switch len(pos) {
 	case 0:
@@ -86,7 +116,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer st.Close()
-		return restoreStore(ctx, e, st, desc, *raise, keys, *force)
+		return restoreStore(ctx, e, st, desc, *raise, keys, *force, mv)
 	case 2:
 		if sf.driver != "" || sf.config != "" {
 			return usagef("give either BACKUP PATH (SQLite files) or the store flags, not both")
@@ -99,7 +129,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 			defer st.Close()
-			return restoreStore(ctx, e, st, "the copy of "+backup, *raise, keys, *force)
+			return restoreStore(ctx, e, st, "the copy of "+backup, *raise, keys, *force, mv)
 		})
 		if err != nil {
 			return err
@@ -112,7 +142,10 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 
 // restoreStore raises st past what its original handed out after the
 // backup, then clears the backup mark.
-func restoreStore(stop context.Context, e *env, st *store.Store, desc string, raise int64, extra []string, force bool) error {
+func restoreStore(stop context.Context, e *env, st *store.Store, desc string, raise int64, extra []string, force bool, mv *moves) error {
+	if err := mv.check(stop, st, desc); err != nil {
+		return err
+	}
 	now := e.now().UnixMilli()
 	r, err := survey(stop, st, now)
 	if err != nil {
@@ -150,6 +183,7 @@ func restoreStore(stop context.Context, e *env, st *store.Store, desc string, ra
 	}
 	up := func(v int64) int64 { return min(v, math.MaxInt64-raise) + raise }
 	keys, skipped := 0, 0
+	var movedKeys, movedNS []string
 	for _, k := range r.Keys {
 		if err := stopped(keys+skipped, 0); err != nil {
 			return err
@@ -157,6 +191,11 @@ func restoreStore(stop context.Context, e *env, st *store.Store, desc string, ra
 		if k.Sealed {
 			skipped++
 			fmt.Fprintf(e.stdout, "key %s: sealed at %d (it moved to another store); left as it is\n", k.Key, k.Next)
+			continue
+		}
+		if _, ok := mv.keys[k.Key]; ok {
+			skipped++
+			movedKeys = append(movedKeys, k.Key)
 			continue
 		}
 		if _, err := st.Ranges().Advance(ctx, k.Key, up(k.Next)); err != nil {
@@ -185,6 +224,10 @@ func restoreStore(stop context.Context, e *env, st *store.Store, desc string, ra
 		}
 		if ns.Sealed {
 			fmt.Fprintf(e.stdout, "namespace %s: sealed (it moved to another store); left as it is\n", ns.Name)
+			continue
+		}
+		if _, ok := mv.namespaces[ns.Name]; ok {
+			movedNS = append(movedNS, ns.Name)
 			continue
 		}
 		tol := time.Duration(ns.ToleranceMs) * time.Millisecond
@@ -229,6 +272,9 @@ func restoreStore(stop context.Context, e *env, st *store.Store, desc string, ra
 			}
 			fmt.Fprintf(e.stdout, "backup mark cleared (%s)\n", mark)
 		}
+	}
+	if err := mv.seal(ctx, e, st, movedKeys, movedNS); err != nil {
+		return err
 	}
 	fmt.Fprintf(e.stdout, "raised %s by %d and %s (%s left sealed); the store may be used again\n",
 		count(keys, "key"), raise, count(slots, "slot"), count(skipped, "sealed key"))

@@ -203,7 +203,7 @@ func TestRestoreAsDocumented(t *testing.T) {
 			exe(t, "migrate", "--from", "sqlite:path="+backup, "--to", "sqlite:path="+filepath.Join(dir, "new.db")).
 				want(t, exitRefused, "is a backup copy", "storectl restore")
 			// The documented command.
-			exe(t, "restore", "--raise", "1000000", backup, path).want(t, exitOK,
+			exe(t, "restore", "--raise", "1000000", "--no-moves", backup, path).want(t, exitOK,
 				"key orders: raised from 30 to 1000030", "backup mark cleared", "restored ")
 			if e := h.instance(t, path, before); e != "" {
 				t.Fatal(e)
@@ -241,7 +241,7 @@ func TestRestoreInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 		live := acquire(t, st, restoreNS, "host-a", 0, time.Minute)
-		restore := func(a ...string) result { return ctl(with(args("restore"), spec.flags(), a)...) }
+		restore := func(a ...string) result { return ctl(with(args("restore", "--no-moves"), spec.flags(), a)...) }
 		restore("--raise", "1000").want(t, exitRefused, "stop every instance first (nothing changed)", "lease workers/0 of host-a")
 		if err := st.Slots().Release(ctx, live); err != nil {
 			t.Fatal(err)
@@ -287,7 +287,7 @@ func TestRestoreMarkedInPlace(t *testing.T) {
 	if e := h.instance(t, backup, "next:orders:10:1"); !strings.Contains(e, "storectl restore") {
 		t.Fatalf("an instance on the marked copy: %q; want it refused, saying to run storectl restore", e)
 	}
-	exe(t, "restore", "--raise", "1000", "--driver", "sqlite", "-o", "path="+backup).want(t, exitOK,
+	exe(t, "restore", "--raise", "1000", "--no-moves", "--driver", "sqlite", "-o", "path="+backup).want(t, exitOK,
 		"key orders: raised from 30 to 1030", "backup mark cleared")
 	if e := h.instance(t, backup, "next:orders:10:3"); e != "" {
 		t.Fatal(e)

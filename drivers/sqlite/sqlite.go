@@ -116,7 +116,10 @@
 // aside with its -wal and -shm (keep them: they may hold what the backup
 // lacks), then run one command:
 //
-//	storectl restore --raise 1000000 /backup/ids-2026-12-01.db /var/lib/app/ids.db
+//	storectl restore --raise 1000000 --no-moves /backup/ids-2026-12-01.db /var/lib/app/ids.db
+//
+// (--no-moves: nothing was migrated out since the backup; otherwise name
+// each store keys moved to with --moved-to SPEC, and they are sealed.)
 //
 // It copies the backup to the path, raising the copy before it takes the
 // name: every key not sealed by --raise (more than any key handed out after
