@@ -10,8 +10,22 @@ import (
 	"github.com/cosid-go/store"
 )
 
+// maxRaise is the largest raise advance and restore make without --large:
+// a raise is final (no key comes back down), and one near math.MaxInt64 (a
+// typo, a pasted timestamp) leaves a key exhausted for good.
+const maxRaise = 1_000_000_000_000
+
+// checkRaise refuses a raise above maxRaise unless large (--large).
+func checkRaise(what string, by int64, large bool) error {
+	if by <= maxRaise || large {
+		return nil
+	}
+	return usagef("%s raises by %d, above the maximum %d: a raise is final (no key comes back down), and a large one "+
+		"can exhaust a key for good; nothing changed. Give --large to raise by it anyway", what, by, int64(maxRaise))
+}
+
 func init() {
-	register(&command{name: "advance", run: runAdvance, usage: `Usage: storectl advance [--create] STORE FLAGS KEY VALUE
+	register(&command{name: "advance", run: runAdvance, usage: `Usage: storectl advance [--create] [--large] STORE FLAGS KEY VALUE
 
 Raises range KEY so that its next value is at least VALUE (a whole number
 >= 0), and says what it did: the next range starts at VALUE or above. It
@@ -25,6 +39,8 @@ It is how a key is put past values a store forgot (a restored backup; see
 storectl restore, which raises every key at once).
 
   --create   create KEY at VALUE if it does not exist
+  --large    raise by more than 1000000000000 (refused without it: a raise
+             is final, and a huge one exhausts the key for good)
 
 ` + storeFlagsUsage})
 }
@@ -34,6 +50,7 @@ func runAdvance(ctx context.Context, e *env, args []string) error {
 	var sf storeFlags
 	sf.register(fs)
 	create := fs.Bool("create", false, "create KEY at VALUE if it does not exist")
+	large := fs.Bool("large", false, "raise by more than the maximum")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -52,8 +69,12 @@ func runAdvance(ctx context.Context, e *env, args []string) error {
 	}
 	defer st.Close()
 	rs := st.Ranges()
-	if _, _, err := rs.Current(ctx, key); err != nil {
+	cur, _, err := rs.Current(ctx, key)
+	if err != nil {
 		return fmt.Errorf("%w; nothing changed", badKey(err))
+	}
+	if err := checkRaise(fmt.Sprintf("advance of %q from %d to %d", key, cur, value), value-cur, *large); err != nil {
+		return err
 	}
 	existing, err := rs.Keys(ctx)
 	if err != nil {

@@ -44,6 +44,13 @@ func TestAdvance(t *testing.T) {
 		adv("orders", "500").want(t, exitRefused, `key "orders" is sealed at 110`, "nothing changed")
 		current("orders", 110, true)
 
+		// A huge raise is final: refused (unchanged) unless --large.
+		adv("invoices", "9223372036854775807").want(t, exitUsage, "raises by 9223372036854775737",
+			"above the maximum 1000000000000", "--large", "nothing changed")
+		current("invoices", 70, false)
+		adv("invoices", "1000000000070").want(t, exitOK, "invoices: raised from 70 to 1000000000070")
+		adv("--large", "invoices", "9223372036854775807").want(t, exitOK, "invoices: raised from 1000000000070 to 9223372036854775807")
+
 		adv("orders", "-1").want(t, exitUsage, `VALUE "-1" is not a whole number`)
 		adv("orders").want(t, exitUsage, "want KEY VALUE")
 	})

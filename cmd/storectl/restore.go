@@ -70,6 +70,8 @@ code 4); the backup mark stays until a restore finishes.
   --moved-to SPEC  a store keys or namespaces were migrated to after the
                    backup (repeatable; SPEC as for migrate --from)
   --key KEY   a key created after the backup was taken (repeatable)
+  --large     allow N above 1000000000000 (refused without it: a raise is
+              final, and a huge one exhausts every key for good)
   --force     carry on although a lock shows a holder: a PostgreSQL backup
               taken while a lock was held carries the hold, which no
               stopped instance can end (a live lease is still refused)
@@ -88,12 +90,16 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	var movedTo listFlag
 	fs.Var(&movedTo, "moved-to", "a store `SPEC` keys or namespaces were migrated to after the backup (repeatable)")
 	noMoves := fs.Bool("no-moves", false, "nothing was migrated out of the store after the backup was taken")
+	large := fs.Bool("large", false, "raise by more than the maximum")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if *raise <= 0 {
 		return usagef("--raise N is required: how far the backup may be behind, a whole number > 0 (values per key, terms per slot)")
+	}
+	if err := checkRaise("restore", *raise, *large); err != nil {
+		return err
 	}
 	switch {
 	case len(movedTo) == 0 && !*noMoves:

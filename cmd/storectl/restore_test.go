@@ -287,6 +287,8 @@ func TestRestoreMarkedInPlace(t *testing.T) {
 	if e := h.instance(t, backup, "next:orders:10:1"); !strings.Contains(e, "storectl restore") {
 		t.Fatalf("an instance on the marked copy: %q; want it refused, saying to run storectl restore", e)
 	}
+	exe(t, "restore", "--raise", "9223372036854775807", "--no-moves", "--driver", "sqlite", "-o", "path="+backup).
+		want(t, exitUsage, "restore raises by 9223372036854775807, above the maximum 1000000000000", "--large", "nothing changed")
 	exe(t, "restore", "--raise", "1000", "--no-moves", "--driver", "sqlite", "-o", "path="+backup).want(t, exitOK,
 		"key orders: raised from 30 to 1030", "backup mark cleared")
 	if e := h.instance(t, backup, "next:orders:10:3"); e != "" {
