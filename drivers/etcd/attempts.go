@@ -9,7 +9,9 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // Failover. When the leader dies, a write a follower forwarded to it is
@@ -41,6 +43,18 @@ type attemptsKey struct{}
 // attempt deadline, resolving its outcome by reading.
 func attempts(ctx context.Context) context.Context {
 	return context.WithValue(ctx, attemptsKey{}, true)
+}
+
+type seenCutsKey struct{}
+
+// seenCuts marks an attempts context whose calls must see every write cut
+// by its attempt deadline (slot_renew.go: a cut write is found by
+// landed). Otherwise clientv3's retry takes the cut's deadline error for
+// its own and sends the write again, unseen: harmless where a repeat
+// fails its compare and the call reads again (a gap for Next, found in
+// place by the others), which keeps failover to one round trip.
+func seenCuts(ctx context.Context) context.Context {
+	return context.WithValue(attempts(ctx), seenCutsKey{}, true)
 }
 
 // latency keeps the latencies of the last answers, and the attempt
@@ -81,6 +95,7 @@ func (l *latency) deadline() time.Duration {
 func (s *etcdStore) attemptInterceptor(ctx context.Context, method string, req, reply any,
 	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	start := time.Now()
+	call := ctx
 	if ctx.Value(attemptsKey{}) != nil {
 		var cancel context.CancelFunc
 		// clientv3.WithRequireLeader, without copying the metadata.
@@ -89,8 +104,21 @@ func (s *etcdStore) attemptInterceptor(ctx context.Context, method string, req, 
 		defer cancel()
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
+	if err == nil && ctx != call && s.lateAnswer != nil && s.lateAnswer(req) {
+		<-ctx.Done() // the answer comes after the attempt's deadline
+		err = status.FromContextError(ctx.Err()).Err()
+	}
 	if err == nil {
 		s.latency.observe(time.Since(start))
+	}
+	if err != nil && ctx != call && ctx.Err() != nil && call.Err() == nil && call.Value(seenCutsKey{}) != nil {
+		// Cut by the attempt's deadline, not the call's: clientv3's retry
+		// would take a deadline error for a cut of its own and send the
+		// write again, unseen by the store, whose handling of the unknown
+		// outcome it skips (a Release applied, then found released,
+		// reported ErrLeaseLost). Unavailable it resends only if never
+		// sent (reads: always, which is safe), and the store sees it.
+		return status.Errorf(codes.Unavailable, "no answer within the attempt deadline (the outcome is unknown): %v", err)
 	}
 	return err
 }

@@ -16,7 +16,7 @@ import (
 // key is read with the slot and compared too: a sealed namespace is
 // ErrSealed, and a seal after the read fails the write.
 func (s *slotStore) rewrite(ctx context.Context, l driver.Lease, renew bool, change func(r driver.SlotRecord, now int64) (driver.SlotRecord, error)) (driver.SlotRecord, int64, error) {
-	ctx = attempts(ctx) // failover: a cut write is found by landed (attempts.go)
+	ctx = seenCuts(ctx) // failover: a cut write is found by landed (attempts.go)
 	k, nk := s.slotKey(l.Namespace, l.Slot), s.nsKey(l.Namespace)
 	// The records of writes whose answers were lost, all compared at
 	// revision sentOver: while the key stays there, none was applied (one

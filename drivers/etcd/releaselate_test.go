@@ -1,0 +1,51 @@
+package etcd
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cosid-go/store/driver"
+)
+
+// TestReleaseAnswerPastAttemptDeadline: a Release whose write is applied
+// and whose answer comes after the round trip's attempt deadline
+// (attempts.go; gRPC answers DeadlineExceeded then) succeeded, and says
+// so, as with an answer lost
+// (TestReleaseLostAnswer). clientv3's own retry resends a transaction cut
+// by a deadline shorter than the call's, so the store never sees the cut:
+// the resent write fails its compare, and the store, reading its own
+// release, reported ErrLeaseLost.
+func TestReleaseAnswerPastAttemptDeadline(t *testing.T) {
+	ctx := t.Context()
+	var armed atomic.Bool
+	st := openDriver(t, freshPrefix("releaselate"), func(d *driverStore) {
+		d.lateAnswer = func(req any) bool {
+			tr, ok := req.(*pb.TxnRequest)
+			return ok && len(tr.Compare) > 0 && armed.CompareAndSwap(true, false)
+		}
+	})
+	s := st.Driver().(*driverStore)
+	ns := driver.Namespace{Name: "n", Limit: 2, Tolerance: time.Second}
+	l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "i", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := l.Floor + 5
+	armed.Store(true)
+	if err := s.Release(ctx, l, used); err != nil {
+		t.Errorf("Release applied, its answer after the attempt deadline: %v; want nil", err)
+	}
+	if armed.Load() {
+		t.Fatal("no answer was delayed")
+	}
+	infos, err := s.Slots(ctx, "n")
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("Slots: %+v, %v", infos, err)
+	}
+	if in := infos[0]; in.Owner != "" || in.NextFloor != used+1 {
+		t.Errorf("slot after the release: owner %q, next floor %d; want released at %d", in.Owner, in.NextFloor, used+1)
+	}
+}
