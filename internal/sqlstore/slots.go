@@ -43,7 +43,15 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 	if err == nil && exhausted != nil {
 		return driver.Lease{}, exhausted
 	}
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	// The new term's fence is remembered only now, committed: remembered
+	// at its write, a transaction then aborted (a deadlock, a lock it
+	// could not have) would leave this store expecting a fence the
+	// database never had, and its next read of the slot (a Release, a
+	// listing, another Acquire) would call the database gone back.
+	return out, s.guardFence(out.Namespace, out.Slot, 0, out.Fence)
 }
 
 // acquire is one Acquire's transaction.
@@ -258,9 +266,7 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 	if err := a.s.remember(ctx, a.tx, a.ns, a.req.Owner, a.index, n); err != nil {
 		return driver.Lease{}, false, err
 	}
-	if err := a.s.guardFence(a.ns, n, 0, r.rec.Fence); err != nil {
-		return driver.Lease{}, false, err
-	}
+	// Its fence is remembered once the transaction commits (Acquire).
 	return r.lease(a.ns), true, nil
 }
 
