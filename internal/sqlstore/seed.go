@@ -16,7 +16,7 @@ func (s *Store) SeedSlot(ctx context.Context, want driver.Namespace, n int, fenc
 			return err
 		}
 		a := &acquire{s: s, tx: tx, ns: want.Name}
-		rows, err := a.lockRows(ctx, []int{n})
+		rows, err := a.lockRows(ctx, []int{n}, s.q.SlotsTail)
 		if err != nil {
 			return err
 		}

@@ -96,9 +96,14 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 		return driver.Lease{}, err
 	}
 	first := driver.FirstSlots(a.index, a.req.Preferred, a.req.Namespace.Limit)
-	rows, err := a.lockRows(ctx, first)
+	rows, taken, err := a.lockFirst(ctx, first)
 	if err != nil {
 		return driver.Lease{}, err
+	}
+	if taken >= 0 {
+		// Another acquire holds the preferred slot's row: it is taking it.
+		first = slices.DeleteFunc(first, func(n int) bool { return n == taken })
+		*a.crowded = true
 	}
 	// A live term of this owner and incarnation is returned as it is, even
 	// when the owner's index lists a free slot before it.
@@ -159,8 +164,41 @@ func (a *acquire) exhausted(ctx context.Context) error {
 	return fmt.Errorf("all %d slots are held: %w", a.req.Namespace.Limit, driver.ErrExhausted)
 }
 
-// lockRows reads, and locks (Dialect.ForUpdate), the listed slots.
-func (a *acquire) lockRows(ctx context.Context, slots []int) (map[int]*slotRow, error) {
+// lockFirst reads, and locks, the slots an acquire looks at first
+// (driver.FirstSlots). The owner's own slots are locked waiting, so that
+// its live term is found whoever holds the row for a moment. The
+// preferred slot, when not the owner's, is passed over while another
+// transaction holds its row (taken is then its number, else -1): that
+// acquire is taking it, and waiting would queue a fleet whose instances
+// all prefer one slot (slot 0 by default) behind each other, each holding
+// the row until its transaction ends.
+func (a *acquire) lockFirst(ctx context.Context, first []int) (rows map[int]*slotRow, taken int, err error) {
+	own := slices.DeleteFunc(slices.Clone(first), func(n int) bool { return !slices.Contains(a.index, n) })
+	if rows, err = a.lockRows(ctx, own, a.s.q.SlotsTail); err != nil || len(own) == len(first) {
+		return rows, -1, err
+	}
+	pref := first[len(first)-1] // FirstSlots puts it last
+	skip, err := a.lockRows(ctx, []int{pref}, a.s.q.SlotsTailSkip)
+	if err != nil {
+		return nil, -1, err
+	}
+	if r := skip[pref]; r != nil {
+		rows[pref] = r
+		return rows, -1, nil
+	}
+	var exists int64
+	if err := a.tx.QueryRow(ctx, a.s.q.SlotExists, a.ns, pref).Scan(&exists); err != nil || exists == 0 {
+		return rows, -1, err // never used
+	}
+	return rows, pref, nil
+}
+
+// lockRows reads the listed slots with the read's ending tail (SlotsTail
+// locks them, Dialect.ForUpdate).
+func (a *acquire) lockRows(ctx context.Context, slots []int, tail string) (map[int]*slotRow, error) {
+	if len(slots) == 0 {
+		return map[int]*slotRow{}, nil
+	}
 	var q strings.Builder
 	q.WriteString(a.s.q.SlotsHead)
 	args := []any{a.ns}
@@ -171,7 +209,7 @@ func (a *acquire) lockRows(ctx context.Context, slots []int) (map[int]*slotRow, 
 		q.WriteString(a.s.d.Placeholder(i + 2))
 		args = append(args, n)
 	}
-	q.WriteString(a.s.q.SlotsTail)
+	q.WriteString(tail)
 	return a.s.readRows(ctx, a.tx, a.ns, q.String(), args...)
 }
 

@@ -41,9 +41,15 @@ type statements struct {
 	// Slots. SlotFree has one statement per pass of the free-slot search
 	// (Dialect.FreeSearch). SlotsHead, placeholders $2..., SlotsTail read
 	// the listed slots, locked.
-	SlotFree                                       []string
-	SlotGap, SlotList, SlotInsert, SlotUpdate      string
-	SlotRead, SlotsHead, SlotsTail                 string
+	SlotFree                                  []string
+	SlotGap, SlotList, SlotInsert, SlotUpdate string
+	SlotRead, SlotsHead, SlotsTail            string
+	// SlotsTailSkip ends the read of a preferred slot: locked, passing
+	// over a row another transaction holds (the first FreeSearch ending);
+	// SlotExists then tells such a row from none. It reads no fence: a
+	// row read without its lock may be older than one this store is
+	// writing (see Store.accept).
+	SlotsTailSkip, SlotExists                      string
 	PurgeNamespaces, PurgeSlots, PurgeOwners, Ping string
 	PurgeTerms                                     string // every slot, and the store's time
 	PurgeSealedKeys, PurgeSealedNamespaces         string
@@ -128,9 +134,11 @@ func newStatements(d Dialect) (*statements, error) {
 			fence = $6, ttl_ms = $7, tolerance_ms = $8, floor = $9, expires_min = $10, ceiling_min = $11,
 			next_floor = $12, mtime = $13, expires_at = $14, ceiling = $15, version = $16
 			WHERE namespace = $1 AND slot = $2 AND version = $17`,
-		SlotRead:  `SELECT ` + slotCols + `, {now} FROM {p}cosid_slot WHERE namespace = $1 AND slot = $2`,
-		SlotsHead: `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 AND slot IN (`,
-		SlotsTail: `) ORDER BY slot{forupdate}`,
+		SlotRead:      `SELECT ` + slotCols + `, {now} FROM {p}cosid_slot WHERE namespace = $1 AND slot = $2`,
+		SlotsHead:     `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 AND slot IN (`,
+		SlotsTail:     `) ORDER BY slot{forupdate}`,
+		SlotsTailSkip: `) ORDER BY slot` + d.FreeSearch[0],
+		SlotExists:    `SELECT count(*) FROM {p}cosid_slot WHERE namespace = $1 AND slot = $2`,
 
 		PurgeNamespaces: `SELECT name FROM {p}cosid_namespace`,
 		PurgeSlots:      `SELECT CAST(slot AS TEXT) FROM {p}cosid_slot WHERE namespace = $1`,
