@@ -1,8 +1,8 @@
 # make test: every test with the race detector, including the ZooKeeper
 #            driver's against real 3.8 and 3.9 servers and the PostgreSQL
 #            driver's against a real PostgreSQL server, which the tests start.
-# make check: no tracked binaries or files over 1 MB, formatting, go vet and
-#             staticcheck (pinned).
+# make check: no tracked binaries or files over 1 MB, formatting, go vet,
+#             staticcheck (pinned), and the API against the last release's.
 # otelstore, examples/prometheus, drivers/etcd, cmd/storectl and tools are modules of their own
 # (OpenTelemetry needs a newer go line than the store's; etcd brings gRPC, and storectl
 # imports every driver, etcd's included); both targets cover them, and
@@ -35,6 +35,7 @@ check:
 	go vet ./...
 	go run $(STATICCHECK) ./...
 	for m in $(NESTED); do (cd $$m && go mod tidy -diff && go vet ./... && go run $(STATICCHECK) ./...) || exit 1; done
+	cd tools && go run ./release api-check
 
 example:
 	go run ./examples/reserve

@@ -4,6 +4,7 @@
 //
 //	go run ./release tag VERSION          (from tools/; make release VERSION=v0.1.0)
 //	go run ./release proxy VERSION DIR    a file-based GOPROXY of the tagged modules
+//	go run ./release api-check            the API against the last release's (make check)
 //
 // In the repository, a nested module (drivers/etcd, cmd/storectl, ...)
 // requires the store's modules at their last version and replaces them by
@@ -26,6 +27,7 @@ import (
 const usage = `usage:
   release tag VERSION          tag every module at VERSION (vMAJOR.MINOR.PATCH, major 0 or 1)
   release proxy VERSION DIR    write a file-based module proxy of the modules tagged VERSION
+  release api-check            fail when the API breaks the last release's (api/VERSION.txt)
 `
 
 func main() {
@@ -43,6 +45,12 @@ func run(args []string) error {
 			return err
 		}
 		return tagRelease(root, args[1])
+	case len(args) == 1 && args[0] == "api-check":
+		root, err := repoRoot()
+		if err != nil {
+			return err
+		}
+		return checkAPI(root)
 	case len(args) == 3 && args[0] == "proxy":
 		root, err := repoRoot()
 		if err != nil {

@@ -75,6 +75,13 @@ func tagRelease(root, version string) error {
 	if _, err := git(wt, "commit", "-q", "--allow-empty", "-m", releaseMessage(version, mods)); err != nil {
 		return err
 	}
+	// The release's API, for make check to compare later versions with.
+	if err := writeAPI(wt, version, mods); err != nil {
+		return err
+	}
+	if _, err := git(wt, "add", "api"); err != nil {
+		return err
+	}
 	proxy := filepath.Join(scratch, "proxy")
 	sums := map[string][]string{}
 	saved := map[string][2][]byte{} // go.mod, go.sum before the release
