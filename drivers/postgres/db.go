@@ -29,6 +29,18 @@ type db struct {
 }
 
 func (d db) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	if _, ok := d.q.(*pgxpool.Pool); ok {
+		// A statement of its own that the server aborted (a deadlock with
+		// a transaction, as TestAcquireStorm saw once from a Release)
+		// changed nothing: it is tried again like a transaction.
+		var n int64
+		err := retryAborted(ctx, func() error {
+			tag, err := d.q.Exec(ctx, sql, args...)
+			n = tag.RowsAffected()
+			return d.check(err)
+		})
+		return n, err
+	}
 	tag, err := d.q.Exec(ctx, sql, args...)
 	return tag.RowsAffected(), d.check(err)
 }
