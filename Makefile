@@ -31,6 +31,7 @@ postgres:
 
 check:
 	bash scripts/check-tree.sh
+	bash scripts/check-commits.sh
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go run $(STATICCHECK) ./...
