@@ -26,9 +26,20 @@ func TestMigrateTargetUsedMeanwhile(t *testing.T) {
 	dir := t.TempDir()
 	src := storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(dir, "src.db")}}
 	dst := storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(dir, "dst.db")}}
-	const keys = 20
+	// Many keys, so that a loaded machine, where the stop often lands
+	// inside a write of the target, still stops migrate before the last.
+	const keys = 200
+	srcStore, err := store.Open(src.driver, src.options)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range keys {
-		exe(t, with(args("init"), src.flags(), args(fmt.Sprintf("k%d", i), "100"))...).want(t, exitOK, "initialised at 100")
+		if err := srcStore.Ranges().Init(t.Context(), fmt.Sprintf("k%d", i), 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := srcStore.Close(); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
