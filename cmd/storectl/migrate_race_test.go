@@ -64,7 +64,7 @@ func TestMigrateTargetUsedMeanwhile(t *testing.T) {
 	// The stop may land inside migrate's write of the next key, with the
 	// target's file locked: then the instance's open or Next finds it busy,
 	// and the test lets migrate finish that key and stops it after it,
-	// until the instance's call lands between two keys (migrate has 19 more).
+	// until the instance's call lands between two keys (migrate has 199 more).
 	last := fmt.Sprintf("k%d", keys-1)
 	var r store.Range
 	for attempt := 1; ; attempt++ {
