@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/cosid-go/store"
 )
@@ -55,13 +54,9 @@ func runAdvance(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return usagef("want KEY VALUE, got %d arguments", len(pos))
-	}
-	key := pos[0]
-	value, err := strconv.ParseInt(pos[1], 10, 64)
-	if err != nil || value < 0 {
-		return usagef("VALUE %q is not a whole number from 0 to %d", pos[1], int64(1<<63-1))
+	key, value, err := keyValue(pos)
+	if err != nil {
+		return err
 	}
 	st, desc, err := sf.open(openExisting)
 	if err != nil {

@@ -99,13 +99,9 @@ func runInit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return usagef("want KEY VALUE, got %d arguments", len(pos))
-	}
-	key := pos[0]
-	value, err := strconv.ParseInt(pos[1], 10, 64)
-	if err != nil || value < 0 {
-		return usagef("VALUE %q is not a whole number from 0 to %d", pos[1], int64(1<<63-1))
+	key, value, err := keyValue(pos)
+	if err != nil {
+		return err
 	}
 	st, _, err := sf.open(openOrCreate)
 	if err != nil {
@@ -153,4 +149,17 @@ func sealedNote(sealed bool) string {
 		return " (sealed)"
 	}
 	return ""
+}
+
+// keyValue reads the KEY VALUE arguments of init and advance: VALUE a
+// whole number from 0.
+func keyValue(pos []string) (string, int64, error) {
+	if len(pos) != 2 {
+		return "", 0, usagef("want KEY VALUE, got %d arguments", len(pos))
+	}
+	value, err := strconv.ParseInt(pos[1], 10, 64)
+	if err != nil || value < 0 {
+		return "", 0, usagef("VALUE %q is not a whole number from 0 to %d", pos[1], int64(1<<63-1))
+	}
+	return pos[0], value, nil
 }
