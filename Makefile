@@ -56,9 +56,9 @@ histories:
 # Mutation testing of the memory driver and the slot rules against the
 # memory driver's TCK (not in CI: it takes a while). Prints each mutant the
 # TCK misses and the scores without and with its Explore checks; the
-# equivalent mutants are listed, with why, in internal/mutants/equivalent.go.
+# equivalent mutants are listed, with why, in internal/testing/mutants/equivalent.go.
 mutants:
-	go run ./internal/mutants -pkg ./drivers/memory driver/slot.go drivers/memory/ranges.go \
+	go run ./internal/testing/mutants -pkg ./drivers/memory driver/slot.go drivers/memory/ranges.go \
 		drivers/memory/slots.go drivers/memory/locks.go drivers/memory/purge.go drivers/memory/memory.go
 
 # Tags every module at VERSION (v0.1.0, drivers/etcd/v0.1.0, ...): one release

@@ -14,9 +14,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/freeport"
-	"github.com/cosid-go/store/internal/netproxy"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/freeport"
+	"github.com/cosid-go/store/internal/testing/netproxy"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // TestTLSKeyInOptionNotShown: the PEM of a private key given where its

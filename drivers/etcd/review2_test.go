@@ -17,9 +17,9 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/etcdtest"
-	"github.com/cosid-go/store/internal/netproxy"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
+	"github.com/cosid-go/store/internal/testing/netproxy"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // TestInitAfterOperatorDelete: a store that handed out values of a key

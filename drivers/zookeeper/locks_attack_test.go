@@ -8,7 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // Adversarial tests of the lock's deadline: a hold must be reported lost

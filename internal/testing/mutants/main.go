@@ -7,7 +7,7 @@
 // ("after"). It prints each surviving mutant and the scores. -j mutants are
 // judged at once.
 //
-//	go run ./internal/mutants -pkg ./drivers/memory drivers/memory/*.go driver/slot.go
+//	go run ./internal/testing/mutants -pkg ./drivers/memory drivers/memory/*.go driver/slot.go
 package main
 
 import (

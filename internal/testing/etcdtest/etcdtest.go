@@ -25,9 +25,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/freeport"
-	"github.com/cosid-go/store/internal/netproxy"
-	"github.com/cosid-go/store/internal/srvproc"
+	"github.com/cosid-go/store/internal/testing/freeport"
+	"github.com/cosid-go/store/internal/testing/netproxy"
+	"github.com/cosid-go/store/internal/testing/srvproc"
 )
 
 // startWait bounds a cluster's start: generous, for a loaded machine.

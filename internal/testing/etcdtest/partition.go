@@ -4,7 +4,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/cosid-go/store/internal/netproxy"
+	"github.com/cosid-go/store/internal/testing/netproxy"
 )
 
 // A cluster of several members can partition one from its peers. etcd's

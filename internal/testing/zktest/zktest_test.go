@@ -19,7 +19,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // The release each installed version must report through srvr.

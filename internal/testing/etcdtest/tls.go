@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/testcerts"
+	"github.com/cosid-go/store/internal/testing/testcerts"
 )
 
 // tlsSetup is how a cluster's members serve clients over TLS.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // bound is how long the cluster may take to notice a partition or its end:

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/cosid-go/store/internal/srvproc"
+	"github.com/cosid-go/store/internal/testing/srvproc"
 )
 
 // ownerProp is a JVM system property carrying the pid of the test binary

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cosid-go/store/internal/srvproc"
+	"github.com/cosid-go/store/internal/testing/srvproc"
 )
 
 // The one-member cluster a test binary's tests share, started on first

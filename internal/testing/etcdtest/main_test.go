@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/cosid-go/store/internal/srvproc"
+	"github.com/cosid-go/store/internal/testing/srvproc"
 )
 
 // No member may outlive the tests.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cosid-go/store/internal/srvproc"
+	"github.com/cosid-go/store/internal/testing/srvproc"
 )
 
 // Bounds, not sleeps: readiness is polled. Generous, for busy machines.

@@ -27,9 +27,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cosid-go/store/internal/freeport"
-	"github.com/cosid-go/store/internal/netproxy"
-	"github.com/cosid-go/store/internal/srvproc"
+	"github.com/cosid-go/store/internal/testing/freeport"
+	"github.com/cosid-go/store/internal/testing/netproxy"
+	"github.com/cosid-go/store/internal/testing/srvproc"
 )
 
 const (

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/srvproc"
+	"github.com/cosid-go/store/internal/testing/srvproc"
 )
 
 const (

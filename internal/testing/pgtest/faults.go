@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cosid-go/store/internal/faults"
+	"github.com/cosid-go/store/internal/testing/faults"
 )
 
 // Faults are what a PostgreSQL fault schedule acts on.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/freeport"
+	"github.com/cosid-go/store/internal/testing/freeport"
 )
 
 // wait bounds every read that must (or must not) see bytes: generous, since

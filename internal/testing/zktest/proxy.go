@@ -3,7 +3,7 @@ package zktest
 import (
 	"testing"
 
-	"github.com/cosid-go/store/internal/netproxy"
+	"github.com/cosid-go/store/internal/testing/netproxy"
 )
 
 // Proxy is a loopback TCP proxy in front of one server, to cut or freeze a

@@ -27,7 +27,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/idgen"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // childEnv carries a generator's settings (JSON) to the child process.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/testcerts"
+	"github.com/cosid-go/store/internal/testing/testcerts"
 )
 
 // secureConfig is the TLS client port of a server.

@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cosid-go/store/internal/freeport"
+	"github.com/cosid-go/store/internal/testing/freeport"
 )
 
 const (

@@ -24,7 +24,7 @@ type pkgFile struct {
 // go doc shows a user.
 func parseDriver(t *testing.T, name string) []pkgFile {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("..", "..", "drivers", name, "*.go"))
+	paths, err := filepath.Glob(filepath.Join("..", "..", "..", "drivers", name, "*.go"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no source of driver %s: %v", name, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/faults"
+	"github.com/cosid-go/store/internal/testing/faults"
 )
 
 // Stores are the clients a fault schedule cuts off: Stores[i][m] is store

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/testcerts"
+	"github.com/cosid-go/store/internal/testing/testcerts"
 )
 
 // TestStartTLS: a TLS member serves /health to the harness's client, which

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/cosid-go/store/internal/testcerts"
+	"github.com/cosid-go/store/internal/testing/testcerts"
 )
 
 // tlsDialer dials with a client certificate of pair, trusting ca only.
