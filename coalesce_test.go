@@ -17,7 +17,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
-	"github.com/cosid-go/store/internal/testing/rangecheck"
+	"github.com/cosid-go/store/internal/rangecheck"
 )
 
 // gate is a memory store whose Next can be held in flight, or answered as

@@ -14,9 +14,9 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
-	"github.com/cosid-go/store/internal/testing/pgtest"
-	"github.com/cosid-go/store/internal/testing/poll"
-	"github.com/cosid-go/store/internal/testing/zktest"
+	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/zktest"
 )
 
 // TestMain checks for leaked goroutines, and (zktest.Wrap, pgtest.Wrap)

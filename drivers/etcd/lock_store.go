@@ -116,7 +116,7 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 	for attempt := 1; ; {
 		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithKeysOnly()),
 			clientv3.OpGet(s.lockPrefix(name), append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1), clientv3.WithKeysOnly())...),
-			clientv3.OpGet(s.sealedKey(), clientv3.WithKeysOnly()), clientv3.OpGet(s.offsetKey())).Commit()
+			clientv3.OpGet(s.sealedKey(), clientv3.WithKeysOnly()), clientv3.OpGet(s.offsetKey()), clientv3.OpGet(s.unsealedKey())).Commit()
 		if err = s.check(ctx, err); err != nil {
 			if !retryable(err) {
 				return nil, err
@@ -129,6 +129,14 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 		}
 		if len(resp.Responses[2].GetResponseRange().Kvs) > 0 {
 			return nil, errLocksSealed(name) // queued before the seal: never granted after it
+		}
+		// A seal since the create, undone by a raise before this look,
+		// refuses the waiter all the same (driver.LockSealer).
+		if since, err := s.sealedSince(resp.Responses[4].GetResponseRange().Kvs, rev); err != nil || since {
+			if err == nil {
+				err = errLocksSealed(name)
+			}
+			return nil, err
 		}
 		if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
 			return nil, fmt.Errorf("waiter key %s vanished (its session lease expired): %w: %w", key, errQueueLost, driver.ErrLeaseLost)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/pgtest"
 )
 
 // TestCloseOnSilentNetwork: a store holding a lock, with pool connections

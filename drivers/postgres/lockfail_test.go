@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/pgtest"
 )
 
 // TestFailedLockCostsItself: a store holding "a" calls Lock("b") with a

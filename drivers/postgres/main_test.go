@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(pgtest.Wrap(m)) }

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/testing/zktest"
+	"github.com/cosid-go/store/internal/zktest"
 )
 
 // TestLockCreate attacks the one-round-trip create (lockcreate.go): the

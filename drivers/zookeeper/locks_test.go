@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/testing/zktest"
+	"github.com/cosid-go/store/internal/zktest"
 )
 
 // go-zookeeper's opcodes the lock tests count, besides those of main_test.go.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/testing/zktest"
+	"github.com/cosid-go/store/internal/zktest"
 )
 
 // TestServer runs the checks that need a server, once per supported
