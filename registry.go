@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"path"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -69,6 +71,7 @@ func OpenContext(ctx context.Context, driverName string, options map[string]stri
 	if err != nil {
 		return nil, &Error{Op: "Open", Key: driverName, Err: err}
 	}
+	s.driverName = driverName
 	s.attach(d)
 	if c, ok := d.(driver.Connector); ok {
 		if err := c.Connect(ctx); err != nil {
@@ -98,6 +101,9 @@ func OpenDriver(d driver.Store, opts ...Option) (*Store, error) {
 // to the store's logger and observers.
 func (s *Store) attach(d driver.Store) {
 	s.drv = d
+	if s.driverName == "" {
+		s.driverName = packageName(d)
+	}
 	if n, ok := d.(driver.Notifier); ok && s.observed() {
 		n.Notify(func(e driver.Event) { s.Report(eventOf(e)) })
 	}
@@ -115,4 +121,17 @@ func eventOf(e driver.Event) Event {
 		Count:     e.Count,
 		Err:       e.Err,
 	}
+}
+
+// packageName names a driver opened without the registry by its package:
+// "sqlite" for github.com/cosid-go/store/drivers/sqlite.
+func packageName(d driver.Store) string {
+	t := reflect.TypeOf(d)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.PkgPath() == "" {
+		return t.String()
+	}
+	return path.Base(t.PkgPath())
 }

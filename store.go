@@ -69,6 +69,7 @@ const DefaultTimeout = 3 * time.Second
 // Store is an open store. It is safe for concurrent use. Close it when done.
 type Store struct {
 	drv         driver.Store
+	driverName  string // DriverName's
 	timeout     time.Duration
 	owner       string
 	incarnation string
@@ -186,6 +187,12 @@ func (s *Store) Incarnation() string { return s.incarnation }
 
 // Timeout returns the per-operation timeout.
 func (s *Store) Timeout() time.Duration { return s.timeout }
+
+// DriverName returns the name of the store's driver: the name given to
+// Open, or, for a store opened by a driver's own constructor (OpenDriver),
+// the last element of the driver's package path ("sqlite"). It is for
+// status pages and metrics.
+func (s *Store) DriverName() string { return s.driverName }
 
 // Driver returns the driver store, for driver-specific needs.
 func (s *Store) Driver() driver.Store { return s.drv }

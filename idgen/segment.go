@@ -79,6 +79,7 @@ type Segment struct {
 	starvedOn *segment      // the range whose exhaustion last grew dist
 	closed    bool
 	stats     SegmentStats
+	handed    int64 // values of the ranges used up before the current one
 }
 
 // segment is one range being handed out; next runs past end once it is used
@@ -108,6 +109,22 @@ type SegmentStats struct {
 	Waits       int64 // NextID calls that found nothing left and waited for a fetch
 	Available   int64 // values fetched and not yet handed out
 	Prefetch    int64 // the current prefetch distance
+
+	// Issued counts the IDs handed out (an ID handed out as Close runs
+	// may be missed).
+	Issued int64
+	// Start, Next and End are the range values are taken from: Next is
+	// the next value it hands out (at or past End once it is used up).
+	// All zero after Close.
+	Start, Next, End int64
+	// PrefetchAt is the value whose handing out starts the next fetch, or
+	// -1 while a fetch runs or none is due.
+	PrefetchAt int64
+	// Err is the error of the last fetch, nil once one succeeded: wrapping
+	// store.ErrSealed, the key was sealed and the generator stops when the
+	// values in hand run out.
+	Err    error
+	Closed bool // Close was called
 }
 
 // NewSegment opens a generator on key of st's RangeStore and fetches its
@@ -301,6 +318,7 @@ func (g *Segment) advance(ctx context.Context, old *segment) error {
 		case len(g.queue) > 0:
 			r := g.queue[0]
 			g.queue = g.queue[1:]
+			g.handed += old.end - old.start // every value of old was handed out
 			g.queued -= r.Len()
 			g.cur.Store(newSegment(r))
 			now := time.Now()
@@ -361,8 +379,21 @@ func (g *Segment) Stats() SegmentStats {
 	st := g.stats
 	st.Available = g.available()
 	st.Prefetch = g.dist
+	st.Err, st.Closed, st.Issued = g.err, g.closed, g.handed
+	if s := g.cur.Load(); !g.closed {
+		next := s.next.Load()
+		st.Start, st.Next, st.End = s.start, next, s.end
+		st.Issued += min(next, s.end) - s.start
+		st.PrefetchAt = s.trigger.Load()
+		if g.fetching || st.PrefetchAt < next || st.PrefetchAt >= s.end {
+			st.PrefetchAt = -1
+		}
+	}
 	return st
 }
+
+// Key returns the RangeStore key the generator takes its ranges from.
+func (g *Segment) Key() string { return g.key }
 
 // Close stops the generator: later calls of NextID return ErrClosed, and a
 // fetch in flight is cancelled. Values not handed out are skipped for good.
@@ -376,6 +407,9 @@ func (g *Segment) Close(ctx context.Context) error {
 		return nil
 	}
 	g.closed = true
+	if s := g.cur.Load(); s != closedSegment {
+		g.handed += min(s.next.Load(), s.end) - s.start
+	}
 	g.cur.Store(closedSegment)
 	g.queue, g.queued = nil, 0
 	close(g.wake)

@@ -76,7 +76,8 @@ type Snowflake struct {
 	bounds   atomic.Pointer[bounds]
 	closedCh chan struct{}
 
-	waits [waitKinds]atomic.Int64 // NextID calls that waited, by what for
+	waits  [waitKinds]atomic.Int64 // NextID calls that waited, by what for
+	issued atomic.Int64            // IDs handed out
 }
 
 const (
@@ -269,6 +270,7 @@ func (g *Snowflake) next() (int64, *pause, error) {
 		}
 		id := g.layout.encode(ts, g.worker, seq)
 		if g.last.CompareAndSwap(last, id) {
+			g.issued.Add(1)
 			return id, nil, nil
 		}
 		// Another caller issued meanwhile: go on from its ID.
@@ -282,6 +284,7 @@ type SnowflakeStats struct {
 	FloorWaits   int64 // NextID calls that waited for the clock to reach the lease's floor
 	CeilingWaits int64 // NextID calls that waited for a renewal at the lease's ceiling
 	Renewals     int64 // lease renewals that succeeded
+	Issued       int64 // IDs handed out
 	Worker       int   // the worker ID: the lease's slot
 	Fence        int64 // the lease's fence
 	// LeaseLeft is how long the session still trusts the lease without a
@@ -296,6 +299,7 @@ func (g *Snowflake) Stats() SnowflakeStats {
 		FloorWaits:   g.waits[floorWait].Load(),
 		CeilingWaits: g.waits[ceilingWait].Load(),
 		Renewals:     g.sess.renewals.Load(),
+		Issued:       g.issued.Load(),
 		Worker:       g.worker,
 		Fence:        g.sess.Lease().Fence,
 	}
