@@ -17,6 +17,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/rangecheck"
 )
 
@@ -407,7 +408,7 @@ func TestCoalescedWaitIsBoundedByTheTimeout(t *testing.T) {
 }
 
 func TestCoalescedCloseEndsTheWaits(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	g := newGate("")
 	st, err := store.OpenDriver(g)
 	if err != nil {
@@ -682,7 +683,7 @@ func TestCoalescedExhaustionManyStores(t *testing.T) {
 // range or an error, leaves no goroutine, and a store opened after it on
 // the same storage hands out nothing that one did.
 func TestCoalescedCloseUnderLoad(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	name := fmt.Sprintf("coalesce-%d", rand.Int64())
 	var got rangecheck.Handed
 	for round := range 3 {

@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/pgtest"
 	"github.com/cosid-go/store/internal/poll"
 	"github.com/cosid-go/store/internal/zktest"
@@ -21,7 +20,7 @@ import (
 
 // TestMain checks for leaked goroutines, and (zktest.Wrap, pgtest.Wrap)
 // that no ZooKeeper or PostgreSQL server outlives the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(pgtest.Wrap(zktest.Wrap(m))) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(pgtest.Wrap(zktest.Wrap(m))) }
 
 // backend opens driver stores on one shared storage: each call acts as a
 // separate process. Tests take one so that another driver can be swapped

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/leakcheck"
 )
 
 // TestCloseLeavesNothing: a store that used every capability, with a lock
@@ -17,7 +18,7 @@ import (
 // hold's Lost closes.
 func TestCloseLeavesNothing(t *testing.T) {
 	ep := strings.Join(sharedServer(t).Endpoints(), ",")
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := t.Context()
 	prefix := freshPrefix("close")
 	open := func() *store.Store {

@@ -14,6 +14,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/etcdtest"
 	"github.com/cosid-go/store/internal/eventrec"
+	"github.com/cosid-go/store/internal/leakcheck"
 )
 
 // awaitOrder polls, up to within, until the recorded kinds hold want in
@@ -42,7 +43,7 @@ func awaitOrder(t *testing.T, ev *eventrec.Recorder, within time.Duration, want 
 func TestConnectionEvents(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	m := c.Members[0]
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent(),
 		// The restarted member's process waiter, the cluster's.
 		goleak.IgnoreAnyFunction("os/exec.(*Cmd).Wait"))
 	ev := eventrec.New()

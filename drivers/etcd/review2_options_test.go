@@ -15,6 +15,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/freeport"
+	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/netproxy"
 	"github.com/cosid-go/store/internal/poll"
 )
@@ -90,7 +91,7 @@ func TestOpenWithoutDeadline(t *testing.T) {
 // promptly and leaves no goroutine.
 func TestFrozenConnection(t *testing.T) {
 	p := netproxy.New(t, strings.TrimPrefix(sharedServer(t).Endpoints()[0], "http://"))
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := t.Context()
 	st, err := store.Open("etcd", map[string]string{"endpoints": p.Addr(), "prefix": freshPrefix("frozen"), "sessionTTL": "2s"},
 		store.WithTimeout(time.Second))

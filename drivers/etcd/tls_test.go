@@ -14,6 +14,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/etcdtest"
 	"github.com/cosid-go/store/internal/eventrec"
+	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/testcerts"
 	"github.com/cosid-go/store/tck"
 )
@@ -144,7 +145,7 @@ func testTLSNoClientCert(t *testing.T, env tlsEnv) {
 // testTLSNoGoroutineLeft: a store used over TLS, and the refused Opens,
 // leave no goroutine behind.
 func testTLSNoGoroutineLeft(t *testing.T, env tlsEnv) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	st, err := store.Open("etcd", env.options(nil))
 	if err != nil {
 		t.Fatal(err)

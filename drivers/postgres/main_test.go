@@ -3,9 +3,8 @@ package postgres
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(pgtest.Wrap(m)) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(pgtest.Wrap(m)) }

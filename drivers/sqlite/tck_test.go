@@ -5,13 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/tck"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // harness opens stores on one file of the check's own temp directory.
 type harness struct{ path string }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -216,7 +217,7 @@ func testLockEarlyListingHeld(t *testing.T, addr string) {
 	// not among the goroutines ignored as current (CI saw them as leaks).
 	ignore := goleak.IgnoreCurrent()
 	conn := rawConn(t, addr)
-	defer goleak.VerifyNone(t, ignore)
+	defer leakcheck.VerifyNone(t, ignore)
 	defer conn.Close()
 	var w wire
 	s, err := open(testOptions(addr, map[string]string{"sessionTimeout": "10s"}), w.wrap)
@@ -398,7 +399,7 @@ func testLockEarlyListingAcrossExpiry(t *testing.T, addr string) {
 // a watch for the create's frame nor a goroutine is left.
 func testLockCreateNeverWritten(t *testing.T, addr string) {
 	const name = "neverwritten"
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	var w wire
 	s, err := open(testOptions(addr, nil), w.wrap)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -981,7 +982,7 @@ func testLockCallerConnectionCut(t *testing.T, addr string) {
 // testLockNoGoroutineLeft: after Close nothing the locks started runs: not
 // a waiter's cleanup, nor the poller of a caller's connection.
 func testLockNoGoroutineLeft(t *testing.T, addr string) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	opts := testOptions(addr, nil)
 	ctx := t.Context()
 	a, err := open(opts, nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/testcerts"
 	"github.com/cosid-go/store/internal/zktest"
 	"github.com/cosid-go/store/tck"
@@ -169,7 +170,7 @@ func testCreatorByCertificate(t *testing.T, env tlsEnv) {
 // cut, and an Open whose auth is rejected, leave no goroutine behind.
 func testTLSNoGoroutineLeft(t *testing.T, env tlsEnv) {
 	proxy := zktest.NewProxy(t, env.srv.SecureAddr())
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 
 	useCutAndClose(t, env.options(map[string]string{"connectString": proxy.Addr(), "auth": "digest:alice:" + newSecret()}), proxy)
 	if _, err := openWith(env.options(map[string]string{"auth": "ldap:" + newSecret()})); !errors.Is(err, zk.ErrAuthFailed) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/zktest"
 )
 
@@ -483,7 +484,7 @@ func testCallerConnection(t *testing.T, addr string) {
 // go-zookeeper's.
 func testNoGoroutineLeft(t *testing.T, addr string) {
 	proxy := zktest.NewProxy(t, addr)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	useCutAndClose(t, testOptions(proxy.Addr(), nil), proxy)
 	ctx := t.Context()
 

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/goleak"
 
+	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/pgtest"
 	"github.com/cosid-go/store/internal/sqlstore"
 	"github.com/cosid-go/store/internal/sqlstore/pgdialect"
@@ -25,7 +25,7 @@ import (
 // their own as plain as the drivers' (without the drivers' file checks,
 // health events and retries).
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(pgtest.Wrap(m)) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(pgtest.Wrap(m)) }
 
 // database is one database to test on: the adapter, its dialect, and a
 // connection for the test's own statements.
