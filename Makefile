@@ -13,9 +13,32 @@ NESTED := otelstore examples/prometheus drivers/etcd cmd/storectl tools
 
 .PHONY: test check zookeeper postgres etcd example bench histories mutants release release-test
 
+# The parts of make test run at once, as the tests mostly wait on servers
+# and timers: the root module without the ZooKeeper driver, the ZooKeeper
+# driver once per version (COSID_ZK_VERSIONS picks it), and each nested
+# module. A part's output is printed whole when it ends, and make names a
+# part that failed (test-zk/3.9, test-mod/drivers/etcd); the others still
+# run to the end. TEST_P is go test's -p within a part.
+ZK_VERSIONS := 3.8 3.9
+ZK_PARTS := $(addprefix test-zk/,$(ZK_VERSIONS))
+MOD_PARTS := $(addprefix test-mod/,$(NESTED))
+TEST_PARTS := test-root $(ZK_PARTS) $(MOD_PARTS)
+TEST_P ?= 4
+GO_TEST := go test -race -count=1 -p $(TEST_P) $(GO_TEST_FLAGS)
+
+.PHONY: $(TEST_PARTS)
+
 test: zookeeper postgres etcd
-	go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
-	for m in $(NESTED); do (cd $$m && go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...) || exit 1; done
+	@$(MAKE) --no-print-directory -k -j $(words $(TEST_PARTS)) --output-sync=target $(TEST_PARTS)
+
+test-root:
+	pkgs=$$(go list ./...) && $(GO_TEST) -timeout 40m $$(echo "$$pkgs" | grep -v '/drivers/zookeeper$$')
+
+$(ZK_PARTS): test-zk/%:
+	COSID_ZK_VERSIONS=$* $(GO_TEST) -timeout 40m ./drivers/zookeeper
+
+$(MOD_PARTS): test-mod/%:
+	cd $* && $(GO_TEST) -timeout 20m ./...
 
 # Installs ZooKeeper 3.8 and 3.9 for the tests when they are missing.
 zookeeper:
