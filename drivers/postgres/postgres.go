@@ -46,7 +46,7 @@
 // # Tables
 //
 // In the schema: the tables of internal/sqlstore (cosid_meta, cosid_range,
-// cosid_namespace, cosid_slot, cosid_owner), and for locks the sequence
+// cosid_namespace, cosid_slot, cosid_owner, cosid_slot_used), and for locks the sequence
 // cosid_lock_ticket, cosid_lock (one row per name ever locked),
 // cosid_lock_session (one per store using locks: its backend pid, a
 // confirmation counter and, for operators, the last confirmation's time)

@@ -83,11 +83,6 @@ func TestTCK(t *testing.T) {
 		MalformedOptions: map[string]string{
 			"poolSize": "-1", "connectTimeout": "soon", "lockTimeout": "5ms", "create": "maybe",
 		},
-		KnownHoles: map[string]string{
-			"Operator/DeletedSlot": "a slot row deleted by hand under a live term is taken by another store as never used " +
-				"(fence 1, floor 0): the SQL layer keeps no record of a slot that outlives its row (issue 39; " +
-				"the hole the etcd driver closed by counting the slot keys it created, issue 37)",
-		},
 		// connString may be empty (libpq's defaults and environment), so
 		// no option is required.
 		// Each history opens stores on a fresh schema: a few are enough

@@ -15,9 +15,10 @@ import (
 )
 
 // TestUpgradeFromVersion1: a schema of version 1 (before the namespace
-// seal), opened by several stores at once, with create=true and create=false:
-// the tables are upgraded once, to version 2, terms taken before renew, and
-// sealing works afterwards.
+// seal and the record of used slots), opened by several stores at once,
+// with create=true and create=false: the tables are upgraded once, to
+// version 3, terms taken before renew, their slots are recorded as used,
+// and sealing works afterwards.
 func TestUpgradeFromVersion1(t *testing.T) {
 	srv := pgtest.Shared(t)
 	schema := freshSchema("upgrade")
@@ -66,8 +67,12 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		t.Fatalf("Namespaces: %+v, %v; want [%+v]", nss, err, want)
 	}
 	var v string
-	if err := d.DB().QueryRow(ctx, "SELECT value FROM "+pgx.Identifier{schema}.Sanitize()+".cosid_meta WHERE name = 'schema_version'").Scan(&v); err != nil || v != "2" {
-		t.Fatalf("schema_version after the upgrade: %q, %v; want 2", v, err)
+	if err := d.DB().QueryRow(ctx, "SELECT value FROM "+pgx.Identifier{schema}.Sanitize()+".cosid_meta WHERE name = 'schema_version'").Scan(&v); err != nil || v != "3" {
+		t.Fatalf("schema_version after the upgrade: %q, %v; want 3", v, err)
+	}
+	var used int
+	if err := d.DB().QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schema}.Sanitize()+".cosid_slot_used WHERE namespace = 'workers' AND slot = $1", l.Slot).Scan(&used); err != nil || used != 1 {
+		t.Fatalf("slot %d, used before the upgrade, recorded %d times, %v; want once", l.Slot, used, err)
 	}
 }
 
@@ -112,7 +117,7 @@ func TestSealSurvivesDeletedNamespaceRow(t *testing.T) {
 }
 
 // versionOneWithTerm leaves schema as version 1 wrote it (no sealed
-// column), holding one live term of namespace "workers".
+// column, no cosid_slot_used), holding one live term of namespace "workers".
 func versionOneWithTerm(t *testing.T, ctx context.Context, srv *pgtest.Server, schema string) (driver.Namespace, driver.Lease) {
 	t.Helper()
 	old := openAt(t, srv.ConnString(), schema, nil)
@@ -124,7 +129,7 @@ func versionOneWithTerm(t *testing.T, ctx context.Context, srv *pgtest.Server, s
 	old.Close()
 	q := pgx.Identifier{schema}.Sanitize()
 	if err := srv.Exec(t, func(c *pgx.Conn) error {
-		for _, s := range []string{"ALTER TABLE " + q + ".cosid_namespace DROP COLUMN sealed",
+		for _, s := range []string{"ALTER TABLE " + q + ".cosid_namespace DROP COLUMN sealed", "DROP TABLE " + q + ".cosid_slot_used",
 			"UPDATE " + q + ".cosid_meta SET value = '1' WHERE name = 'schema_version'"} {
 			if _, err := c.Exec(ctx, s); err != nil {
 				return fmt.Errorf("%s: %w", s, err)

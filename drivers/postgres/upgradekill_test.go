@@ -119,8 +119,8 @@ func TestUpgradeKilledMidway(t *testing.T) {
 	}
 	if err := srv.Exec(t, func(c *pgx.Conn) error {
 		v, has, err := version(c)
-		if err == nil && (v != "2" || !has) {
-			err = fmt.Errorf("after the upgrade: schema_version %q, sealed column %v; want 2 and the column", v, has)
+		if err == nil && (v != "3" || !has) {
+			err = fmt.Errorf("after the upgrade: schema_version %q, sealed column %v; want 3 and the column", v, has)
 		}
 		return err
 	}); err != nil {

@@ -53,14 +53,14 @@ func TestRefusesForeignFiles(t *testing.T) {
 	writeSQLite(t, other, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total INTEGER)", "INSERT INTO invoices VALUES (1, 99)")
 	newer := filepath.Join(dir, "newer.db")
 	open(t, newer).Close()
-	writeSQLite(t, newer, "UPDATE cosid_meta SET value = '3' WHERE name = 'schema_version'")
+	writeSQLite(t, newer, "UPDATE cosid_meta SET value = '4' WHERE name = 'schema_version'")
 	for _, c := range []struct {
 		path, want string
 		is         error
 	}{
 		{text, "not a SQLite database", driver.ErrConfigMismatch},
 		{other, "not a cosid store: the database has tables (invoices)", driver.ErrConfigMismatch},
-		{newer, "schema version 3, newer than this driver's 2", driver.ErrConfigMismatch},
+		{newer, "schema version 4, newer than this driver's 3", driver.ErrConfigMismatch},
 	} {
 		before := snapshot(t, c.path)
 		_, err := fromOptions(map[string]string{"path": c.path})
@@ -192,9 +192,10 @@ func TestPurgedUnderSealInit(t *testing.T) {
 }
 
 // TestUpgradeFromVersion1: a file of schema version 1 (before the namespace
-// seal) opens, with create=false as storectl opens a migration's source and
-// with create=true: its tables are upgraded to version 2 in place, its
-// namespaces and slots kept and unsealed, and sealing then works.
+// seal and the record of used slots) opens, with create=false as storectl
+// opens a migration's source and with create=true: its tables are upgraded
+// to version 3 in place, its namespaces and slots kept, unsealed and
+// recorded as used, and sealing then works.
 func TestUpgradeFromVersion1(t *testing.T) {
 	ctx := context.Background()
 	for _, create := range []string{"false", "true"} {
@@ -207,7 +208,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 				t.Fatal(err)
 			}
 			d.Close()
-			writeSQLite(t, path, "ALTER TABLE cosid_namespace DROP COLUMN sealed",
+			writeSQLite(t, path, "ALTER TABLE cosid_namespace DROP COLUMN sealed", "DROP TABLE cosid_slot_used",
 				"UPDATE cosid_meta SET value = '1' WHERE name = 'schema_version'")
 
 			o, err := fromOptions(map[string]string{"path": path, driver.OptionCreate: create})
@@ -230,8 +231,12 @@ func TestUpgradeFromVersion1(t *testing.T) {
 				t.Fatalf("Renew after the seal: %v, want ErrSealed", err)
 			}
 			var v string
-			if err := d.DB().QueryRow(ctx, "SELECT value FROM cosid_meta WHERE name = 'schema_version'").Scan(&v); err != nil || v != "2" {
-				t.Fatalf("schema_version after the upgrade: %q, %v; want 2", v, err)
+			if err := d.DB().QueryRow(ctx, "SELECT value FROM cosid_meta WHERE name = 'schema_version'").Scan(&v); err != nil || v != "3" {
+				t.Fatalf("schema_version after the upgrade: %q, %v; want 3", v, err)
+			}
+			var used int
+			if err := d.DB().QueryRow(ctx, "SELECT count(*) FROM cosid_slot_used WHERE namespace = 'workers' AND slot = ?1", l.Slot).Scan(&used); err != nil || used != 1 {
+				t.Fatalf("slot %d, used before the upgrade, recorded %d times, %v; want once", l.Slot, used, err)
 			}
 		})
 	}

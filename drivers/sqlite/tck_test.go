@@ -36,10 +36,5 @@ func TestTCK(t *testing.T) {
 		Options:          map[string]string{"path": filepath.Join(t.TempDir(), "options.db"), "busyTimeout": "1s"},
 		MalformedOptions: map[string]string{"busyTimeout": "soon", "create": "maybe"},
 		RequiredOptions:  []string{"path"},
-		KnownHoles: map[string]string{
-			"Operator/DeletedSlot": "a slot row deleted by hand under a live term is taken by another store as never used " +
-				"(fence 1, floor 0): the SQL layer keeps no record of a slot that outlives its row (issue 39; " +
-				"the hole the etcd driver closed by counting the slot keys it created, issue 37)",
-		},
 	})
 }

@@ -43,6 +43,9 @@ func (s *Store) SeedSlot(ctx context.Context, want driver.Namespace, n int, fenc
 		if err == nil && !ok {
 			err = fmt.Errorf("slot %d changed meanwhile; seed again", n)
 		}
+		if err == nil && insert {
+			err = s.recordUsed(ctx, tx, want.Name, n)
+		}
 		return err
 	})
 }

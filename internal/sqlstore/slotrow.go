@@ -103,3 +103,22 @@ func (s *Store) accept(ns string, floor int64, r *slotRow) error {
 	}
 	return s.guardFence(ns, r.slot, floor, r.rec.Fence)
 }
+
+// recordUsed records that slot n, whose row tx just created, was used
+// (cosid_slot_used). A record there already means the slot was created
+// before and its row deleted since, not by a purge: its fences and its
+// term's ceiling are gone with the row, and a term started from the
+// record's absence could repeat worker IDs and timestamps a live holder
+// issues. The insert of the row came first, so a concurrent creation of
+// the same slot made this one write nothing instead of ending here.
+func (s *Store) recordUsed(ctx context.Context, tx Querier, ns string, n int) error {
+	added, err := tx.Exec(ctx, s.q.SlotUsed, ns, n)
+	if err != nil {
+		return err
+	}
+	if added == 0 {
+		return fmt.Errorf("slot %s/%d was used before and its row is gone (deleted by hand, or a partial restore): "+
+			"its fences and timestamps are unknown, so it is not started again: %w", ns, n, driver.ErrCorrupt)
+	}
+	return nil
+}

@@ -301,6 +301,11 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 	if err != nil || !ok {
 		return driver.Lease{}, false, err
 	}
+	if old == nil {
+		if err := a.s.recordUsed(ctx, a.tx, a.ns, n); err != nil {
+			return driver.Lease{}, false, err
+		}
+	}
 	if err := a.s.remember(ctx, a.tx, a.ns, a.req.Owner, a.index, n); err != nil {
 		return driver.Lease{}, false, err
 	}
@@ -325,7 +330,7 @@ func (s *Store) namespace(ctx context.Context, q Querier, want driver.Namespace)
 		var slot int64
 		switch err := q.QueryRow(ctx, s.q.NamespaceSlot, want.Name).Scan(&slot); {
 		case err == nil:
-			return 0, fmt.Errorf("namespace %q has no row but slot %d has one (deleted by hand?): %w", want.Name, slot, driver.ErrCorrupt)
+			return 0, fmt.Errorf("namespace %q has no row but its slot %d has one or was used (deleted by hand?): %w", want.Name, slot, driver.ErrCorrupt)
 		case !errors.Is(err, ErrNoRows):
 			return 0, err
 		}

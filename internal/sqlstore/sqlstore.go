@@ -22,6 +22,25 @@
 //	                 ceiling they give (so the database can search free
 //	                 slots), and a version for compare-and-set
 //	cosid_owner      namespace, owner, slots: the owner index, "3,1,0"
+//	cosid_slot_used  namespace, slot: each slot created since the last purge
+//	                 (since schema version 3; the upgrade from version 2
+//	                 records the slots that have a row then)
+//
+// # A slot row deleted by hand
+//
+// A slot's row carries its fences and its term's ceiling; without it, a
+// slot would start again at fence 1 and floor 0 while its holder still
+// issues IDs under that worker ID. So the creation of a slot row also
+// writes the slot's cosid_slot_used row, in the same transaction, and
+// nothing but a purge deletes it: a slot used before whose row is missing
+// is reported (driver.ErrCorrupt) to the Acquire or SeedSlot that would
+// create it, never started again. The record is one row per slot, written
+// once, when the slot is first created: no Acquire writes a row shared by
+// the namespace. A purge deletes the records with the slots (its
+// slot_fence_floor and its refusal of live terms keep fences and
+// timestamps going up), so a purged namespace is used again as new. What
+// the upgrade from version 2 cannot know: a slot whose row was deleted by
+// hand before the upgrade looks never used, as it did before.
 //
 // Times are milliseconds since the epoch in the database's clock (Dialect.Now).
 package sqlstore
@@ -39,8 +58,9 @@ import (
 )
 
 // SchemaVersion is the version of the tables this code reads and writes.
-// Version 1 (no namespace seal) is upgraded when a store opens (upgrade).
-const SchemaVersion = 2
+// Version 1 (no namespace seal) and version 2 (no record of used slots)
+// are upgraded when a store opens (upgrade).
+const SchemaVersion = 3
 
 // ErrNoRows is what a Row's Scan returns when the query found nothing; the
 // adapters translate their library's own.
@@ -256,27 +276,37 @@ func (s *Store) schemaVersion(ctx context.Context, tx Querier) (int, error) {
 	return n, nil
 }
 
-// upgrade brings tables of schema version 1 to this version, in tx: the
-// namespace gets its sealed column (every namespace unsealed). Stores
-// opening at once upgrade one at a time (Dialect.PurgeLock, which also
-// waits for the slot writes under way); the version is read again under
-// that lock. A process of an older version still running on the tables
-// ignores seals: upgrade every instance before sealing.
+// upgrade brings tables of an older schema version to this one, in tx:
+// from version 1, the namespace gets its sealed column (every namespace
+// unsealed); from version 2, cosid_slot_used is made and records every
+// slot that has a row. Stores opening at once upgrade one at a time
+// (Dialect.PurgeLock, which also waits for the slot writes under way); the
+// version is read again under that lock. A process of an older version
+// still running on the tables ignores seals (version 1) and records no
+// slot it creates (version 2): upgrade every instance before relying on
+// either.
 func (s *Store) upgrade(ctx context.Context, tx Querier) error {
 	n, err := s.schemaVersion(ctx, tx)
-	if err != nil || n != 1 {
+	if err != nil || n >= SchemaVersion {
 		return err
 	}
 	if s.d.PurgeLock != "" {
 		if _, err := tx.Exec(ctx, s.d.Rewrite(s.d.PurgeLock)); err != nil {
 			return err
 		}
-		if n, err = s.schemaVersion(ctx, tx); err != nil || n != 1 {
+		if n, err = s.schemaVersion(ctx, tx); err != nil || n >= SchemaVersion {
 			return err
 		}
 	}
-	if _, err := tx.Exec(ctx, s.q.Upgrade1); err != nil {
-		return fmt.Errorf("upgrade the tables from schema version 1: %w", err)
+	if n == 1 {
+		if _, err := tx.Exec(ctx, s.q.Upgrade1); err != nil {
+			return fmt.Errorf("upgrade the tables from schema version 1: %w", err)
+		}
+	}
+	for _, q := range s.q.Upgrade2 {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return fmt.Errorf("upgrade the tables from schema version 2: %w", err)
+		}
 	}
 	_, err = tx.Exec(ctx, s.q.SetVersion, strconv.Itoa(SchemaVersion))
 	return err

@@ -11,8 +11,11 @@ type statements struct {
 	// cosid_meta
 	InitVersion, InitStoreID, StoreID, SchemaVersion string
 	// Upgrade1 makes tables of schema version 1 those of version 2 (the
-	// namespace seal); SetVersion then records the version.
+	// namespace seal); Upgrade2 those of version 2 those of version 3 (the
+	// record of used slots, filled from the slot rows there are);
+	// SetVersion then records the version.
 	Upgrade1, SetVersion                  string
+	Upgrade2                              []string
 	FenceFloor, RaiseFenceFloor, MaxFence string
 	// LayoutKeep records a namespace's layout (row layout/NS) unless it
 	// has one; LayoutRead reads it (driver.LayoutKeeper).
@@ -34,8 +37,9 @@ type statements struct {
 	// that a seal must not pass; NamespaceSeal writes it.
 	NamespaceCreate, NamespaceRead, NamespaceList, OwnerRead, OwnerWrite string
 	NamespaceLock, NamespaceSealed, NamespaceSeal                        string
-	// NamespaceSlot finds one slot row of a namespace, read when its
-	// namespace row was just created (there should be none).
+	// NamespaceSlot finds one slot of a namespace that has a row or was
+	// used, read when its namespace row was just created (there should be
+	// none).
 	NamespaceSlot string
 
 	// Slots. SlotFree has one statement per pass of the free-slot search
@@ -49,7 +53,10 @@ type statements struct {
 	// SlotExists then tells such a row from none. It reads no fence: a
 	// row read without its lock may be older than one this store is
 	// writing (see Store.accept).
-	SlotsTailSkip, SlotExists                      string
+	SlotsTailSkip, SlotExists string
+	// SlotUsed records that a slot was created (cosid_slot_used); it
+	// writes nothing, and says so, for a slot recorded before.
+	SlotUsed                                       string
 	PurgeNamespaces, PurgeSlots, PurgeOwners, Ping string
 	PurgeTerms                                     string // every slot, and the store's time
 	PurgeSealedKeys, PurgeSealedNamespaces         string
@@ -69,7 +76,12 @@ func newStatements(d Dialect) (*statements, error) {
 			ON CONFLICT (name) DO NOTHING`,
 		InitStoreID: `INSERT INTO {p}cosid_meta (name, value) VALUES ('store_id', $1)
 			ON CONFLICT (name) DO NOTHING`,
-		Upgrade1:      `ALTER TABLE {p}cosid_namespace ADD COLUMN sealed BOOLEAN NOT NULL DEFAULT FALSE`,
+		Upgrade1: `ALTER TABLE {p}cosid_namespace ADD COLUMN sealed BOOLEAN NOT NULL DEFAULT FALSE`,
+		// Every slot with a row was created; one whose row was deleted by
+		// hand before the upgrade cannot be told from one never used.
+		Upgrade2: []string{slotUsedTable,
+			`INSERT INTO {p}cosid_slot_used (namespace, slot) SELECT namespace, slot FROM {p}cosid_slot
+			WHERE TRUE ON CONFLICT (namespace, slot) DO NOTHING`},
 		SetVersion:    `UPDATE {p}cosid_meta SET value = $1 WHERE name = 'schema_version'`,
 		StoreID:       `SELECT value FROM {p}cosid_meta WHERE name = 'store_id'`,
 		SchemaVersion: `SELECT value FROM {p}cosid_meta WHERE name = 'schema_version'`,
@@ -109,8 +121,9 @@ func newStatements(d Dialect) (*statements, error) {
 		NamespaceSealed: `SELECT sealed FROM {p}cosid_namespace WHERE name = $1{forshare}`,
 		NamespaceSeal: `INSERT INTO {p}cosid_namespace AS n (name, slot_limit, tolerance_ms, sealed) VALUES ($1, 0, 0, TRUE)
 			ON CONFLICT (name) DO UPDATE SET sealed = TRUE`,
-		NamespaceSlot: `SELECT slot FROM {p}cosid_slot WHERE namespace = $1 LIMIT 1`,
-		OwnerRead:     `SELECT slots FROM {p}cosid_owner WHERE namespace = $1 AND owner = $2`,
+		NamespaceSlot: `SELECT slot FROM {p}cosid_slot WHERE namespace = $1
+			UNION ALL SELECT slot FROM {p}cosid_slot_used WHERE namespace = $1 LIMIT 1`,
+		OwnerRead: `SELECT slots FROM {p}cosid_owner WHERE namespace = $1 AND owner = $2`,
 		OwnerWrite: `INSERT INTO {p}cosid_owner AS o (namespace, owner, slots) VALUES ($1, $2, $3)
 			ON CONFLICT (namespace, owner) DO UPDATE SET slots = $3`,
 
@@ -139,6 +152,8 @@ func newStatements(d Dialect) (*statements, error) {
 		SlotsTail:     `) ORDER BY slot{forupdate}`,
 		SlotsTailSkip: `) ORDER BY slot` + d.FreeSearch[0],
 		SlotExists:    `SELECT count(*) FROM {p}cosid_slot WHERE namespace = $1 AND slot = $2`,
+		SlotUsed: `INSERT INTO {p}cosid_slot_used (namespace, slot) VALUES ($1, $2)
+			ON CONFLICT (namespace, slot) DO NOTHING`,
 
 		PurgeNamespaces: `SELECT name FROM {p}cosid_namespace`,
 		PurgeSlots:      `SELECT CAST(slot AS TEXT) FROM {p}cosid_slot WHERE namespace = $1`,
@@ -147,7 +162,7 @@ func newStatements(d Dialect) (*statements, error) {
 			ORDER BY namespace, slot`,
 		PurgeSealedKeys:       `SELECT key FROM {p}cosid_range WHERE sealed`,
 		PurgeSealedNamespaces: `SELECT name FROM {p}cosid_namespace WHERE sealed`,
-		PurgeDelete: []string{`DELETE FROM {p}cosid_range`, `DELETE FROM {p}cosid_slot`,
+		PurgeDelete: []string{`DELETE FROM {p}cosid_range`, `DELETE FROM {p}cosid_slot`, `DELETE FROM {p}cosid_slot_used`,
 			`DELETE FROM {p}cosid_owner`, `DELETE FROM {p}cosid_namespace`,
 			`DELETE FROM {p}cosid_meta WHERE name LIKE 'layout/%'`}, // a layout goes with its namespace
 		Ping: `SELECT 1`,
@@ -201,4 +216,13 @@ var tables = []string{
 		owner TEXT NOT NULL,
 		slots TEXT NOT NULL,
 		PRIMARY KEY (namespace, owner))`,
+	slotUsedTable,
 }
+
+// slotUsedTable records each slot ever created since the last purge: a
+// row that outlives its slot's row, so that a slot row deleted by hand is
+// not taken as never used (Store.Acquire).
+const slotUsedTable = `CREATE TABLE IF NOT EXISTS {p}cosid_slot_used (
+		namespace TEXT NOT NULL,
+		slot BIGINT NOT NULL,
+		PRIMARY KEY (namespace, slot))`
