@@ -1,6 +1,7 @@
 # make test: every test with the race detector, including the ZooKeeper
 #            driver's against real 3.8 and 3.9 servers and the PostgreSQL
-#            driver's against a real PostgreSQL server, which the tests start.
+#            driver's against a real PostgreSQL server and the MySQL driver's
+#            against a real MariaDB server, which the tests start.
 # make check: no tracked binaries or files over 1 MB, formatting, go vet,
 #             staticcheck (pinned), and the API against the last release's.
 # otelstore, examples/prometheus, drivers/etcd, cmd/storectl and tools are modules of their own
@@ -11,7 +12,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?=
 NESTED := otelstore examples/prometheus drivers/etcd cmd/storectl tools
 
-.PHONY: test check zookeeper postgres etcd example bench histories mutants release release-test
+.PHONY: test check zookeeper postgres etcd mariadb example bench histories mutants release release-test
 
 # The parts of make test run at once, as the tests mostly wait on servers
 # and timers: the root module without the ZooKeeper driver, the ZooKeeper
@@ -28,7 +29,7 @@ GO_TEST := go test -race -count=1 -p $(TEST_P) $(GO_TEST_FLAGS)
 
 .PHONY: $(TEST_PARTS)
 
-test: zookeeper postgres etcd
+test: zookeeper postgres etcd mariadb
 	@$(MAKE) --no-print-directory -k -j $(words $(TEST_PARTS)) --output-sync=target $(TEST_PARTS)
 
 test-root:
@@ -51,6 +52,11 @@ etcd:
 # Installs PostgreSQL for the tests when it is missing.
 postgres:
 	bash scripts/install-postgres.sh
+
+# Installs MariaDB for the MySQL driver's tests when it is missing (never
+# starting the system service: the tests run their own servers).
+mariadb:
+	bash scripts/install-mariadb.sh
 
 check:
 	bash scripts/check-tree.sh
@@ -79,9 +85,9 @@ histories:
 # Mutation testing of the memory driver and the slot rules against the
 # memory driver's TCK (not in CI: it takes a while). Prints each mutant the
 # TCK misses and the scores without and with its Explore checks; the
-# equivalent mutants are listed, with why, in internal/mutants/equivalent.go.
+# equivalent mutants are listed, with why, in internal/testing/mutants/equivalent.go.
 mutants:
-	go run ./internal/mutants -pkg ./drivers/memory driver/slot.go drivers/memory/ranges.go \
+	go run ./internal/testing/mutants -pkg ./drivers/memory driver/slot.go drivers/memory/ranges.go \
 		drivers/memory/slots.go drivers/memory/locks.go drivers/memory/purge.go drivers/memory/memory.go
 
 # Tags every module at VERSION (v0.1.0, drivers/etcd/v0.1.0, ...): one release

@@ -18,7 +18,7 @@ import (
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
 	"github.com/cosid-go/store/internal/leakcheck"
-	"github.com/cosid-go/store/internal/rangecheck"
+	"github.com/cosid-go/store/internal/testing/rangecheck"
 )
 
 // gate is a memory store whose Next can be held in flight, or answered as

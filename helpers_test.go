@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // eventually polls cond for up to 10 s.

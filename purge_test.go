@@ -12,7 +12,7 @@ import (
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
 	_ "github.com/cosid-go/store/drivers/sqlite"
-	"github.com/cosid-go/store/internal/purgerace"
+	"github.com/cosid-go/store/internal/testing/purgerace"
 )
 
 // purgeStores opens stores of one storage of driver drv ("sqlite" or

@@ -13,9 +13,9 @@ import (
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
 	"github.com/cosid-go/store/internal/leakcheck"
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/poll"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/poll"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestMain checks for leaked goroutines, and (zktest.Wrap, pgtest.Wrap)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/runs"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/runs"
 )
 
 // TestLayoutKept runs testLayoutKept on the memory, SQLite and PostgreSQL

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/idgen"
-	"github.com/cosid-go/store/internal/eventrec"
+	"github.com/cosid-go/store/internal/testing/eventrec"
 )
 
 func TestSessionReportsItsLease(t *testing.T) {

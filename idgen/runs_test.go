@@ -8,15 +8,15 @@ import (
 
 	_ "github.com/cosid-go/store/drivers/postgres"
 	_ "github.com/cosid-go/store/drivers/sqlite"
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/runs"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/runs"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestRunsOfOneOwner: processes given the same owner and the same
 // store.WithIncarnation label (a pod name) never issue the same Snowflake
 // ID, at once, restarted while the old one runs, or restarted after a
-// crash with the clock 2s behind (see package internal/runs), on SQLite,
+// crash with the clock 2s behind (see package internal/testing/runs), on SQLite,
 // PostgreSQL and ZooKeeper.
 func TestRunsOfOneOwner(t *testing.T) {
 	runs.Child()

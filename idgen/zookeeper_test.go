@@ -13,7 +13,7 @@ import (
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/zookeeper"
 	"github.com/cosid-go/store/idgen"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestZooKeeper runs the backend-swappable tests on real ZooKeeper, one

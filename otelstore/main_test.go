@@ -3,7 +3,7 @@ package otelstore_test
 import (
 	"testing"
 
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 func TestMain(m *testing.M) { zktest.Main(m) }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/cosid-go/store"
 	_ "github.com/cosid-go/store/drivers/zookeeper"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 	"github.com/cosid-go/store/otelstore"
 )
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the etcd server the etcd driver's tests start (see
-# drivers/etcd/internal/etcdtest) from the Go module proxy, in a scratch
+# internal/testing/etcdtest) from the Go module proxy, in a scratch
 # module, and caches the binary in .etcd/ under the repository root (beside
 # .zk/, where scripts/install-zookeeper.sh puts ZooKeeper).
 #
@@ -37,7 +37,7 @@ bin_version() {
 
 write_env() {
 	cat >"$DIR/env.new" <<EOT
-# Written by scripts/install-etcd.sh; read by drivers/etcd/internal/etcdtest.
+# Written by scripts/install-etcd.sh; read by internal/testing/etcdtest.
 ETCD_BIN=$BIN
 EOT
 	mv "$DIR/env.new" "$DIR/env"

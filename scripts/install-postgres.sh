@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the PostgreSQL server the tests start (see internal/pgtest):
+# Installs the PostgreSQL server the tests start (see internal/testing/pgtest):
 # Debian's `postgresql` package (PostgreSQL 15 on Debian 12), when its
 # binaries are missing. The tests never use the system's service or cluster:
 # each test binary runs its own server, as the `postgres` user, in a

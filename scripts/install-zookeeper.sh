@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the ZooKeeper servers the tests start (see internal/zktest):
+# Installs the ZooKeeper servers the tests start (see internal/testing/zktest):
 #
 #   3.8.0  Debian 12's `zookeeper` package (jars in /usr/share/java).
 #   3.9.3  Debian 13 (trixie)'s `libzookeeper-java`, downloaded with apt-get
@@ -197,7 +197,7 @@ ZK39_CLASSPATH="$j39:$z39$deps_cp"
 
 mkdir -p "$ZKDIR"
 cat >"$ZKDIR/env.new" <<EOF
-# Written by scripts/install-zookeeper.sh; read by internal/zktest.
+# Written by scripts/install-zookeeper.sh; read by internal/testing/zktest.
 ZK38_CLASSPATH=$ZK38_CLASSPATH
 ZK39_CLASSPATH=$ZK39_CLASSPATH
 EOF

@@ -156,7 +156,7 @@
 //	D129 ... and Renew gives ErrSealed, the term's times unchanged               Slots/Seal; idgen TestSnowflakeStopsOnSeal
 //	D130 ... Release still works; listings show it Sealed; SeedSlot: ErrSealed   Slots/Seal
 //	D131 sealing twice is not an error; a missing namespace is created sealed    Slots/Seal
-//	D132 the seal is checked in the atomic step of Acquire's and Renew's write   Interleave/SealNamespace (rounds counted); TestSealRace (internal/sealrace)
+//	D132 the seal is checked in the atomic step of Acquire's and Renew's write   Interleave/SealNamespace (rounds counted); TestSealRace (internal/testing/sealrace)
 //	D133 Purge never forgets a seal: ErrSealed naming it, nothing deleted        Purge/Seals, Slots/Seal
 //	D134 LayoutKeeper: the first layout is recorded, creating the namespace     Slots/Layout
 //	D135 ... never replaced: later calls, any store, get it; settings, seal     Slots/Layout

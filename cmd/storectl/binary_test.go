@@ -18,8 +18,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // The storectl binary, built once by the first test that runs it, as an

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/etcdtest"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
 )
 
 // handedOut records every range and slot term the applications got, in

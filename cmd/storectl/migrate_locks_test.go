@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // lockSealing names the backends whose drivers seal locks

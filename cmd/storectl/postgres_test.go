@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
 // Every command test also runs on a real PostgreSQL server (a schema of its

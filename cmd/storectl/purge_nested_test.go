@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestPurgeSparesNestedStore: a ZooKeeper store whose root lies inside

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
 // pgTool finds a PostgreSQL client program (pg_dump, pg_restore) where

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cosid-go/store/internal/testcerts"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/testcerts"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // secretWord is in every password here; storectl must never print it.

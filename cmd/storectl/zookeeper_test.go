@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/etcdtest"
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // Every command test also runs on real ZooKeeper, one backend per version,

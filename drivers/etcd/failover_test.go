@@ -15,9 +15,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/etcdtest"
-	"github.com/cosid-go/store/internal/netproxy"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
+	"github.com/cosid-go/store/internal/testing/netproxy"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 var failoverKills = flag.Int("failover.kills", 2, "TestFailoverStall: leader kills (and as many paused followers) to measure")

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // openDriver opens a store on prefix of the shared member, letting set

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/runs"
+	"github.com/cosid-go/store/internal/testing/runs"
 )
 
 // TestLayoutKept: a namespace keeps the layout of its first Snowflake

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/etcdtest"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
 )
 
 // TestLockAuthOncePerSession: with authentication on, a store holding a

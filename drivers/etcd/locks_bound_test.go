@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/netproxy"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/netproxy"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // TestLockCallsBoundedFrozen: with the network frozen while a Lock with a

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // TestLockCorruptOffsetLeavesNoKey: a Lock whose create lands but reads a

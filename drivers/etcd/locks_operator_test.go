@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // TestLockOperatorEndsHold: an operator revokes the holder's session

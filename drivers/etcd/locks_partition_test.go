@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/etcdtest"
-	"github.com/cosid-go/store/internal/netproxy"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
+	"github.com/cosid-go/store/internal/testing/netproxy"
 )
 
 // TestLockLostBeforeOtherGrant: a holder whose only member goes silent

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/netproxy"
+	"github.com/cosid-go/store/internal/testing/netproxy"
 )
 
 // TestWaiterQueuesAgain: a waiter cut off long enough for its session's

@@ -9,7 +9,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // countingStream counts the watches a client asks its server to create.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/netproxy"
+	"github.com/cosid-go/store/internal/testing/netproxy"
 )
 
 // TestUnlockNoAnswer: an Unlock whose delete gets no answer (the network

@@ -20,8 +20,8 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/etcdtest"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // gatedWatch holds back the starts of a session's watch: start n (from 1)

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/cosid-go/store/internal/etcdtest"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
 )
 
 // The single-member server the tests share, started on first use and

@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/etcdtest"
-	"github.com/cosid-go/store/internal/freeport"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
+	"github.com/cosid-go/store/internal/testing/freeport"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // TestOpenUnavailable: Open against an endpoint where nobody listens ends

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/etcdtest"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // TestPartitionedMemberHandsOutNothingTwice: a store whose only member is

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/purgerace"
+	"github.com/cosid-go/store/internal/testing/purgerace"
 )
 
 // TestPurgeLiveLeaseRace: one store takes leases in a loop while another

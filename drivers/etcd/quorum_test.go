@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/etcdtest"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
 )
 
 // TestOpenWithoutQuorum: Open without a deadline of its own, on the one

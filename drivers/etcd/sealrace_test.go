@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/sealrace"
+	"github.com/cosid-go/store/internal/testing/sealrace"
 )
 
 // TestSealRace: two stores take and renew terms while a third seals the

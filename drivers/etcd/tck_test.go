@@ -12,7 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/etcdtest"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
 	"github.com/cosid-go/store/tck"
 )
 

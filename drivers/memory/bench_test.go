@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/fleetbench"
-	"github.com/cosid-go/store/internal/rangebench"
+	"github.com/cosid-go/store/internal/testing/fleetbench"
+	"github.com/cosid-go/store/internal/testing/rangebench"
 )
 
 var benchStates atomic.Int64

@@ -11,9 +11,9 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/fleetbench"
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/rangebench"
+	"github.com/cosid-go/store/internal/testing/fleetbench"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/rangebench"
 )
 
 // benchStore opens a store through the user API on a fresh schema.

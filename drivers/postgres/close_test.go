@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
 // TestCloseOnSilentNetwork: a store holding a lock, with pool connections

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/eventrec"
-	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/testing/eventrec"
+	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
 // TestServerStopped: what an operator sees when the server stops and comes

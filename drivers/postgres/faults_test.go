@@ -14,8 +14,8 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/rangecheck"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/rangecheck"
 )
 
 // TestFaults is the proof under faults: 8 stores, each reaching the server

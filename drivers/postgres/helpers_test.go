@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // closed reports whether a Lost channel (or any) is closed, without waiting.

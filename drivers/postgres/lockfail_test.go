@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
 // TestFailedLockCostsItself: a store holding "a" calls Lock("b") with a

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/cosid-go/store/internal/leakcheck"
-	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
 func TestMain(m *testing.M) { leakcheck.VerifyTestMain(pgtest.Wrap(m)) }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
 // pausedEnv makes the test binary the holder of TestLockHolderPaused:

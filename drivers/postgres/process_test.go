@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/pgtest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
 // holderEnv makes the test binary a lock holder of TestLockHolderKilled:

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/purgerace"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/purgerace"
 )
 
 // TestPurgeWhileWaiting: an operator purges the store while one store

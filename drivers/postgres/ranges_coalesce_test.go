@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/rangecheck"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/rangecheck"
 )
 
 // TestCoalescedNext: goroutines of four stores call Next on one key, their

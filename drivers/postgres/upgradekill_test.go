@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 const upgraderEnv = "COSID_PG_UPGRADER"

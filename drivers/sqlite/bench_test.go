@@ -9,8 +9,8 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/fleetbench"
-	"github.com/cosid-go/store/internal/rangebench"
+	"github.com/cosid-go/store/internal/testing/fleetbench"
+	"github.com/cosid-go/store/internal/testing/rangebench"
 )
 
 // BenchmarkNext compares the store's Next (step 1, one key, through the

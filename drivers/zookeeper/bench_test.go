@@ -9,9 +9,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/fleetbench"
-	"github.com/cosid-go/store/internal/rangebench"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/fleetbench"
+	"github.com/cosid-go/store/internal/testing/rangebench"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // BenchmarkRanges compares, on one server per version, the store's Next

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/eventrec"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/eventrec"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestOpenContextEndsWithItsContext: against an address nobody listens on,

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestEnsembleFaults is the never-twice proof under faults: 8 stores, each

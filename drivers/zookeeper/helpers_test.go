@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/poll"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/poll"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // lockEventually polls cond until it holds, and stops the test if it does

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/leakcheck"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestLockCreate attacks the one-round-trip create (lockcreate.go): the

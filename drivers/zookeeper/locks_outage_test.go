@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestLockAbandonedDuringOutage: a waiter gives up, and a holder loses its

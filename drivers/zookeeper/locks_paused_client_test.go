@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // pausedHolderEnv makes the test binary the holder process of

@@ -19,7 +19,7 @@ import (
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/leakcheck"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // go-zookeeper's opcodes the lock tests count, besides those of main_test.go.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/purgerace"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/purgerace"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // purgeOnceFree purges s once the ceiling of l, a term never released, has

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/rangecheck"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/rangecheck"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestCoalescedNext: goroutines of four stores call Next on one key, their

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestSealLostAnswer: a seal whose write landed with its answer lost (the

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/sealrace"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/sealrace"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestSealRace: two stores take and renew terms while a third seals the

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/testcerts"
+	"github.com/cosid-go/store/internal/testing/testcerts"
 )
 
 // secretWord is in every credential these tests pass; no error may show it.

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // TestSlotNodeDeletedUnderLiveTerm checks a documented limit (package doc,

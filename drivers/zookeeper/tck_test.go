@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/zktest"
 	"github.com/cosid-go/store/tck"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/leakcheck"
-	"github.com/cosid-go/store/internal/testcerts"
-	"github.com/cosid-go/store/internal/zktest"
+	"github.com/cosid-go/store/internal/testing/testcerts"
+	"github.com/cosid-go/store/internal/testing/zktest"
 	"github.com/cosid-go/store/tck"
 )
 

@@ -15,10 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cosid-go/store/internal/leakcheck"
-	"github.com/cosid-go/store/internal/pgtest"
 	"github.com/cosid-go/store/internal/sqlstore"
 	"github.com/cosid-go/store/internal/sqlstore/pgdialect"
 	"github.com/cosid-go/store/internal/sqlstore/sqlitedialect"
+	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
 // The shared layer's tests run on both databases, through adapters of

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/poll"
 	"github.com/cosid-go/store/internal/sqlstore"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // A slot row deleted by hand under a live term is not taken as never

@@ -1,0 +1,276 @@
+package mysqltest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/cosid-go/store/internal/testing/srvproc"
+)
+
+// Bounds, not sleeps: readiness is polled. Generous, for busy machines.
+const (
+	initTimeout  = 2 * time.Minute
+	startTimeout = time.Minute
+	stopTimeout  = 20 * time.Second
+	pollInterval = 50 * time.Millisecond
+)
+
+// Server is one MariaDB data directory and, while it runs, its mariadbd.
+type Server struct {
+	name   string
+	server string // mariadbd
+	dir    string // data/, the socket, server.log
+	port   int
+
+	mu   sync.Mutex
+	proc *srvproc.Process // nil when stopped
+}
+
+// launchMarker begins the log of each launch, so that the checks of a
+// failed launch look at the latest one only.
+const launchMarker = "=== mysqltest: launch "
+
+// Start starts a server of the test's own, killed and deleted when the test
+// ends. It fails the test with a clear message when none can be started.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s, err := start(t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.destroy)
+	return s
+}
+
+func start(name string) (*Server, error) {
+	server, install, err := bins()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "cosid-mysqltest-")
+	if err != nil {
+		return nil, fmt.Errorf("mysqltest: %v", err)
+	}
+	s := &Server{name: name, server: server, dir: dir}
+	if err := s.setup(install); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// osUser is the user the server runs as: the tests' own (mariadbd runs as
+// root only when told to, with --user=root).
+func osUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(os.Geteuid())
+}
+
+// setup initialises the data directory and starts the server, retrying
+// once on another port if someone took the free port before it bound it.
+func (s *Server) setup(install string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, install, "--no-defaults", "--datadir="+s.dataDir(), "--user="+osUser(),
+		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve")
+	cmd.SysProcAttr = procAttr()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("mysqltest: mariadb-install-db: %v\n%s", err, out)
+	}
+	for attempt := 1; ; attempt++ {
+		var err error
+		if s.port, err = freePort(); err != nil {
+			return err
+		}
+		err = s.launch()
+		if err == nil {
+			return nil
+		}
+		if attempt == 1 && strings.Contains(s.logTail(), "Address already in use") {
+			continue
+		}
+		return err
+	}
+}
+
+func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
+func (s *Server) logPath() string { return filepath.Join(s.dir, "server.log") }
+
+// Socket is the path of the server's Unix socket.
+func (s *Server) Socket() string { return filepath.Join(s.dir, "mysqld.sock") }
+
+// String describes the server for messages.
+func (s *Server) String() string { return fmt.Sprintf("MariaDB server %s at %s", s.name, s.Addr()) }
+
+// Addr returns "127.0.0.1:port".
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// DSN returns a data source name (go-sql-driver/mysql's form) of the
+// test servers' root user at addr (a server's or a proxy's), on database
+// db ("" for none).
+func DSN(addr, db string) string {
+	c := mysql.NewConfig()
+	c.User, c.Net, c.Addr, c.DBName = "root", "tcp", addr, db
+	c.Timeout = 10 * time.Second
+	return c.FormatDSN()
+}
+
+// DSN is the DSN of the server's root user on database db.
+func (s *Server) DSN(db string) string { return DSN(s.Addr(), db) }
+
+// dbSeq numbers the databases of NewDatabase within the test binary.
+var dbSeq atomic.Int64
+
+// NewDatabase creates an empty database of the test's own on the server
+// and returns its name; it is dropped when the test ends.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
+	if err := s.exec("CREATE DATABASE `" + name + "`"); err != nil {
+		t.Fatalf("mysqltest: create database on %s: %v", s, err)
+	}
+	t.Cleanup(func() {
+		s.mu.Lock()
+		running := s.proc != nil
+		s.mu.Unlock()
+		if running {
+			_ = s.exec("DROP DATABASE IF EXISTS `" + name + "`")
+		}
+	})
+	return name
+}
+
+// Exec runs one statement as root, for a test's own setup.
+func (s *Server) Exec(t testing.TB, query string) {
+	t.Helper()
+	if err := s.exec(query); err != nil {
+		t.Fatalf("mysqltest: %s on %s: %v", query, s, err)
+	}
+}
+
+func (s *Server) exec(query string) error {
+	db, err := sql.Open("mysql", s.DSN(""))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	_, err = db.ExecContext(ctx, query)
+	return err
+}
+
+// launch starts mariadbd and waits until it answers a query. Commits are
+// written to the OS at each commit (innodb_flush_log_at_trx_commit=2):
+// they survive a kill of the server, not of the machine.
+func (s *Server) launch() error {
+	cmd := exec.Command(s.server, "--no-defaults", "--datadir="+s.dataDir(), "--user="+osUser(),
+		"--bind-address=127.0.0.1", "--port="+strconv.Itoa(s.port), "--socket="+s.Socket(),
+		"--pid-file="+filepath.Join(s.dir, "mysqld.pid"), "--skip-log-bin", "--skip-name-resolve",
+		"--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
+		"--performance-schema=OFF", "--max-connections=400")
+	cmd.SysProcAttr = procAttr()
+	p, err := srvproc.Start(cmd, srvproc.Spec{Helper: "mysqltest", Log: s.logPath(), Marker: launchMarker,
+		Desc: func(int) string { return s.String() }})
+	if err != nil {
+		return fmt.Errorf("mysqltest: start mariadbd: %v", err)
+	}
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	if err := s.waitReady(p); err != nil {
+		s.halt(syscall.SIGKILL)
+		return fmt.Errorf("mysqltest: %s did not start: %v\nlog tail:\n%s", s, err, s.logTail())
+	}
+	return nil
+}
+
+// waitReady polls with a query until the server answers or p exits.
+func (s *Server) waitReady(p *srvproc.Process) error {
+	deadline := time.Now().Add(startTimeout)
+	db, err := sql.Open("mysql", s.DSN(""))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := db.QueryRowContext(ctx, "SELECT 1").Scan(new(int))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.Done():
+			return errors.New("mariadbd exited")
+		case <-time.After(pollInterval):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no answer within %v: %v", startTimeout, err)
+		}
+	}
+}
+
+// Kill kills mariadbd (SIGKILL: one process, every connection with it), as
+// a crash would, and waits for it to be reaped.
+func (s *Server) Kill() { s.halt(syscall.SIGKILL) }
+
+// Stop shuts the server down (SIGTERM: clients are disconnected) and waits.
+func (s *Server) Stop() { s.halt(syscall.SIGTERM) }
+
+// Restart starts a stopped or killed server again on the same data and
+// port, and waits until it answers (after crash recovery).
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	running := s.proc != nil
+	s.mu.Unlock()
+	if running {
+		t.Fatalf("mysqltest: Restart of %s, which is running", s)
+	}
+	if err := s.launch(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// halt signals mariadbd and waits; one that ignores sig is killed after
+// stopTimeout.
+func (s *Server) halt(sig syscall.Signal) {
+	s.mu.Lock()
+	p := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.Halt(sig, stopTimeout, nil)
+}
+
+// destroy kills the server and deletes its directory.
+func (s *Server) destroy() {
+	s.halt(syscall.SIGKILL)
+	os.RemoveAll(s.dir)
+}
+
+// logTail returns the last lines of the server's log since its latest
+// launch.
+func (s *Server) logTail() string {
+	return srvproc.Tail(srvproc.LastRun(s.logPath(), launchMarker), 30)
+}
