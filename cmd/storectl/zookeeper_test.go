@@ -127,7 +127,7 @@ type holder struct {
 
 // addr returns the address of the server of version, starting the servers
 // on the first call. It fails t if they could not be started.
-func (h *holder) addr(t *testing.T, version string) string {
+func (h *holder) addr(t testing.TB, version string) string {
 	t.Helper()
 	h.once.Do(h.start)
 	if h.err != nil {
