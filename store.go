@@ -75,6 +75,7 @@ type Store struct {
 	incarnation string
 	label       string // WithIncarnation's, prefixed to the random incarnation
 	maxStep     int64
+	listPage    int // entries per driver call of a listing (listing.go)
 
 	onStart []func(context.Context, OpStart) context.Context // Observer.Start of every WithObserver
 	onOp    []func(context.Context, OpEvent)                 // Observer.Op of every WithObserver
@@ -169,6 +170,7 @@ func newStore(opts []Option) (*Store, error) {
 		owner:       host,
 		incarnation: hex.EncodeToString(b[:]),
 		maxStep:     DefaultMaxStep,
+		listPage:    DefaultListPage,
 	}
 	for _, o := range opts {
 		if err := o(s); err != nil {

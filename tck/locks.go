@@ -26,6 +26,7 @@ func lockChecks() []check {
 		{"LostOnClose", needLocks, checkLostOnClose},
 		{"NotReentrant", needLocks, checkNotReentrant},
 		{"Names", needLocks, checkLockNames},
+		{"ListPages", needLocks, checkLockPages},
 		{"InvalidArguments", needLocks, checkLockArguments},
 		{"TryLockAtHandover", needLocks, checkTryLockAtHandover},
 		{"CancelAtGrant", needLocks, checkCancelAtGrant},

@@ -24,6 +24,7 @@ func rangeChecks() []check {
 		{"InvalidArguments", needRanges, checkRangeArguments},
 		{"CurrentCreatesNothing", needRanges, checkCurrentCreatesNothing},
 		{"KeysSealed", needRanges, checkKeysSealed},
+		{"ListPages", needRanges, checkListPages},
 		{"Advance", needRanges, checkAdvance},
 	}
 }

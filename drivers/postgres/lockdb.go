@@ -36,6 +36,7 @@ type lockStatements struct {
 	SessionStart, SessionConfirm, LockNameRow, LockSessions, SessionEnd string
 	LockName, LockHead, Enqueue, Pass, Takeover, Leave                  string
 	Locks, LockRow, Waiters                                             string
+	ListLocks                                                           string // a keyset page of names
 	PurgeLockTables, PurgeHead, PurgeList                               string
 	PurgeDelete                                                         []string
 	// lockseal.go
@@ -92,7 +93,9 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		Leave: `WITH d AS (DELETE FROM {p}cosid_lock_waiter WHERE ticket = $1 AND session = $2 RETURNING name)
 		SELECT pg_notify($3, coalesce((SELECT min(w.ticket) FROM {p}cosid_lock_waiter w
 			WHERE w.name = d.name AND w.ticket <> $1)::text, '0')) FROM d`,
-		Locks:   `SELECT name FROM {p}cosid_lock`,
+		Locks: `SELECT name FROM {p}cosid_lock`,
+		ListLocks: `SELECT name FROM {p}cosid_lock WHERE name{bytewise} > $1
+			ORDER BY name{bytewise} LIMIT $2`,
 		LockRow: `SELECT EXISTS (SELECT 1 FROM {p}cosid_lock WHERE name = $1)`,
 		Waiters: `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket`,
 		// Purge locks the tables first, so no row written meanwhile

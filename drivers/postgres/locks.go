@@ -310,6 +310,20 @@ func (s *driverStore) Locks(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
+// ListLocks lists one keyset page of the names Locks lists
+// (driver.LockLister).
+func (s *driverStore) ListLocks(ctx context.Context, after string, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, s.lq.ListLocks, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if names == nil {
+		names = []string{}
+	}
+	return names, err
+}
+
 // Waiters lists the live holder and waiters of name, in ticket order.
 func (s *driverStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
 	var exists bool

@@ -23,6 +23,25 @@ func (s *lockStore) Locks(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// ListLocks lists one page of lock names (driver.LockLister). ZooKeeper
+// lists a node's children all at once, so a page reads every name and
+// keeps the page: what it holds past the read is limit names.
+func (s *lockStore) ListLocks(ctx context.Context, after string, limit int) ([]string, error) {
+	a := attempts{s: s.session}
+	names, err := s.children(ctx, s.root+"/lock", &a)
+	if err != nil {
+		return nil, err
+	}
+	page := make([]string, 0, min(limit, len(names)))
+	for _, n := range names {
+		if n > after {
+			page = append(page, n)
+		}
+	}
+	slices.Sort(page)
+	return slices.Clip(page[:min(limit, len(page))]), nil
+}
+
 // Waiters lists the holder and waiters of name in lock order, with each
 // node's owner key (its data) and fence (its czxid plus the root's lock
 // fence offset, lock_seal.go). Nodes that are not lock nodes are left out,

@@ -29,6 +29,11 @@ type Dialect struct {
 	// the row) waits for them and they for it; empty where a write
 	// transaction holds the whole database anyway.
 	ForShare string
+	// Bytewise follows a text column where it is compared or sorted, so
+	// that both go by bytes, as Go compares strings: the keyset pages of
+	// ListRanges and ListLocks ask for the keys above the last one
+	// listed. Empty where the column's collation is bytewise already.
+	Bytewise string
 	// FreeSearch ends the free-slot search, one pass per entry, in order,
 	// until a pass finds nothing: with row locks, first a pass that skips
 	// rows other acquirers hold, then one that takes their locks without
@@ -130,10 +135,12 @@ func (d Dialect) Placeholder(n int) string {
 
 // Rewrite returns statement q for the database: {p} becomes the table
 // prefix, {now} the clock, {forupdate} the row lock, $n the dialect's
-// placeholder, {forshare} the namespace row's lock. The markers are replaced in one pass: what goes in (a
+// placeholder, {forshare} the namespace row's lock, {bytewise} the
+// bytewise collation. The markers are replaced in one pass: what goes in (a
 // schema name in the prefix) is never searched again.
 func (d Dialect) Rewrite(q string) string {
-	q = strings.NewReplacer("{p}", d.Prefix, "{now}", d.Now, "{forupdate}", d.ForUpdate, "{forshare}", d.ForShare).Replace(q)
+	q = strings.NewReplacer("{p}", d.Prefix, "{now}", d.Now, "{forupdate}", d.ForUpdate, "{forshare}", d.ForShare,
+		"{bytewise}", d.Bytewise).Replace(q)
 	if d.Numbered == nil {
 		return q
 	}
@@ -175,7 +182,7 @@ func (d Dialect) Prepare(stmts any) error {
 			errs = append(errs, fmt.Errorf("%s is empty", name))
 		}
 		for _, m := range marker.FindAllString(q, -1) {
-			if m != "{p}" && m != "{now}" && m != "{forupdate}" && m != "{forshare}" {
+			if m != "{p}" && m != "{now}" && m != "{forupdate}" && m != "{forshare}" && m != "{bytewise}" {
 				errs = append(errs, fmt.Errorf("%s has the unknown marker %s", name, m))
 			}
 		}

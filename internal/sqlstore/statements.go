@@ -28,6 +28,8 @@ type statements struct {
 	// a key this store saw above 0 only where it has not gone back, so
 	// that a refusal leaves nothing written.
 	Next, NextUpdate, Current, Seal, SealUpdate, Init, Keys string
+	// ListRanges is one keyset page of keys: above $1, bytewise, $2 rows.
+	ListRanges string
 	// AdvanceRead reads a key under a row lock; Advance raises it, never
 	// lowering it nor touching a sealed one (driver.RangeAdvancer).
 	AdvanceRead, Advance string
@@ -108,7 +110,9 @@ func newStatements(d Dialect) (*statements, error) {
 			RETURNING next`,
 		Init: `INSERT INTO {p}cosid_range (key, next, sealed) VALUES ($1, $2, FALSE)
 			ON CONFLICT (key) DO NOTHING`,
-		Keys:        `SELECT key FROM {p}cosid_range`,
+		Keys: `SELECT key FROM {p}cosid_range`,
+		ListRanges: `SELECT key, next, sealed FROM {p}cosid_range WHERE key{bytewise} > $1
+			ORDER BY key{bytewise} LIMIT $2`,
 		AdvanceRead: `SELECT next, sealed FROM {p}cosid_range WHERE key = $1{forupdate}`,
 		Advance: `INSERT INTO {p}cosid_range AS r (key, next, sealed) VALUES ($1, $2, FALSE)
 			ON CONFLICT (key) DO UPDATE SET next = $2 WHERE NOT r.sealed AND r.next < $2`,

@@ -26,6 +26,7 @@ func New(schema string) sqlstore.Dialect {
 		Now:        Clock,
 		ForUpdate:  " FOR UPDATE",
 		ForShare:   " FOR SHARE",
+		Bytewise:   ` COLLATE "C"`,
 		FreeSearch: []string{" FOR UPDATE SKIP LOCKED", " FOR UPDATE NOWAIT"},
 		// In the order an Acquire writes them, so a purge waits for the
 		// acquires under way rather than deadlock with them; the ranges
