@@ -10,9 +10,9 @@
 # check says when one needs `go mod tidy` after the store's requirements change.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?=
-NESTED := otelstore examples/prometheus drivers/etcd cmd/storectl tools
+NESTED := otelstore examples/prometheus drivers/etcd cmd/storectl tools storehttp/browser
 
-.PHONY: test check zookeeper postgres etcd mariadb example bench histories mutants release release-test
+.PHONY: test check zookeeper postgres etcd mariadb chromium example bench histories mutants release release-test
 
 # The parts of make test run at once, as the tests mostly wait on servers
 # and timers: the root module without the ZooKeeper driver, the ZooKeeper
@@ -29,7 +29,7 @@ GO_TEST := go test -race -count=1 -p $(TEST_P) $(GO_TEST_FLAGS)
 
 .PHONY: $(TEST_PARTS)
 
-test: zookeeper postgres etcd mariadb
+test: zookeeper postgres etcd mariadb chromium
 	@$(MAKE) --no-print-directory -k -j $(words $(TEST_PARTS)) --output-sync=target $(TEST_PARTS)
 
 test-root:
@@ -44,6 +44,11 @@ $(MOD_PARTS): test-mod/%:
 # Installs ZooKeeper 3.8 and 3.9 for the tests when they are missing.
 zookeeper:
 	bash scripts/install-zookeeper.sh
+
+# Installs Chromium (Debian's package) for the status page's browser test
+# (storehttp/browser) when it is missing.
+chromium:
+	bash scripts/install-chromium.sh
 
 # Builds the etcd server for the etcd driver's tests when it is missing.
 etcd:

@@ -90,7 +90,10 @@ func readOnly(f http.HandlerFunc) http.Handler {
 var pageText string
 
 var page = template.Must(template.New("status").Funcs(template.FuncMap{
-	"ms":    func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() },
+	"ms": func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() },
+	"left": func(ms int64) string {
+		return (time.Duration(ms) * time.Millisecond).Round(100 * time.Millisecond).String()
+	},
 	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 	"epoch": func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000") },
 	"join":  strings.Join,

@@ -17,8 +17,9 @@ import (
 const rootPath = "github.com/cosid-go/store"
 
 // notReleased are module directories that are part of the repository's
-// tooling, not of the release.
-var notReleased = map[string]bool{"tools": true}
+// tooling, not of the release: the tools, and the status page's browser
+// test (tests only, a module so that chromedp stays out of the store's).
+var notReleased = map[string]bool{"tools": true, "storehttp/browser": true}
 
 // mod is one released module: its directory relative to the repository
 // root ("" for the store itself) and its path.
