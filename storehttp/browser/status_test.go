@@ -16,8 +16,8 @@ import (
 	_ "github.com/cosid-go/store/drivers/postgres"
 	_ "github.com/cosid-go/store/drivers/sqlite"
 	"github.com/cosid-go/store/idgen"
-	"github.com/cosid-go/store/internal/pgtest"
-	"github.com/cosid-go/store/internal/poll"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/poll"
 	"github.com/cosid-go/store/storehttp"
 )
 
