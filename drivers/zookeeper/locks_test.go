@@ -307,7 +307,9 @@ func testLockFenceFirstNotAlone(t *testing.T, addr string) {
 // the lock passes in arrival order.
 func testLockNoHerd(t *testing.T, addr string) {
 	const name, n = "herd", 16
-	opts := testOptions(addr, nil)
+	// Sessions are not the subject: 20s ones survive a loaded machine,
+	// where a lost one would change the arrival order.
+	opts := testOptions(addr, map[string]string{"sessionTimeout": "20s"})
 	ctx := t.Context()
 	holder := openTest(t, opts, nil)
 	checker := openTest(t, opts, nil)
@@ -331,11 +333,12 @@ func testLockNoHerd(t *testing.T, addr string) {
 			got <- acquired{i, lockResult{l: l, err: err}}
 		})
 		// One at a time, so the arrival order is known.
-		lockEventually(t, 10*time.Second, fmt.Sprintf("waiter %d queued", i), func() bool {
+		// Each waiter opens a store first: at load 30 that took over 10s.
+		lockEventually(t, 60*time.Second, fmt.Sprintf("waiter %d queued", i), func() bool {
 			return queueLength(ctx, checker, name) == i+2
 		})
 	}
-	lockEventually(t, 10*time.Second, "every waiter watching", func() bool {
+	lockEventually(t, 60*time.Second, "every waiter watching", func() bool {
 		for _, w := range wires {
 			if w.requests(opGetData) == 0 {
 				return false
@@ -356,8 +359,8 @@ func testLockNoHerd(t *testing.T, addr string) {
 		var a acquired
 		select {
 		case a = <-got:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("release %d: nobody got the lock within 10s", k)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("release %d: nobody got the lock within 30s", k)
 		}
 		if a.err != nil {
 			t.Fatalf("waiter %d: Lock: %v", a.i, a.err)
