@@ -9,7 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/leakcheck"
+	"github.com/cosid-go/store/internal/testing/leakcheck"
 )
 
 // TestCloseLeavesNothing: a store that used every capability, with a lock

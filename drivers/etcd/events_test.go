@@ -12,9 +12,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/testing/etcdtest"
 	"github.com/cosid-go/store/internal/testing/eventrec"
+	"github.com/cosid-go/store/internal/testing/leakcheck"
 )
 
 // awaitOrder polls, up to within, until the recorded kinds hold want in

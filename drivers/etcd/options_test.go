@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/testing/freeport"
+	"github.com/cosid-go/store/internal/testing/leakcheck"
 	"github.com/cosid-go/store/internal/testing/netproxy"
 	"github.com/cosid-go/store/internal/testing/poll"
 )

@@ -3,7 +3,7 @@ package postgres
 import (
 	"testing"
 
-	"github.com/cosid-go/store/internal/leakcheck"
+	"github.com/cosid-go/store/internal/testing/leakcheck"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 

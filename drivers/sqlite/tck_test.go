@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/leakcheck"
+	"github.com/cosid-go/store/internal/testing/leakcheck"
 	"github.com/cosid-go/store/tck"
 )
 

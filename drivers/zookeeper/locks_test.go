@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/leakcheck"
+	"github.com/cosid-go/store/internal/testing/leakcheck"
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
 

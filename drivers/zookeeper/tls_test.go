@@ -12,7 +12,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/leakcheck"
+	"github.com/cosid-go/store/internal/testing/leakcheck"
 	"github.com/cosid-go/store/internal/testing/testcerts"
 	"github.com/cosid-go/store/internal/testing/zktest"
 	"github.com/cosid-go/store/tck"

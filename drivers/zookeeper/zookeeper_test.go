@@ -13,7 +13,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/leakcheck"
+	"github.com/cosid-go/store/internal/testing/leakcheck"
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
 

@@ -14,10 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cosid-go/store/internal/leakcheck"
 	"github.com/cosid-go/store/internal/sqlstore"
 	"github.com/cosid-go/store/internal/sqlstore/pgdialect"
 	"github.com/cosid-go/store/internal/sqlstore/sqlitedialect"
+	"github.com/cosid-go/store/internal/testing/leakcheck"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
