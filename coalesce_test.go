@@ -19,6 +19,7 @@ import (
 	_ "github.com/cosid-go/store/drivers/memory"
 	"github.com/cosid-go/store/internal/testing/leakcheck"
 	"github.com/cosid-go/store/internal/testing/rangecheck"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // gate is a memory store whose Next can be held in flight, or answered as
@@ -49,7 +50,7 @@ func newGate(name string) *gate {
 	if err != nil {
 		panic(err) // the memory driver refuses only unknown options
 	}
-	return &gate{memoryRanges: st.Driver().(memoryRanges), held: make(chan int64, 16)}
+	return &gate{memoryRanges: rawdriver.Of(st).(memoryRanges), held: make(chan int64, 16)}
 }
 
 // hold holds the next write until release is closed.

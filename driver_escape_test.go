@@ -8,9 +8,10 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/drivers/sqlite"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
-// TestDriverEscapeNegativeStep: (*Store).Driver hands out the raw driver.
+// TestDriverEscapeNegativeStep: (*Store).Raw reaches the raw driver.
 // An integrator who called its Next (for a "driver-specific need") with a
 // negative step moved the key back, and the next process that opened the
 // file handed out values again; the driver now refuses such a step itself,
@@ -30,9 +31,9 @@ func TestDriverEscapeNegativeStep(t *testing.T) {
 	if _, err := a.Ranges().Next(ctx, "orders", -100); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Fatalf("checked Next(-100): %v, want ErrInvalidArgument", err)
 	}
-	if rs, ok := a.Driver().(driver.RangeStore); ok {
+	if rs, ok := rawdriver.Of(a).(driver.RangeStore); ok {
 		if _, err := rs.Next(ctx, "orders", -100); !errors.Is(err, store.ErrInvalidArgument) {
-			t.Errorf("raw Next(-100) through Driver(): %v, want ErrInvalidArgument (driver.CheckStep)", err)
+			t.Errorf("raw Next(-100) through Raw: %v, want ErrInvalidArgument (driver.CheckStep)", err)
 		}
 	}
 	b, err := sqlite.OpenStore(ctx, &sqlite.Options{Path: path})

@@ -13,6 +13,7 @@ import (
 	_ "github.com/cosid-go/store/drivers/memory"
 	_ "github.com/cosid-go/store/drivers/sqlite"
 	"github.com/cosid-go/store/internal/testing/purgerace"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // purgeStores opens stores of one storage of driver drv ("sqlite" or
@@ -94,8 +95,8 @@ func TestPurgeLiveLeaseRace(t *testing.T) {
 	for _, drv := range []string{"sqlite", "memory"} {
 		t.Run(drv, func(t *testing.T) {
 			open := purgeStores(t, drv)
-			slots := open().Driver().(driver.SlotLeaseStore)
-			purger := open().Driver().(driver.Purger)
+			slots := rawdriver.Of(open()).(driver.SlotLeaseStore)
+			purger := rawdriver.Of(open()).(driver.Purger)
 			purgerace.Run(t, slots, purger, 20, time.Minute)
 		})
 	}

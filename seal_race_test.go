@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 	"github.com/cosid-go/store/internal/testing/sealrace"
 )
 
@@ -15,8 +16,8 @@ func TestSealRace(t *testing.T) {
 	for _, drv := range []string{"sqlite", "memory"} {
 		t.Run(drv, func(t *testing.T) {
 			open := purgeStores(t, drv)
-			racers := []driver.SlotLeaseStore{open().Driver().(driver.SlotLeaseStore), open().Driver().(driver.SlotLeaseStore)}
-			sealrace.Run(t, racers, open().Driver().(driver.SlotLeaseStore), 20, time.Minute)
+			racers := []driver.SlotLeaseStore{rawdriver.Of(open()).(driver.SlotLeaseStore), rawdriver.Of(open()).(driver.SlotLeaseStore)}
+			sealrace.Run(t, racers, rawdriver.Of(open()).(driver.SlotLeaseStore), 20, time.Minute)
 		})
 	}
 }
@@ -27,8 +28,8 @@ func TestSealRaceUncreated(t *testing.T) {
 	for _, drv := range []string{"sqlite", "memory"} {
 		t.Run(drv, func(t *testing.T) {
 			open := purgeStores(t, drv)
-			racers := []driver.SlotLeaseStore{open().Driver().(driver.SlotLeaseStore), open().Driver().(driver.SlotLeaseStore)}
-			sealrace.RunUncreated(t, racers, open().Driver().(driver.SlotLeaseStore), 40, time.Minute)
+			racers := []driver.SlotLeaseStore{rawdriver.Of(open()).(driver.SlotLeaseStore), rawdriver.Of(open()).(driver.SlotLeaseStore)}
+			sealrace.RunUncreated(t, racers, rawdriver.Of(open()).(driver.SlotLeaseStore), 40, time.Minute)
 		})
 	}
 }

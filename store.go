@@ -196,8 +196,18 @@ func (s *Store) Timeout() time.Duration { return s.timeout }
 // status pages and metrics.
 func (s *Store) DriverName() string { return s.driverName }
 
-// Driver returns the driver store, for driver-specific needs.
-func (s *Store) Driver() driver.Store { return s.drv }
+// Raw calls f with the store's driver, for what the portable API leaves
+// out: asking which optional driver interfaces it implements, or calling a
+// driver's own operations (as database/sql's Conn.Raw does). Calls made on
+// d skip the store's argument checks, timeout and observers. d is f's only
+// while f runs: f must not keep it or use it after returning. On a closed
+// store Raw returns ErrClosed without calling f; otherwise f's error.
+func (s *Store) Raw(f func(d driver.Store) error) error {
+	if s.isClosed() {
+		return &Error{Op: "Raw", Err: ErrClosed}
+	}
+	return f(s.drv)
+}
 
 // Ranges returns the store's RangeStore.
 func (s *Store) Ranges() *RangeStore { return &RangeStore{s: s} }

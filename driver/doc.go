@@ -193,5 +193,7 @@
 // its whole TCK test (with the clock hooks), and broken_test.go's table
 // (brokenVariants, run by TestBroken) the variants with one bug each that
 // prove the TCK catches it.
-// examples/prefixdriver wraps a driver in a few lines.
+// examples/prefixdriver wraps a driver in a few lines, reaching the inner
+// store's driver per call with (*store.Store).Raw, and exports only
+// OpenStore and Options: the shape every driver package has.
 package driver

@@ -15,6 +15,7 @@ import (
 	"github.com/cosid-go/store/internal/testing/leakcheck"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 	"github.com/cosid-go/store/internal/testing/poll"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
@@ -44,7 +45,7 @@ func rawDriver(t *testing.T, driverName string, options map[string]string) drive
 	if err != nil {
 		t.Fatalf("open a %s store: %v", driverName, err)
 	}
-	return st.Driver()
+	return rawdriver.Of(st)
 }
 
 // faulty wraps a driver store; its gates decide each Next, Acquire and

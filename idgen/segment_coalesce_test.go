@@ -11,6 +11,7 @@ import (
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
 	"github.com/cosid-go/store/idgen"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // slowRanges is a memory store whose writes take a round trip, and which
@@ -43,7 +44,7 @@ func TestSegmentsShareWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := &slowRanges{memoryRanges: mem.Driver().(memoryRanges)}
+		d := &slowRanges{memoryRanges: rawdriver.Of(mem).(memoryRanges)}
 		st, err := store.OpenDriver(d, store.WithCoalescing(coalesce))
 		if err != nil {
 			t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 	"github.com/cosid-go/store/otelstore"
 )
 
@@ -90,7 +91,7 @@ func TestSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &spanSeer{memoryRanges: mem.Driver().(memoryRanges)}
+	d := &spanSeer{memoryRanges: rawdriver.Of(mem).(memoryRanges)}
 	st, err := store.OpenDriver(d, store.WithObserver(tr.Observer()))
 	if err != nil {
 		t.Fatal(err)

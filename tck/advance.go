@@ -13,7 +13,7 @@ import (
 // ErrSealed leaving it as it was, and is seen by another store's Next.
 func checkAdvance(e *env) {
 	st, other := e.open(), e.open()
-	if !is[driver.RangeAdvancer](st.Driver()) {
+	if !has[driver.RangeAdvancer](st) {
 		e.t.Skip("the driver does not implement the optional driver.RangeAdvancer")
 	}
 	r := st.Ranges()

@@ -18,6 +18,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/sqlite"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 	"github.com/cosid-go/store/tck"
 )
 
@@ -42,7 +43,7 @@ func openSQLite(path string) (driver.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.Driver(), nil
+	return rawdriver.Of(st), nil
 }
 
 // sqliteHarness opens SQLite stores on one file; wrap, if set, wraps each.

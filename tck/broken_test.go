@@ -24,6 +24,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 	"github.com/cosid-go/store/tck"
 )
 
@@ -143,7 +144,7 @@ func openMemory(options map[string]string) (driver.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.Driver(), nil
+	return rawdriver.Of(st), nil
 }
 
 // memSuite is a suite of the memory driver, to which variants add.

@@ -180,8 +180,8 @@ func newHistory(e *env, t *rapid.T) *history {
 	for i := range exploreStores {
 		h.open(i)
 	}
-	_, h.seeder = h.stores[0].Driver().(driver.SlotSeeder)
-	_, h.purger = h.stores[0].Driver().(driver.Purger)
+	h.seeder = has[driver.SlotSeeder](h.stores[0])
+	h.purger = has[driver.Purger](h.stores[0])
 	return h
 }
 

@@ -3,6 +3,7 @@ package tck
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"time"
@@ -56,32 +57,61 @@ func errorChecks() []check {
 // and a capability it lacks gives ErrUnsupported.
 func checkDeclared(e *env) {
 	st := e.open()
-	d := st.Driver()
+	d := driverType(st)
 	caps := []struct {
 		name     string
 		declared bool
 		has      bool
 		call     func() error
 	}{
-		{"Ranges", e.suite.Ranges, is[driver.RangeStore](d), func() error { _, err := st.Ranges().Keys(e.ctx); return err }},
-		{"Slots", e.suite.Slots, is[driver.SlotLeaseStore](d), func() error { _, err := st.Slots().Namespaces(e.ctx); return err }},
-		{"Locks", e.suite.Locks, is[driver.Locker](d), func() error { _, err := st.Locks().List(e.ctx); return err }},
+		{"Ranges", e.suite.Ranges, has[driver.RangeStore](st), func() error { _, err := st.Ranges().Keys(e.ctx); return err }},
+		{"Slots", e.suite.Slots, has[driver.SlotLeaseStore](st), func() error { _, err := st.Slots().Namespaces(e.ctx); return err }},
+		{"Locks", e.suite.Locks, has[driver.Locker](st), func() error { _, err := st.Locks().List(e.ctx); return err }},
 	}
 	for _, c := range caps {
 		switch {
 		case c.declared && !c.has:
-			e.t.Errorf("the suite declares %s, but %T does not implement it", c.name, d)
+			e.t.Errorf("the suite declares %s, but %s does not implement it", c.name, d)
 		case !c.declared && !c.has:
 			e.wantIs(c.call(), store.ErrUnsupported, "%s of a driver without it", c.name)
 		case !c.declared && c.has:
-			e.t.Logf("%T implements %s, but the suite does not declare it: its checks are skipped", d, c.name)
+			e.t.Logf("%s implements %s, but the suite does not declare it: its checks are skipped", d, c.name)
 		}
 	}
 }
 
-func is[T any](v any) bool {
-	_, ok := v.(T)
+// has reports whether st's driver implements the driver interface T (an
+// optional capability); false once st is closed.
+func has[T any](st *store.Store) bool {
+	var ok bool
+	_ = st.Raw(func(d driver.Store) error { _, ok = d.(T); return nil })
 	return ok
+}
+
+// driverType names st's driver's type, for messages.
+func driverType(st *store.Store) string {
+	name := "a closed store's driver"
+	_ = st.Raw(func(d driver.Store) error { name = fmt.Sprintf("%T", d); return nil })
+	return name
+}
+
+// driverLock takes name at st's driver, below the portable layer (no
+// checks, no store timeout): the checks of what a driver's own lock must
+// do whatever its caller.
+func (e *env) driverLock(st *store.Store, name, owner string) driver.Lock {
+	e.t.Helper()
+	var l driver.Lock
+	err := st.Raw(func(d driver.Store) error {
+		lk, ok := d.(driver.Locker)
+		if !ok {
+			return fmt.Errorf("store %T declares Locks but does not implement driver.Locker", d)
+		}
+		var err error
+		l, err = lk.Lock(e.ctx, name, owner, false)
+		return err
+	})
+	e.fatalIf(err, "driver Lock of %q by %s", name, owner)
+	return l
 }
 
 // checkUnknownOption: the factory refuses an unknown option, naming it.
@@ -252,7 +282,7 @@ func checkDeadline(e *env) {
 // store finds nothing, and lock fences still grow.
 func checkPurge(e *env) {
 	st := e.open()
-	if !is[driver.Purger](st.Driver()) {
+	if !has[driver.Purger](st) {
 		e.t.Skip("the driver does not implement the optional driver.Purger")
 	}
 	var fence int64
@@ -309,9 +339,9 @@ func checkPurge(e *env) {
 
 // checkAtLeastOne: a driver store implements at least one capability.
 func checkAtLeastOne(e *env) {
-	d := e.open().Driver()
-	if !is[driver.RangeStore](d) && !is[driver.SlotLeaseStore](d) && !is[driver.Locker](d) {
-		e.t.Errorf("%T implements none of driver.RangeStore, driver.SlotLeaseStore and driver.Locker", d)
+	st := e.open()
+	if !has[driver.RangeStore](st) && !has[driver.SlotLeaseStore](st) && !has[driver.Locker](st) {
+		e.t.Errorf("%s implements none of driver.RangeStore, driver.SlotLeaseStore and driver.Locker", driverType(st))
 	}
 }
 
@@ -320,7 +350,7 @@ func checkAtLeastOne(e *env) {
 // (ErrUnsupported for a driver that is not one).
 func checkPing(e *env) {
 	st := e.open()
-	if !is[driver.Pinger](st.Driver()) {
+	if !has[driver.Pinger](st) {
 		e.wantIs(st.Ping(e.ctx), store.ErrUnsupported, "Ping of a driver that is not a driver.Pinger")
 		return
 	}
@@ -336,7 +366,7 @@ func checkPing(e *env) {
 // holder may be paused). Once the lock is free the purge goes through.
 func checkPurgeLocked(e *env) {
 	a, b := e.open(), e.open()
-	if !is[driver.Purger](a.Driver()) {
+	if !has[driver.Purger](a) {
 		e.t.Skip("the driver does not implement the optional driver.Purger")
 	}
 	var before store.Range
@@ -402,7 +432,7 @@ func checkPurgeLocked(e *env) {
 func checkIdentity(e *env) {
 	const rule = "(see driver.Identifier: two stores are the same exactly when their identities are equal)"
 	a, b := e.open(), e.open()
-	if !is[driver.Identifier](a.Driver()) {
+	if !has[driver.Identifier](a) {
 		e.wantIs(func() error { _, err := a.ID(e.ctx); return err }(), store.ErrUnsupported, "ID of a driver that is not a driver.Identifier")
 		return
 	}

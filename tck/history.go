@@ -23,7 +23,7 @@ func historyChecks() []check {
 }
 
 func (e *env) needSeeder(st *store.Store) {
-	if !is[driver.SlotSeeder](st.Driver()) {
+	if !has[driver.SlotSeeder](st) {
 		e.t.Skip("the driver does not implement the optional driver.SlotSeeder")
 	}
 }
@@ -108,7 +108,7 @@ func (e *env) releaseUsed(st *store.Store, l store.Lease) {
 // out again.
 func checkPurgeSlotFences(e *env) {
 	st := e.open()
-	if !is[driver.Purger](st.Driver()) {
+	if !has[driver.Purger](st) {
 		e.t.Skip("the driver does not implement the optional driver.Purger")
 	}
 	ns := e.namespace("purge-fence", 1)

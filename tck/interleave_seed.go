@@ -15,7 +15,7 @@ import (
 // seeder skips the check unless the store implements driver.SlotSeeder.
 func (e *env) seeder(st *store.Store) {
 	e.t.Helper()
-	if !is[driver.SlotSeeder](st.Driver()) {
+	if !has[driver.SlotSeeder](st) {
 		e.t.Skip("the driver does not implement the optional driver.SlotSeeder")
 	}
 }
@@ -90,7 +90,7 @@ func checkInterleaveSeedRenew(e *env) {
 // purger skips the check unless the store implements driver.Purger.
 func (e *env) purger(st *store.Store) {
 	e.t.Helper()
-	if !is[driver.Purger](st.Driver()) {
+	if !has[driver.Purger](st) {
 		e.t.Skip("the driver does not implement the optional driver.Purger")
 	}
 }

@@ -72,31 +72,35 @@ func checkListPages(e *env) {
 		}
 	}
 
-	d, ok := st.Driver().(driver.RangeLister)
-	if !ok {
-		return // the portable layer lists such a driver with Keys
-	}
-	all, err := st.Ranges().Keys(e.ctx)
-	e.fatalIf(err, "Keys")
-	for _, limit := range []int{1, 4} {
-		for i, after := range append([]string{""}, all...) {
-			page, err := d.ListRanges(e.ctx, after, limit)
-			e.fatalIf(err, "driver ListRanges(%q, %d)", after, limit)
-			keys := []string{}
-			for _, k := range page {
-				keys = append(keys, k.Key)
-			}
-			rest := all[i:]
-			if diff := cmp.Diff(slices.Clip(rest[:min(limit, len(rest))]), keys); diff != "" {
-				e.t.Errorf("driver ListRanges(%q, %d): -want +got:\n%s", after, limit, diff)
+	// Below the portable layer: the driver's pages, through Raw.
+	e.fatalIf(st.Raw(func(raw driver.Store) error {
+		d, ok := raw.(driver.RangeLister)
+		if !ok {
+			return nil // the portable layer lists such a driver with Keys
+		}
+		all, err := st.Ranges().Keys(e.ctx)
+		e.fatalIf(err, "Keys")
+		for _, limit := range []int{1, 4} {
+			for i, after := range append([]string{""}, all...) {
+				page, err := d.ListRanges(e.ctx, after, limit)
+				e.fatalIf(err, "driver ListRanges(%q, %d)", after, limit)
+				keys := []string{}
+				for _, k := range page {
+					keys = append(keys, k.Key)
+				}
+				rest := all[i:]
+				if diff := cmp.Diff(slices.Clip(rest[:min(limit, len(rest))]), keys); diff != "" {
+					e.t.Errorf("driver ListRanges(%q, %d): -want +got:\n%s", after, limit, diff)
+				}
 			}
 		}
-	}
-	page, err := d.ListRanges(e.ctx, "a/b", 100)
-	e.fatalIf(err, `driver ListRanges("a/b", 100)`)
-	if len(page) < 2 || page[0].Key != "a/b-d" || page[1].Key != "a/b/c" {
-		e.t.Errorf(`driver ListRanges after "a/b" = %v, want "a/b-d", then "a/b/c"`, page)
-	}
+		page, err := d.ListRanges(e.ctx, "a/b", 100)
+		e.fatalIf(err, `driver ListRanges("a/b", 100)`)
+		if len(page) < 2 || page[0].Key != "a/b-d" || page[1].Key != "a/b/c" {
+			e.t.Errorf(`driver ListRanges after "a/b" = %v, want "a/b-d", then "a/b/c"`, page)
+		}
+		return nil
+	}), "Raw")
 }
 
 // checkLockPages: Locker.All lists the names List lists, once each and
@@ -146,15 +150,19 @@ func checkLockPages(e *env) {
 	for _, l := range held {
 		e.unlock(l)
 	}
-	d, ok := st.Driver().(driver.LockLister)
-	if !ok {
-		return
-	}
-	for _, after := range []string{"", "n", "n.b", "o", "zz"} {
-		page, err := d.ListLocks(e.ctx, after, 2)
-		e.fatalIf(err, "driver ListLocks(%q, 2)", after)
-		if !slices.IsSorted(page) || len(page) > 2 || (len(page) > 0 && page[0] <= after) {
-			e.t.Errorf("driver ListLocks(%q, 2) = %q: want at most 2 names above it, sorted", after, page)
+	// Below the portable layer: the driver's pages, through Raw.
+	e.fatalIf(st.Raw(func(raw driver.Store) error {
+		d, ok := raw.(driver.LockLister)
+		if !ok {
+			return nil
 		}
-	}
+		for _, after := range []string{"", "n", "n.b", "o", "zz"} {
+			page, err := d.ListLocks(e.ctx, after, 2)
+			e.fatalIf(err, "driver ListLocks(%q, 2)", after)
+			if !slices.IsSorted(page) || len(page) > 2 || (len(page) > 0 && page[0] <= after) {
+				e.t.Errorf("driver ListLocks(%q, 2) = %q: want at most 2 names above it, sorted", after, page)
+			}
+		}
+		return nil
+	}), "Raw")
 }

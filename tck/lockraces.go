@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/driver"
 )
 
 // raceRounds is how often the checks of a handover race repeat it: a bug
@@ -147,12 +146,7 @@ func checkFIFOArrival(e *env) {
 func checkUnlockAfterLost(e *env) {
 	const name = "unlock-lost"
 	st := e.open(store.WithOwner("a"))
-	d, ok := st.Driver().(driver.Locker)
-	if !ok {
-		e.t.Fatalf("store %T declares Locks but does not implement driver.Locker", st.Driver())
-	}
-	l, err := d.Lock(e.ctx, name, "a", false)
-	e.fatalIf(err, "driver Lock")
+	l := e.driverLock(st, name, "a")
 	e.fatalIf(st.Close(), "Close of the holder's store")
 	select {
 	case <-l.Lost():

@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/driver"
 )
 
 func lockChecks() []check {
@@ -327,16 +326,9 @@ func checkUnlockTwice(e *env) {
 	// The portable layer answers a second Unlock itself; the driver's lock
 	// must also be safe when a retried Unlock arrives after another store
 	// took the lock.
-	da, ok1 := a.Driver().(driver.Locker)
-	db, ok2 := b.Driver().(driver.Locker)
-	if !ok1 || !ok2 {
-		e.t.Fatalf("store %T declares Locks but does not implement driver.Locker", a.Driver())
-	}
-	la, err := da.Lock(e.ctx, name, "a", false)
-	e.fatalIf(err, "driver Lock by a")
+	la := e.driverLock(a, name, "a")
 	e.fatalIf(la.Unlock(e.ctx), "driver Unlock by a")
-	lb, err := db.Lock(e.ctx, name, "b", false)
-	e.fatalIf(err, "driver Lock by b after a unlocked")
+	lb := e.driverLock(b, name, "b") // after a unlocked
 	e.fatalIf(la.Unlock(e.ctx), "second driver Unlock by a, while b holds the lock")
 	e.awaitWaiters(a, name, "b")
 	if _, err := a.Locks().TryLock(e.ctx, name); !errors.Is(err, store.ErrLocked) {

@@ -9,7 +9,7 @@ import (
 
 func (e *env) needLockSealer(st *store.Store) {
 	e.t.Helper()
-	if !is[driver.LockSealer](st.Driver()) {
+	if !has[driver.LockSealer](st) {
 		e.t.Skip("the driver does not implement the optional driver.LockSealer")
 	}
 }
@@ -76,7 +76,7 @@ func checkLockSeal(e *env) {
 
 	// A purge keeps the seal (driver.LockSealer): the locks still live
 	// in the other store.
-	if is[driver.Purger](c.Driver()) {
+	if has[driver.Purger](c) {
 		_, err := c.Purge(e.ctx)
 		e.fatalIf(err, "Purge of a store whose locks are sealed")
 		if sealed, err := b.Locks().Sealed(e.ctx); err != nil || !sealed {

@@ -260,7 +260,7 @@ func checkRevokedSession(e *env) {
 	a, b := e.open(), e.open()
 	const name = "revoked"
 	held := e.lock(a, name)
-	err := se.EndSession(e.ctx, a.Driver())
+	err := a.Raw(func(d driver.Store) error { return se.EndSession(e.ctx, d) })
 	e.operatorUnsupported(err, "end a store's session")
 	e.fatalIf(err, "Harness.EndSession")
 	select {

@@ -21,7 +21,7 @@ import (
 // harness's ClockSetter, else by waiting.
 func checkPurgeLiveLease(e *env) {
 	a := e.open()
-	if !is[driver.Purger](a.Driver()) {
+	if !has[driver.Purger](a) {
 		e.t.Skip("the driver does not implement the optional driver.Purger")
 	}
 	ns := e.namespace("purge-live", 2)

@@ -16,7 +16,7 @@ import (
 // ErrSealed) and the rest of the store is as it was.
 func checkPurgeSeals(e *env) {
 	st := e.open()
-	if !is[driver.Purger](st.Driver()) {
+	if !has[driver.Purger](st) {
 		e.t.Skip("the driver does not implement the optional driver.Purger")
 	}
 	if !e.suite.Ranges && !e.suite.Slots {
@@ -73,7 +73,7 @@ func checkPurgeSeals(e *env) {
 // floor.
 func checkPurgeFloorAhead(e *env) {
 	a := e.open()
-	if !is[driver.Purger](a.Driver()) {
+	if !has[driver.Purger](a) {
 		e.t.Skip("the driver does not implement the optional driver.Purger")
 	}
 	ns := e.namespace("purge-floor", 1)

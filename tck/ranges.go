@@ -331,16 +331,19 @@ func checkRangeArguments(e *env) {
 		_, err = r.Next(e.ctx, "k/new", step)
 		e.wantIs(err, store.ErrInvalidArgument, `Next("k/new", %d)`, step)
 	}
-	// The driver refuses such a step itself: (*store.Store).Driver hands it
-	// out, and a negative step would move the key back (driver.CheckStep).
-	if d, ok := st.Driver().(driver.RangeStore); ok {
-		for _, step := range []int64{0, -1, -5, math.MinInt64} {
-			_, err := d.Next(e.ctx, "k", step)
-			e.wantIs(err, store.ErrInvalidArgument, `the driver's own Next("k", %d) (driver.RangeStore.Next: a step below 1 is refused by the driver too)`, step)
-			_, err = d.Next(e.ctx, "k/new", step)
-			e.wantIs(err, store.ErrInvalidArgument, `the driver's own Next("k/new", %d)`, step)
+	// The driver refuses such a step itself: (*store.Store).Raw reaches it,
+	// and a negative step would move the key back (driver.CheckStep).
+	e.fatalIf(st.Raw(func(d driver.Store) error {
+		if d, ok := d.(driver.RangeStore); ok {
+			for _, step := range []int64{0, -1, -5, math.MinInt64} {
+				_, err := d.Next(e.ctx, "k", step)
+				e.wantIs(err, store.ErrInvalidArgument, `the driver's own Next("k", %d) (driver.RangeStore.Next: a step below 1 is refused by the driver too)`, step)
+				_, err = d.Next(e.ctx, "k/new", step)
+				e.wantIs(err, store.ErrInvalidArgument, `the driver's own Next("k/new", %d)`, step)
+			}
 		}
-	}
+		return nil
+	}), "Raw")
 	for _, next := range []int64{-1, math.MinInt64} {
 		e.wantIs(r.Init(e.ctx, "k", next), store.ErrInvalidArgument, `Init("k", %d)`, next)
 		e.wantIs(r.Init(e.ctx, "k/new", next), store.ErrInvalidArgument, `Init("k/new", %d)`, next)

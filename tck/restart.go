@@ -71,7 +71,7 @@ func (s *restartState) record(e *env, a, b *store.Store) {
 		s.live = e.acquire(b, s.ns, "b", e.long())     // slot 0
 		s.released = e.acquire(a, s.ns, "a", e.long()) // slot 1
 		e.fatalIf(a.Slots().ReleaseUsed(e.ctx, s.released, s.released.Floor), "ReleaseUsed")
-		if is[driver.SlotSeeder](a.Driver()) {
+		if has[driver.SlotSeeder](a) {
 			e.fatalIf(a.Slots().Seed(e.ctx, s.ns, 2, 7, 5000), "Seed")
 		}
 		var err error
@@ -118,7 +118,7 @@ func (s *restartState) verify(e *env, st *store.Store) {
 			e.t.Errorf("after the restart a new incarnation of b took slot 0, whose term (fence %d) is live until %d",
 				s.live.Fence, s.live.ExpiresAt)
 		}
-		if is[driver.SlotSeeder](st.Driver()) && (l.Slot != 2 || l.Fence != 8 || l.Floor < 5000) {
+		if has[driver.SlotSeeder](st) && (l.Slot != 2 || l.Fence != 8 || l.Floor < 5000) {
 			e.t.Errorf("after the restart the seeded slot 2 gave slot %d fence %d floor %d, want slot 2 fence 8 floor at least 5000",
 				l.Slot, l.Fence, l.Floor)
 		}

@@ -12,7 +12,7 @@ import (
 // once sealed; a purge forgets it.
 func checkLayout(e *env) {
 	a, b := e.open(), e.open()
-	if !is[driver.LayoutKeeper](a.Driver()) {
+	if !has[driver.LayoutKeeper](a) {
 		e.t.Skip("the driver does not implement the optional driver.LayoutKeeper")
 	}
 	const rule = " (see driver.LayoutKeeper: the first layout is recorded and never replaced)"
@@ -68,7 +68,7 @@ func checkLayout(e *env) {
 	// A purge forgets the layout with its namespace. (Before the seal
 	// below: a purge refuses a store that holds a seal, and a next floor
 	// ahead, so the term is released with its last used timestamp.)
-	if is[driver.Purger](a.Driver()) {
+	if has[driver.Purger](a) {
 		e.releaseUsed(b, l)
 		_, err = a.Purge(e.ctx)
 		e.fatalIf(err, "Purge")

@@ -149,7 +149,7 @@ func checkHighFloor(e *env) {
 		e.t.Errorf("Slots lists ceiling %d below floor %d", in.Ceiling, in.Floor)
 	}
 
-	if !is[driver.SlotSeeder](st.Driver()) {
+	if !has[driver.SlotSeeder](st) {
 		return
 	}
 	seeded := e.namespace("high-floor-seeded", 1)

@@ -718,7 +718,7 @@ func checkListing(e *env) {
 // next floor) without lowering anything, and refuses a live term.
 func checkSeed(e *env) {
 	st := e.open()
-	if !is[driver.SlotSeeder](st.Driver()) {
+	if !has[driver.SlotSeeder](st) {
 		e.t.Skip("the driver does not implement the optional driver.SlotSeeder")
 	}
 	s := st.Slots()

@@ -60,7 +60,7 @@ func checkSlotSeal(e *env) {
 	infos, err := a.Slots().List(e.ctx, "sealed-new")
 	e.fatalIf(err, "Slots of a namespace that Seal created")
 	e.wantEmpty("Slots of a namespace that Seal created", infos)
-	if is[driver.SlotSeeder](a.Driver()) {
+	if has[driver.SlotSeeder](a) {
 		e.wantIs(a.Slots().Seed(e.ctx, ns, 2, 5, 5), store.ErrSealed, "Seed in a sealed namespace")
 	}
 
@@ -75,7 +75,7 @@ func checkSlotSeal(e *env) {
 		}
 	}
 
-	if !is[driver.Purger](a.Driver()) {
+	if !has[driver.Purger](a) {
 		return
 	}
 	// A purge never forgets a seal (see driver.Purger): it refuses (la's

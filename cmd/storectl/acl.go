@@ -54,14 +54,17 @@ func runACL(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	l, ok := st.Driver().(aclLister)
-	if !ok {
-		return usagef("%s has no ACLs to show (only the zookeeper driver has)", desc)
-	}
 	// One bound for the whole walk, one node at a time: generous.
 	ctx, cancel := context.WithTimeout(ctx, max(10*st.Timeout(), time.Minute))
 	defer cancel()
-	nodes, err := l.ACLs(ctx)
+	var nodes []zookeeper.NodeACL
+	has, err := rawAs(st, func(l aclLister) (err error) {
+		nodes, err = l.ACLs(ctx)
+		return err
+	})
+	if !has {
+		return usagef("%s has no ACLs to show (only the zookeeper driver has)", desc)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", desc, err)
 	}

@@ -56,10 +56,11 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if r.ID, r.idNote, err = identity(ctx, st); err != nil {
 		return err
 	}
-	if bm, ok := st.Driver().(driver.BackupMarker); ok {
-		if r.Backup, err = bm.BackupMark(ctx); err != nil {
-			return err
-		}
+	if _, err := rawAs(st, func(bm driver.BackupMarker) (err error) {
+		r.Backup, err = bm.BackupMark(ctx)
+		return err
+	}); err != nil {
+		return err
 	}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)

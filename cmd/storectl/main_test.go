@@ -17,6 +17,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // backend gives the tests fresh, isolated stores of one driver. Every test
@@ -158,7 +159,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		d := st.Driver()
+		d := rawdriver.Of(st)
 		return rangesOnly{d.(driver.RangeStore), d}, nil
 	})
 	store.Register("test-unreachable", func(map[string]string) (driver.Store, error) {

@@ -420,7 +420,7 @@ func (m *migration) planSlots(ctx context.Context, p *plan, problem func(string,
 	if err != nil {
 		return err
 	}
-	if _, ok := m.dst.Driver().(driver.SlotSeeder); !ok {
+	if !hasCap[driver.SlotSeeder](m.dst) {
 		problem("the target driver cannot seed slots (it lacks driver.SlotSeeder), so slot histories cannot be carried")
 	}
 	for _, ns := range selected {
@@ -650,7 +650,7 @@ func (m *migration) claimNamespace(ctx context.Context, n nsStep) error {
 // the same value and the target at it, or above it when the target was
 // used since.
 func (m *migration) moveKey(ctx context.Context, k keyStep) (string, error) {
-	if _, ok := m.dst.Driver().(driver.RangeAdvancer); !ok {
+	if !hasCap[driver.RangeAdvancer](m.dst) {
 		return m.initKey(ctx, k)
 	}
 	created := false // by an instance in the target since the plan's read

@@ -12,6 +12,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // forEachPair runs f as a parallel subtest for every source and target
@@ -347,7 +348,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		m := st.Driver()
+		m := rawdriver.Of(st)
 		return noSeed{m.(driver.RangeStore), m.(driver.SlotLeaseStore), m.(driver.Locker), m}, nil
 	})
 }

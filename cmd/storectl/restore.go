@@ -267,17 +267,18 @@ func restoreStore(stop context.Context, e *env, st *store.Store, desc string, ra
 	if err := restoreLocks(ctx, e, st, up); err != nil {
 		return err
 	}
-	if bm, ok := st.Driver().(driver.BackupMarker); ok {
+	if _, err := rawAs(st, func(bm driver.BackupMarker) error {
 		mark, err := bm.BackupMark(ctx)
-		if err != nil {
+		if err != nil || mark == "" {
 			return err
 		}
-		if mark != "" {
-			if err := bm.ClearBackupMark(ctx); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "backup mark cleared (%s)\n", mark)
+		if err := bm.ClearBackupMark(ctx); err != nil {
+			return err
 		}
+		fmt.Fprintf(e.stdout, "backup mark cleared (%s)\n", mark)
+		return nil
+	}); err != nil {
+		return err
 	}
 	if err := mv.seal(ctx, e, st, movedKeys, movedNS); err != nil {
 		return err
@@ -291,12 +292,11 @@ func restoreStore(stop context.Context, e *env, st *store.Store, desc string, ra
 // where a live store is needed: it may be behind what its original handed
 // out, and would hand that out again.
 func notABackup(ctx context.Context, st *store.Store, what, desc string) error {
-	bm, ok := st.Driver().(driver.BackupMarker)
-	if !ok {
-		return nil
-	}
-	mark, err := bm.BackupMark(ctx)
-	if err != nil || mark == "" {
+	var mark string
+	if _, err := rawAs(st, func(bm driver.BackupMarker) (err error) {
+		mark, err = bm.BackupMark(ctx)
+		return err
+	}); err != nil || mark == "" {
 		return err
 	}
 	return refusedf("%s %s is a backup copy (%s), which may be behind what its original handed out since; nothing changed. "+

@@ -14,6 +14,7 @@ import (
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/etcdtest"
 	"github.com/cosid-go/store/internal/testing/fleetbench"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // BenchmarkPaired measures, on the shared member in one run, each
@@ -72,7 +73,7 @@ func benchNextPaired(b *testing.B, bare bool) {
 		}
 		mod, next = tr.Header.Revision, next+10
 	}
-	d := st.Driver().(driver.RangeStore)
+	d := rawdriver.Of(st).(driver.RangeStore)
 	mine := func() {
 		var err error
 		if bare {
@@ -102,7 +103,7 @@ func benchLockPaired(b *testing.B, bare bool) {
 	}
 	defer sess.Close()
 	mu := concurrency.NewMutex(sess, freshPrefix("mutex"))
-	d := st.Driver().(driver.Locker)
+	d := rawdriver.Of(st).(driver.Locker)
 	// The store's session lease is granted by its first Lock.
 	if l, err := st.Locks().Lock(ctx, "bench"); err != nil {
 		b.Fatal(err)

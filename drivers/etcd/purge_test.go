@@ -11,6 +11,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/purgerace"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // TestPurgeLiveLeaseRace: one store takes leases in a loop while another
@@ -20,7 +21,7 @@ func TestPurgeLiveLeaseRace(t *testing.T) {
 	prefix := freshPrefix("purgerace")
 	a, _ := openCounting(t, prefix)
 	op, _ := openCounting(t, prefix)
-	purgerace.Run(t, a.Driver().(driver.SlotLeaseStore), op.Driver().(driver.Purger), 10, time.Minute)
+	purgerace.Run(t, rawdriver.Of(a).(driver.SlotLeaseStore), rawdriver.Of(op).(driver.Purger), 10, time.Minute)
 }
 
 // TestPurgeSparesNestedStore: two stores whose prefixes nest (/p and

@@ -8,6 +8,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // TestReleaseAnswerPastAttemptDeadline: a Release whose write is applied
@@ -27,7 +28,7 @@ func TestReleaseAnswerPastAttemptDeadline(t *testing.T) {
 			return ok && len(tr.Compare) > 0 && armed.CompareAndSwap(true, false)
 		}
 	})
-	s := st.Driver().(*driverStore)
+	s := rawdriver.Of(st).(*driverStore)
 	ns := driver.Namespace{Name: "n", Limit: 2, Tolerance: time.Second}
 	l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "i", TTL: time.Minute})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // openLoseNextWrite opens a driver store whose next transaction with a
@@ -35,7 +36,7 @@ func openLoseNextWrite(t *testing.T, prefix string, armed *atomic.Bool, after fu
 			return err
 		})}
 	})
-	return st.Driver().(*driverStore)
+	return rawdriver.Of(st).(*driverStore)
 }
 
 // TestReleaseLostAnswer: a Release whose write is applied and whose

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 	"github.com/cosid-go/store/internal/testing/sealrace"
 )
 
@@ -17,8 +18,8 @@ func TestSealRace(t *testing.T) {
 	a, _ := openCounting(t, prefix)
 	b, _ := openCounting(t, prefix)
 	op, _ := openCounting(t, prefix)
-	racers := []driver.SlotLeaseStore{a.Driver().(driver.SlotLeaseStore), b.Driver().(driver.SlotLeaseStore)}
-	sealrace.Run(t, racers, op.Driver().(driver.SlotLeaseStore), 20, 2*time.Minute)
+	racers := []driver.SlotLeaseStore{rawdriver.Of(a).(driver.SlotLeaseStore), rawdriver.Of(b).(driver.SlotLeaseStore)}
+	sealrace.Run(t, racers, rawdriver.Of(op).(driver.SlotLeaseStore), 20, 2*time.Minute)
 }
 
 // TestSealRaceUncreated: the seal races the creation of the namespace by
@@ -28,6 +29,6 @@ func TestSealRaceUncreated(t *testing.T) {
 	a, _ := openCounting(t, prefix)
 	b, _ := openCounting(t, prefix)
 	op, _ := openCounting(t, prefix)
-	racers := []driver.SlotLeaseStore{a.Driver().(driver.SlotLeaseStore), b.Driver().(driver.SlotLeaseStore)}
-	sealrace.RunUncreated(t, racers, op.Driver().(driver.SlotLeaseStore), 40, 2*time.Minute)
+	racers := []driver.SlotLeaseStore{rawdriver.Of(a).(driver.SlotLeaseStore), rawdriver.Of(b).(driver.SlotLeaseStore)}
+	sealrace.RunUncreated(t, racers, rawdriver.Of(op).(driver.SlotLeaseStore), 40, 2*time.Minute)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // openBeforeWrite opens a driver store whose next transaction with a
@@ -21,7 +22,7 @@ import (
 func openBeforeWrite(t *testing.T, prefix string, armed *atomic.Bool, hook func()) *driverStore {
 	t.Helper()
 	st := openDriver(t, prefix, func(d *driverStore) { d.dialOpt = beforeWrite(armed, hook) })
-	return st.Driver().(*driverStore)
+	return rawdriver.Of(st).(*driverStore)
 }
 
 // beforeWrite is the interceptor of openBeforeWrite.

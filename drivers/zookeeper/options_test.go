@@ -12,6 +12,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 func TestRegistered(t *testing.T) {
@@ -301,7 +302,7 @@ func TestOpenStoreOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := st.Driver().(*driverStore)
+	s := rawdriver.Of(st).(*driverStore)
 	if s.root != "/x" || s.retry.maxRetries != 0 || s.retry.base != time.Millisecond || s.lk.sessionTimeout() != 3*time.Second ||
 		len(s.acl) != 1 || s.acl[0].Scheme != "auth" || st.Timeout() != time.Second {
 		t.Errorf("OpenStore made root %q, retries %d, base %v, session timeout %v, acl %v, timeout %v",
@@ -315,7 +316,7 @@ func TestOpenStoreOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := st.Driver().(*driverStore); s.root != defaultRoot || s.retry.maxRetries != defaultRetryMaxRetries || s.acl[0].Scheme != "world" {
+	if s := rawdriver.Of(st).(*driverStore); s.root != defaultRoot || s.retry.maxRetries != defaultRetryMaxRetries || s.acl[0].Scheme != "world" {
 		t.Errorf("OpenStore(nil options) made root %q, retries %d, acl %v", s.root, s.retry.maxRetries, s.acl)
 	}
 	st.Close()

@@ -4,13 +4,17 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-var driverDirs = []string{"memory", "sqlite", "postgres", "zookeeper", "etcd"}
+// driverDirs are the driver packages, from the repository root: ours, and
+// examples/prefixdriver, the model a third party's driver follows.
+var driverDirs = []string{"drivers/memory", "drivers/sqlite", "drivers/postgres", "drivers/zookeeper",
+	"drivers/etcd", "examples/prefixdriver"}
 
 const storePath = "github.com/cosid-go/store"
 
@@ -22,11 +26,11 @@ type pkgFile struct {
 
 // parseDriver reads a driver package's source files, tests left out: what
 // go doc shows a user.
-func parseDriver(t *testing.T, name string) []pkgFile {
+func parseDriver(t *testing.T, dir string) []pkgFile {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("..", "..", "..", "drivers", name, "*.go"))
+	paths, err := filepath.Glob(filepath.Join("..", "..", "..", filepath.FromSlash(dir), "*.go"))
 	if err != nil || len(paths) == 0 {
-		t.Fatalf("no source of driver %s: %v", name, err)
+		t.Fatalf("no source of driver %s: %v", dir, err)
 	}
 	var out []pkgFile
 	fset := token.NewFileSet()
@@ -130,7 +134,7 @@ func (pf pkgFile) returnsStore(ft *ast.FuncType) bool {
 	return ok && pf.typeName(star.X) == storePath+".Store" && pf.typeName(ft.Results.List[1].Type) == "error"
 }
 
-// TestDriverAPI: every exported function and method of the four driver
+// TestDriverAPI: every exported function and method of the driver
 // packages returns *store.Store (with an error) or takes and returns only
 // values (so it cannot reach stored data); exported types are data (no
 // embedded fields, whose methods would be promoted; no function, channel or
@@ -138,9 +142,13 @@ func (pf pkgFile) returnsStore(ft *ast.FuncType) bool {
 // exported names a type of an internal package. Each package has OpenStore
 // and one options struct, Options.
 func TestDriverAPI(t *testing.T) {
-	for _, name := range driverDirs {
+	for _, dir := range driverDirs {
+		name := path.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			files := parseDriver(t, name)
+			files := parseDriver(t, dir)
+			if pkg := files[0].f.Name.Name; pkg != name {
+				t.Errorf("%s: package %s; want the directory's name, %s", dir, pkg, name)
+			}
 			local := dataTypes(files)
 			var openStore, options bool
 			for _, pf := range files {

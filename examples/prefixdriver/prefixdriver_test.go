@@ -1,4 +1,4 @@
-package prefix_test
+package prefixdriver
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
-	prefix "github.com/cosid-go/store/examples/prefixdriver"
 	"github.com/cosid-go/store/tck"
 )
 
@@ -16,7 +15,7 @@ import (
 type harness struct{ name string }
 
 func (h harness) NewStore(context.Context) (driver.Store, error) {
-	return prefix.Open(map[string]string{"prefix": "app", "inner.name": h.name})
+	return open(map[string]string{"prefix": "app", "inner.name": h.name})
 }
 func (harness) Close() error { return nil }
 
@@ -27,7 +26,7 @@ var harnesses atomic.Int64
 func TestTCK(t *testing.T) {
 	tck.Run(t, tck.Suite{
 		Ranges: true, Slots: true, Locks: true,
-		Factory:          prefix.Open,
+		Factory:          open,
 		Options:          map[string]string{"prefix": "app"},
 		MalformedOptions: map[string]string{"prefix": "a/b"},
 		// The wrapped memory driver keeps nothing across a restart.
