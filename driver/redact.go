@@ -18,6 +18,8 @@ import (
 //     auth list, digest:a:x,digest:b:y, is one value): password=***,
 //     auth=***;
 //   - the password of a ZooKeeper digest credential: digest:alice:***;
+//   - the password of a MySQL DSN (go-sql-driver/mysql's form), up to the
+//     last '@' before its protocol or database: ids:***@tcp(db:3306)/ids;
 //   - PEM data (a key pasted where a file's path was expected), from its
 //     -----BEGIN line to its -----END line or the end of text:
 //     (PEM data not shown).
@@ -29,6 +31,7 @@ func Redact(text string) string {
 	text = hidePEM(text)
 	text = redactURLs(text)
 	text = redactPairs(text)
+	text = mysqlDSN.ReplaceAllString(text, "${1}***${2}")
 	return digestCred.ReplaceAllString(text, "${1}***")
 }
 
@@ -40,6 +43,10 @@ var secretKey = regexp.MustCompile(`(?i)[a-z0-9_.\-]*(?:passw(?:or)?d|pwd|secret
 var pemBlock = regexp.MustCompile(`-----BEGIN[^-]*-----(?s:.*?)(?:-----END[^-]*-----|$)`)
 
 func hidePEM(text string) string { return pemBlock.ReplaceAllString(text, "(PEM data not shown)") }
+
+// mysqlDSN is a MySQL DSN's user:password@ before tcp(, unix(, or the
+// slash of the database; the password may hold '@' and ':'.
+var mysqlDSN = regexp.MustCompile(`((?:^|[\s'"=(])[^\s:@'"/()]*:)\S*?(@(?:tcp6?\(|unix\(|/)\S*)`)
 
 // digestCred is a ZooKeeper digest scheme's user:password.
 var digestCred = regexp.MustCompile(`(\bdigest:[^:\s,'"]+:)[^\s,'"]+`)

@@ -24,6 +24,11 @@ func TestRedact(t *testing.T) {
 		{"zookeeper auth option", "auth=digest:alice:Hunter2,digest:bob:Hunter2,root=/x", "auth=***,root=/x"},
 		{"zookeeper digest in text", `entry "digest:alice:Hunter2" refused`, `entry "digest:alice:***" refused`},
 		{"double quoted", `password="Hun\"ter2" x`, `password=*** x`},
+		{"mysql dsn", "dsn=ids:Hunter2@tcp(db:3306)/ids?tls=true", "dsn=ids:***@tcp(db:3306)/ids?tls=true"},
+		{"mysql dsn with @ and :", "ids:Hun:ter@2@unix(/run/mysqld.sock)/ids", "ids:***@unix(/run/mysqld.sock)/ids"},
+		{"mysql dsn default address", `open "ids:Hunter2@/ids" failed`, `open "ids:***@/ids" failed`},
+		{"mysql dsn in a spec", "mysql:dsn=ids:Hunter2@tcp(db)/ids,database=x", "mysql:***@tcp(db)/ids,database=x"},
+		{"mysql dsn without password", "ids@tcp(db:3306)/ids", "ids@tcp(db:3306)/ids"},
 		{"nothing secret", `key "orders": sealed at 5 (root=/cosid)`, `key "orders": sealed at 5 (root=/cosid)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -65,6 +67,11 @@ type Dialect struct {
 	// Classify says what an error of the database means, from its code
 	// (never its message); nil classifies every error Other.
 	Classify func(error) Kind
+	// Statements replaces shared statements whose syntax the database
+	// lacks, by field name ("Next", or "Create[1]" for one element of a
+	// list), before they are checked and rewritten (Prepare): a name that
+	// is no statement fails the first open, as an empty one does.
+	Statements map[string]string
 }
 
 // Kind is what a database error means to the store.
@@ -176,6 +183,9 @@ func (d Dialect) Prepare(stmts any) error {
 	}
 	v = v.Elem()
 	var errs []error
+	if err := d.override(v); err != nil {
+		errs = append(errs, err)
+	}
 	one := func(name string, s reflect.Value) {
 		q := s.String()
 		if strings.TrimSpace(q) == "" {
@@ -208,4 +218,31 @@ func (d Dialect) Prepare(stmts any) error {
 		return fmt.Errorf("sqlstore: statements for %s: %w", d.Name, err)
 	}
 	return nil
+}
+
+// override puts the dialect's own statements (Dialect.Statements) into
+// the struct of statements v.
+func (d Dialect) override(v reflect.Value) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(d.Statements)) {
+		field, index := name, -1
+		if i := strings.IndexByte(name, '['); i > 0 && strings.HasSuffix(name, "]") {
+			n, err := strconv.Atoi(name[i+1 : len(name)-1])
+			if err != nil || n < 0 {
+				errs = append(errs, fmt.Errorf("the dialect's statement %q has no valid index", name))
+				continue
+			}
+			field, index = name[:i], n
+		}
+		f := v.FieldByName(field)
+		switch {
+		case index < 0 && f.Kind() == reflect.String:
+			f.SetString(d.Statements[name])
+		case index >= 0 && f.Kind() == reflect.Slice && index < f.Len():
+			f.Index(index).SetString(d.Statements[name])
+		default:
+			errs = append(errs, fmt.Errorf("the dialect replaces %q, which is no statement", name))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -111,3 +111,23 @@ func TestDialectCheck(t *testing.T) {
 		t.Errorf("newStore with a dialect lacking Now and FreeSearch: %v", err)
 	}
 }
+
+// A dialect replaces shared statements by name, a list's element by its
+// index; a name that is no statement fails, naming it.
+func TestStatementsReplaced(t *testing.T) {
+	d := testDialect()
+	d.Statements = map[string]string{"Next": "NEXT {p}x $1", "Create[1]": "CREATE r"}
+	st, err := newStatements(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := d.Rewrite("NEXT {p}x $1"); st.Next != want || st.Create[1] != "CREATE r" {
+		t.Errorf("Next = %q, Create[1] = %q; want %q, CREATE r", st.Next, st.Create[1], want)
+	}
+	for _, bad := range []string{"Nxt", "Create[99]", "Create[x]", "Next[0]"} {
+		d.Statements = map[string]string{bad: "X"}
+		if _, err := newStatements(d); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("replacing %q: %v; want an error naming it", bad, err)
+		}
+	}
+}

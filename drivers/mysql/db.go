@@ -1,0 +1,334 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cosid-go/store/internal/sqlstore"
+	"github.com/cosid-go/store/internal/sqlstore/mysqldialect"
+)
+
+// execer is what a pool and a transaction have in common.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// db adapts database/sql to sqlstore.DB: the statements' $n become ?
+// with their arguments in order, the dialect's marks are read (values
+// through LAST_INSERT_ID, upsert counts), errors say when no server
+// answered (health), and what the server aborted (a deadlock, a lock wait
+// past innodb_lock_wait_timeout) is tried again: a statement of its own or
+// a whole transaction, rolled back, so it changed nothing.
+type db struct {
+	pool *sql.DB
+	h    *health
+	d    sqlstore.Dialect
+	q    *queries
+}
+
+func newDB(pool *sql.DB, h *health, d sqlstore.Dialect) db {
+	return db{pool: pool, h: h, d: d, q: &queries{m: map[string]*query{}}}
+}
+
+// query is a statement in the server's form.
+type query struct {
+	text  string
+	order []int // the argument of each ?, 0-based
+	mark  string
+}
+
+// queries caches statements in the server's form.
+type queries struct {
+	mu sync.Mutex
+	m  map[string]*query
+}
+
+// get returns q in the server's form: each $n a ?, its argument listed.
+func (c *queries) get(q string) *query {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.m[q]; t != nil {
+		return t
+	}
+	t := &query{}
+	for _, m := range []string{mysqldialect.MarkID, mysqldialect.MarkIDChanged, mysqldialect.MarkIDFound,
+		mysqldialect.MarkUpsert, mysqldialect.MarkRepeatableRead} {
+		if strings.HasPrefix(q, m) {
+			t.mark = m
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		if q[i] == '$' && i+1 < len(q) && q[i+1] >= '0' && q[i+1] <= '9' {
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			n, _ := strconv.Atoi(q[i+1 : j])
+			t.order = append(t.order, n-1)
+			b.WriteByte('?')
+			i = j - 1
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	t.text = b.String()
+	c.m[q] = t
+	return t
+}
+
+// args lists args in the order of t's placeholders.
+func (t *query) args(args []any) ([]any, error) {
+	out := make([]any, len(t.order))
+	for i, n := range t.order {
+		if n < 0 || n >= len(args) {
+			return nil, fmt.Errorf("mysql: statement wants argument $%d of %d", n+1, len(args))
+		}
+		out[i] = args[n]
+	}
+	return out, nil
+}
+
+func (d db) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	var n int64
+	err := d.retry(ctx, func() error {
+		var err error
+		n, _, err = d.exec(ctx, d.pool, q, args)
+		return err
+	})
+	return n, d.check(err)
+}
+
+// exec runs q on e and returns its affected rows (an upsert's update
+// counted once) and the insert id of its OK packet.
+func (d db) exec(ctx context.Context, e execer, q string, args []any) (n, id int64, err error) {
+	t := d.q.get(q)
+	a, err := t.args(args)
+	if err != nil {
+		return 0, 0, err
+	}
+	res, err := e.ExecContext(ctx, t.text, a...)
+	if err != nil {
+		return 0, 0, err
+	}
+	if n, err = res.RowsAffected(); err != nil {
+		return 0, 0, err
+	}
+	if id, err = res.LastInsertId(); err != nil {
+		return 0, 0, err
+	}
+	if t.mark == mysqldialect.MarkUpsert && n == 2 {
+		n = 1
+	}
+	return n, id, nil
+}
+
+func (d db) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	if d.returnsID(q) {
+		var r sqlstore.Row
+		err := d.retry(ctx, func() error {
+			r = d.idRow(ctx, d.pool, q, args)
+			return r.(*idRow).err
+		})
+		return &idRow{v: r.(*idRow).v, err: d.check(err)}
+	}
+	return d.queryRow(ctx, d.pool, q, args)
+}
+
+func (d db) queryRow(ctx context.Context, e execer, q string, args []any) sqlstore.Row {
+	t := d.q.get(q)
+	a, err := t.args(args)
+	if err != nil {
+		return &idRow{err: err}
+	}
+	return row{e.QueryRowContext(ctx, t.text, a...), d}
+}
+
+// returnsID says whether q's value is the LAST_INSERT_ID it sets.
+func (d db) returnsID(q string) bool {
+	switch d.q.get(q).mark {
+	case mysqldialect.MarkID, mysqldialect.MarkIDChanged, mysqldialect.MarkIDFound:
+		return true
+	}
+	return false
+}
+
+// idRow runs a statement whose value is the LAST_INSERT_ID(expr) it set
+// (the dialect's marks) as a row of that one value, or of none.
+func (d db) idRow(ctx context.Context, e execer, q string, args []any) sqlstore.Row {
+	n, id, err := d.exec(ctx, e, q, args)
+	switch mark := d.q.get(q).mark; {
+	case err != nil:
+		return &idRow{err: err}
+	case mark == mysqldialect.MarkIDChanged && n == 0, mark == mysqldialect.MarkIDFound && id == 0:
+		return &idRow{err: sqlstore.ErrNoRows}
+	}
+	return &idRow{v: id}
+}
+
+type idRow struct {
+	v   int64
+	err error
+}
+
+func (r *idRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	if len(dest) != 1 {
+		return fmt.Errorf("mysql: a statement's one value scanned into %d destinations", len(dest))
+	}
+	p, ok := dest[0].(*int64)
+	if !ok {
+		return fmt.Errorf("mysql: a statement's value scanned into %T, not *int64", dest[0])
+	}
+	*p = r.v
+	return nil
+}
+
+func (d db) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
+	return d.query(ctx, d.pool, q, args)
+}
+
+func (d db) query(ctx context.Context, e execer, q string, args []any) (sqlstore.Rows, error) {
+	t := d.q.get(q)
+	a, err := t.args(args)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.QueryContext(ctx, t.text, a...)
+	if err != nil {
+		return nil, d.check(err)
+	}
+	return rows{r, d}, nil
+}
+
+// Tx runs fn in a transaction begun by its first statement: at REPEATABLE
+// READ when that statement is so marked (the purge's lock), else at the
+// connection's READ COMMITTED. One the server aborted is rolled back and
+// run again.
+func (d db) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	return d.check(d.retry(ctx, func() error {
+		t := &tx{d: d}
+		err := fn(t)
+		if t.tx == nil {
+			return err
+		}
+		if err != nil {
+			_ = t.tx.Rollback()
+			return err
+		}
+		return t.tx.Commit()
+	}))
+}
+
+// retry runs fn again while the server aborted it, until ctx ends.
+func (d db) retry(ctx context.Context, fn func() error) error {
+	pause := 10 * time.Millisecond
+	for {
+		err := fn()
+		if d.d.Kind(err) != sqlstore.Aborted {
+			return err
+		}
+		t := time.NewTimer(pause/2 + rand.N(pause))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (after: %w)", ctx.Err(), err)
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+// check records the outcome with health and marks an error of no server
+// answering.
+func (d db) check(err error) error {
+	if err == nil || errors.Is(err, sqlstore.ErrNoRows) {
+		d.h.ok()
+		return err
+	}
+	return d.h.unavailable(err)
+}
+
+// tx is one transaction of Tx, begun by its first statement.
+type tx struct {
+	d  db
+	tx *sql.Tx
+}
+
+func (t *tx) begin(ctx context.Context, q string) error {
+	if t.tx != nil {
+		return nil
+	}
+	var opts *sql.TxOptions
+	if t.d.q.get(q).mark == mysqldialect.MarkRepeatableRead {
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
+	}
+	var err error
+	t.tx, err = t.d.pool.BeginTx(ctx, opts)
+	return err
+}
+
+func (t *tx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	if err := t.begin(ctx, q); err != nil {
+		return 0, err
+	}
+	n, _, err := t.d.exec(ctx, t.tx, q, args)
+	return n, err
+}
+
+func (t *tx) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	if err := t.begin(ctx, q); err != nil {
+		return &idRow{err: err}
+	}
+	if t.d.returnsID(q) {
+		return t.d.idRow(ctx, t.tx, q, args)
+	}
+	return t.d.queryRow(ctx, t.tx, q, args)
+}
+
+func (t *tx) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
+	if err := t.begin(ctx, q); err != nil {
+		return nil, err
+	}
+	return t.d.query(ctx, t.tx, q, args)
+}
+
+type row struct {
+	r *sql.Row
+	d db
+}
+
+func (r row) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = sqlstore.ErrNoRows
+	}
+	return r.d.check(err)
+}
+
+type rows struct {
+	r *sql.Rows
+	d db
+}
+
+func (r rows) Next() bool             { return r.r.Next() }
+func (r rows) Scan(dest ...any) error { return r.r.Scan(dest...) }
+func (r rows) Close()                 { _ = r.r.Close() }
+
+func (r rows) Err() error {
+	if err := r.r.Err(); err != nil {
+		return r.d.check(err)
+	}
+	return nil
+}

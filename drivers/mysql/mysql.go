@@ -1,0 +1,192 @@
+// Package mysql is the MySQL and MariaDB driver of package store, on
+// github.com/go-sql-driver/mysql: ranges, slot leases, seeding and purge,
+// with the server's clock as the store's clock (docs/design.md, The
+// store's clock). Tested against MariaDB 10.11; written for MySQL 8.0+
+// too (internal/sqlstore/mysqldialect says what differs and how each
+// difference is handled).
+//
+// Locks are not supported yet: Lock and TryLock return ErrUnsupported.
+// GET_LOCK alone cannot serve them: it has no fence, and a holder whose
+// connection the server dropped is not told before another session is
+// granted the name. They will follow the PostgreSQL driver's design (a
+// lock-session row the holder confirms, taken over only after a taker saw
+// its counter stand still for T on its own monotonic clock).
+//
+// # Opening
+//
+//	import _ "github.com/cosid-go/store/drivers/mysql"
+//
+//	st, err := store.Open("mysql", map[string]string{
+//		"dsn":      "ids:secret@tcp(db.internal:3306)/ids",
+//		"database": "cosid",
+//	})
+//
+// or, with options as a struct:
+//
+//	st, err := mysql.OpenStore(ctx, &mysql.Options{DSN: "ids@tcp(db:3306)/", Database: "cosid"})
+//
+// # Options
+//
+//   - dsn: a go-sql-driver/mysql data source name,
+//     [user[:password]@][net[(addr)]]/dbname[?param=value]. The fields
+//     below, when set, override its parts. It is never printed.
+//   - host, port, user, password: the usual fields (the password is
+//     never printed); host may be a Unix socket's path (starting with /).
+//   - database: where the tables live (created if missing); default the
+//     dsn's database, else cosid. ASCII letters, digits, '_' and '-', at
+//     most 64 bytes.
+//   - tls: false (the default), true (verify the server), skip-verify or
+//     preferred; tlsCA: a PEM file of the CAs to verify the server with
+//     (implies tls=true).
+//   - poolSize: the most connections the pool opens, 1 to 10000; default
+//     10.
+//   - connectTimeout: the bound on opening a connection, at most 1h;
+//     default 10s.
+//   - lockTimeout: T of the server-side bounds below, 100ms to 24h;
+//     default 10s.
+//   - create (true): false opens only a database that holds the store's
+//     tables already; otherwise Open fails with ErrNotFound, having
+//     created and written nothing.
+//
+// A refused option is named with its value (dsn and password redacted)
+// and the reason.
+//
+// A store's identity (driver.Identifier) is the store_id row of its
+// cosid_meta table: random, written with the tables.
+//
+// # Tables
+//
+// In the database: the tables of internal/sqlstore (cosid_meta,
+// cosid_range, cosid_namespace, cosid_slot, cosid_owner), InnoDB. Other
+// tables may share the database (a Leaf leaf_alloc table, say).
+//
+// # Ranges
+//
+// Next is one statement, one round trip: an INSERT ... ON DUPLICATE KEY
+// UPDATE that adds the step unless the key is sealed or would pass
+// math.MaxInt64, and reports the new value through LAST_INSERT_ID(expr)
+// in its OK packet (neither server has UPDATE ... RETURNING); once the
+// store has seen a key, a plain UPDATE of the same shape. Nothing is lost
+// to the missing RETURNING: no second statement, no transaction.
+//
+// # Server-side bounds
+//
+// Every connection the driver opens carries: READ COMMITTED (each
+// statement reads the latest commits; the purge alone runs at REPEATABLE
+// READ), innodb_lock_wait_timeout of T/2 (at least 1 s), after which the
+// transaction is rolled back and tried again within the operation's
+// timeout, as after a deadlock (1213); on MariaDB,
+// idle_transaction_timeout of T/4 (at least 1 s), so a client gone silent
+// inside a transaction loses its connection, and its row locks, that long
+// after its last statement (MySQL 8 has no such setting: there a silent
+// holder's locks stay until the server's wait_timeout or TCP keepalives
+// end its connection, and others' statements give up after
+// innodb_lock_wait_timeout and are tried again); time_zone +00:00 and a
+// strict sql_mode.
+//
+// # Errors and events
+//
+// An operation that failed because no server answered (a refused or
+// broken connection, a server shutting down, a connection the server
+// killed, or a deadline passed since the last such failure) wraps
+// driver.ErrUnavailable. The store reports Disconnected when its
+// connections start failing and Connected when the server answers again
+// (driver.Notifier).
+//
+// # Replication
+//
+// Never-twice holds only if a commit the driver saw acknowledged survives a
+// failover: a single primary with innodb_flush_log_at_trx_commit=1 and
+// sync_binlog=1, or semi-synchronous (MySQL) or Galera-synchronous
+// replication. A database restored from a backup or a replica promoted
+// without the last commits is caught by the regression guard of every open
+// store (ErrCorrupt), but a store opened afterwards has nothing to compare
+// with.
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/sqlstore"
+	"github.com/cosid-go/store/internal/sqlstore/mysqldialect"
+)
+
+func init() { store.Register("mysql", fromOptions) }
+
+// driverStore is an open MySQL store. It implements driver.Store,
+// driver.RangeStore, driver.SlotLeaseStore, driver.SlotSeeder,
+// driver.Purger, driver.Pinger, driver.Identifier and driver.Notifier.
+type driverStore struct {
+	*sqlstore.Store
+	pool   *sql.DB
+	health *health
+}
+
+var (
+	_ driver.RangeStore     = (*driverStore)(nil)
+	_ driver.RangeAdvancer  = (*driverStore)(nil)
+	_ driver.SlotLeaseStore = (*driverStore)(nil)
+	_ driver.SlotSeeder     = (*driverStore)(nil)
+	_ driver.LayoutKeeper   = (*driverStore)(nil)
+	_ driver.Purger         = (*driverStore)(nil)
+	_ driver.Pinger         = (*driverStore)(nil)
+	_ driver.Identifier     = (*driverStore)(nil)
+)
+
+// fromOptions opens a store from options (see the package documentation).
+// It is the driver's factory.
+func fromOptions(options map[string]string) (driver.Store, error) {
+	c, err := parseOptions(options)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout+5*time.Second)
+	defer cancel()
+	return open(ctx, c)
+}
+
+// open opens the pool of c and the store on it; without c.create, only a
+// database with the tables is opened, and nothing is written.
+func open(ctx context.Context, c *config) (*driverStore, error) {
+	h := &health{server: c.server()}
+	conn, err := newConnector(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.create {
+		unlock, err := setupLock(ctx, conn, c.database)
+		if err != nil {
+			return nil, h.unavailable(err)
+		}
+		defer unlock()
+	}
+	pool := sql.OpenDB(conn)
+	pool.SetMaxOpenConns(c.poolSize)
+	pool.SetMaxIdleConns(c.poolSize)
+	d := mysqldialect.New(c.database)
+	sqlOpen := sqlstore.Open
+	if !c.create {
+		sqlOpen = sqlstore.OpenExisting
+	}
+	s, err := sqlOpen(ctx, newDB(pool, h, d), d)
+	if err != nil {
+		pool.Close()
+		if errors.Is(err, driver.ErrUnavailable) {
+			return nil, err // about the server, not the database
+		}
+		if errors.Is(err, driver.ErrNotFound) {
+			return nil, fmt.Errorf("mysql: no store in database %q on %s: %w", c.database, c.server(), err)
+		}
+		return nil, fmt.Errorf("mysql: database %q: %w", c.database, err)
+	}
+	return &driverStore{Store: s, pool: pool, health: h}, nil
+}
+
+// Close closes the pool.
+func (s *driverStore) Close() error { return s.pool.Close() }
