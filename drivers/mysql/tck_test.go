@@ -52,10 +52,6 @@ func TestTCK(t *testing.T) {
 			"poolSize": "-1", "connectTimeout": "soon", "lockTimeout": "5ms", "create": "maybe",
 			"tls": "maybe", "port": "70000", "database": "a;b",
 		},
-		KnownHoles: map[string]string{
-			"Operator/DeletedSlot": "a slot row deleted by hand under a live term is taken by another store as never used " +
-				"(fence 1, floor 0): the SQL layer keeps no record of a slot that outlives its row (issue 39)",
-		},
 		Histories: 10,
 	})
 }

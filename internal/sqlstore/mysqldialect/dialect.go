@@ -132,6 +132,11 @@ func Classify(err error) sqlstore.Kind {
 // keep is the upsert tail that keeps an existing row as it is.
 const keep = " ON DUPLICATE KEY UPDATE name = name"
 
+const slotUsedTable = `CREATE TABLE IF NOT EXISTS {p}cosid_slot_used (
+		namespace VARBINARY(1024) NOT NULL,
+		slot BIGINT NOT NULL,
+		PRIMARY KEY (namespace, slot)) ENGINE=InnoDB`
+
 // statements replace the shared ones whose syntax MySQL lacks (see the
 // package documentation).
 var statements = map[string]string{
@@ -169,6 +174,12 @@ var statements = map[string]string{
 		owner VARBINARY(1024) NOT NULL,
 		slots BLOB NOT NULL,
 		PRIMARY KEY (namespace, owner)) ENGINE=InnoDB`,
+	"Create[5]": slotUsedTable,
+	// Schema version 2 never existed on MySQL; the upgrade is valid anyway.
+	"Upgrade2[0]": slotUsedTable,
+	"Upgrade2[1]": `INSERT INTO {p}cosid_slot_used (namespace, slot) SELECT namespace, slot FROM {p}cosid_slot
+		ON DUPLICATE KEY UPDATE slot = {p}cosid_slot_used.slot`,
+	"SlotUsed": `INSERT INTO {p}cosid_slot_used (namespace, slot) VALUES ($1, $2) ON DUPLICATE KEY UPDATE slot = slot`,
 
 	"InitVersion":     `INSERT INTO {p}cosid_meta (name, value) VALUES ('schema_version', $1)` + keep,
 	"InitStoreID":     `INSERT INTO {p}cosid_meta (name, value) VALUES ('store_id', $1)` + keep,
