@@ -199,8 +199,10 @@ var statements = map[string]string{
 	// Used only with $2 >= 1: a row that matched has an id above 0.
 	"SealUpdate": MarkIDFound + `UPDATE {p}cosid_range SET next = LAST_INSERT_ID(next), sealed = TRUE
 		WHERE ` + "`key`" + ` = $1 AND next >= $2`,
-	"Init":        MarkUpsert + "INSERT INTO {p}cosid_range (`key`, next, sealed) VALUES ($1, $2, FALSE) ON DUPLICATE KEY UPDATE `key` = `key`",
-	"Keys":        "SELECT `key` FROM {p}cosid_range",
+	"Init": MarkUpsert + "INSERT INTO {p}cosid_range (`key`, next, sealed) VALUES ($1, $2, FALSE) ON DUPLICATE KEY UPDATE `key` = `key`",
+	"Keys": "SELECT `key` FROM {p}cosid_range",
+	// VARBINARY compares and sorts by bytes already.
+	"ListRanges":  "SELECT `key`, next, sealed FROM {p}cosid_range WHERE `key` > $1 ORDER BY `key` LIMIT $2",
 	"AdvanceRead": "SELECT next, sealed FROM {p}cosid_range WHERE `key` = $1{forupdate}",
 	"Advance": MarkUpsert + "INSERT INTO {p}cosid_range (`key`, next, sealed) VALUES ($1, $2, FALSE)" + `
 		ON DUPLICATE KEY UPDATE next = IF(sealed OR next >= $2, next, $2)`,
