@@ -36,6 +36,7 @@ func lockChecks() []check {
 		{"WaiterFences", needLocks, checkWaiterFences},
 		{"Seal", needLocks, checkLockSeal},
 		{"RaiseFences", needLocks, checkRaiseLockFences},
+		{"SealRaiseQueued", needLocks, checkLockSealRaiseQueued},
 	}
 }
 

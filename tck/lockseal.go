@@ -131,3 +131,40 @@ func checkRaiseLockFences(e *env) {
 		e.t.Errorf("LocksSealed after RaiseLockFences: %v, %v; want false", sealed, err)
 	}
 }
+
+// checkLockSealRaiseQueued: a waiter queued before SealLocks is never
+// granted the lock (driver.LockSealer), even when RaiseLockFences undid
+// the seal before its holder unlocked: the locks moved out and back in
+// meanwhile, and their holders elsewhere held fences up to the raise's
+// floor. A driver that looks at the seal only when a waiter reads its
+// queue misses a seal and a raise between two looks.
+func checkLockSealRaiseQueued(e *env) {
+	a := e.open(store.WithOwner("a"))
+	b := e.open(store.WithOwner("b"))
+	c := e.open(store.WithOwner("c"))
+	e.needLockSealer(a)
+	const name = "sealed-raised"
+	held := e.lock(a, name)
+	waiting := e.lockAsync(e.timeout(e.lockWait), b, name)
+	e.awaitWaiters(c, name, "a", "b")
+	floor, err := c.Locks().Seal(e.ctx)
+	e.fatalIf(err, "SealLocks")
+	raised := floor + 1_000_000 // the fences handed out elsewhere meanwhile
+	e.fatalIf(c.Locks().RaiseFences(e.ctx, raised), "RaiseLockFences(%d)", raised)
+	e.unlock(held)
+	r := e.await(waiting, "Lock queued before SealLocks and RaiseLockFences, its holder unlocked")
+	if r.err == nil {
+		e.t.Errorf("a waiter queued before SealLocks (floor %d) was granted the lock (fence %d) after it, the seal undone by RaiseLockFences(%d)",
+			floor, r.l.Fence(), raised)
+		e.unlock(r.l)
+	} else {
+		e.wantIs(r.err, store.ErrSealed, "Lock queued before SealLocks, then RaiseLockFences")
+	}
+	// The locks are open again, to waiters queued after the raise.
+	l, err := c.Locks().TryLock(e.ctx, name)
+	e.fatalIf(err, "TryLock after RaiseLockFences")
+	if l.Fence() <= raised {
+		e.t.Errorf("TryLock after RaiseLockFences(%d) got fence %d", raised, l.Fence())
+	}
+	e.unlock(l)
+}

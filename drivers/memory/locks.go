@@ -23,8 +23,11 @@ type lockEntry struct {
 	fence int64
 	store *driverStore
 	head  chan struct{} // closed when the entry reaches the head of its queue
-	lost  chan struct{} // closed when the store closes
-	state entryState
+	// sealed is the locks' seal as the entry was queued: once closed, the
+	// entry is never granted, even after RaiseLockFences replaced it.
+	sealed chan struct{}
+	lost   chan struct{} // closed when the store closes
+	state  entryState
 }
 
 type entryState int
@@ -51,8 +54,9 @@ func (st *state) dequeue(e *lockEntry) {
 		return
 	}
 	q.entries = slices.Delete(q.entries, i, i+1)
-	if i == 0 && len(q.entries) > 0 && !st.sealed() {
-		// Only the new head wakes: no herd.
+	if i == 0 && len(q.entries) > 0 && !st.sealed() && !closed(q.entries[0].sealed) {
+		// Only the new head wakes: no herd. One queued before a seal
+		// (undone since) is not granted: it leaves, handing on.
 		close(q.entries[0].head)
 	}
 }
@@ -78,19 +82,20 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 	}
 	s.st.fences++
 	e := &lockEntry{
-		name:  name,
-		owner: owner,
-		fence: s.st.fences,
-		store: s,
-		head:  make(chan struct{}),
-		lost:  make(chan struct{}),
+		name:   name,
+		owner:  owner,
+		fence:  s.st.fences,
+		store:  s,
+		head:   make(chan struct{}),
+		sealed: s.st.locksSealed,
+		lost:   make(chan struct{}),
 	}
 	q.entries = append(q.entries, e)
 	s.entries[e] = struct{}{}
 	if len(q.entries) == 1 {
 		close(e.head)
 	}
-	sealed := s.st.locksSealed // RaiseLockFences may replace it
+	sealed := e.sealed // RaiseLockFences may replace the store's
 	s.st.mu.Unlock()
 
 	var waitErr error

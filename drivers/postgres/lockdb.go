@@ -41,6 +41,7 @@ type lockStatements struct {
 	PurgeDelete                                                         []string
 	// lockseal.go
 	LocksSealed, SealLocks, SealWake, TicketLast, RaiseTicket, Unseal string
+	MarkUnsealed                                                      string
 }
 
 func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
@@ -77,9 +78,12 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		// The holder or first waiter of a name, for TryLock.
 		LockHead: `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket LIMIT 1`,
 		Enqueue:  `INSERT INTO {p}cosid_lock_waiter (ticket, name, owner, session) VALUES ($1, $2, $3, $4)`,
-		// One pass: the rows up to ours, with their sessions' counters.
+		// One pass: the rows up to ours, with their sessions' counters,
+		// and whether ours is refused: sealed, or queued before a seal
+		// a raise undid since (locks_unsealed, lockseal.go).
 		Pass: `SELECT w.ticket, w.session, s.confirmations, s.timeout_ms,
-			EXISTS (SELECT 1 FROM {p}cosid_meta WHERE name = 'locks_sealed')
+			EXISTS (SELECT 1 FROM {p}cosid_meta WHERE name = 'locks_sealed'
+				OR (name = 'locks_unsealed' AND value::bigint >= $2))
 		FROM {p}cosid_lock_waiter w JOIN {p}cosid_lock_session s ON s.id = w.session
 		WHERE w.name = $1 AND w.ticket <= $2 ORDER BY w.ticket`,
 		// A takeover deletes a session (its waiter rows go with it) only if its
@@ -114,6 +118,9 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		TicketLast:  `SELECT last_value FROM {p}cosid_lock_ticket`,
 		RaiseTicket: `SELECT setval('{p}cosid_lock_ticket', $1)`,
 		Unseal:      `DELETE FROM {p}cosid_meta WHERE name = 'locks_sealed'`,
+		MarkUnsealed: `INSERT INTO {p}cosid_meta (name, value)
+		SELECT 'locks_unsealed', $1::bigint::text WHERE EXISTS (SELECT 1 FROM {p}cosid_meta WHERE name = 'locks_sealed')
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
 		PurgeDelete: []string{`DELETE FROM {p}cosid_lock_waiter`, `DELETE FROM {p}cosid_lock_session`, `DELETE FROM {p}cosid_lock`},
 	}
 	return st, d.Prepare(st)

@@ -41,7 +41,15 @@ func (s *driverStore) SealLocks(ctx context.Context) (int64, error) {
 
 // RaiseLockFences moves the ticket sequence up to floor (setval: the next
 // ticket is above it) and removes the seal, with cosid_lock locked, so
-// that no enqueue takes a ticket between the read and the setval.
+// that no enqueue takes a ticket between the read and the setval. Undoing
+// a seal, it notes the last ticket in locks_unsealed: no waiter queues
+// while sealed, so the waiters at or below it were queued before the seal
+// and are never granted (a pass refuses them), even if none looked at the
+// seal before this raise.
+//
+// A seal or raise whose answer was lost cannot be applied after the
+// other: each holds cosid_lock's table lock from its first statement to
+// its commit, so only its commit can be late, and the other waits for it.
 func (s *driverStore) RaiseLockFences(ctx context.Context, floor int64) error {
 	err := pgx.BeginTxFunc(ctx, s.pool, beginBounded(s.cfg.LockTimeout), func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, s.lq.PurgeLockTables); err != nil {
@@ -49,6 +57,9 @@ func (s *driverStore) RaiseLockFences(ctx context.Context, floor int64) error {
 		}
 		var last int64
 		if err := tx.QueryRow(ctx, s.lq.TicketLast).Scan(&last); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.lq.MarkUnsealed, last); err != nil {
 			return err
 		}
 		if floor > last {

@@ -223,8 +223,9 @@
 // checks the version again (a multi of that check alone) when it comes
 // first, so no waiter is granted after the seal, and an uncontended Lock
 // sends no request more. czxids cannot be set, so RaiseLockFences writes
-// lock_fence_offset=N there (and removes the seal): a fence is the node's
-// czxid plus the offset its create checked, above N. SealLocks' floor is
+// lock_fence_offset=N there (and removes the seal, noting its mzxid as
+// locks_unsealed=Z: a node created before Z is never granted): a fence is
+// the node's czxid plus the offset its create checked, above N. SealLocks' floor is
 // the seal write's mzxid plus the offset.
 //
 // Lost closes when the session expires or is replaced, when the store

@@ -16,27 +16,32 @@ import (
 // The locks' seal and fence offset are lines of the data of {root}/lock,
 // the parent of every lock name's node, which a purge keeps:
 // locks_sealed=true once SealLocks ran (until RaiseLockFences),
-// lock_fence_offset=N once RaiseLockFences raised the fences. Each lock
+// lock_fence_offset=N once RaiseLockFences raised the fences,
+// locks_unsealed=Z once a RaiseLockFences undid a seal (Z: the seal's
+// mzxid; a node created before it is never granted). Each lock
 // node's create is a multi that also checks that node's version as the
 // store last read it (0, as created, until the store reads it): a seal or
 // raise since fails it as a whole, nothing created, and the store reads
 // the node again (refusing with ErrSealed if sealed) before it creates
 // again. So an uncontended Lock sends no request more. A node that waited
 // checks the version again, in a multi of that check alone, when it comes
-// first: a waiter queued before a seal is never granted after it. czxids
+// first: a waiter queued before a seal is never granted after it, even if
+// a raise undid the seal before that check (locks_unsealed). czxids
 // are the ensemble's zxids, which cannot be set, so a fence is the node's
 // czxid plus the offset its create checked. A store that may not read the
 // node cannot check it and ignores the seal.
 const (
 	fieldLocksSealed     = "locks_sealed"
 	fieldLockFenceOffset = "lock_fence_offset"
+	fieldLocksUnsealed   = "locks_unsealed"
 )
 
 var _ driver.LockSealer = (*driverStore)(nil)
 
 type lockRoot struct {
-	sealed bool
-	offset int64
+	sealed   bool
+	offset   int64
+	unsealed int64 // the mzxid of the last seal a raise undid
 }
 
 // parseLockRoot reads the lock lines of the root's data.
@@ -54,6 +59,11 @@ func parseLockRoot(root string, data []byte) (lockRoot, error) {
 	}
 	if v, ok := lines.get(fieldLockFenceOffset); ok {
 		if r.offset, err = parseDecimal(fieldLockFenceOffset, v); err != nil {
+			return lockRoot{}, corruptData(root, data, err)
+		}
+	}
+	if v, ok := lines.get(fieldLocksUnsealed); ok {
+		if r.unsealed, err = parseDecimal(fieldLocksUnsealed, v); err != nil {
 			return lockRoot{}, corruptData(root, data, err)
 		}
 	}
@@ -78,9 +88,10 @@ func offsetFence(name string, czxid, offset int64) (int64, error) {
 }
 
 // updateLockRoot rewrites the root's data with change, on the version it
-// read, until no other write came between; it returns the new state and
-// the write's Stat.
-func (s *lockStore) updateLockRoot(ctx context.Context, change func(lockRoot, []byte) ([]byte, error)) (lockRoot, *zk.Stat, error) {
+// read (given with its Stat), until no other write came between; it
+// returns the new state and the write's Stat. Both writers compare that
+// version, so one applied late, after the other, changes nothing.
+func (s *lockStore) updateLockRoot(ctx context.Context, change func(lockRoot, *zk.Stat, []byte) ([]byte, error)) (lockRoot, *zk.Stat, error) {
 	a := attempts{s: s.session}
 	for {
 		rs, err := s.getNodes(ctx, []string{s.lockRootPath()}, &a)
@@ -101,7 +112,7 @@ func (s *lockStore) updateLockRoot(ctx context.Context, change func(lockRoot, []
 		if err != nil {
 			return lockRoot{}, nil, err
 		}
-		data, err := change(cur, r.data)
+		data, err := change(cur, r.stat, r.data)
 		if err == nil {
 			err = checkVersion(s.lockRootPath(), r.stat.Version)
 		}
@@ -130,7 +141,7 @@ func (s *lockStore) updateLockRoot(ctx context.Context, change func(lockRoot, []
 // its mzxid is above every lock node's czxid created before: that plus the
 // offset is the floor.
 func (s *lockStore) SealLocks(ctx context.Context) (int64, error) {
-	r, stat, err := s.updateLockRoot(ctx, func(_ lockRoot, data []byte) ([]byte, error) {
+	r, stat, err := s.updateLockRoot(ctx, func(_ lockRoot, _ *zk.Stat, data []byte) ([]byte, error) {
 		return withLine(data, fieldLocksSealed, "true")
 	})
 	if err != nil {
@@ -140,11 +151,19 @@ func (s *lockStore) SealLocks(ctx context.Context) (int64, error) {
 }
 
 // RaiseLockFences raises lock_fence_offset to floor (a fence is a czxid,
-// at least 1, plus the offset: above floor) and removes the seal.
+// at least 1, plus the offset: above floor) and removes the seal, noting
+// the seal's mzxid (the root's, as read) in locks_unsealed: the nodes
+// created before it stay refused.
 func (s *lockStore) RaiseLockFences(ctx context.Context, floor int64) error {
-	_, _, err := s.updateLockRoot(ctx, func(cur lockRoot, data []byte) ([]byte, error) {
+	_, _, err := s.updateLockRoot(ctx, func(cur lockRoot, stat *zk.Stat, data []byte) ([]byte, error) {
 		data, err := withLine(data, fieldLockFenceOffset, strconv.FormatInt(max(cur.offset, floor), 10))
 		if err != nil {
+			return nil, err
+		}
+		if !cur.sealed {
+			return data, nil
+		}
+		if data, err = withLine(data, fieldLocksUnsealed, strconv.FormatInt(stat.Mzxid, 10)); err != nil {
 			return nil, err
 		}
 		return withoutLine(data, fieldLocksSealed)
@@ -291,8 +310,9 @@ func (s *lockStore) readLockRoot(ctx context.Context, a *attempts) (lockRoot, er
 
 // stillOpen checks, for a node that waited and is now first, that the
 // node holding the seal is still at the version its create checked, in a multi of that check
-// alone; if it did, that the locks are not sealed.
-func (s *lockStore) stillOpen(ctx context.Context, n *lockNode, a *attempts) error {
+// alone; if it is not, that the locks are not sealed, nor were since the
+// node's create (czxid) by a seal a raise undid.
+func (s *lockStore) stillOpen(ctx context.Context, n *lockNode, czxid int64, a *attempts) error {
 	s.lk.mu.Lock()
 	check, name := n.checked, n.name
 	s.lk.mu.Unlock()
@@ -309,7 +329,7 @@ func (s *lockStore) stillOpen(ctx context.Context, n *lockNode, a *attempts) err
 			if err != nil {
 				return err
 			}
-			if st.sealed {
+			if st.sealed || st.unsealed > czxid {
 				return errLocksSealed(name)
 			}
 			return nil

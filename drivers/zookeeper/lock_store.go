@@ -235,7 +235,7 @@ func (s *lockStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, early
 				// Granted after a wait: only if the locks were not sealed
 				// meanwhile (lock_seal.go); first at once, it held the
 				// lock from its create on.
-				if err := s.stillOpen(ctx, n, &a); err != nil {
+				if err := s.stillOpen(ctx, n, fence, &a); err != nil {
 					return 0, err
 				}
 			}
