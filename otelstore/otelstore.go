@@ -38,9 +38,16 @@
 //     reach a lease's floor.
 //   - cosid.idgen.prefetch.size: the values a segment generator fetches at a
 //     time, by key.
+//   - cosid.idgen.ids ({id}): IDs issued by each generator given to Add, by
+//     generator ("segment", "snowflake") and key or slot.
+//   - cosid.idgen.segment.refills, cosid.idgen.segment.waits: a Segment's
+//     store calls that reserved values, and its NextID calls that found
+//     nothing left and waited for one (idgen.SegmentStats), by key.
 //
-// Every measurement also carries the attributes given to New: use them to
-// tell stores apart when several share a meter provider.
+// Every measurement also carries the attributes given to New and a
+// "store" attribute (New's, or a number New gives), so that two stores
+// sharing a meter provider stay apart. The instrumentation scope carries
+// the module's version (Version).
 package otelstore
 
 import (
@@ -53,6 +60,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/idgen"
 )
 
 // ScopeName is the instrumentation scope of the meter the metrics use.
@@ -75,18 +83,26 @@ type Metrics struct {
 	prefetch      metric.Int64Gauge
 	connected     metric.Int64ObservableGauge
 	leaseLeft     metric.Float64ObservableGauge
+	ids           metric.Int64ObservableCounter
+	refills       metric.Int64ObservableCounter
+	waits         metric.Int64ObservableCounter
 	registration  metric.Registration
 	opSets        sync.Map // opKey -> metric.MeasurementOption
 	mu            sync.Mutex
 	connState     int64 // -1 until the driver reports a state
 	leaseDeadline map[string]time.Time
+	gens          []idgen.Generator // Add's
 }
 
-// New creates the instruments on a meter of mp. attrs are added to every
-// measurement.
+// New creates the instruments on a meter of mp (scope ScopeName, version
+// Version()). attrs are added to every measurement; without a "store"
+// attribute among them, one is added: the number of this Metrics in the
+// process ("1", "2", ...), so that two stores never merge. Name the store
+// with attribute.String("store", name) for series that keep their name
+// across restarts.
 func New(mp metric.MeterProvider, attrs ...attribute.KeyValue) (*Metrics, error) {
-	m := &Metrics{attrs: attrs, connState: -1, leaseDeadline: map[string]time.Time{}}
-	meter := mp.Meter(ScopeName)
+	m := &Metrics{attrs: withStore(attrs), connState: -1, leaseDeadline: map[string]time.Time{}}
+	meter := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version()))
 	b := builder{meter: meter}
 	m.ops = b.counter("cosid.store.operations", "{operation}", "Calls of the store API, by operation and outcome.")
 	m.duration = b.histogram("cosid.store.operation.duration", "Latency of the calls of the store API, by operation and outcome.")
@@ -116,7 +132,19 @@ func New(mp metric.MeterProvider, attrs ...attribute.KeyValue) (*Metrics, error)
 			metric.WithUnit("s"), metric.WithDescription("Time until a generator must stop issuing under its slot lease, by slot."))
 	}
 	if b.err == nil {
-		m.registration, b.err = meter.RegisterCallback(m.observe, m.connected, m.leaseLeft)
+		m.ids, b.err = meter.Int64ObservableCounter("cosid.idgen.ids",
+			metric.WithUnit("{id}"), metric.WithDescription("IDs a generator issued, by generator and key or slot."))
+	}
+	if b.err == nil {
+		m.refills, b.err = meter.Int64ObservableCounter("cosid.idgen.segment.refills",
+			metric.WithUnit("{call}"), metric.WithDescription("Store calls that reserved values for a segment generator, by key."))
+	}
+	if b.err == nil {
+		m.waits, b.err = meter.Int64ObservableCounter("cosid.idgen.segment.waits",
+			metric.WithUnit("{call}"), metric.WithDescription("NextID calls of a segment generator that found no value left and waited for a refill, by key."))
+	}
+	if b.err == nil {
+		m.registration, b.err = meter.RegisterCallback(m.observe, m.connected, m.leaseLeft, m.ids, m.refills, m.waits)
 	}
 	if b.err != nil {
 		return nil, b.err
@@ -238,5 +266,6 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 	for slot, deadline := range m.leaseDeadline {
 		o.ObserveFloat64(m.leaseLeft, max(deadline.Sub(now).Seconds(), 0), m.with(attribute.String("slot", slot)))
 	}
+	m.observeGenerators(o)
 	return nil
 }

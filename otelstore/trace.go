@@ -39,7 +39,7 @@ type Tracer struct {
 
 // NewTracer makes a Tracer on a tracer of tp. attrs are added to every span.
 func NewTracer(tp trace.TracerProvider, attrs ...attribute.KeyValue) *Tracer {
-	return &Tracer{tracer: tp.Tracer(ScopeName), attrs: attrs}
+	return &Tracer{tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version())), attrs: attrs}
 }
 
 // Observer returns the store.Observer that starts and ends the spans.
