@@ -396,26 +396,33 @@ func TestNoLogPerSuccessfulCall(t *testing.T) {
 // after connection losses, and keeps the context value tag it was given.
 type retrier struct {
 	memoryRanges
-	mu   sync.Mutex
-	tags []any
+	mu     sync.Mutex
+	tags   []any
+	report func(driver.Event)
 }
+
+func (r *retrier) Notify(f func(driver.Event)) { r.report = f }
 
 func (r *retrier) Next(ctx context.Context, key string, step int64) (int64, error) {
 	r.mu.Lock()
 	r.tags = append(r.tags, ctx.Value(spanKey{}))
 	r.mu.Unlock()
-	driver.Retried(ctx)
-	driver.Retried(ctx)
+	lost := errors.New("connection lost")
+	driver.Retried(ctx, r.report, 1, lost)
+	driver.Retried(ctx, r.report, 2, lost)
 	return r.memoryRanges.Next(ctx, key, step)
 }
 
 // TestObserverStartCarriesContext: the context Start returns is the
 // driver's and Op's, chained over observers, and Op counts the driver's
-// retries; a call refused before the driver still starts and ends.
+// retries; a call refused before the driver still starts and ends. Each
+// retry, reported once by the driver (driver.Retried), is both counted and
+// a Retry event.
 func TestObserverStartCarriesContext(t *testing.T) {
 	d := &retrier{memoryRanges: newGate("").memoryRanges}
 	var mu sync.Mutex
 	var ends []string
+	var retries []int
 	tag := func(name string) store.Observer {
 		return store.Observer{
 			Start: func(ctx context.Context, s store.OpStart) context.Context {
@@ -426,6 +433,13 @@ func TestObserverStartCarriesContext(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				ends = append(ends, fmt.Sprintf("%v retries=%d %s", ctx.Value(spanKey{}), e.Retries, e.Outcome))
+			},
+			Event: func(e store.Event) {
+				if e.Kind == store.Retry && name == "a" {
+					mu.Lock()
+					defer mu.Unlock()
+					retries = append(retries, e.Attempt)
+				}
 			},
 		}
 	}
@@ -448,5 +462,8 @@ func TestObserverStartCarriesContext(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantEnds, ends); diff != "" {
 		t.Errorf("Op saw (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{1, 2}, retries); diff != "" {
+		t.Errorf("Retry events' attempts (-want +got):\n%s", diff)
 	}
 }

@@ -70,12 +70,17 @@ type Event struct {
 	Err       error         // the failure behind the event, if any
 }
 
-// Retried tells the portable layer that the call running under ctx tries
-// its operation again (a Retry), for the call's observers (OpEvent.Retries
-// and the traces built on it). It does nothing when no one counts.
-func Retried(ctx context.Context) {
+// Retried is a driver's one report of a retry: the call running under ctx
+// tries its operation again (attempt 1 for the first retry) after err.
+// report, the function the portable layer gave Notify (nil if none), gets
+// it as a Retry event for the store's logger and observers, and the call's
+// observers count it (OpEvent.Retries and the traces built on it).
+func Retried(ctx context.Context, report func(Event), attempt int, err error) {
 	if c, ok := ctx.Value(retriesKey{}).(*RetryCounter); ok {
 		c.n.Add(1)
+	}
+	if report != nil {
+		report(Event{Kind: Retry, Attempt: attempt, Err: err})
 	}
 }
 

@@ -242,8 +242,7 @@ func retryable(err error) bool {
 // deadline, attempts.go) and writes should resume about when a new leader
 // is elected, not a long sleep later.
 func (s *etcdStore) backoff(ctx context.Context, n int, err error) error {
-	driver.Retried(ctx)
-	s.emit(driver.Event{Kind: driver.Retry, Attempt: n, Err: err})
+	driver.Retried(ctx, s.emit, n, err)
 	d := min(10*time.Millisecond<<min(n, 6), 100*time.Millisecond)
 	t := time.NewTimer(d)
 	defer t.Stop()

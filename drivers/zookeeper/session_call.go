@@ -129,8 +129,7 @@ func (a *attempts) retry(ctx context.Context, err error) error {
 	timer := time.NewTimer(p.sleep(a.n))
 	defer timer.Stop()
 	a.n++
-	a.s.report(driver.Event{Kind: driver.Retry, Attempt: a.n, Err: err})
-	driver.Retried(ctx)
+	driver.Retried(ctx, a.s.report, a.n, err)
 	start := monoNow()
 	select {
 	case <-timer.C:
