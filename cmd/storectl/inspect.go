@@ -184,17 +184,12 @@ func survey(ctx context.Context, st *store.Store, now int64) (*report, error) {
 }
 
 func surveyKeys(ctx context.Context, st *store.Store) ([]keyReport, error) {
-	keys, err := st.Ranges().Keys(ctx)
-	if err != nil {
-		return nil, err
-	}
 	out := []keyReport{}
-	for _, k := range keys {
-		next, sealed, err := st.Ranges().Current(ctx, k)
+	for k, err := range st.Ranges().All(ctx) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, keyReport{Key: k, Next: next, Sealed: sealed})
+		out = append(out, keyReport{Key: k.Key, Next: k.Next, Sealed: k.Sealed})
 	}
 	return out, nil
 }
@@ -242,12 +237,11 @@ func surveySlots(ctx context.Context, st *store.Store, now int64) ([]nsReport, e
 }
 
 func surveyLocks(ctx context.Context, st *store.Store) ([]lockReport, error) {
-	names, err := st.Locks().List(ctx)
-	if err != nil {
-		return nil, err
-	}
 	out := []lockReport{}
-	for _, name := range names {
+	for name, err := range st.Locks().All(ctx) {
+		if err != nil {
+			return nil, err
+		}
 		ws, err := st.Locks().Waiters(ctx, name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err

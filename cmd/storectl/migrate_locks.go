@@ -26,22 +26,15 @@ type lockStep struct {
 // --force). A target whose locks are sealed had them moved out before:
 // they move back in.
 func (m *migration) planLocks(ctx context.Context, p *plan) error {
-	names, err := m.src.Locks().List(ctx)
-	if errors.Is(err, store.ErrUnsupported) {
-		return nil // no locks to move
-	}
-	if err != nil {
-		return err
-	}
-	ls := &lockStep{names: len(names)}
-	ls.sealed, err = m.src.Locks().Sealed(ctx)
-	switch {
-	case err == nil:
-		ls.canSeal = true
-	case !errors.Is(err, store.ErrUnsupported):
-		return err
-	}
-	for _, name := range names {
+	ls := &lockStep{}
+	for name, err := range m.src.Locks().All(ctx) {
+		if errors.Is(err, store.ErrUnsupported) {
+			return nil // no locks to move
+		}
+		if err != nil {
+			return err
+		}
+		ls.names++
 		ws, err := m.src.Locks().Waiters(ctx, name)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
@@ -53,6 +46,14 @@ func (m *migration) planLocks(ctx context.Context, p *plan) error {
 			p.live = append(p.live, fmt.Sprintf("lock %s held by %s (fence %d), %s", name, ws[0].Owner, ws[0].Fence,
 				count(len(ws)-1, "waiter")))
 		}
+	}
+	var err error
+	ls.sealed, err = m.src.Locks().Sealed(ctx)
+	switch {
+	case err == nil:
+		ls.canSeal = true
+	case !errors.Is(err, store.ErrUnsupported):
+		return err
 	}
 	if ls.sealed && !p.moved && !m.adopt {
 		// A store-wide seal names no target: only a key or namespace of
