@@ -66,7 +66,9 @@ func testSegmentNoDuplicates(t *testing.T, b backend) {
 	var all collector
 	var wg sync.WaitGroup
 	for s := range stores {
-		st, _ := open(t, b)
+		// The test counts IDs, not timeouts: at load 30 a ZooKeeper write
+		// took longer than the default 3s and the IDs came up short.
+		st, _ := open(t, b, store.WithTimeout(30*time.Second))
 		for n := range gens {
 			// Small, unlike steps make ranges of generators interleave.
 			g := newSegment(t, st, "shared/key", idgen.SegmentOptions{Step: int64(7 + 3*s + n)})
