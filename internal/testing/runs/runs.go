@@ -88,7 +88,10 @@ func child(s settings) int {
 	skew := time.Duration(s.SkewMs) * time.Millisecond
 	g, err := idgen.NewSnowflake(ctx, st, store.Namespace{Name: s.NS, Limit: s.Limit, Tolerance: 100 * time.Millisecond}, Owner,
 		idgen.SnowflakeOptions{
-			Acquire: store.AcquireOptions{TTL: time.Second, Reclaim: s.Reclaim},
+			// 3s, not 1s: at load 30 a renewal went unanswered for 900ms
+			// (ttl less margin), the lease was lost, and the restarted
+			// run issued too few IDs to prove anything.
+			Acquire: store.AcquireOptions{TTL: 3 * time.Second, Reclaim: s.Reclaim},
 			Clock:   func() time.Time { return time.Now().Add(-skew) },
 			MaxWait: 20 * time.Second, // the wait for a floor left by an earlier run
 		})
