@@ -3,9 +3,8 @@ package mysql
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/cosid-go/store/internal/testing/leakcheck"
 	"github.com/cosid-go/store/internal/testing/mysqltest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(mysqltest.Wrap(m)) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(mysqltest.Wrap(m)) }
