@@ -123,7 +123,7 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 	} else {
 		s.Store = m.storeStatus(ctx, st, id)
 		if s.Store.PingError != "" {
-			s.Problems = append(s.Problems, "store: "+s.Store.PingError)
+			s.Problems = append(s.Problems, s.Store.PingError) // "store: Ping: ..."
 		}
 	}
 	for _, g := range gens {

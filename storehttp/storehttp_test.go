@@ -207,3 +207,46 @@ func TestNoStore(t *testing.T) {
 		t.Errorf("/readyz without a store: %d %q", rec.Code, rec.Body)
 	}
 }
+
+// TestReadyLostLease: a Snowflake whose slot another process took over
+// makes readiness fail, naming the slot and the cause.
+func TestReadyLostLease(t *testing.T) {
+	ctx := context.Background()
+	mon, st, srv := setup(t)
+	ns := store.Namespace{Name: "workers", Limit: 1}
+	opts := idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: 3 * time.Second}}
+	sf, err := idgen.NewSnowflake(ctx, st, ns, "host-a", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close(ctx)
+	mon.Add(sf)
+	if code, body := get(t, srv, "/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz: %d %q", code, body)
+	}
+	// A restart of host-a in another process: same owner, another
+	// incarnation, reclaiming the slot.
+	other, err := store.Open("memory", map[string]string{"name": t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	opts.Acquire.Reclaim = true
+	taker, err := idgen.NewSnowflake(ctx, other, ns, "host-a", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taker.Close(ctx)
+	select {
+	case <-sf.Session().Done(): // its next renewal finds the slot taken
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session did not end after its slot was taken over")
+	}
+	code, body := get(t, srv, "/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "snowflake workers/0: ") || !strings.Contains(body, "lease lost") {
+		t.Errorf("/readyz with the lease lost: %d %q", code, body)
+	}
+	if s := snapshot(t, srv); len(s.Snowflakes) != 1 || s.Snowflakes[0].State != "lost" {
+		t.Errorf("snowflakes: %+v", s.Snowflakes)
+	}
+}
