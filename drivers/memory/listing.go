@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/cosid-go/store/driver"
@@ -13,7 +14,7 @@ func (s *driverStore) ListRanges(ctx context.Context, after string, limit int) (
 		return nil, err
 	}
 	defer s.st.mu.Unlock()
-	keys := pageOf(s.st.ranges, after, limit)
+	keys := page(&s.st.rangeIndex, s.st.ranges, s.st.purges, after, limit)
 	out := make([]driver.KeyState, len(keys))
 	for i, k := range keys {
 		r := s.st.ranges[k]
@@ -28,22 +29,27 @@ func (s *driverStore) ListLocks(ctx context.Context, after string, limit int) ([
 		return nil, err
 	}
 	defer s.st.mu.Unlock()
-	return pageOf(s.st.locks, after, limit), nil
+	return page(&s.st.lockIndex, s.st.locks, s.st.purges, after, limit), nil
 }
 
-// pageOf returns the first limit keys of m above after, sorted. The maps
-// are not ordered, so a page looks at every key; it keeps only the page.
-func pageOf[V any](m map[string]V, after string, limit int) []string {
-	page := make([]string, 0, min(limit, len(m))+1)
-	for k := range m {
-		if k <= after || (len(page) == limit && k >= page[limit-1]) {
-			continue
-		}
-		i, _ := slices.BinarySearch(page, k)
-		page = slices.Insert(page, i, k)
-		if len(page) > limit {
-			page = page[:limit]
-		}
+// sortedKeys is a map's keys, sorted. Keys and lock names are only ever
+// added, or all cleared by a purge, so the index is right while the map
+// has as many keys as when it was sorted and no purge came between: a
+// listing sorts once, not once a page.
+type sortedKeys struct {
+	n, purges int64
+	keys      []string
+}
+
+// page returns the first limit keys of m above after, in a new slice.
+func page[V any](x *sortedKeys, m map[string]V, purges int64, after string, limit int) []string {
+	if x.n != int64(len(m)) || x.purges != purges || x.keys == nil {
+		x.keys = slices.Sorted(maps.Keys(m))
+		x.n, x.purges = int64(len(m)), purges
 	}
-	return page
+	i, found := slices.BinarySearch(x.keys, after)
+	if found {
+		i++
+	}
+	return slices.Clone(x.keys[i:min(i+limit, len(x.keys))])
 }

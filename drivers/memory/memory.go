@@ -152,7 +152,11 @@ type state struct {
 	ranges map[string]*rangeEntry
 	spaces map[string]*namespace
 	locks  map[string]*lockQueue
-	fences int64 // last lock fence handed out; only grows, like a czxid
+	// The keys and lock names sorted, for the listings' pages
+	// (listing.go); purges counts the purges, which invalidate them.
+	rangeIndex, lockIndex sortedKeys
+	purges                int64
+	fences                int64 // last lock fence handed out; only grows, like a czxid
 	// locksSealed is closed by SealLocks: waiters queued before wake and
 	// give up. A purge keeps it, like the fences.
 	locksSealed chan struct{}

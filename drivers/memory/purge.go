@@ -84,5 +84,6 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 	clear(s.st.ranges)
 	clear(s.st.spaces)
 	clear(s.st.locks)
+	s.st.purges++
 	return deleted, nil
 }
