@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -169,19 +170,22 @@ func heapSampler() func() uint64 {
 }
 
 // lineCounter counts the lines written to it and keeps the last few
-// hundred bytes, for a failure's message.
+// hundred bytes, for a failure's message; it allocates nothing per write,
+// so that what a phase allocates is the command's.
 type lineCounter struct {
 	mu    sync.Mutex
 	lines int64
-	tail  string
+	tail  []byte
 }
 
 func (c *lineCounter) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lines += int64(strings.Count(string(p), "\n"))
-	c.tail += string(p)
-	c.tail = c.tail[max(0, len(c.tail)-600):]
+	c.lines += int64(bytes.Count(p, []byte("\n")))
+	c.tail = append(c.tail, p[max(0, len(p)-600):]...)
+	if n := len(c.tail); n > 600 {
+		c.tail = append(c.tail[:0], c.tail[n-600:]...)
+	}
 	return len(p), nil
 }
 
