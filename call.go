@@ -25,7 +25,7 @@ type op struct {
 // result is returned even with an error (Purge reports what it deleted).
 // Observers see every call, whatever its driver.
 func call[D, T any](ctx context.Context, s *Store, o op, f func(context.Context, D) (T, error)) (T, error) {
-	if len(s.onOp) == 0 && len(s.onStart) == 0 {
+	if len(s.onEnd) == 0 && len(s.onStart) == 0 {
 		v, err := run(ctx, s, o, f)
 		if err != nil {
 			s.failed(o, err)

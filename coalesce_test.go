@@ -337,7 +337,7 @@ func TestCoalescedObserverSeesEachCaller(t *testing.T) {
 		Start: func(ctx context.Context, _ store.OpStart) context.Context {
 			return context.WithValue(ctx, spanKey{}, new(int))
 		},
-		Op: func(ctx context.Context, e store.OpEvent) {
+		End: func(ctx context.Context, e store.OpEnd) {
 			mu.Lock()
 			ops = append(ops, e.Op+" "+e.Key+" "+e.Outcome)
 			if p, ok := ctx.Value(spanKey{}).(*int); ok {
@@ -364,7 +364,7 @@ func TestCoalescedObserverSeesEachCaller(t *testing.T) {
 		t.Errorf("observed %q, want %q (one per call)", ops, w)
 	}
 	if len(spans) != 4 {
-		t.Errorf("Op saw %d contexts from Start, want 4 (one per call): %v", len(spans), spans)
+		t.Errorf("End saw %d contexts from Start, want 4 (one per call): %v", len(spans), spans)
 	}
 }
 

@@ -17,13 +17,13 @@ import (
 type Observer struct {
 	// Start is called once per call of the portable API, as it begins,
 	// with the caller's context; the context it returns is the one the
-	// driver gets and Op is given (a tracer puts its span there). It must
+	// driver gets and End is given (a tracer puts its span there). It must
 	// derive from ctx. The Start hooks of several observers are chained in
 	// the order of WithObserver.
 	Start func(ctx context.Context, e OpStart) context.Context
-	// Op is called once per call of the portable API, when it returns,
+	// End is called once per call of the portable API, when it returns,
 	// with the context Start returned (the caller's if no Start).
-	Op func(ctx context.Context, e OpEvent)
+	End func(ctx context.Context, e OpEnd)
 	// Event is called for everything that is not the result of a call:
 	// connection state changes and retries from drivers that report them
 	// (driver.Notifier), locks taken, released and lost, leases lost, and
@@ -31,15 +31,15 @@ type Observer struct {
 	Event func(Event)
 }
 
-// WithObserver adds o to the store's observers. Every driver gets the Op
+// WithObserver adds o to the store's observers. Every driver gets the End
 // calls; Event calls come from what the driver and the caller report.
 func WithObserver(o Observer) Option {
 	return func(s *Store) error {
 		if o.Start != nil {
 			s.onStart = append(s.onStart, o.Start)
 		}
-		if o.Op != nil {
-			s.onOp = append(s.onOp, o.Op)
+		if o.End != nil {
+			s.onEnd = append(s.onEnd, o.End)
 		}
 		if o.Event != nil {
 			s.onEvent = append(s.onEvent, o.Event)
@@ -54,8 +54,8 @@ type OpStart struct {
 	Key string // the key, namespace, slot ("ns/3") or lock name; "" for listings
 }
 
-// OpEvent is one call of the portable API, once it returned.
-type OpEvent struct {
+// OpEnd is one call of the portable API, once it returned.
+type OpEnd struct {
 	Op       string // "Next", "Acquire", "Lock", ...
 	Key      string // the key, namespace, slot ("ns/3") or lock name; "" for listings
 	Duration time.Duration
@@ -184,8 +184,8 @@ func (s *Store) opStart(ctx context.Context, o op) context.Context {
 
 // opDone reports the end of a call of the portable API.
 func (s *Store) opDone(ctx context.Context, o op, d time.Duration, retries int64, err error) {
-	e := OpEvent{Op: o.name, Key: o.key, Duration: d, Err: err, Outcome: Outcome(err), Retries: int(retries)}
-	for _, f := range s.onOp {
+	e := OpEnd{Op: o.name, Key: o.key, Duration: d, Err: err, Outcome: Outcome(err), Retries: int(retries)}
+	for _, f := range s.onEnd {
 		f(ctx, e)
 	}
 }

@@ -22,13 +22,13 @@ import (
 // recorder is an Observer that keeps what it is told.
 type recorder struct {
 	mu     sync.Mutex
-	ops    []store.OpEvent
+	ops    []store.OpEnd
 	events []store.Event
 }
 
 func (r *recorder) observer() store.Observer {
 	return store.Observer{
-		Op: func(_ context.Context, e store.OpEvent) {
+		End: func(_ context.Context, e store.OpEnd) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.ops = append(r.ops, e)
@@ -350,7 +350,7 @@ func BenchmarkNextHook(b *testing.B) {
 	b.Run("none", func(b *testing.B) { benchmarkNext(b) })
 	b.Run("observed", func(b *testing.B) {
 		var n int
-		benchmarkNext(b, store.WithObserver(store.Observer{Op: func(context.Context, store.OpEvent) { n++ }}))
+		benchmarkNext(b, store.WithObserver(store.Observer{End: func(context.Context, store.OpEnd) { n++ }}))
 	})
 }
 
@@ -414,7 +414,7 @@ func (r *retrier) Next(ctx context.Context, key string, step int64) (int64, erro
 }
 
 // TestObserverStartCarriesContext: the context Start returns is the
-// driver's and Op's, chained over observers, and Op counts the driver's
+// driver's and End's, chained over observers, and End counts the driver's
 // retries; a call refused before the driver still starts and ends. Each
 // retry, reported once by the driver (driver.Retried), is both counted and
 // a Retry event.
@@ -429,7 +429,7 @@ func TestObserverStartCarriesContext(t *testing.T) {
 				prev, _ := ctx.Value(spanKey{}).(string)
 				return context.WithValue(ctx, spanKey{}, prev+name+":"+s.Op+" "+s.Key+";")
 			},
-			Op: func(ctx context.Context, e store.OpEvent) {
+			End: func(ctx context.Context, e store.OpEnd) {
 				mu.Lock()
 				defer mu.Unlock()
 				ends = append(ends, fmt.Sprintf("%v retries=%d %s", ctx.Value(spanKey{}), e.Retries, e.Outcome))
@@ -461,7 +461,7 @@ func TestObserverStartCarriesContext(t *testing.T) {
 		want + " retries=0 invalid_argument", want + " retries=0 invalid_argument",
 	}
 	if diff := cmp.Diff(wantEnds, ends); diff != "" {
-		t.Errorf("Op saw (-want +got):\n%s", diff)
+		t.Errorf("End saw (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]int{1, 2}, retries); diff != "" {
 		t.Errorf("Retry events' attempts (-want +got):\n%s", diff)

@@ -78,7 +78,7 @@ type Store struct {
 	listPage    int // entries per driver call of a listing (listing.go)
 
 	onStart []func(context.Context, OpStart) context.Context // Observer.Start of every WithObserver
-	onOp    []func(context.Context, OpEvent)                 // Observer.Op of every WithObserver
+	onEnd   []func(context.Context, OpEnd)                   // Observer.End of every WithObserver
 
 	logger  *slog.Logger   // nil: silent
 	onEvent []func(Event)  // Observer.Event of every WithObserver

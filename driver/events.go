@@ -74,7 +74,7 @@ type Event struct {
 // tries its operation again (attempt 1 for the first retry) after err.
 // report, the function the portable layer gave Notify (nil if none), gets
 // it as a Retry event for the store's logger and observers, and the call's
-// observers count it (OpEvent.Retries and the traces built on it).
+// observers count it (OpEnd.Retries and the traces built on it).
 func Retried(ctx context.Context, report func(Event), attempt int, err error) {
 	if c, ok := ctx.Value(retriesKey{}).(*RetryCounter); ok {
 		c.n.Add(1)

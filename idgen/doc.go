@@ -66,6 +66,6 @@
 // # Errors
 //
 // Errors wrap the sentinels of this package (ErrLeaseLost, ErrClockBackwards,
-// ErrCeiling, ErrTimestampOverflow, ErrUnavailable, ErrInUse, ErrClosed) and,
+// ErrCeiling, ErrTimestampOverflow, ErrNoRange, ErrInUse, ErrClosed) and,
 // where a store call failed, the store's error, for errors.Is.
 package idgen

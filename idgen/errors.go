@@ -29,17 +29,19 @@ var (
 	// timestamp bits (the layout's lifetime is over).
 	ErrTimestampOverflow = errors.New("idgen: timestamp does not fit the layout")
 
-	// ErrUnavailable: a Segment has no value left and the store did not
-	// provide a new range; the store's error is wrapped with it.
-	ErrUnavailable = errors.New("idgen: no value left and the store provided no range")
+	// ErrNoRange: a Segment has no value left and the store did not
+	// provide a new range; the store's error is wrapped with it (which is
+	// store.ErrUnavailable only when no server answered).
+	ErrNoRange = errors.New("idgen: no value left and the store provided no range")
 
 	// ErrInUse: the lease NewSession acquired is already held by a live
 	// session of this process (same store incarnation and owner). Give each
 	// generator its own owner key.
 	ErrInUse = errors.New("idgen: lease already held by a session of this process")
 
-	// ErrClosed: the generator or session was closed.
-	ErrClosed = errors.New("idgen: closed")
+	// ErrClosed: the generator or session was closed. It also satisfies
+	// errors.Is(err, store.ErrClosed), as a closed store's calls do.
+	ErrClosed error = &wrapped{"idgen: closed", store.ErrClosed}
 )
 
 // wrapped is a sentinel with its own message that also matches a store

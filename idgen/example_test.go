@@ -27,7 +27,7 @@ func ExampleSegment() {
 	for range 3 {
 		id, err := seg.NextID(ctx)
 		if err != nil {
-			log.Fatal(err) // nothing fetched and the store down: idgen.ErrUnavailable
+			log.Fatal(err) // nothing fetched and the store down: idgen.ErrNoRange
 		}
 		fmt.Println(id)
 	}

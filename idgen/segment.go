@@ -186,7 +186,7 @@ func NewSegment(ctx context.Context, st *store.Store, key string, opts SegmentOp
 
 // NextID returns a new ID. It waits for the store only when every fetched
 // value is used up; if the store then fails, it returns an error wrapping
-// ErrUnavailable and the store's error, and a later call tries again.
+// ErrNoRange and the store's error, and a later call tries again.
 func (g *Segment) NextID(ctx context.Context) (int64, error) {
 	for {
 		s := g.cur.Load()
@@ -367,7 +367,7 @@ func (g *Segment) advance(ctx context.Context, old *segment) error {
 		if g.failed >= attempt && len(g.queue) == 0 && !g.closed && g.cur.Load() == old {
 			err := g.err
 			g.mu.Unlock()
-			return fmt.Errorf("%w: %w", ErrUnavailable, err) // the store's error names the key
+			return fmt.Errorf("%w: %w", ErrNoRange, err) // the store's error names the key
 		}
 	}
 }

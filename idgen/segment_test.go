@@ -148,8 +148,8 @@ func testSegmentStoreFailure(t *testing.T, b backend) {
 	ids := take(t, g, 10) // everything fetched is still served
 	for range 2 {
 		_, err := g.NextID(t.Context())
-		if !errors.Is(err, idgen.ErrUnavailable) || !errors.Is(err, down) {
-			t.Fatalf("NextID with nothing fetched and the store down: %v, want ErrUnavailable wrapping the store's error", err)
+		if !errors.Is(err, idgen.ErrNoRange) || !errors.Is(err, down) {
+			t.Fatalf("NextID with nothing fetched and the store down: %v, want ErrNoRange wrapping the store's error", err)
 		}
 	}
 	if s := g.Stats(); s.FetchErrors < 2 {
@@ -179,8 +179,8 @@ func TestSegmentSealedKey(t *testing.T) {
 	}
 	want(t, take(t, g, 10), 0)
 	_, err := g.NextID(t.Context())
-	if !errors.Is(err, idgen.ErrUnavailable) || !errors.Is(err, store.ErrSealed) {
-		t.Fatalf("NextID on a sealed key: %v, want ErrUnavailable and store.ErrSealed", err)
+	if !errors.Is(err, idgen.ErrNoRange) || !errors.Is(err, store.ErrSealed) {
+		t.Fatalf("NextID on a sealed key: %v, want ErrNoRange and store.ErrSealed", err)
 	}
 	if _, err := idgen.NewSegment(t.Context(), st, "k", idgen.SegmentOptions{}); !errors.Is(err, store.ErrSealed) {
 		t.Fatalf("NewSegment on a sealed key: %v, want store.ErrSealed", err)
@@ -247,8 +247,8 @@ func TestSegmentClose(t *testing.T) {
 	if err := <-waiting; !errors.Is(err, idgen.ErrClosed) {
 		t.Fatalf("waiting NextID after Close: %v, want ErrClosed", err)
 	}
-	if _, err := g.NextID(t.Context()); !errors.Is(err, idgen.ErrClosed) {
-		t.Fatalf("NextID after Close: %v, want ErrClosed", err)
+	if _, err := g.NextID(t.Context()); !errors.Is(err, idgen.ErrClosed) || !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("NextID after Close: %v, want idgen.ErrClosed, which is also store.ErrClosed", err)
 	}
 	if err := g.Close(t.Context()); err != nil {
 		t.Fatalf("second Close: %v", err)

@@ -117,8 +117,8 @@ func testSegmentOutage(t *testing.T, version string) {
 	want(t, ids, 0)
 	unavailable := func(err error) {
 		t.Helper()
-		if !errors.Is(err, idgen.ErrUnavailable) || ctx.Err() != nil {
-			t.Fatalf("NextID with nothing fetched and the server down: %v, want ErrUnavailable", err)
+		if !errors.Is(err, idgen.ErrNoRange) || ctx.Err() != nil {
+			t.Fatalf("NextID with nothing fetched and the server down: %v, want ErrNoRange", err)
 		}
 	}
 	unavailable(err)
@@ -138,7 +138,7 @@ func testSegmentOutage(t *testing.T, version string) {
 		t.Fatalf("another store after the restart: %v", err)
 	}
 	// The generator recovers on its own: while its connection comes back a
-	// NextID may still fail, but only with ErrUnavailable, each failure
+	// NextID may still fail, but only with ErrNoRange, each failure
 	// bounded by the store timeout.
 	for {
 		v, err := g.NextID(ctx)
@@ -146,7 +146,7 @@ func testSegmentOutage(t *testing.T, version string) {
 			ids = append(ids, v)
 			break
 		}
-		if !errors.Is(err, idgen.ErrUnavailable) || ctx.Err() != nil {
+		if !errors.Is(err, idgen.ErrNoRange) || ctx.Err() != nil {
 			t.Fatalf("NextID after the restart: %v", err)
 		}
 	}

@@ -30,7 +30,7 @@ func BenchmarkNext(b *testing.B) {
 	b.Run("none", func(b *testing.B) { run(b) })
 	b.Run("otel", func(b *testing.B) {
 		r := newReader(b)
-		m, err := otelstore.New(r.mp)
+		m, err := otelstore.NewMetrics(r.mp)
 		if err != nil {
 			b.Fatal(err)
 		}

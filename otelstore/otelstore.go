@@ -5,7 +5,7 @@
 // The core packages do not import OpenTelemetry; only programs that import
 // this package compile it.
 //
-//	m, err := otelstore.New(otel.GetMeterProvider(), attribute.String("store", "orders"))
+//	m, err := otelstore.NewMetrics(otel.GetMeterProvider(), attribute.String("store", "orders"))
 //	defer m.Close()
 //	t := otelstore.NewTracer(otel.GetTracerProvider())
 //	st, err := store.Open("zookeeper", options,
@@ -44,8 +44,8 @@
 //     store calls that reserved values, and its NextID calls that found
 //     nothing left and waited for one (idgen.SegmentStats), by key.
 //
-// Every measurement also carries the attributes given to New and a
-// "store" attribute (New's, or a number New gives), so that two stores
+// Every measurement also carries the attributes given to NewMetrics and a
+// "store" attribute (NewMetrics', or a number it gives), so that two stores
 // sharing a meter provider stay apart. The instrumentation scope carries
 // the module's version (Version).
 package otelstore
@@ -66,7 +66,7 @@ import (
 // ScopeName is the instrumentation scope of the meter the metrics use.
 const ScopeName = "github.com/cosid-go/store/otelstore"
 
-// Metrics records a store's events as metrics. Make one with New, give
+// Metrics records a store's events as metrics. Make one with NewMetrics, give
 // Observer to store.WithObserver, and Close it after the store.
 type Metrics struct {
 	attrs []attribute.KeyValue
@@ -94,13 +94,13 @@ type Metrics struct {
 	gens          []idgen.Generator // Add's
 }
 
-// New creates the instruments on a meter of mp (scope ScopeName, version
+// NewMetrics creates the instruments on a meter of mp (scope ScopeName, version
 // Version()). attrs are added to every measurement; without a "store"
 // attribute among them, one is added: the number of this Metrics in the
 // process ("1", "2", ...), so that two stores never merge. Name the store
 // with attribute.String("store", name) for series that keep their name
 // across restarts.
-func New(mp metric.MeterProvider, attrs ...attribute.KeyValue) (*Metrics, error) {
+func NewMetrics(mp metric.MeterProvider, attrs ...attribute.KeyValue) (*Metrics, error) {
 	m := &Metrics{attrs: withStore(attrs), connState: -1, leaseDeadline: map[string]time.Time{}}
 	meter := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version()))
 	b := builder{meter: meter}
@@ -184,14 +184,14 @@ func (m *Metrics) Close() error { return m.registration.Unregister() }
 
 // Observer returns the store.Observer that records into m.
 func (m *Metrics) Observer() store.Observer {
-	return store.Observer{Op: m.op, Event: m.event}
+	return store.Observer{End: m.op, Event: m.event}
 }
 
 func (m *Metrics) with(kv ...attribute.KeyValue) metric.MeasurementOption {
 	return metric.WithAttributes(append(kv, m.attrs...)...)
 }
 
-func (m *Metrics) op(ctx context.Context, e store.OpEvent) {
+func (m *Metrics) op(ctx context.Context, e store.OpEnd) {
 	o := m.opAttrs(e.Op, e.Outcome)
 	m.ops.Add(ctx, 1, o)
 	m.duration.Record(ctx, e.Duration.Seconds(), o)

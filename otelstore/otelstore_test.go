@@ -111,7 +111,7 @@ func op(name, outcome string) []attribute.KeyValue {
 
 func newMetrics(t *testing.T, r *reader, attrs ...attribute.KeyValue) *otelstore.Metrics {
 	t.Helper()
-	m, err := otelstore.New(r.mp, attrs...)
+	m, err := otelstore.NewMetrics(r.mp, attrs...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func NewTracer(tp trace.TracerProvider, attrs ...attribute.KeyValue) *Tracer {
 
 // Observer returns the store.Observer that starts and ends the spans.
 func (t *Tracer) Observer() store.Observer {
-	return store.Observer{Start: t.start, Op: t.end}
+	return store.Observer{Start: t.start, End: t.end}
 }
 
 // spanKey finds the span a Tracer started in the context given to Op: the
@@ -60,7 +60,7 @@ func (t *Tracer) start(ctx context.Context, s store.OpStart) context.Context {
 	return context.WithValue(ctx, spanKey{t}, span)
 }
 
-func (t *Tracer) end(ctx context.Context, e store.OpEvent) {
+func (t *Tracer) end(ctx context.Context, e store.OpEnd) {
 	span, ok := ctx.Value(spanKey{t}).(trace.Span)
 	if !ok {
 		return

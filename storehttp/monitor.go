@@ -144,10 +144,10 @@ func (m *Monitor) Remove(g idgen.Generator) {
 // through it the page sees the store's events, its locks and the errors of
 // its calls. It keeps a bounded number of each.
 func (m *Monitor) Observer() store.Observer {
-	return store.Observer{Op: m.op, Event: m.event}
+	return store.Observer{End: m.op, Event: m.event}
 }
 
-func (m *Monitor) op(_ context.Context, e store.OpEvent) {
+func (m *Monitor) op(_ context.Context, e store.OpEnd) {
 	if e.Err == nil {
 		return
 	}

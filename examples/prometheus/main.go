@@ -96,7 +96,7 @@ func setup(ctx context.Context, driverName string, options map[string]string) (h
 		return nil, nil, nil, err
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	metrics, err := otelstore.New(mp, attribute.String("store", driverName))
+	metrics, err := otelstore.NewMetrics(mp, attribute.String("store", driverName))
 	if err != nil {
 		mp.Shutdown(ctx)
 		return nil, nil, nil, err
