@@ -250,3 +250,25 @@ func TestReadyLostLease(t *testing.T) {
 		t.Errorf("snowflakes: %+v", s.Snowflakes)
 	}
 }
+
+// TestNothingSecret: a secret in an event's server or error is shown
+// redacted, on the page and in its JSON.
+func TestNothingSecret(t *testing.T) {
+	_, st, srv := setup(t)
+	st.Report(store.Event{Kind: store.Disconnected, Server: "postgres://ids:hunter2@db:5432/ids",
+		Err: errors.New("dial db: password=hunter2 refused")})
+	st.Report(store.Event{Kind: store.LockLost, Key: "reindex", Fence: 7,
+		Err: errors.New("session of postgres://ids:hunter2@db/ids expired")})
+	for _, path := range []string{"/status", "/status.json"} {
+		_, body := get(t, srv, path)
+		if strings.Contains(body, "hunter2") {
+			t.Errorf("%s shows the password:\n%s", path, body)
+		}
+		if !strings.Contains(body, "***") {
+			t.Errorf("%s shows no redacted value:\n%s", path, body)
+		}
+	}
+	if s := snapshot(t, srv); len(s.LostLocks) != 1 || s.LostLocks[0].Name != "reindex" || !strings.Contains(s.LostLocks[0].Cause, "***") {
+		t.Errorf("lost locks: %+v", s.LostLocks)
+	}
+}
