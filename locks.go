@@ -83,7 +83,21 @@ func (k *Lock) ended(kind EventKind, err error) {
 
 // List lists every lock name held or waited on in the store, and the names
 // taken before that the driver keeps (a driver may forget unused names).
+//
+// It holds them all: many names are better read with All. A driver that
+// lists in pages (driver.LockLister) is read a page per call, each within
+// the store timeout.
 func (l *Locker) List(ctx context.Context) ([]string, error) {
+	if _, ok := l.s.drv.(driver.LockLister); ok {
+		names := []string{}
+		for n, err := range l.All(ctx) {
+			if err != nil {
+				return []string{}, err
+			}
+			names = append(names, n)
+		}
+		return names, nil
+	}
 	out, err := call(ctx, l.s, op{name: "Locks"}, func(ctx context.Context, d driver.Locker) ([]string, error) {
 		return d.Locks(ctx)
 	})

@@ -70,8 +70,21 @@ func (r *RangeStore) Init(ctx context.Context, key string, next int64) error {
 	})
 }
 
-// Keys lists every key of the store, sorted.
+// Keys lists every key of the store, sorted. It holds them all: a store
+// of many keys is better read with All. A driver that lists in pages
+// (driver.RangeLister) is read a page per call, each within the store
+// timeout, so a store of any size is listed.
 func (r *RangeStore) Keys(ctx context.Context) ([]string, error) {
+	if _, ok := r.s.drv.(driver.RangeLister); ok {
+		keys := []string{}
+		for k, err := range r.All(ctx) {
+			if err != nil {
+				return []string{}, err
+			}
+			keys = append(keys, k.Key)
+		}
+		return keys, nil
+	}
 	keys, err := call(ctx, r.s, op{name: "Keys"}, func(ctx context.Context, d driver.RangeStore) ([]string, error) {
 		return d.Keys(ctx)
 	})
