@@ -16,30 +16,38 @@ NESTED := otelstore examples/prometheus drivers/etcd cmd/storectl tools storehtt
 
 # The parts of make test run at once, as the tests mostly wait on servers
 # and timers: the root module without the ZooKeeper driver, the ZooKeeper
-# driver once per version (COSID_ZK_VERSIONS picks it), and each nested
-# module. A part's output is printed whole when it ends, and make names a
-# part that failed (test-zk/3.9, test-mod/drivers/etcd); the others still
-# run to the end. TEST_P is go test's -p within a part.
+# driver once per version (COSID_ZK_VERSIONS picks it) in two halves, its
+# lock tests (TestLock...) and the rest, and each nested module. A part's
+# output is printed whole when it ends, and make names a part that failed
+# (test-zk/3.9/locks, test-mod/drivers/etcd); the others still run to the
+# end. make test-zk/3.9 runs both halves of one version. TEST_P is go
+# test's -p within a part; GO_TEST_FLAGS come last, so a -run there wins.
 ZK_VERSIONS := 3.8 3.9
-ZK_PARTS := $(addprefix test-zk/,$(ZK_VERSIONS))
+ZK_LOCK_PARTS := $(foreach v,$(ZK_VERSIONS),test-zk/$(v)/locks)
+ZK_REST_PARTS := $(foreach v,$(ZK_VERSIONS),test-zk/$(v)/rest)
 MOD_PARTS := $(addprefix test-mod/,$(NESTED))
-TEST_PARTS := test-root $(ZK_PARTS) $(MOD_PARTS)
+TEST_PARTS := test-root $(ZK_LOCK_PARTS) $(ZK_REST_PARTS) $(MOD_PARTS)
 TEST_P ?= 4
-GO_TEST := go test -race -count=1 -p $(TEST_P) $(GO_TEST_FLAGS)
+GO_TEST := go test -race -count=1 -p $(TEST_P)
 
-.PHONY: $(TEST_PARTS)
+.PHONY: $(TEST_PARTS) $(addprefix test-zk/,$(ZK_VERSIONS))
 
-test: zookeeper postgres etcd mariadb chromium
+test: zookeeper postgres etcd mariadb
 	@$(MAKE) --no-print-directory -k -j $(words $(TEST_PARTS)) --output-sync=target $(TEST_PARTS)
 
 test-root:
-	pkgs=$$(go list ./...) && $(GO_TEST) -timeout 40m $$(echo "$$pkgs" | grep -v '/drivers/zookeeper$$')
+	pkgs=$$(go list ./...) && $(GO_TEST) -timeout 40m $(GO_TEST_FLAGS) $$(echo "$$pkgs" | grep -v '/drivers/zookeeper$$')
 
-$(ZK_PARTS): test-zk/%:
-	COSID_ZK_VERSIONS=$* $(GO_TEST) -timeout 40m ./drivers/zookeeper
+$(ZK_LOCK_PARTS): test-zk/%/locks:
+	COSID_ZK_VERSIONS=$* $(GO_TEST) -timeout 40m -run '^TestLock' $(GO_TEST_FLAGS) ./drivers/zookeeper
+
+$(ZK_REST_PARTS): test-zk/%/rest:
+	COSID_ZK_VERSIONS=$* $(GO_TEST) -timeout 40m -skip '^TestLock' $(GO_TEST_FLAGS) ./drivers/zookeeper
+
+$(addprefix test-zk/,$(ZK_VERSIONS)): test-zk/%: test-zk/%/locks test-zk/%/rest
 
 $(MOD_PARTS): test-mod/%:
-	cd $* && $(GO_TEST) -timeout 20m ./...
+	cd $* && $(GO_TEST) -timeout 20m $(GO_TEST_FLAGS) ./...
 
 # Installs ZooKeeper 3.8 and 3.9 for the tests when they are missing.
 zookeeper:
