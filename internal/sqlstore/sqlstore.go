@@ -196,6 +196,9 @@ func (s *Store) setup(ctx context.Context) error {
 		if err := s.checkIn(ctx, tx); err != nil {
 			return err
 		}
+		if err := s.lockForUpgrade(ctx, tx); err != nil {
+			return err
+		}
 		for _, q := range s.q.Create {
 			if _, err := tx.Exec(ctx, q); err != nil {
 				return fmt.Errorf("create tables: %w", err)
@@ -309,6 +312,27 @@ func (s *Store) upgrade(ctx context.Context, tx Querier) error {
 		}
 	}
 	_, err = tx.Exec(ctx, s.q.SetVersion, strconv.Itoa(SchemaVersion))
+	return err
+}
+
+// lockForUpgrade takes, before setup creates the tables, the lock under
+// which upgrade runs (Dialect.PurgeLock) when the tables exist at an older
+// version: the creation of a table the upgrade adds (cosid_slot_used) then
+// waits for, or is seen by, an upgrade of another store opening at once
+// without create (OpenExisting), instead of both creating it.
+func (s *Store) lockForUpgrade(ctx context.Context, tx Querier) error {
+	if s.d.PurgeLock == "" {
+		return nil
+	}
+	var has bool
+	if err := tx.QueryRow(ctx, s.d.HasMeta).Scan(&has); err != nil || !has {
+		return err
+	}
+	n, err := s.schemaVersion(ctx, tx)
+	if err != nil || n >= SchemaVersion {
+		return err
+	}
+	_, err = tx.Exec(ctx, s.d.Rewrite(s.d.PurgeLock))
 	return err
 }
 
