@@ -209,7 +209,7 @@
 //	S3.12 the key rules (segments, characters, 1024 bytes)              Ranges/Keys, Ranges/InvalidArguments
 //	S3.13 a key whose storage went back (restored, deleted, recreated)  Operator/RestoreRanges (needs Snapshotter), Operator/DeletedKey (needs
 //	      is refused (ErrRecreated, ErrCorrupt) by a store that saw it  HandDeleter)
-//	      further ahead, never handed out again                         (RestoreRanges: a known hole of ZooKeeper, Suite.KnownHoles)
+//	      further ahead, never handed out again                         ZK TestWrittenBack
 //
 // S4, SlotLeaseStore (32 sentences; docs/design.md, Slot leases)
 //
@@ -252,7 +252,7 @@
 //	S4.29 ... checked with the write; Release still works               TestSealRace; Slots/Seal; idgen TestSnowflakeStopsOnSeal
 //	S4.30 sealing a missing namespace creates it sealed, limit 0        Slots/Seal
 //	S4.31 a store running across a restore repeats no fence and no      Operator/RestoreSlots (needs Snapshotter)
-//	      term's timestamps: ErrCorrupt, or above what it saw           (a known hole of ZooKeeper, Suite.KnownHoles)
+//	      term's timestamps: ErrCorrupt, or above what it saw           ZK TestWrittenBack
 //	S4.32 a slot record deleted by hand under a live term is not        Operator/DeletedSlot (needs HandDeleter; a documented limit
 //	      started again from zero by any store                          of ZooKeeper: Suite.KnownHoles)
 //

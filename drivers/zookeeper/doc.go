@@ -93,7 +93,11 @@
 //
 // Range nodes must never be deleted while any store uses their key: a store
 // refuses a key whose node it used and that vanished or was recreated
-// (ErrRecreated), but a write it already made cannot be taken back.
+// (ErrRecreated), but a write it already made cannot be taken back. Nor
+// must nodes be written back from a copy under running stores: a store
+// refuses a node behind what it saw of it (ErrCorrupt; see Guarantees), but
+// a store that never saw it further ahead cannot tell. Raise a restored
+// store before use (storectl restore --raise).
 //
 // # Guarantees
 //
@@ -106,6 +110,17 @@
 // handed out. A node at version -1 (a 3.8.0 server can wrap a version to
 // it, ZOOKEEPER-4743) is refused rather than written, since ZooKeeper reads
 // an expected version of -1 as "any version".
+//
+// A store also remembers the furthest state it saw of each range and slot
+// node, and refuses a node read behind it with ErrCorrupt (written back from
+// a copy, an ensemble restored from a snapshot): a range node below the
+// highest next value seen, or unsealed once seen sealed; a slot node below
+// the highest fence seen, or at that fence with a lower ceiling_min, live
+// again once released, or released with a lower next_floor. A node read
+// behind is read again after a sync first, since a new session may be
+// served by a server behind the leader. Versions and zxids cannot tell: a
+// node written back with a client gets a higher version and mzxid, and a
+// restored ensemble goes back in both, then moves on from there.
 //
 // go-zookeeper's calls take no context. Each call runs on a goroutine of
 // its own, so an operation returns as soon as its context ends; the call

@@ -35,6 +35,14 @@ type rangeKey struct {
 	seen  bool
 	czxid int64
 
+	// high and highSealed: the highest next value the store has seen the
+	// node hold (read or written) and whether it saw it sealed. Values only
+	// go up and a seal is never lifted, so a node read below them went
+	// back (written back from a copy, a restored backup) and is refused
+	// (ErrCorrupt): its values were handed out already.
+	high       int64
+	highSealed bool
+
 	// cached: version, next and sealed are the node's state as of the
 	// store's last write or read of it, so Next can compare-and-set on
 	// version without reading first.
@@ -367,7 +375,7 @@ func (s *rangeStore) readRange(ctx context.Context, path string, a *attempts) (r
 
 // sync makes the connected server catch up with the leader, so that the
 // reads that follow see every write committed before it.
-func (s *rangeStore) sync(ctx context.Context, path string, a *attempts) error {
+func (s *session) sync(ctx context.Context, path string, a *attempts) error {
 	for {
 		_, err := call(ctx, s, func() (string, error) { return s.conn.Sync(path) })
 		if err == nil || errors.Is(err, zk.ErrNoNode) {
@@ -379,10 +387,23 @@ func (s *rangeStore) sync(ctx context.Context, path string, a *attempts) error {
 	}
 }
 
-// readKnown reads the node of k at path and adopts it (see adopt).
+// readKnown reads the node of k at path and adopts it (see adopt). A node
+// below what the store saw is read again after a sync before it is
+// refused: a session's reads never go back, but a new session (after an
+// expiry) may be served by a server behind the leader.
 func (s *rangeStore) readKnown(ctx context.Context, k *rangeKey, path string, a *attempts) (rangeNode, error) {
 	n, err := s.readRange(ctx, path, a)
 	if err != nil {
+		return rangeNode{}, err
+	}
+	err = k.adopt(path, n)
+	if !errors.Is(err, errWentBack) {
+		return n, err
+	}
+	if err := s.sync(ctx, path, a); err != nil {
+		return rangeNode{}, err
+	}
+	if n, err = s.readRange(ctx, path, a); err != nil {
 		return rangeNode{}, err
 	}
 	return n, k.adopt(path, n)
@@ -405,10 +426,29 @@ func (k *rangeKey) adopt(path string, n rangeNode) error {
 		// The store never writes empty data to a node it has used.
 		k.cached = false
 		return fmt.Errorf("zookeeper: %s lost its value (empty data): %w", path, driver.ErrCorrupt)
+	case k.seen && n.next < k.high:
+		k.cached = false
+		return fmt.Errorf("zookeeper: %s holds next value %d, below %d this store saw it hold: it went back "+
+			"(written back from a copy, a restored backup), and its values were handed out: %w", path, n.next, k.high, errWentBack)
+	case k.seen && k.highSealed && !n.sealed:
+		k.cached = false
+		return fmt.Errorf("zookeeper: %s is not sealed, but this store saw it sealed at %d: it went back "+
+			"(written back from a copy, a restored backup): %w", path, k.high, errWentBack)
 	}
 	k.seen, k.czxid = true, n.stat.Czxid
 	k.cached, k.version, k.next, k.sealed = true, n.stat.Version, n.next, n.sealed
+	k.raise(n.next, n.sealed)
 	return nil
+}
+
+// errWentBack is the ErrCorrupt of a node read below what the store saw
+// it hold; readKnown reads such a node once more after a sync, since only a
+// server behind the leader could show it legitimately.
+var errWentBack = fmt.Errorf("%w", driver.ErrCorrupt)
+
+// raise records a value and seal the node held.
+func (k *rangeKey) raise(next int64, sealed bool) {
+	k.high, k.highSealed = max(k.high, next), k.highSealed || sealed
 }
 
 // check refuses the Stat of a write that landed on another node than the
@@ -427,4 +467,5 @@ func (k *rangeKey) check(path string, stat *zk.Stat) error {
 func (k *rangeKey) wrote(stat *zk.Stat, next int64, sealed bool) {
 	k.seen, k.czxid = true, stat.Czxid
 	k.cached, k.version, k.next, k.sealed = true, stat.Version, next, sealed
+	k.raise(next, sealed)
 }

@@ -163,6 +163,13 @@ func (q *acquisition) judge(r slotRead) driver.SlotVerdict {
 		q.passed[r.n] = r.bad
 		return driver.SlotBusy
 	}
+	if !r.exists && r.seenFence > q.fenceFloor {
+		// Deleted by hand: a purge raises the fence floor past every fence
+		// it deletes.
+		q.passed[r.n] = fmt.Errorf("zookeeper: %s is gone, and this store saw it at fence %d (the namespace's fence floor is %d): "+
+			"deleted by hand, or a restored backup: %w", r.path, r.seenFence, q.fenceFloor, driver.ErrCorrupt)
+		return driver.SlotBusy
+	}
 	v, err := r.record(q.fenceFloor).Judge(q.req, q.now)
 	switch {
 	case err != nil:
@@ -212,6 +219,7 @@ func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRea
 		if len(res) != len(ops) || res[slotOps-1].Stat == nil {
 			return nil, r, fmt.Errorf("zookeeper: %s: acquire answered %d results, want %d with a Stat", r.path, len(res), len(ops))
 		}
+		s.marks.saw(r.path, node)
 		return newSlotState(r.path, node, res[slotOps-1].Stat, q.guard), r, nil
 	case definite(err):
 		again, err := q.refused(ctx, r, res, slotOps, err)

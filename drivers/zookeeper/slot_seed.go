@@ -45,7 +45,8 @@ func (s *slotStore) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fe
 		case !changed:
 			return nil
 		}
-		data := formatSlot(r.node.withRecord(rec))
+		node := r.node.withRecord(rec)
+		data := formatSlot(node)
 		op := func() (*zk.Stat, error) {
 			_, err := s.conn.Create(r.path, data, 0, s.acl)
 			return nil, err
@@ -60,6 +61,7 @@ func (s *slotStore) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fe
 		_, err = call(ctx, s, op)
 		switch {
 		case err == nil:
+			s.marks.saw(r.path, node)
 			return nil
 		case errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrBadVersion):
 			continue // written meanwhile: judge it again

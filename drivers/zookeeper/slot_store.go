@@ -45,6 +45,7 @@ type slotStore struct {
 	slotZxid      atomic.Int64 // the highest mzxid of a slot node read or written (see seeSlotZxid)
 	slotAbandoned sync.Map     // slot paths with a Release's write given up before its outcome was known (rewriteTerm)
 	clockMade     atomic.Int64 // the session whose clock node this store made or found (tripClock)
+	marks         slotMarks    // the furthest state of each slot node seen (slot_guard.go)
 }
 
 // clockName is the child of a namespace node whose mtime was an acquire's
@@ -140,7 +141,9 @@ type slotRead struct {
 	exists bool
 	node   slotNode
 	stat   zk.Stat
-	bad    error // the data does not parse (ErrCorrupt): the node is never written
+	bad    error // the data does not parse, or went back (ErrCorrupt): the node is never written
+
+	seenFence int64 // the highest fence this store saw the node hold before the read
 }
 
 // state is r as a lease's state; g holds the versions read before r.
@@ -157,27 +160,39 @@ func (r slotRead) record(fenceFloor int64) driver.SlotRecord {
 
 // readSlots reads slots nums of ns in one round trip (more only to retry
 // transient failures). A missing node is a slot never used; data that does
-// not parse is reported in the slot's bad, not as an error, so that an
-// acquire can pass over it.
+// not parse, or a node behind what this store saw of it (slot_guard.go),
+// is reported in the slot's bad, not as an error, so that an acquire can
+// pass over it. A node behind is read again after a sync before it is
+// refused.
 func (s *slotStore) readSlots(ctx context.Context, ns string, nums []int, a *attempts) ([]slotRead, error) {
-	out := make([]slotRead, len(nums))
 	paths := make([]string, len(nums))
 	for i, n := range nums {
 		paths[i] = s.slotPath(ns, n)
-		out[i] = slotRead{n: n, path: paths[i]}
 	}
-	rs, err := s.getNodes(ctx, paths, a)
-	if err != nil {
-		return nil, err
-	}
-	for i, r := range rs {
-		if r.err == nil {
-			s.seeSlotZxid(r.stat.Mzxid)
-			out[i].exists, out[i].stat = true, *r.stat
-			out[i].node, out[i].bad = decodeSlot(paths[i], r.data)
+	for synced := false; ; synced = true {
+		marks := s.marks.marksOf(paths)
+		out := make([]slotRead, len(nums))
+		for i, n := range nums {
+			out[i] = slotRead{n: n, path: paths[i], seenFence: marks[i].fence}
+		}
+		rs, err := s.getNodes(ctx, paths, a)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range rs {
+			if r.err == nil {
+				s.seeSlotZxid(r.stat.Mzxid)
+				out[i].exists, out[i].stat = true, *r.stat
+				out[i].node, out[i].bad = decodeSlot(paths[i], r.data)
+			}
+		}
+		if !s.guardReads(out, marks) || synced {
+			return out, nil
+		}
+		if err := s.sync(ctx, s.root, a); err != nil {
+			return nil, err
 		}
 	}
-	return out, nil
 }
 
 // seeSlotZxid records the mzxid of a slot node read or written. The highest

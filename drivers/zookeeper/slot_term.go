@@ -176,6 +176,7 @@ func (s *slotStore) rewriteTerm(ctx context.Context, l driver.Lease, renew bool,
 				return nil, fmt.Errorf("zookeeper: %s was deleted and recreated (czxid %#x, was %#x): %w (%w)",
 					path, stat.Czxid, st.czxid, driver.ErrLeaseLost, driver.ErrRecreated)
 			}
+			s.marks.saw(path, node)
 			return newSlotState(path, node, stat, g), nil
 		case errors.Is(err, zk.ErrBadVersion):
 			st = nil // written meanwhile, a purge began or a seal: is the term still ours?

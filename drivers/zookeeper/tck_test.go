@@ -87,11 +87,6 @@ func testTCK(t *testing.T, srv *zktest.Server) {
 		},
 		TimeScale: 2,
 		KnownHoles: map[string]string{
-			"Operator/RestoreRanges": "a range node written back from a copy (same node, lower value) is taken up by a store " +
-				"that saw it higher, and its values handed out again: the driver checks the node's czxid, not the value " +
-				"against the highest it saw (issue 39; docs/design.md: refused once a store has seen it further ahead)",
-			"Operator/RestoreSlots": "a slot node written back from a copy is taken by the store that held the later term, " +
-				"at the same fence and a floor below that term's ceiling: no check of the fence against the highest seen (issue 39)",
 			"Operator/DeletedSlot": "a slot node deleted by hand under a live term is created again by another store at " +
 				"fence 1, floor 0: a documented limit (package doc; TestSlotNodeDeletedUnderLiveTerm), issue 37",
 		},
