@@ -82,7 +82,7 @@ func timeLeft(t *testing.T, b *browser) time.Duration {
 // TestLeaseRenewed: on a SQLite store, the page shows the lease with its
 // time left, and after a renewal the new expiry and renewal count.
 func TestLeaseRenewed(t *testing.T) {
-	const ttl = 3 * time.Second // renewed about every second
+	const ttl = 6 * time.Second // renewed about every 2s
 	a := startApp(t, "sqlite", map[string]string{"path": filepath.Join(t.TempDir(), "ids.db")}, ttl)
 	b := newBrowser(t)
 	b.load(a.url)
@@ -132,7 +132,7 @@ func TestServerOutage(t *testing.T) {
 		"poolSize":       "4",
 		"connectTimeout": "1s",
 		"lockTimeout":    "2s",
-	}, 60*time.Second)
+	}, 2*time.Minute) // outlives the outage and a slow restart on a loaded machine
 	lock, err := a.st.Locks().Lock(t.Context(), "reindex")
 	if err != nil {
 		t.Fatal(err)
