@@ -238,13 +238,9 @@ func surveySlots(ctx context.Context, st *store.Store, now int64) ([]nsReport, e
 
 func surveyLocks(ctx context.Context, st *store.Store) ([]lockReport, error) {
 	out := []lockReport{}
-	for name, err := range st.Locks().All(ctx) {
-		if err != nil {
-			return nil, err
-		}
-		ws, err := st.Locks().Waiters(ctx, name)
+	err := eachLock(ctx, st, func(name string, ws []store.Waiter, err error) error {
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, err
+			return err
 		}
 		lr := lockReport{Name: name, Waiters: []waiterReport{}}
 		for i, w := range ws {
@@ -256,6 +252,10 @@ func surveyLocks(ctx context.Context, st *store.Store) ([]lockReport, error) {
 			}
 		}
 		out = append(out, lr)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -35,7 +35,9 @@ import (
 //	COSID_KEYS=100000,10000 go test -run '^$' -bench ManyKeys -benchtime 1x -timeout 60m .
 //
 // COSID_KEYS is N,M: N range keys k000000.. and M lock names l00000..
-// (unset: the benchmark is skipped). COSID_KEYS_DRIVERS picks drivers
+// (unset: the benchmark is skipped); COSID_KEYS_LIST_ONLY=1 stops after
+// the listings (keys: Keys, all: RangeStore.All, locks: Locks().List,
+// locks-all: Locker.All). COSID_KEYS_DRIVERS picks drivers
 // (default memory,sqlite,postgres,zookeeper,etcd). Populating is setup,
 // written in batches where the driver allows, and not timed. Each phase
 // is a sub-benchmark reporting s/op, MB-alloc (bytes allocated during the
@@ -81,13 +83,40 @@ func manyKeys(b *testing.B, drv string, n, m int) {
 			b.Fatalf("Keys: %d keys, %v; want %d", len(keys), err, n)
 		}
 	})
+	phase(b, "all", func() {
+		count := 0
+		for _, err := range st.Ranges().All(ctx) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			count++
+		}
+		if count != n {
+			b.Fatalf("All: %d keys, want %d", count, n)
+		}
+	})
 	if m > 0 {
+		phase(b, "locks-all", func() {
+			count := 0
+			for _, err := range st.Locks().All(ctx) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				count++
+			}
+			if count != m {
+				b.Fatalf("Locks().All: %d names, want %d", count, m)
+			}
+		})
 		phase(b, "locks", func() {
 			names, err := st.Locks().List(ctx)
 			if err != nil || len(names) != m {
 				b.Fatalf("Locks().List: %d names, %v; want %d", len(names), err, m)
 			}
 		})
+	}
+	if os.Getenv("COSID_KEYS_LIST_ONLY") != "" {
+		return
 	}
 	phase(b, "inspect", func() {
 		var out lineCounter

@@ -27,17 +27,10 @@ type lockStep struct {
 // they move back in.
 func (m *migration) planLocks(ctx context.Context, p *plan) error {
 	ls := &lockStep{}
-	for name, err := range m.src.Locks().All(ctx) {
-		if errors.Is(err, store.ErrUnsupported) {
-			return nil // no locks to move
-		}
-		if err != nil {
-			return err
-		}
+	err := eachLock(ctx, m.src, func(name string, ws []store.Waiter, err error) error {
 		ls.names++
-		ws, err := m.src.Locks().Waiters(ctx, name)
 		if errors.Is(err, store.ErrNotFound) {
-			continue
+			return nil
 		}
 		if err != nil {
 			return err
@@ -46,8 +39,14 @@ func (m *migration) planLocks(ctx context.Context, p *plan) error {
 			p.live = append(p.live, fmt.Sprintf("lock %s held by %s (fence %d), %s", name, ws[0].Owner, ws[0].Fence,
 				count(len(ws)-1, "waiter")))
 		}
+		return nil
+	})
+	if errors.Is(err, store.ErrUnsupported) {
+		return nil // no locks to move
 	}
-	var err error
+	if err != nil {
+		return err
+	}
 	ls.sealed, err = m.src.Locks().Sealed(ctx)
 	switch {
 	case err == nil:
