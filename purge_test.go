@@ -9,11 +9,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
 	_ "github.com/cosid-go/store/drivers/sqlite"
-	"github.com/cosid-go/store/internal/testing/purgerace"
-	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // purgeStores opens stores of one storage of driver drv ("sqlite" or
@@ -84,20 +81,6 @@ func TestPurgeLiveLease(t *testing.T) {
 			if _, err := open().Purge(ctx); err != nil {
 				t.Fatalf("Purge once every lease is released: %v", err)
 			}
-		})
-	}
-}
-
-// TestPurgeLiveLeaseRace: a store takes leases in a loop while another
-// purges: the check of live terms is made with the deletion, so no purge
-// deletes a term that was live (its Renew or Release would be lost).
-func TestPurgeLiveLeaseRace(t *testing.T) {
-	for _, drv := range []string{"sqlite", "memory"} {
-		t.Run(drv, func(t *testing.T) {
-			open := purgeStores(t, drv)
-			slots := rawdriver.Of(open()).(driver.SlotLeaseStore)
-			purger := rawdriver.Of(open()).(driver.Purger)
-			purgerace.Run(t, slots, purger, 20, time.Minute)
 		})
 	}
 }

@@ -24,7 +24,7 @@ func generalChecks() []check {
 func purgeChecks() []check {
 	return []check{{"Everything", needNothing, checkPurge}, {"Locked", needLocks, checkPurgeLocked},
 		{"LiveLease", needSlots, checkPurgeLiveLease}, {"FloorAhead", needSlots, checkPurgeFloorAhead},
-		{"Seals", needNothing, checkPurgeSeals}}
+		{"Seals", needNothing, checkPurgeSeals}, {"LiveLeaseRace", needSlots, checkPurgeLiveLeaseRace}}
 }
 
 func optionChecks() []check {

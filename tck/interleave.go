@@ -41,6 +41,8 @@ func interleaveChecks() []check {
 		{"ReleaseAcquire", needSlots, checkInterleaveReleaseAcquire},
 		{"ReleaseRenew", needSlots, checkInterleaveReleaseRenew},
 		{"SealNamespace", needSlots, checkInterleaveSealNamespace},
+		{"SealRace", needSlots, checkSealRace},
+		{"SealRaceUncreated", needSlots, checkSealRaceUncreated},
 		{"SeedAcquire", needSlots, checkInterleaveSeedAcquire},
 		{"SeedRenew", needSlots, checkInterleaveSeedRenew},
 		{"PurgeAcquire", needSlots, checkInterleavePurgeAcquire},

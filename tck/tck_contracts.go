@@ -140,7 +140,7 @@
 //	D117 ... and returns what it deleted, one readable entry per thing           Purge/Everything
 //	D118 after a purge, lock and slot fences stay above every earlier one        Purge/Everything, History/PurgeKeepsSlotFences; ZK TestPurgeFences
 //	D118a a lock held or waited on: Purge gives ErrLocked and deletes nothing     Purge/Locked, History (Purge); postgres TestPurgeWhileWaiting, Interleave/PurgeLock
-//	D118b a slot term not released before its ceiling: ErrLocked, nothing deleted Purge/LiveLease, History (Purge); TestPurgeLiveLease, Interleave/PurgeAcquire
+//	D118b a slot term not released before its ceiling: ErrLocked, nothing deleted Purge/LiveLease, Purge/LiveLeaseRace, History (Purge); TestPurgeLiveLease, Interleave/PurgeAcquire
 //	D118c a released slot's next floor ahead of the clock: ErrLocked, likewise   Purge/FloorAhead, History (Purge)
 //	D119 Connector: Notify, then Connect once, before any other method           binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
 //	D120 Connect returns when ctx ends, wrapping ctx.Err() (and ErrUnavailable)  needs a silent server: package store TestOpenContextEndsWithItsContext;
@@ -156,7 +156,7 @@
 //	D129 ... and Renew gives ErrSealed, the term's times unchanged               Slots/Seal; idgen TestSnowflakeStopsOnSeal
 //	D130 ... Release still works; listings show it Sealed; SeedSlot: ErrSealed   Slots/Seal
 //	D131 sealing twice is not an error; a missing namespace is created sealed    Slots/Seal
-//	D132 the seal is checked in the atomic step of Acquire's and Renew's write   Interleave/SealNamespace (rounds counted); TestSealRace (internal/testing/sealrace)
+//	D132 the seal is checked in the atomic step of Acquire's and Renew's write   Interleave/SealNamespace (rounds counted); Interleave/SealRace, SealRaceUncreated
 //	D133 Purge never forgets a seal: ErrSealed naming it, nothing deleted        Purge/Seals, Slots/Seal
 //	D134 LayoutKeeper: the first layout is recorded, creating the namespace     Slots/Layout
 //	D135 ... never replaced: later calls, any store, get it; settings, seal     Slots/Layout
@@ -248,8 +248,8 @@
 //	S4.25 a renew writes its times as lower bounds: no going back       Slots/RenewClockBack (needs ClockStepper); ZK Slots/NodeLayout
 //	S4.26 a new term writes expiresMin 0, ceilingMin floor              Slots/HighFloor, Slots/FirstTerm
 //	S4.27 settings fixed at creation; others: ErrConfigMismatch         Slots/ConfigMismatch
-//	S4.28 a sealed namespace: Acquire and Renew give ErrSealed          Slots/Seal; TestSealRace (memory, SQLite, PostgreSQL, ZK, etcd)
-//	S4.29 ... checked with the write; Release still works               TestSealRace; Slots/Seal; idgen TestSnowflakeStopsOnSeal
+//	S4.28 a sealed namespace: Acquire and Renew give ErrSealed          Slots/Seal; Interleave/SealRace
+//	S4.29 ... checked with the write; Release still works               Interleave/SealRace; Slots/Seal; idgen TestSnowflakeStopsOnSeal
 //	S4.30 sealing a missing namespace creates it sealed, limit 0        Slots/Seal
 //	S4.31 a store running across a restore repeats no fence and no      Operator/RestoreSlots (needs Snapshotter)
 //	      term's timestamps: ErrCorrupt, or above what it saw           ZK TestWrittenBack

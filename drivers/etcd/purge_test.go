@@ -4,25 +4,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/testing/purgerace"
-	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
-
-// TestPurgeLiveLeaseRace: one store takes leases in a loop while another
-// purges, on a real server: the purge's transaction holds only if no key
-// changed since it read them, so no purge deletes a term that was live.
-func TestPurgeLiveLeaseRace(t *testing.T) {
-	prefix := freshPrefix("purgerace")
-	a, _ := openCounting(t, prefix)
-	op, _ := openCounting(t, prefix)
-	purgerace.Run(t, rawdriver.Of(a).(driver.SlotLeaseStore), rawdriver.Of(op).(driver.Purger), 10, time.Minute)
-}
 
 // TestPurgeSparesNestedStore: two stores whose prefixes nest (/p and
 // /p/x, beside the outer one's layout). The outer store's Purge must not

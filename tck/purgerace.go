@@ -1,28 +1,39 @@
-// Package purgerace is a test helper for drivers that implement
-// driver.Purger: one store takes, renews and releases a lease in a loop
-// while another purges, and no purge may delete a term that was live.
-package purgerace
+package tck
 
 import (
 	"context"
 	"errors"
 	"sync"
-	"testing"
 	"time"
 
+	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 )
 
-// Run races slots (taking, renewing and releasing a lease in a loop, one
-// term at a time, each live from its Acquire to its Release) against
-// purger (purging in a loop) until want terms have ended and purger has
-// both gone through and been refused want times, or the bound has passed. A purge that deletes a live
-// term shows as that term's Renew or Release giving ErrLeaseLost: nothing
-// else ends it. A purge that fails with another error (a node changed under
-// it) is allowed: it is a refusal, counted apart.
-func Run(t testing.TB, slots driver.SlotLeaseStore, purger driver.Purger, want int, bound time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), bound)
+// checkPurgeLiveLeaseRace: one store takes, renews and releases a lease in
+// a loop (one term at a time, each live from its Acquire to its Release)
+// while another purges in a loop, until 10 terms have ended and the purges
+// have both gone through and been refused 10 times, within two minutes. A
+// purge that deletes a live term shows as that term's Renew or Release
+// giving ErrLeaseLost: nothing else ends it. A purge that fails with
+// another error (a node changed under it) is allowed: it is a refusal,
+// counted apart. It runs at the driver (through Raw), where driver.Purger
+// makes its check of live terms with the deletion.
+func checkPurgeLiveLeaseRace(e *env) {
+	a, op := e.open(), e.open()
+	if !has[driver.Purger](op) {
+		e.t.Skip("the driver does not implement the optional driver.Purger")
+	}
+	e.fatalIf(rawAll([]*store.Store{a, op}, func(ds []driver.Store) error {
+		purgeRace(e, ds[0].(driver.SlotLeaseStore), ds[1].(driver.Purger), 10, 2*time.Minute)
+		return nil
+	}), "purge race")
+}
+
+// purgeRace races slots against purger (checkPurgeLiveLeaseRace).
+func purgeRace(e *env, slots driver.SlotLeaseStore, purger driver.Purger, want int, bound time.Duration) {
+	t := e.t
+	ctx, cancel := context.WithTimeout(e.ctx, bound)
 	defer cancel()
 	req := driver.AcquireRequest{
 		Namespace: driver.Namespace{Name: "purge-race", Limit: 1, Tolerance: time.Second},
