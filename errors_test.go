@@ -93,7 +93,7 @@ func TestErrorTexts(t *testing.T) {
 		}
 	}
 	// A long key the driver refuses is quoted shortened too.
-	mem, err := store.Open("memory", map[string]string{"name": t.Name()})
+	mem, err := store.Open("memory", map[string]string{"name": memoryName(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

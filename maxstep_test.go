@@ -20,7 +20,7 @@ import (
 func TestMaxStep(t *testing.T) {
 	for _, c := range []struct{ name, driver string }{{"memory", "memory"}, {"sqlite", "sqlite"}} {
 		t.Run(c.name, func(t *testing.T) {
-			opts := map[string]string{"name": t.Name()}
+			opts := map[string]string{"name": memoryName(t)}
 			if c.driver == "sqlite" {
 				opts = map[string]string{"path": filepath.Join(t.TempDir(), "ids.db")}
 			}

@@ -16,7 +16,7 @@ import (
 // purgeStores opens stores of one storage of driver drv ("sqlite" or
 // "memory"), closed when the test ends.
 func purgeStores(t *testing.T, drv string) func() *store.Store {
-	opts := map[string]string{"name": t.Name()}
+	opts := map[string]string{"name": memoryName(t)}
 	if drv == "sqlite" {
 		opts = map[string]string{"path": filepath.Join(t.TempDir(), "ids.db")}
 	}
