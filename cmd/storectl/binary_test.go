@@ -80,7 +80,7 @@ var idLine = regexp.MustCompile(`(?m)^id     ([0-9a-f]{32})$`)
 // TestBinary runs the built binary against every driver of the module:
 // none is registered by a test file in it.
 func TestBinary(t *testing.T) {
-	exe(t, "help").want(t, exitOK, "Registered drivers: etcd, memory, postgres, sqlite, zookeeper\n")
+	exe(t, "help").want(t, exitOK, "Registered drivers: etcd, memory, mysql, postgres, sqlite, zookeeper\n")
 	dir := t.TempDir()
 	sqliteSpec := func(name string) storeSpec {
 		return storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(dir, name)}}

@@ -22,6 +22,7 @@ import (
 	// program using the store may have created.
 	_ "github.com/cosid-go/store/drivers/etcd"
 	_ "github.com/cosid-go/store/drivers/memory"
+	_ "github.com/cosid-go/store/drivers/mysql"
 	_ "github.com/cosid-go/store/drivers/postgres"
 	_ "github.com/cosid-go/store/drivers/sqlite"
 	_ "github.com/cosid-go/store/drivers/zookeeper"
@@ -52,6 +53,7 @@ Commands:
   advance KEY VALUE               raise range key KEY to next value VALUE (never lowers)
   restore --raise N --no-moves [BACKUP PATH]  make a store restored from a backup safe: raise every key and slot by N
   migrate --from SPEC --to SPEC   move range keys and slot histories to another store
+  import-leaf --leaf DSN --leaf-stopped  start range keys at the max_id of Leaf's leaf_alloc rows
   purge --yes                     delete everything the store keeps (every instance stopped)
   backup FILE DEST                copy a SQLite store's file consistently while it is in use
   version                         the versions of storectl and of the store modules it was built with

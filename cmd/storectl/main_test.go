@@ -35,6 +35,17 @@ type backend struct {
 	// fresh returns the driver and options of a new, empty store that no
 	// other test sees. Each call is another store.
 	fresh func(t *testing.T) storeSpec
+	// noLocks, if set, says why the driver has no locks: the tests that
+	// need them skip on it (needLocks).
+	noLocks string
+}
+
+// needLocks skips a test of backend b that needs locks b lacks.
+func needLocks(t *testing.T, b backend) {
+	t.Helper()
+	if b.noLocks != "" {
+		t.Skip(b.noLocks)
+	}
 }
 
 var backends = []backend{{name: "memory", fresh: freshMemory}}

@@ -12,6 +12,7 @@ import (
 
 func TestPurge(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		needLocks(t, b)
 		ctx := t.Context()
 		spec := b.fresh(t)
 		st := spec.open(t, store.WithOwner("ops"))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/internal/testing/etcdtest"
+	"github.com/cosid-go/store/internal/testing/mysqltest"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
@@ -49,9 +50,9 @@ func randomRoot(t testing.TB) string {
 
 // TestMain stops the ZooKeeper servers after the tests; zktest.Wrap fails
 // the binary if a server started in this process is still running. The
-// shared PostgreSQL server and etcd member stop too.
+// shared PostgreSQL and MariaDB servers and etcd member stop too.
 func TestMain(m *testing.M) {
-	code := etcdtest.Wrap(pgtest.Wrap(zktest.Wrap(m))).Run()
+	code := mysqltest.Wrap(etcdtest.Wrap(pgtest.Wrap(zktest.Wrap(m)))).Run()
 	removeBinary()
 	if err := servers.stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
