@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"container/heap"
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/cosid-go/store/driver"
@@ -27,16 +28,22 @@ func (s *rangeStore) ListRanges(ctx context.Context, after string, limit int) ([
 	out := make([]driver.KeyState, 0, limit)
 	q := &keyQueue{{at: "", list: true}}
 	for q.Len() > 0 && len(out) < limit {
-		if (*q)[0].list {
-			top := heap.Pop(q).(walkItem)
+		if top := (*q)[0]; top.list {
+			heap.Pop(q)
 			names, err := s.children(ctx, join(base, top.key), &a)
 			if err != nil {
 				return nil, err
 			}
+			kept := names[:0]
 			for _, n := range names {
-				if k := join(top.key, n); !below(k, after) {
-					heap.Push(q, walkItem{key: k, at: k})
+				if !below(join(top.key, n), after) {
+					kept = append(kept, n)
 				}
+			}
+			if len(kept) > 0 {
+				// One entry for the whole list, taken a name at a time.
+				slices.Sort(kept)
+				heap.Push(q, walkItem{key: top.key, at: join(top.key, kept[0]), names: kept})
 			}
 			continue
 		}
@@ -45,7 +52,17 @@ func (s *rangeStore) ListRanges(ctx context.Context, after string, limit int) ([
 		// the rest (they sort right after it).
 		var batch []walkItem
 		for q.Len() > 0 && !(*q)[0].list && len(batch) < limit-len(out) {
-			batch = append(batch, heap.Pop(q).(walkItem))
+			top := heap.Pop(q).(walkItem)
+			if top.names == nil {
+				batch = append(batch, top)
+				continue
+			}
+			k := join(top.key, top.names[top.idx])
+			batch = append(batch, walkItem{key: k, at: k})
+			if top.idx++; top.idx < len(top.names) {
+				top.at = join(top.key, top.names[top.idx])
+				heap.Push(q, top)
+			}
 		}
 		nodes := make([]rangeNode, len(batch))
 		err := parallel(ctx, len(batch), func(ctx context.Context, i int) error {
@@ -84,11 +101,14 @@ func below(key, after string) bool {
 	return key <= after && key+"/" < after && !strings.HasPrefix(after, key+"/")
 }
 
-// walkItem is a node to read (list false) or whose children to list, at
-// its place in key order: at is the lowest key it may give.
+// walkItem is, at its place in key order (at: the lowest key it may
+// give), a node to read, or one whose children to list (list), or such a
+// list, sorted, whose names from idx on are still to read (names).
 type walkItem struct {
 	key, at string
 	list    bool
+	names   []string
+	idx     int
 	read    *rangeNode // read already, put back behind a node with children
 }
 
