@@ -142,7 +142,7 @@ func manyKeys(b *testing.B, drv string, n, m int) {
 	})
 	phase(b, "purge", func() {
 		var out lineCounter
-		if code := run(with(args("purge", "--yes"), dst.flags()), &out, &out); code != exitOK {
+		if code := run(with(args("purge", "--yes", "--timeout", purgeTimeout), dst.flags()), &out, &out); code != exitOK {
 			b.Fatalf("purge: exit %d: %s", code, out.tail)
 		}
 		if out.lines < int64(n) {
@@ -150,6 +150,10 @@ func manyKeys(b *testing.B, drv string, n, m int) {
 		}
 	})
 }
+
+// purgeTimeout bounds the purge, one store operation that deletes every
+// key: ZooKeeper's of 100,000 keys passes the default 3 s.
+const purgeTimeout = "2m"
 
 // phase runs f once as a sub-benchmark and reports its time and memory.
 func phase(b *testing.B, name string, f func()) {
