@@ -44,7 +44,7 @@ func leafDB(t *testing.T) (string, *sql.DB) {
 	return srv.DSN(name), db
 }
 
-// The operator procedure of docs (README, Coming from Leaf), as written:
+// The operator procedure of docs (docs/drivers/mysql.md, Coming from Leaf), as written:
 // without --leaf-stopped nothing happens; with it, each biz_tag starts at
 // its max_id in the store, on every backend; a rerun changes nothing.
 func TestImportLeaf(t *testing.T) {

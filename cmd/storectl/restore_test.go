@@ -150,7 +150,7 @@ func (h *handedOutLog) total() (n int) {
 }
 
 // TestRestoreAsDocumented follows the SQLite package documentation's and
-// the README's restore, step by step, with the storectl binary and
+// docs/drivers/sqlite.md's restore, step by step, with the storectl binary and
 // instance processes, and counts what was handed out twice: nothing.
 // OldProcedure follows the restore documented before (stop everything,
 // move the copy over the file): on the code of then, the next instance

@@ -6,7 +6,8 @@
 // build list; it holds tests only.
 //
 // STOREHTTP_SCREENSHOT=path writes the screenshot of the page that the
-// README shows (two generators and a held lock) while the tests run.
+// README and docs/observability.md show (two generators and a held lock)
+// while the tests run.
 // A failing browser check writes a screenshot of the page next to the
 // test's temporary files and logs its path.
 package browser
