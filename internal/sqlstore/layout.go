@@ -14,8 +14,8 @@ import (
 // namespace.
 func (s *Store) KeepLayout(ctx context.Context, want driver.Namespace, layout string) (string, error) {
 	var have string
-	err := s.db.Tx(ctx, func(tx Querier) error {
-		if _, err := s.namespace(ctx, tx, want); err != nil {
+	err := s.nsTx(ctx, want, func(tx Querier) error {
+		if _, err := s.namespace(ctx, tx, want, ""); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, s.q.LayoutKeep, "layout/"+want.Name, layout); err != nil {

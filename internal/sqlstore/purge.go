@@ -151,9 +151,17 @@ func (s *Store) fenceFloor(ctx context.Context, q Querier) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
+	return parseFenceFloor(&v)
+}
+
+// parseFenceFloor reads slot_fence_floor's value (nil: no row, 0).
+func parseFenceFloor(v *string) (int64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(*v, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("cosid_meta slot_fence_floor is %q, not a fence: %w", v, driver.ErrCorrupt)
+		return 0, fmt.Errorf("cosid_meta slot_fence_floor is %q, not a fence: %w", *v, driver.ErrCorrupt)
 	}
 	return n, nil
 }

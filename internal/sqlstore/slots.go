@@ -23,7 +23,7 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 	var out driver.Lease
 	var exhausted error
 	crowded, tries := false, 0
-	err := s.db.Tx(ctx, func(tx Querier) error {
+	err := s.nsTx(ctx, req.Namespace, func(tx Querier) error {
 		// A transaction tried again was aborted by a concurrent one (a
 		// lock it could not have at once): crowded too.
 		if tries++; tries > 1 {
@@ -31,6 +31,10 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 		}
 		a := &acquire{s: s, tx: tx, req: req, ns: req.Namespace.Name, crowded: &crowded}
 		l, err := a.run(ctx)
+		if errors.Is(err, errNoNamespace) {
+			tries-- // not crowded: nsTx creates the row and runs it again
+			return err
+		}
 		if errors.Is(err, driver.ErrExhausted) {
 			// Nothing but the namespace was written: it stays, as after
 			// any Acquire.
@@ -62,6 +66,7 @@ type acquire struct {
 	ns    string
 	now   int64
 	index []int // the owner's index, read at the start
+	floor int64 // the fence floor of the slots never used (Purge)
 	// crowded is set once a slot this acquire chose was taken by a
 	// concurrent one: the search then starts at the acquire's own point.
 	crowded *bool
@@ -88,13 +93,11 @@ func (a *acquire) judge(r *slotRow) driver.SlotVerdict {
 }
 
 func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
-	var err error
-	if a.now, err = a.s.namespace(ctx, a.tx, a.req.Namespace); err != nil {
+	ns, err := a.s.namespace(ctx, a.tx, a.req.Namespace, a.req.Owner)
+	if err != nil {
 		return driver.Lease{}, err
 	}
-	if a.index, err = a.s.ownerIndex(ctx, a.tx, a.ns, a.req.Owner); err != nil {
-		return driver.Lease{}, err
-	}
+	a.now, a.index, a.floor = ns.now, ns.index, ns.floor
 	first := driver.FirstSlots(a.index, a.req.Preferred, a.req.Namespace.Limit)
 	rows, taken, err := a.lockFirst(ctx, first)
 	if err != nil {
@@ -285,11 +288,7 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 		prev, oldVersion = old.rec, old.version
 	} else {
 		// A slot never used since the last purge continues above it.
-		floor, err := a.s.fenceFloor(ctx, a.tx)
-		if err != nil {
-			return driver.Lease{}, false, err
-		}
-		prev.Fence = floor
+		prev.Fence = a.floor
 		if v, err := prev.Judge(a.req, a.now); v != driver.SlotFree {
 			// The floor is store-wide: no slot never used can start a
 			// term, and every used one was judged before.
@@ -311,67 +310,6 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 	}
 	// Its fence is remembered once the transaction commits (Acquire).
 	return r.lease(a.ns), true, nil
-}
-
-// namespace creates the namespace if missing, checks that it is not sealed
-// and then its settings, and returns the store's time. The row stays
-// share-locked until q's transaction ends (Dialect.ForShare): a seal waits
-// for the slot writes that follow, or they see it.
-func (s *Store) namespace(ctx context.Context, q Querier, want driver.Namespace) (int64, error) {
-	created, err := q.Exec(ctx, s.q.NamespaceCreate, want.Name, want.Limit, want.Tolerance.Milliseconds())
-	if err != nil {
-		return 0, err
-	}
-	if created > 0 {
-		// Slot rows are written under their namespace row and a purge
-		// deletes both: a row missing beside them was deleted by hand,
-		// and with it maybe a seal. Creating it afresh would unseal the
-		// namespace silently.
-		var slot int64
-		switch err := q.QueryRow(ctx, s.q.NamespaceSlot, want.Name).Scan(&slot); {
-		case err == nil:
-			return 0, fmt.Errorf("namespace %q has no row but its slot %d has one or was used (deleted by hand?): %w", want.Name, slot, driver.ErrCorrupt)
-		case !errors.Is(err, ErrNoRows):
-			return 0, err
-		}
-	}
-	var limit, tol, now int64
-	var sealed bool
-	if err := q.QueryRow(ctx, s.q.NamespaceLock, want.Name).Scan(&limit, &tol, &sealed, &now); err != nil {
-		return 0, err
-	}
-	if sealed {
-		return 0, sealedErr(want.Name)
-	}
-	if limit != int64(want.Limit) || tol != want.Tolerance.Milliseconds() {
-		return 0, fmt.Errorf("namespace has limit %d and tolerance %v, not limit %d and tolerance %v: %w",
-			limit, time.Duration(tol)*time.Millisecond, want.Limit, want.Tolerance, driver.ErrConfigMismatch)
-	}
-	return now, nil
-}
-
-// ownerIndex returns the slots owner held last, most recent first.
-func (s *Store) ownerIndex(ctx context.Context, q Querier, ns, owner string) ([]int, error) {
-	var list string
-	err := q.QueryRow(ctx, s.q.OwnerRead, ns, owner).Scan(&list)
-	if errors.Is(err, ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, f := range strings.Split(list, ",") {
-		if f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("owner index %s/%s is %q, not a list of slots: %w", ns, owner, list, driver.ErrCorrupt)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 // remember writes owner's index idx with n put first (driver.RememberSlot).

@@ -36,9 +36,11 @@ type statements struct {
 
 	// Namespaces and owner indexes. NamespaceLock and NamespaceSealed read
 	// the row under a share lock (Dialect.ForShare), before a slot write
-	// that a seal must not pass; NamespaceSeal writes it.
-	NamespaceCreate, NamespaceRead, NamespaceList, OwnerRead, OwnerWrite string
-	NamespaceLock, NamespaceSealed, NamespaceSeal                        string
+	// that a seal must not pass; NamespaceSeal writes it. NamespaceLock
+	// also reads, in the same round trip, owner $2's index and the fence
+	// floor of slots never used (slot_fence_floor).
+	NamespaceCreate, NamespaceRead, NamespaceList, OwnerWrite string
+	NamespaceLock, NamespaceSealed, NamespaceSeal             string
 	// NamespaceSlot finds one slot of a namespace that has a row or was
 	// used, read when its namespace row was just created (there should be
 	// none).
@@ -119,15 +121,17 @@ func newStatements(d Dialect) (*statements, error) {
 
 		NamespaceCreate: `INSERT INTO {p}cosid_namespace (name, slot_limit, tolerance_ms) VALUES ($1, $2, $3)
 			ON CONFLICT (name) DO NOTHING`,
-		NamespaceRead:   `SELECT slot_limit, tolerance_ms, {now} FROM {p}cosid_namespace WHERE name = $1`,
-		NamespaceList:   `SELECT name, slot_limit, tolerance_ms, sealed FROM {p}cosid_namespace`,
-		NamespaceLock:   `SELECT slot_limit, tolerance_ms, sealed, {now} FROM {p}cosid_namespace WHERE name = $1{forshare}`,
+		NamespaceRead: `SELECT slot_limit, tolerance_ms, {now} FROM {p}cosid_namespace WHERE name = $1`,
+		NamespaceList: `SELECT name, slot_limit, tolerance_ms, sealed FROM {p}cosid_namespace`,
+		NamespaceLock: `SELECT slot_limit, tolerance_ms, sealed, {now},
+			(SELECT slots FROM {p}cosid_owner WHERE namespace = $1 AND owner = $2),
+			(SELECT value FROM {p}cosid_meta WHERE name = 'slot_fence_floor')
+			FROM {p}cosid_namespace WHERE name = $1{forshare}`,
 		NamespaceSealed: `SELECT sealed FROM {p}cosid_namespace WHERE name = $1{forshare}`,
 		NamespaceSeal: `INSERT INTO {p}cosid_namespace AS n (name, slot_limit, tolerance_ms, sealed) VALUES ($1, 0, 0, TRUE)
 			ON CONFLICT (name) DO UPDATE SET sealed = TRUE`,
 		NamespaceSlot: `SELECT slot FROM {p}cosid_slot WHERE namespace = $1
 			UNION ALL SELECT slot FROM {p}cosid_slot_used WHERE namespace = $1 LIMIT 1`,
-		OwnerRead: `SELECT slots FROM {p}cosid_owner WHERE namespace = $1 AND owner = $2`,
 		OwnerWrite: `INSERT INTO {p}cosid_owner AS o (namespace, owner, slots) VALUES ($1, $2, $3)
 			ON CONFLICT (namespace, owner) DO UPDATE SET slots = $3`,
 
