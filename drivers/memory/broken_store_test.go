@@ -48,6 +48,19 @@ func (s keysSkipSealed) Keys(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// ListRanges has the same bug: the portable layer lists a driver that
+// pages (driver.RangeLister) through it, not Keys.
+func (s keysSkipSealed) ListRanges(ctx context.Context, after string, limit int) ([]driver.KeyState, error) {
+	page, err := s.driverStore.ListRanges(ctx, after, limit)
+	out := []driver.KeyState{}
+	for _, k := range page {
+		if !k.Sealed {
+			out = append(out, k)
+		}
+	}
+	return out, err
+}
+
 // acquireBug is the memory driver's Acquire with one of three bugs.
 type acquireBug struct {
 	*driverStore

@@ -9,16 +9,12 @@ package memory
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/tck"
@@ -47,34 +43,9 @@ var brokenVariants = []brokenVariant{
 	{name: "sound", wrap: func(s *driverStore) driver.Store { return s }},
 	{name: "seal-grants-queued", catch: "Locks/Seal", wrap: func(s *driverStore) driver.Store { return sealGrantsQueued{s} }},
 	{name: "purge-unseals-locks", catch: "Locks/Seal", wrap: func(s *driverStore) driver.Store { return purgeUnseals{s} }},
-	{name: "dup-range", catch: "Ranges/NeverTwice", wrap: func(s *driverStore) driver.Store { return &dupRange{driverStore: s} }},
-	{name: "forget-seal", catch: "Ranges/Seal", wrap: func(s *driverStore) driver.Store { return forgetSeal{s} }},
-	{name: "init-overwrite", catch: "Ranges/Init", wrap: func(s *driverStore) driver.Store { return initOverwrite{s} }},
-	{name: "overflow-pretend", catch: "Ranges/Overflow", wrap: func(s *driverStore) driver.Store { return overflowPretend{s} }},
-	{name: "keys-parents", catch: "Ranges/Keys", wrap: func(s *driverStore) driver.Store { return keysParents{s} }},
-	{name: "config-ignored", catch: "Slots/ConfigMismatch", wrap: func(s *driverStore) driver.Store { return configIgnored{s} }},
-	{name: "ignore-floor", catch: "Slots/Takeover", wrap: func(s *driverStore) driver.Store { return ignoreFloor{s} }},
-	{name: "ignore-used", catch: "Slots/ReleaseFloor", wrap: func(s *driverStore) driver.Store { return ignoreUsed{s} }},
-	{name: "static-fence", catch: "Slots/Fence", wrap: func(s *driverStore) driver.Store { return staticFence{s} }},
-	{name: "ignore-expiry", catch: "Slots/Takeover", wrap: func(s *driverStore) driver.Store { return ignoreExpiry{s} }},
-	{name: "early-exhausted", catch: "Slots/Exhaustion", wrap: func(s *driverStore) driver.Store { return earlyExhausted{s} }},
-	{name: "ignore-preferred", catch: "Slots/ChoiceOrder", wrap: func(s *driverStore) driver.Store { return ignorePreferred{s} }},
-	{name: "renew-back", catch: "Slots/Renew", wrap: func(s *driverStore) driver.Store { return renewBack{s} }},
 	{name: "seal-renews", catch: "Slots/Seal", wrap: func(s *driverStore) driver.Store { return sealRenews{s} }},
-	{name: "lock-fence", catch: "Locks/Exclusion", wrap: func(s *driverStore) driver.Store { return lockFence{s} }},
 	{name: "double-lock", catch: "Locks/TryLock", wrap: func(s *driverStore) driver.Store { return doubleLock{s} }},
-	{name: "spin-lock", catch: "Locks/FIFO", wrap: func(s *driverStore) driver.Store { return spinLock{s} }},
-	{name: "cancel-trace", catch: "Locks/Cancel", wrap: func(s *driverStore) driver.Store { return cancelTrace{s} }},
 	{name: "stale-unlock", catch: "Locks/UnlockTwice", wrap: func(s *driverStore) driver.Store { return staleUnlock{s} }},
-	{name: "reentrant", catch: "Locks/NotReentrant", wrap: func(s *driverStore) driver.Store { return &reentrant{driverStore: s} }},
-	{name: "forget-close", catch: "Locks/LostOnClose", wrap: func(s *driverStore) driver.Store { return forgetClose{s} }},
-	{
-		name: "ignore-options", catch: "Options/UnknownKey",
-		wrap: func(s *driverStore) driver.Store { return s },
-		factory: func(options map[string]string) (driver.Store, error) {
-			return newDriver(options["name"]), nil // every other key ignored
-		},
-	},
 
 	// Sound listings, slot rules, options and capabilities, each with a
 	// probe (broken_store_test.go, broken_locks_test.go).
@@ -301,228 +272,6 @@ func (h brokenHarness) NewStore(context.Context) (driver.Store, error) {
 	return h.wrap(newDriver(h.name)), nil
 }
 
-// dupRange hands every seventh range out at the start of the previous one.
-type dupRange struct {
-	*driverStore
-	mu    sync.Mutex
-	calls int
-	last  map[string]int64
-}
-
-func (d *dupRange) Next(ctx context.Context, key string, step int64) (int64, error) {
-	d.mu.Lock()
-	d.calls++
-	last, seen := d.last[key]
-	again := seen && d.calls%7 == 0
-	d.mu.Unlock()
-	if again {
-		return last, nil
-	}
-	start, err := d.driverStore.Next(ctx, key, step)
-	if err == nil {
-		d.mu.Lock()
-		if d.last == nil {
-			d.last = map[string]int64{}
-		}
-		d.last[key] = start
-		d.mu.Unlock()
-	}
-	return start, err
-}
-
-// forgetSeal reports the value Seal would return, but seals nothing.
-type forgetSeal struct{ *driverStore }
-
-func (f forgetSeal) Seal(ctx context.Context, key string) (int64, error) {
-	next, _, err := f.driverStore.Current(ctx, key)
-	return next, err
-}
-
-// initOverwrite accepts Init at any value of an existing key, changing
-// nothing.
-type initOverwrite struct{ *driverStore }
-
-func (s initOverwrite) Init(ctx context.Context, key string, next int64) error {
-	if err := s.driverStore.Init(ctx, key, next); !errors.Is(err, driver.ErrConfigMismatch) {
-		return err
-	}
-	return nil
-}
-
-// overflowPretend answers an allocation past MaxInt64 with the current
-// value instead of ErrExhausted.
-type overflowPretend struct{ *driverStore }
-
-func (s overflowPretend) Next(ctx context.Context, key string, step int64) (int64, error) {
-	start, err := s.driverStore.Next(ctx, key, step)
-	if errors.Is(err, driver.ErrExhausted) {
-		start, _, err = s.driverStore.Current(ctx, key)
-	}
-	return start, err
-}
-
-// keysParents lists the parents of nested keys as keys too, as a listing
-// of every node under a root would.
-type keysParents struct{ *driverStore }
-
-func (s keysParents) Keys(ctx context.Context) ([]string, error) {
-	keys, err := s.driverStore.Keys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	all := map[string]bool{}
-	for _, k := range keys {
-		all[k] = true
-		for i := range k {
-			if k[i] == '/' {
-				all[k[:i]] = true
-			}
-		}
-	}
-	return slices.Sorted(maps.Keys(all)), nil
-}
-
-// configIgnored uses a namespace with whatever settings it was created
-// with.
-type configIgnored struct{ *driverStore }
-
-func (s configIgnored) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	l, err := s.driverStore.Acquire(ctx, req)
-	if !errors.Is(err, driver.ErrConfigMismatch) {
-		return l, err
-	}
-	nss, nerr := s.driverStore.Namespaces(ctx)
-	if nerr != nil {
-		return l, err
-	}
-	for _, ns := range nss {
-		if ns.Name == req.Namespace.Name {
-			req.Namespace = ns
-		}
-	}
-	return s.driverStore.Acquire(ctx, req)
-}
-
-// ignoreFloor starts every term after the first at floor 0.
-type ignoreFloor struct{ *driverStore }
-
-func (f ignoreFloor) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	l, err := f.driverStore.Acquire(ctx, req)
-	if l.Fence > 1 {
-		l.Floor = 0
-	}
-	return l, err
-}
-
-// ignoreUsed releases as if used were never given: safe, but not what
-// docs/design.md (Slot leases) says the next floor is.
-type ignoreUsed struct{ *driverStore }
-
-func (u ignoreUsed) Release(ctx context.Context, l driver.Lease, _ int64) error {
-	return u.driverStore.Release(ctx, l, -1)
-}
-
-// staticFence reports fence 1 for every term, keeping the real one in
-// State so that renewals and releases still work.
-type staticFence struct{ *driverStore }
-
-type realFence struct {
-	fence int64
-	state any
-}
-
-func (s staticFence) hide(l driver.Lease) driver.Lease {
-	l.State = realFence{l.Fence, l.State}
-	l.Fence = 1
-	return l
-}
-
-func (s staticFence) restore(l driver.Lease) driver.Lease {
-	if r, ok := l.State.(realFence); ok {
-		l.Fence, l.State = r.fence, r.state
-	}
-	return l
-}
-
-func (s staticFence) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	l, err := s.driverStore.Acquire(ctx, req)
-	if err != nil {
-		return l, err
-	}
-	return s.hide(l), nil
-}
-
-func (s staticFence) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
-	r, err := s.driverStore.Renew(ctx, s.restore(l))
-	if err != nil {
-		return l, err
-	}
-	return s.hide(r), nil
-}
-
-func (s staticFence) Release(ctx context.Context, l driver.Lease, used int64) error {
-	return s.driverStore.Release(ctx, s.restore(l), used)
-}
-
-// heldSlots counts the slots of ns with a term, ignoring expiry when live
-// is false, and reports whether the requester could keep or reclaim one.
-func heldSlots(ctx context.Context, s *driverStore, req driver.AcquireRequest, live bool) (held int, own bool) {
-	infos, err := s.Slots(ctx, req.Namespace.Name)
-	if err != nil {
-		return 0, false
-	}
-	now := time.Now().UnixMilli()
-	for _, in := range infos {
-		if in.Owner == "" || (live && now >= in.ExpiresAt) {
-			continue
-		}
-		held++
-		if in.Owner == req.Owner && (in.Incarnation == req.Incarnation || req.Reclaim) {
-			own = true
-		}
-	}
-	return held, own
-}
-
-// ignoreExpiry treats expired terms as live: no takeover after a crash.
-type ignoreExpiry struct{ *driverStore }
-
-func (s ignoreExpiry) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	if held, own := heldSlots(ctx, s.driverStore, req, false); held == req.Namespace.Limit && !own {
-		return driver.Lease{}, fmt.Errorf("every slot has a term: %w", driver.ErrExhausted)
-	}
-	return s.driverStore.Acquire(ctx, req)
-}
-
-// earlyExhausted gives up when a single slot is left.
-type earlyExhausted struct{ *driverStore }
-
-func (s earlyExhausted) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	if held, own := heldSlots(ctx, s.driverStore, req, true); held >= req.Namespace.Limit-1 && held > 0 && !own {
-		return driver.Lease{}, fmt.Errorf("one slot left: %w", driver.ErrExhausted)
-	}
-	return s.driverStore.Acquire(ctx, req)
-}
-
-// ignorePreferred drops the preferred slot (0 is always tried anyway).
-type ignorePreferred struct{ *driverStore }
-
-func (s ignorePreferred) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	req.Preferred = 0
-	return s.driverStore.Acquire(ctx, req)
-}
-
-// renewBack reports renewed times just below the ones it was given.
-type renewBack struct{ *driverStore }
-
-func (s renewBack) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
-	r, err := s.driverStore.Renew(ctx, l)
-	if err == nil {
-		r.ExpiresAt, r.Ceiling = l.ExpiresAt-1, l.Ceiling-1
-	}
-	return r, err
-}
-
 // sealRenews forgets the namespace seal in Renew: a holder's ceiling grows
 // past what a migration read after the seal.
 type sealRenews struct{ *driverStore }
@@ -544,21 +293,6 @@ func (s sealRenews) Renew(ctx context.Context, l driver.Lease) (driver.Lease, er
 	return r, err
 }
 
-// lockFence gives every lock holder fence 1.
-type lockFence struct{ *driverStore }
-
-type fixedFence struct{ driver.Lock }
-
-func (fixedFence) Fence() int64 { return 1 }
-
-func (s lockFence) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	l, err := s.driverStore.Lock(ctx, name, owner, wait)
-	if err != nil {
-		return nil, err
-	}
-	return fixedFence{l}, nil
-}
-
 // doubleLock lets TryLock of a held lock "succeed" with a lock nobody
 // checks.
 type doubleLock struct{ *driverStore }
@@ -575,48 +309,6 @@ func (s doubleLock) Lock(ctx context.Context, name, owner string, wait bool) (dr
 		return phantomLock{}, nil
 	}
 	return l, err
-}
-
-// spinLock waits by retrying TryLock: no queue, so no order.
-type spinLock struct{ *driverStore }
-
-func (s spinLock) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	for {
-		l, err := s.driverStore.Lock(ctx, name, owner, false)
-		if !wait || !errors.Is(err, driver.ErrLocked) {
-			return l, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
-	}
-}
-
-// cancelTrace returns when the caller's context ends but leaves its wait
-// queued, to take the lock later for nobody.
-type cancelTrace struct{ *driverStore }
-
-func (s cancelTrace) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	if !wait {
-		return s.driverStore.Lock(ctx, name, owner, wait)
-	}
-	type result struct {
-		l   driver.Lock
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		l, err := s.driverStore.Lock(context.WithoutCancel(ctx), name, owner, true)
-		ch <- result{l, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.l, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // staleUnlock's second Unlock removes whoever holds the lock by then, as
@@ -653,69 +345,3 @@ func (s staleUnlock) Lock(ctx context.Context, name, owner string, wait bool) (d
 	}
 	return &staleLock{Lock: l, st: s.st, name: name}, nil
 }
-
-// reentrant gives a store's second Lock of a name it holds at once.
-type reentrant struct {
-	*driverStore
-	mu   sync.Mutex
-	held map[string]int
-}
-
-type reentrantLock struct {
-	driver.Lock
-	r    *reentrant
-	name string
-	once sync.Once
-}
-
-func (l *reentrantLock) Unlock(ctx context.Context) error {
-	l.once.Do(func() {
-		l.r.mu.Lock()
-		defer l.r.mu.Unlock()
-		l.r.held[l.name]--
-	})
-	if l.Lock == nil {
-		return nil // the reentered hold has nothing to release
-	}
-	return l.Lock.Unlock(ctx)
-}
-
-func (l *reentrantLock) Fence() int64 {
-	if l.Lock == nil {
-		return 1
-	}
-	return l.Lock.Fence()
-}
-
-func (l *reentrantLock) Lost() <-chan struct{} {
-	if l.Lock == nil {
-		return nil
-	}
-	return l.Lock.Lost()
-}
-
-func (r *reentrant) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	r.mu.Lock()
-	if r.held == nil {
-		r.held = map[string]int{}
-	}
-	if wait && r.held[name] > 0 {
-		r.held[name]++
-		r.mu.Unlock()
-		return &reentrantLock{r: r, name: name}, nil
-	}
-	r.mu.Unlock()
-	l, err := r.driverStore.Lock(ctx, name, owner, wait)
-	if err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	r.held[name]++
-	r.mu.Unlock()
-	return &reentrantLock{Lock: l, r: r, name: name}, nil
-}
-
-// forgetClose does not close: holds stay, waits go on.
-type forgetClose struct{ *driverStore }
-
-func (forgetClose) Close() error { return nil }
