@@ -18,6 +18,7 @@ import (
 	"github.com/cosid-go/store/internal/sqlstore/pgdialect"
 	"github.com/cosid-go/store/internal/sqlstore/sqlitedialect"
 	"github.com/cosid-go/store/internal/testing/leakcheck"
+	"github.com/cosid-go/store/internal/testing/mysqltest"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
@@ -25,7 +26,7 @@ import (
 // their own as plain as the drivers' (without the drivers' file checks,
 // health events and retries).
 
-func TestMain(m *testing.M) { leakcheck.VerifyTestMain(pgtest.Wrap(m)) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(mysqltest.Wrap(pgtest.Wrap(m))) }
 
 // database is one database to test on: the adapter, its dialect, and a
 // connection for the test's own statements.

@@ -86,10 +86,16 @@ func osUser() string {
 // setup initialises the data directory and starts the server, retrying
 // once on another port if someone took the free port before it bound it.
 func (s *Server) setup(install string) error {
+	// A tmpdir of its own: servers of other test binaries share /tmp, and
+	// a bootstrap there once failed deleting a temporary table another
+	// process had taken away.
+	if err := os.Mkdir(s.tmpDir(), 0o700); err != nil {
+		return fmt.Errorf("mysqltest: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, install, "--no-defaults", "--datadir="+s.dataDir(), "--user="+osUser(),
-		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve")
+		"--tmpdir="+s.tmpDir(), "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve")
 	cmd.SysProcAttr = procAttr()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("mysqltest: mariadb-install-db: %v\n%s", err, out)
@@ -111,6 +117,7 @@ func (s *Server) setup(install string) error {
 }
 
 func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
+func (s *Server) tmpDir() string  { return filepath.Join(s.dir, "tmp") }
 func (s *Server) logPath() string { return filepath.Join(s.dir, "server.log") }
 
 // Socket is the path of the server's Unix socket.
@@ -182,7 +189,7 @@ func (s *Server) exec(query string) error {
 // they survive a kill of the server, not of the machine.
 func (s *Server) launch() error {
 	cmd := exec.Command(s.server, "--no-defaults", "--datadir="+s.dataDir(), "--user="+osUser(),
-		"--bind-address=127.0.0.1", "--port="+strconv.Itoa(s.port), "--socket="+s.Socket(),
+		"--tmpdir="+s.tmpDir(), "--bind-address=127.0.0.1", "--port="+strconv.Itoa(s.port), "--socket="+s.Socket(),
 		"--pid-file="+filepath.Join(s.dir, "mysqld.pid"), "--skip-log-bin", "--skip-name-resolve",
 		"--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
 		"--performance-schema=OFF", "--max-connections=400")
