@@ -47,7 +47,9 @@ func TestLockManyHoldsTimeoutShrinks(t *testing.T) {
 			root := randomRoot()
 			proxy := zktest.NewProxy(t, srv.Addr())
 			w := &wire{}
-			a := openTest(t, testOptions(proxy.Addr(), map[string]string{"root": root, "sessionTimeout": "20s"}), w)
+			// 40s: at load 50 the restart took long enough that a 20s
+			// session expired, and the test proved nothing.
+			a := openTest(t, testOptions(proxy.Addr(), map[string]string{"root": root, "sessionTimeout": "40s"}), w)
 			defer a.Close()
 			defer proxy.Thaw()
 			ctx := t.Context()
@@ -62,7 +64,7 @@ func TestLockManyHoldsTimeoutShrinks(t *testing.T) {
 			}
 			sid := a.conn.SessionID()
 			sent := w.requests(opMulti)
-			lockEventually(t, 20*time.Second, "A confirmed its holds", func() bool { return w.requests(opMulti) > sent })
+			lockEventually(t, 60*time.Second, "A confirmed its holds", func() bool { return w.requests(opMulti) > sent })
 
 			srv.Stop()
 			srv.SetSessionTimeouts(0, 12*time.Second)

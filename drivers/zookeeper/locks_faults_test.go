@@ -122,7 +122,9 @@ func testLockEnsembleFaults(t *testing.T, version string, duration time.Duration
 			wg.Go(func() {
 				for k := 0; run.Err() == nil; k++ {
 					owner := fmt.Sprintf("s%dw%d-%d", i, w, k)
-					ctx, cancel := context.WithTimeout(run, 3*time.Second)
+					// 10s: six workers queue for one lock, and at load 50
+					// most 3s waits ended before their turn (9 grants).
+					ctx, cancel := context.WithTimeout(run, 10*time.Second)
 					l, err := s.Lock(ctx, name, owner, true)
 					cancel()
 					if err != nil {

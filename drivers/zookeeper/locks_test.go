@@ -19,6 +19,7 @@ import (
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/leakcheck"
+	"github.com/cosid-go/store/internal/testing/poll"
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
@@ -119,12 +120,25 @@ func lockOnce(t *testing.T, s *driverStore, name, owner string) int64 {
 // is missing.
 func lockNodes(t *testing.T, conn *zk.Conn, parent string) []string {
 	t.Helper()
-	kids, _, err := conn.Children(parent)
-	if errors.Is(err, zk.ErrNoNode) {
+	var kids []string
+	var failed error
+	// A loaded machine can cost conn its link for a while (CI saw "zk:
+	// connection closed"): the read is tried again until it is answered.
+	poll.Succeeds(t, 30*time.Second, "Children("+parent+")", func() error {
+		var err error
+		kids, _, err = conn.Children(parent)
+		switch {
+		case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionExpired):
+			return err
+		case errors.Is(err, zk.ErrNoNode):
+			kids = nil
+		case err != nil:
+			failed = err
+		}
 		return nil
-	}
-	if err != nil {
-		t.Fatalf("Children(%s): %v", parent, err)
+	})
+	if failed != nil {
+		t.Fatalf("Children(%s): %v", parent, failed)
 	}
 	sort.Strings(kids)
 	return kids
