@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/etcdtest"
 	"github.com/cosid-go/store/internal/testing/fleetbench"
+	"github.com/cosid-go/store/internal/testing/lockscale"
 	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
@@ -174,5 +176,32 @@ func BenchmarkFleet(b *testing.B) {
 	prefix := freshPrefix("fleet")
 	fleetbench.Run(b, func() (driver.Store, error) {
 		return fromOptions(map[string]string{"endpoints": endpoints, "prefix": prefix})
+	})
+}
+
+// BenchmarkManyLockHolders: stores holding lock names of their own, with
+// churn (package lockscale); msgs/unlock is the deletes of other stores'
+// keys the sessions' watches told.
+//
+//	COSID_LOCKHOLDERS=200x50 go test -run '^$' -bench ManyLockHolders -benchtime 1x ./
+func BenchmarkManyLockHolders(b *testing.B) {
+	endpoints := etcdtest.Start(b, 1).Endpoints()
+	prefix := freshPrefix("holders")
+	var drivers []*driverStore
+	var mu sync.Mutex
+	lockscale.Report(b, func() *store.Store {
+		st := openDriverOn(b, endpoints, prefix, func(*driverStore) {})
+		mu.Lock()
+		drivers = append(drivers, rawdriver.Of(st).(*driverStore))
+		mu.Unlock()
+		return st
+	}, func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		var n int64
+		for _, d := range drivers {
+			n += d.heard.Load()
+		}
+		return n
 	})
 }

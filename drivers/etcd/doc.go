@@ -111,8 +111,10 @@
 //
 // An operator who deletes a held lock key, or revokes a store's lease,
 // frees the lock at once: the next waiter can be granted before the holder
-// can know. Each session watches the deletes of lock keys under the
-// prefix (one watch for all its holds and waits), and a delete of one of its held
+// can know. Each session watches the deletes of the lock names it has keys
+// under (a watch per name, from its first key's create revision, kept a
+// while after its last key; all on one stream), so an Unlock reaches only
+// the stores queued on that name; and a delete of one of its held
 // keys not made by Unlock loses the session (and revokes it) as soon as it
 // is seen: Lost closes promptly after, not before. The watch requires a
 // leader and must answer a progress request every third of the TTL, so one
@@ -138,8 +140,8 @@
 //
 // With etcd authentication on, each new gRPC stream authenticates (a
 // bcrypt check and a raft write on the members), so a store keeps its
-// streams: one keep-alive stream per lock session and one watch, which
-// its waiters share, each opened again only after a failure.
+// streams: one keep-alive stream per lock session and one watch stream,
+// which its holds and waiters share, each opened again only after a failure.
 //
 // # Operations
 //

@@ -18,6 +18,8 @@ type lockHold struct {
 	key string
 	n   int64 // the key's number in its session (session.take)
 
+	followed bool // its lock name is watched for it (session.follow; session.mu)
+
 	mu       sync.Mutex
 	unlocked bool
 	tried    bool // an Unlock's delete whose answer was lost (it may be applied)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/metadata"
 
 	"github.com/cosid-go/store/internal/bootclock"
 )
@@ -34,6 +34,9 @@ type session struct {
 	used     map[int64]bool                  // waiter key numbers in use (take, release)
 	keys     map[string]*lockHold            // the keys watchDeletes reports to
 	waits    map[string]map[*deleteWait]bool // by lock name prefix (lock_waits.go)
+	names    map[string]*nameWatch           // the lock names watched (lock_watch.go)
+	idle     []string                        // names without keys, oldest first (lock_watch.go)
+	gen      *watchGen                       // the watches' current stream, nil between two
 	now      func() time.Duration            // the lock clock (lockStore.lockNow)
 	deadline time.Duration                   // on now: holds are lost from here on
 	sent     time.Duration                   // on now: of the last keep-alive answered
@@ -129,12 +132,16 @@ func (ss *session) watch(h *lockHold) {
 	ss.keys[h.key] = h
 }
 
-// unwatch ends what watch started.
+// unwatch ends what watch (and follow) started.
 func (ss *session) unwatch(h *lockHold) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.keys[h.key] == h {
 		delete(ss.keys, h.key)
+	}
+	if h.followed {
+		h.followed = false
+		ss.unfollowLocked(h.key[:strings.LastIndexByte(h.key, '/')+1])
 	}
 }
 
@@ -248,95 +255,8 @@ func (s *lockStore) grant(g *grant) {
 		return
 	}
 	s.spawn(func() { s.keepAlive(ss) })
-	// Every key of the session is created after the grant's revision.
-	s.spawn(func() { s.watchDeletes(ss, resp.ResponseHeader.Revision+1) })
-}
-
-// watchDeletes follows, for the session's life, every delete of a lock key
-// under the store's prefix from revision from on (the session's keys are
-// all created after it), and tells the session's own keys' holds. One
-// watch per session, not one per hold: a hold costs no watch of its own to
-// set up and tear down. A watch that ends starts again after the last
-// delete it reported; one whose revisions were compacted cannot replay
-// them, so the keys are read again instead.
-func (s *lockStore) watchDeletes(ss *session, from int64) {
-	ctx, cancel := context.WithCancel(s.ctx)
-	defer cancel()
-	prefix := s.key("lock") + "/"
-	starts := 0
-	for attempt := 1; ; attempt++ {
-		if s.watchHook != nil {
-			s.watchHook()
-		}
-		// The member serving the watch may be cut off from the others while
-		// they answer the keep-alives: a watch there would hear no delete
-		// and the session would live on. Requiring a leader, the member
-		// ends the watch once it has none; one that answers nothing at all
-		// (stopped, its connection silent) is found by asking for the
-		// watch's progress every third of the TTL, and left when the
-		// previous question got no answer.
-		// The client shares one stream among the watches of a context's
-		// metadata, and keeps a stream whose member never confirmed a
-		// watch: a mark of its own gives each start a new stream, on
-		// whichever member the client picks next.
-		mark := metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(ctx), "cosid-lock-watch", fmt.Sprintf("%x-%d", int64(ss.id), starts))
-		starts++
-		wctx, wcancel := context.WithCancel(mark)
-		// Watch itself waits for the member to confirm the watch.
-		unanswered := time.AfterFunc(ss.ttl/3, wcancel)
-		wch := s.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut())
-		unanswered.Stop()
-		probe := time.NewTicker(ss.ttl / 3)
-		heard, compacted := true, false
-	events:
-		for {
-			select {
-			case <-ctx.Done():
-				wcancel()
-				probe.Stop()
-				return
-			case <-ss.lost:
-				wcancel()
-				probe.Stop()
-				return
-			case <-probe.C:
-				if !heard {
-					break events // deaf: watch elsewhere
-				}
-				heard = false
-				s.spawn(func() { s.cli.RequestProgress(wctx) })
-			case resp, ok := <-wch:
-				if !ok || resp.Err() != nil {
-					compacted = ok && resp.CompactRevision != 0
-					break events
-				}
-				heard, attempt = true, 1 // it works
-				for _, ev := range resp.Events {
-					if ev.Type == clientv3.EventTypeDelete {
-						ss.sawDelete(string(ev.Kv.Key), ev.Kv.ModRevision, fmt.Sprintf("deleted at revision %d", ev.Kv.ModRevision))
-						ss.tellWaits(string(ev.Kv.Key), ev.Kv.ModRevision)
-					}
-					from = ev.Kv.ModRevision + 1
-				}
-			}
-		}
-		wcancel()
-		probe.Stop()
-		if compacted {
-			next, err := s.recheckHolds(ctx, ss)
-			if err != nil {
-				return // the store closed or the session was lost
-			}
-			from, attempt = next, 1
-			ss.wakeWaits() // deletes they wait for may be among those skipped
-			continue
-		}
-		// Ended otherwise (no leader there, a broken stream): the next
-		// watch may land on the same member; back off.
-		if s.pause(ctx, ss, attempt) != nil {
-			return
-		}
-	}
+	// Each lock name is watched from its first key's create revision on.
+	s.spawn(func() { s.watchDeletes(ss) })
 }
 
 // pause waits before a session's next try, or says why there is none.

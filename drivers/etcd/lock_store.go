@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -37,6 +38,9 @@ type lockStore struct {
 	watchHook func()
 	// clock, if set, replaces the lock clock (tests jump it).
 	clock func() time.Duration
+	// heard counts the deletes the sessions' watches told of keys not
+	// their own (tests measure what an Unlock costs the other stores).
+	heard atomic.Int64
 }
 
 func (s *lockStore) lockPrefix(name string) string { return s.key("lock", name) + "/" }
@@ -94,6 +98,7 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 		return nil, err
 	}
 	h.created(rev)
+	s.follow(ss, h, s.lockPrefix(name), rev)
 	h.offset = offset // lock_seal.go
 	granted := false
 	defer func() {

@@ -198,6 +198,16 @@ func TestLockDeletedBeforeAnswer(t *testing.T) {
 			return err
 		})}
 	})
+	// The name's watch runs from an earlier hold of the name (it outlives
+	// the name's last key), as for a store locking a name again and again:
+	// it can tell the delete before the create's answer.
+	l0, err := st.Locks().Lock(ctx, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l0.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 	got := make(chan *store.Lock, 1)
 	armed.Store(true)
 	go func() {

@@ -27,8 +27,9 @@ func (c countingStream) SendMsg(m any) error {
 
 // TestLockRoundTrips: an uncontended Lock and Unlock make two round trips,
 // as concurrency.Mutex's do (a transaction that queues and reads the
-// oldest key, a delete), and create no watch: the deletes of a held key
-// reach its hold through its session's one watch.
+// oldest key, a delete), and create no watch once the name was locked
+// before: the session's watch of a name (the deletes of a held key reach
+// its hold through it) outlives the name's last key.
 func TestLockRoundTrips(t *testing.T) {
 	var calls, watches atomic.Int64
 	st := openDriver(t, freshPrefix("lock-trips"), func(d *driverStore) {
@@ -58,8 +59,9 @@ func TestLockRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lockUnlock() // grants the session's lease and starts its watch
-	poll.Until(t, 10*time.Second, "the session's watch is created", func() bool { return watches.Load() == 1 })
+	lockUnlock() // grants the session's lease and starts its watches
+	poll.Until(t, 10*time.Second, "the session's watches are created (the stream's keeper, the name)",
+		func() bool { return watches.Load() == 2 })
 	calls0, watches0 := calls.Load(), watches.Load()
 	for range 20 {
 		lockUnlock()
