@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/fleetbench"
+	"github.com/cosid-go/store/internal/testing/lockscale"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 	"github.com/cosid-go/store/internal/testing/rangebench"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // benchStore opens a store through the user API on a fresh schema.
@@ -205,4 +208,47 @@ func BenchmarkFleet(b *testing.B) {
 	fleetbench.Run(b, func() (driver.Store, error) {
 		return fromOptions(map[string]string{"connString": srv.ConnString(), "schema": schema, "poolSize": "1"})
 	})
+}
+
+// BenchmarkManyLockHolders: stores holding lock names of their own, with
+// churn (package lockscale), each with a pool of one connection and its
+// lock session's, on a server of its own that admits them all;
+// msgs/unlock is the notifications that woke none of a store's waiters.
+//
+//	COSID_LOCKHOLDERS=200x50 go test -run '^$' -bench ManyLockHolders -benchtime 1x ./drivers/postgres/
+func BenchmarkManyLockHolders(b *testing.B) {
+	stores, _ := lockscale.Size(b)
+	srv := pgtest.StartSized(b, 2*stores+100)
+	schema := freshSchema("holders")
+	var mu sync.Mutex
+	var drivers []*driverStore
+	lockscale.Report(b, func() *store.Store {
+		st := openLockScale(b, srv, schema)
+		mu.Lock()
+		drivers = append(drivers, rawdriver.Of(st).(*driverStore))
+		mu.Unlock()
+		return st
+	}, func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		var n int64
+		for _, d := range drivers {
+			n += d.locks.heard.Load()
+		}
+		return n
+	})
+}
+
+// openLockScale opens a store with a pool of one connection.
+func openLockScale(tb testing.TB, srv *pgtest.Server, schema string) *store.Store {
+	d, err := fromOptions(map[string]string{"connString": srv.ConnString(), "schema": schema, "poolSize": "1"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := store.OpenDriver(d)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
 }

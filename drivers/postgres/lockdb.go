@@ -63,12 +63,13 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		LockNameRow: `SELECT 1 FROM {p}cosid_lock WHERE name = $1 FOR UPDATE`,
 		LockSessions: `SELECT 1 FROM {p}cosid_lock WHERE name IN
 		(SELECT name FROM {p}cosid_lock_waiter WHERE session = $1) ORDER BY name FOR UPDATE`,
-		// Ending a session deletes its rows and wakes the new head of each name.
+		// Ending a session deletes its rows and wakes the new head of each
+		// name, on the channel of the head's session only (session.go).
 		SessionEnd: `WITH d AS (DELETE FROM {p}cosid_lock_waiter WHERE session = $1 RETURNING name),
 		n AS (SELECT DISTINCT name FROM d),
 		x AS (DELETE FROM {p}cosid_lock_session WHERE id = $1)
-		SELECT pg_notify($2, coalesce((SELECT min(w.ticket) FROM {p}cosid_lock_waiter w
-			WHERE w.name = n.name AND w.session <> $1)::text, '0')) FROM n`,
+		SELECT (SELECT pg_notify($2 || '_' || w.session::text, w.ticket::text) FROM {p}cosid_lock_waiter w
+			WHERE w.name = n.name AND w.session <> $1 ORDER BY w.ticket LIMIT 1) FROM n`,
 		// Locks the name's row, so that tickets of one name commit in order,
 		// and takes the ticket while holding it: the ticket is known before
 		// the waiter row is written, so a Lock whose commit has an unknown
@@ -91,12 +92,13 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		// of each name it had rows in. LockSessions comes first, as for an end.
 		Takeover: `WITH x AS (DELETE FROM {p}cosid_lock_session WHERE id = $1 AND confirmations = $2 RETURNING id),
 		n AS (SELECT DISTINCT name FROM {p}cosid_lock_waiter WHERE session = $1)
-		SELECT pg_notify($3, coalesce((SELECT min(w.ticket) FROM {p}cosid_lock_waiter w
-			WHERE w.name = n.name AND w.session <> $1)::text, '0')) FROM n WHERE EXISTS (SELECT 1 FROM x)`,
-		// Leaving (unlock or a cancelled wait) wakes the next head only.
+		SELECT (SELECT pg_notify($3 || '_' || w.session::text, w.ticket::text) FROM {p}cosid_lock_waiter w
+			WHERE w.name = n.name AND w.session <> $1 ORDER BY w.ticket LIMIT 1) FROM n WHERE EXISTS (SELECT 1 FROM x)`,
+		// Leaving (unlock or a cancelled wait) wakes the next head only, on
+		// its session's channel; one row per row deleted (leave counts them).
 		Leave: `WITH d AS (DELETE FROM {p}cosid_lock_waiter WHERE ticket = $1 AND session = $2 RETURNING name)
-		SELECT pg_notify($3, coalesce((SELECT min(w.ticket) FROM {p}cosid_lock_waiter w
-			WHERE w.name = d.name AND w.ticket <> $1)::text, '0')) FROM d`,
+		SELECT (SELECT pg_notify($3 || '_' || w.session::text, w.ticket::text) FROM {p}cosid_lock_waiter w
+			WHERE w.name = d.name AND w.ticket <> $1 ORDER BY w.ticket LIMIT 1) FROM d`,
 		Locks: `SELECT name FROM {p}cosid_lock`,
 		ListLocks: `SELECT name FROM {p}cosid_lock WHERE name{bytewise} > $1
 			ORDER BY name{bytewise} LIMIT $2`,
@@ -114,7 +116,7 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		LocksSealed: `SELECT EXISTS (SELECT 1 FROM {p}cosid_meta WHERE name = 'locks_sealed')`,
 		SealLocks: `INSERT INTO {p}cosid_meta (name, value) VALUES ('locks_sealed', 'true')
 		ON CONFLICT (name) DO NOTHING`,
-		SealWake:    `SELECT pg_notify($1, ticket::text) FROM {p}cosid_lock_waiter`,
+		SealWake:    `SELECT pg_notify($1 || '_' || session::text, ticket::text) FROM {p}cosid_lock_waiter`,
 		TicketLast:  `SELECT last_value FROM {p}cosid_lock_ticket`,
 		RaiseTicket: `SELECT setval('{p}cosid_lock_ticket', $1)`,
 		Unseal:      `DELETE FROM {p}cosid_meta WHERE name = 'locks_sealed'`,

@@ -58,9 +58,10 @@
 // the name's row lock, so tickets of a name commit in order; the holder is
 // the lowest ticket. Each store has one lock session, a connection of its
 // own that confirms its row every T/3 (T = lockTimeout), adding one to its
-// counter, and LISTENs: Unlock and a cancelled wait NOTIFY the ticket of
-// the new head only, so no herd wakes (the channel's name is a hash of the
-// schema's). Its Lost closes at the local send time of the last
+// counter, and LISTENs on a channel of its own: Unlock and a cancelled
+// wait NOTIFY the ticket of the new head only, on its session's channel,
+// so no herd wakes and no other store hears of it (the channel's name is
+// a hash of the schema's and the session's id). Its Lost closes at the local send time of the last
 // confirmation + T - T/5. Another store deletes a session's rows (takes it
 // over) only after it has itself seen the session's counter stand still
 // for T on its own monotonic clock, and only if the counter is still that

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,7 +59,7 @@ func (ls *lockSession) startSession(ctx context.Context) (*session, error) {
 	sent := time.Now()
 	err = conn.QueryRow(ctx, ls.s.lq.SessionStart, se.t.Milliseconds()).Scan(&se.id)
 	if err == nil {
-		_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{ls.channel}.Sanitize())
+		_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{sessionChannel(ls.channel, se.id)}.Sanitize())
 	}
 	if err != nil {
 		conn.Close(context.Background())
@@ -229,6 +230,9 @@ func (se *session) wake(payload string) {
 	se.mu.Lock()
 	ch := se.wakes[ticket]
 	se.mu.Unlock()
+	if ch == nil {
+		se.ls.heard.Add(1) // not for this store's waiters
+	}
 	if ch != nil {
 		select {
 		case ch <- struct{}{}:
@@ -285,13 +289,27 @@ type lockSession struct {
 	starting chan struct{} // closed when the session being started is ready or failed
 	closed   bool
 	ended    []*session // lost sessions whose goroutines close must await
+
+	// heard counts the notifications the sessions received that woke
+	// none of the store's waiters (tests measure what an Unlock costs the
+	// other stores).
+	heard atomic.Int64
 }
 
-// channel is the NOTIFY channel of a schema: a hash, so that any schema
-// name gives a channel name within the server's 63 bytes.
+// channel is the base of the NOTIFY channels of a schema: a hash, so that
+// any schema name gives a channel name within the server's 63 bytes.
 func channelOf(schema string) string {
 	h := sha256.Sum256([]byte(schema))
 	return "cosid_lock_" + hex.EncodeToString(h[:8])
+}
+
+// sessionChannel is the channel a lock session LISTENs on: the base and
+// its id (47 bytes at most), as the statements that wake a waiter name
+// it ($channel || '_' || session). A channel per session, not per
+// schema: a NOTIFY reaches only the session of the waiter it wakes, not
+// every store's (an Unlock among many holders was a message to each).
+func sessionChannel(base string, id int64) string {
+	return base + "_" + strconv.FormatInt(id, 10)
 }
 
 func newLockSession(s *driverStore) *lockSession {
