@@ -3,13 +3,16 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/fleetbench"
+	"github.com/cosid-go/store/internal/testing/lockscale"
 	"github.com/cosid-go/store/internal/testing/rangebench"
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
@@ -150,6 +153,37 @@ func BenchmarkFleet(b *testing.B) {
 			root := randomRoot()
 			fleetbench.Run(b, func() (driver.Store, error) {
 				return open(map[string]string{"connectString": addr, "root": root}, nil)
+			})
+		})
+	}
+}
+
+// BenchmarkManyLockHolders: stores holding lock names of their own, with
+// churn (package lockscale), each with a session of its own; msgs/unlock
+// is the watches that fired (a waiter watches only its predecessor).
+//
+//	COSID_ZK_VERSIONS=3.8 COSID_LOCKHOLDERS=200x50 go test -run '^$' -bench ManyLockHolders -benchtime 1x ./drivers/zookeeper/
+func BenchmarkManyLockHolders(b *testing.B) {
+	for _, version := range zktest.Versions() {
+		b.Run(version, func(b *testing.B) {
+			addr := zktest.StartServer(b, version).Addr()
+			root := randomRoot()
+			var mu sync.Mutex
+			var drivers []*driverStore
+			lockscale.Report(b, func() *store.Store {
+				d := openTest(b, testOptions(addr, map[string]string{"root": root, "sessionTimeout": "20s"}), nil)
+				mu.Lock()
+				drivers = append(drivers, d)
+				mu.Unlock()
+				return portable(b, d)
+			}, func() int64 {
+				mu.Lock()
+				defer mu.Unlock()
+				var n int64
+				for _, d := range drivers {
+					n += d.lk.fired.Load()
+				}
+				return n
 			})
 		})
 	}

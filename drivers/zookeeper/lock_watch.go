@@ -73,6 +73,7 @@ type lockState struct {
 	deadlineGen   int                     // invalidates a timer that fired too late to be stopped
 	confirming    bool                    // the confirmation loop runs
 	watches       map[string]*sharedWatch // one watch per path (lock_watch_shared.go)
+	fired         atomic.Int64            // watches that fired (tests count what an Unlock costs other stores)
 	stopped       bool                    // Close is done with lock cleanup: no new background work
 	polling       bool                    // the poller of a caller's connection runs
 	sessionUp     chan struct{}           // closed when a session is (re)gained

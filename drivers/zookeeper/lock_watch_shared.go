@@ -74,6 +74,7 @@ func (s *lockWatch) shareWatch(path string, ch <-chan zk.Event) <-chan struct{} 
 		defer lk.wg.Done()
 		select {
 		case <-ch:
+			lk.fired.Add(1)
 		case <-bg.Done():
 		}
 		lk.mu.Lock()
