@@ -137,7 +137,10 @@
 // Optional: SlotSeeder (migrations), LockSealer (a migration's seal of
 // every lock name, and a fence floor carried over), Purger (everything deleted; fences
 // kept above the purged ones) and Identifier (the store's random identity,
-// kept in its metadata). Every driver should accept the option create
+// kept in its metadata), RangeLister and LockLister (keys and lock names
+// in pages, so that a store of any size is listed a page per call; a
+// driver without them is listed in one Keys or Locks call). Every driver
+// should accept the option create
 // (OptionCreate): false opens only an existing store, creating and
 // writing nothing. Messages that show an option use Redact.
 //

@@ -2,13 +2,15 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/cosid-go/store/driver"
 )
 
 // ListRanges lists one keyset page of keys (driver.RangeLister): an index
 // range read above after, so a page costs the same at the first key and
-// the last. Each key is checked as Current checks it.
+// the last. A key this store saw higher is ErrCorrupt, as for Current;
+// a listed key is not remembered, so a listing does not grow the store.
 func (s *Store) ListRanges(ctx context.Context, after string, limit int) ([]driver.KeyState, error) {
 	rows, err := s.db.Query(ctx, s.q.ListRanges, after, limit)
 	if err != nil {
@@ -27,10 +29,11 @@ func (s *Store) ListRanges(ctx context.Context, after string, limit int) ([]driv
 		return nil, err
 	}
 	for _, k := range out {
-		floor := s.seenNext(k.Key)
-		s.sawRow(k.Key)
-		if err := s.guardNext(k.Key, floor, k.Next); err != nil {
-			return nil, err
+		// Checked, not recorded: a listing must not grow the store's
+		// memory of the keys it used by every key it lists.
+		if floor := s.seenNext(k.Key); k.Next < floor {
+			return nil, fmt.Errorf("key %q: next value %d is below %d, seen earlier by this store: the database went back "+
+				"(restored from a backup, or a replica promoted without the last commits): %w", k.Key, k.Next, floor, driver.ErrCorrupt)
 		}
 	}
 	return out, nil
