@@ -193,9 +193,11 @@
 // concern per file: memory.go (the shared state, Close), ranges.go,
 // slots.go (SlotRecord on a map, under one mutex: the whole driver in 180
 // lines), locks.go (the in-process FIFO queue), purge.go; tck_test.go is
-// its whole TCK test (with the clock hooks), and broken_test.go's table
-// (brokenVariants, run by TestBroken) the variants with one bug each that
-// prove the TCK catches it.
+// its whole TCK test (with the clock hooks). The variants with one bug
+// each that prove the TCK catches it are the kit's own tests (go test
+// ./tck: TestBroken, tck/broken_*_test.go, most of them wrappers over the
+// memory driver); those that reach inside the memory state stay in
+// drivers/memory's broken_*_test.go.
 // examples/prefixdriver wraps a driver in a few lines, reaching the inner
 // store's driver per call with (*store.Store).Raw, and exports only
 // OpenStore and Options: the shape every driver package has.
