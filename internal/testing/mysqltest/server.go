@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ type Server struct {
 	server string // mariadbd
 	dir    string // data/, the socket, server.log
 	port   int
+	extra  []string // more mariadbd options (StartTLS)
 
 	mu   sync.Mutex
 	proc *srvproc.Process // nil when stopped
@@ -49,7 +51,24 @@ const launchMarker = "=== mysqltest: launch "
 // ends. It fails the test with a clear message when none can be started.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := start(t.Name())
+	return StartWith(t)
+}
+
+// StartTLS is Start with a server that has the certificate and key in
+// certFile and keyFile and accepts TLS connections only
+// (require_secure_transport).
+func StartTLS(t testing.TB, certFile, keyFile string) *Server {
+	t.Helper()
+	return StartWith(t, "--ssl-cert="+certFile, "--ssl-key="+keyFile, tlsOnly)
+}
+
+// tlsOnly makes a server refuse connections without TLS.
+const tlsOnly = "--require-secure-transport=ON"
+
+// StartWith is Start with more mariadbd options.
+func StartWith(t testing.TB, options ...string) *Server {
+	t.Helper()
+	s, err := start(t.Name(), options...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +76,7 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
-func start(name string) (*Server, error) {
+func start(name string, options ...string) (*Server, error) {
 	server, install, err := bins()
 	if err != nil {
 		return nil, err
@@ -66,7 +85,7 @@ func start(name string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mysqltest: %v", err)
 	}
-	s := &Server{name: name, server: server, dir: dir}
+	s := &Server{name: name, server: server, dir: dir, extra: options}
 	if err := s.setup(install); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -139,8 +158,15 @@ func DSN(addr, db string) string {
 	return c.FormatDSN()
 }
 
-// DSN is the DSN of the server's root user on database db.
-func (s *Server) DSN(db string) string { return DSN(s.Addr(), db) }
+// DSN is the DSN of the server's root user on database db; on a server
+// of StartTLS, over TLS without verifying the server (the harness's own
+// connections).
+func (s *Server) DSN(db string) string {
+	if slices.Contains(s.extra, tlsOnly) {
+		return DSN(s.Addr(), db) + "&tls=skip-verify"
+	}
+	return DSN(s.Addr(), db)
+}
 
 // dbSeq numbers the databases of NewDatabase within the test binary.
 var dbSeq atomic.Int64
@@ -188,11 +214,11 @@ func (s *Server) exec(query string) error {
 // written to the OS at each commit (innodb_flush_log_at_trx_commit=2):
 // they survive a kill of the server, not of the machine.
 func (s *Server) launch() error {
-	cmd := exec.Command(s.server, "--no-defaults", "--datadir="+s.dataDir(), "--user="+osUser(),
-		"--tmpdir="+s.tmpDir(), "--bind-address=127.0.0.1", "--port="+strconv.Itoa(s.port), "--socket="+s.Socket(),
-		"--pid-file="+filepath.Join(s.dir, "mysqld.pid"), "--skip-log-bin", "--skip-name-resolve",
+	cmd := exec.Command(s.server, append([]string{"--no-defaults", "--datadir=" + s.dataDir(), "--user=" + osUser(),
+		"--tmpdir=" + s.tmpDir(), "--bind-address=127.0.0.1", "--port=" + strconv.Itoa(s.port), "--socket=" + s.Socket(),
+		"--pid-file=" + filepath.Join(s.dir, "mysqld.pid"), "--skip-log-bin", "--skip-name-resolve",
 		"--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
-		"--performance-schema=OFF", "--max-connections=400")
+		"--performance-schema=OFF", "--max-connections=400"}, s.extra...)...)
 	cmd.SysProcAttr = procAttr()
 	p, err := srvproc.Start(cmd, srvproc.Spec{Helper: "mysqltest", Log: s.logPath(), Marker: launchMarker,
 		Desc: func(int) string { return s.String() }})
