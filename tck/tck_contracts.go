@@ -253,8 +253,8 @@
 //	S4.30 sealing a missing namespace creates it sealed, limit 0        Slots/Seal
 //	S4.31 a store running across a restore repeats no fence and no      Operator/RestoreSlots (needs Snapshotter)
 //	      term's timestamps: ErrCorrupt, or above what it saw           ZK TestWrittenBack
-//	S4.32 a slot record deleted by hand under a live term is not        Operator/DeletedSlot (needs HandDeleter; a documented limit
-//	      started again from zero by any store                          of ZooKeeper: Suite.KnownHoles)
+//	S4.32 a slot record deleted by hand under a live term is not        Operator/DeletedSlot (needs HandDeleter);
+//	      started again from zero by any store                          ZK TestSlotNodeDeletedUnderLiveTerm
 //
 // S5, Locker (18 sentences; docs/design.md, Locks)
 //

@@ -181,13 +181,18 @@
 // deletes a slot node; a slot node deleted or recreated under a lease ends
 // the lease (ErrLeaseLost, with ErrRecreated).
 //
-// A limit: never delete a slot node by hand (put a bad one right, or back,
-// instead). Nothing outlives the node, so a store takes a deleted slot as
-// one never used, fence 1 and floor 0 again, while the deleted term's
-// holder may still issue timestamps until its ExpiresAt (only its Renew
-// fails): two holders may then issue the same worker ID and timestamps
-// (TestSlotNodeDeletedUnderLiveTerm; the etcd driver counts the slot keys
-// created and refuses such a slot).
+// Never delete a slot node by hand (put a bad one right instead). Each
+// slot node is made with a marker, the empty node {root}/made/{ns}/{n},
+// created in the same multi, so a slot whose node is gone is not taken as
+// one never used (fence 1 and floor 0 again, under a term whose holder may
+// still issue until its ExpiresAt): its create fails on the marker, and
+// Acquire passes over the slot (ErrExhausted with ErrCorrupt, naming it,
+// when none other is free), SeedSlot refuses it (ErrCorrupt), and the
+// holder's Renew fails (ErrLeaseLost). Put the node back to use the slot
+// again (TestSlotNodeDeletedUnderLiveTerm). A marker per slot, written
+// once, keeps acquires from queuing on a shared node. A slot node made by
+// a version before the markers has none (until a purge deletes it): only
+// stores that saw it refuse it once deleted.
 //
 // Purge (driver.Purger) deletes every node below root but {root}/lock
 // (the locks' seal and fence offset, below), children first,

@@ -115,7 +115,8 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 // foreignNodes lists, topmost first and at most eight, the nodes of the
 // walk that are not part of the store's layout (docs/design.md, ZooKeeper
 // node layout): range/KEY..., slot/NS/{N|.clock|.layout}, owner/NS/OWNER,
-// lock/NAME/_c_WAITER, clock/SESSION. Such a node is most likely another store's root
+// lock/NAME/_c_WAITER, clock/SESSION, made/NS/N. Such a node is most
+// likely another store's root
 // (/ids/v2 inside /ids), which deleting everything below the root would
 // delete too.
 func (s *driverStore) foreignNodes(levels [][]purgeNode) []string {
@@ -154,6 +155,8 @@ func inLayout(segs []string) bool {
 		return len(segs) <= 3
 	case clockDir:
 		return len(segs) <= 2
+	case madeDir:
+		return len(segs) <= 3
 	case "lock":
 		return len(segs) < 3 || len(segs) == 3 && strings.HasPrefix(segs[2], "_c_")
 	}

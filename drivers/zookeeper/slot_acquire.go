@@ -230,7 +230,8 @@ func (q *acquisition) take(ctx context.Context, r slotRead) (*slotState, slotRea
 
 // termOps returns the operations of take's multi: the slot's compare-and-set
 // (or create) first, slotOps of them, then the owner index's write, then
-// the check of the namespace node's version (a seal rewrites it).
+// the check of the namespace node's version (a seal rewrites it), and last,
+// with a create, the create of the slot's marker (slot_made.go).
 func (q *acquisition) termOps(r slotRead, node slotNode) (ops []any, slotOps int, err error) {
 	s := q.s
 	data := formatSlot(node)
@@ -255,7 +256,11 @@ func (q *acquisition) termOps(r slotRead, node slotNode) (ops []any, slotOps int
 		}
 		ops = append(ops, &zk.SetDataRequest{Path: idxPath, Data: idxData, Version: q.index.version})
 	}
-	return append(ops, &zk.CheckVersionRequest{Path: s.nsPath(q.req.Namespace.Name), Version: q.guard.ns}), slotOps, nil
+	ops = append(ops, &zk.CheckVersionRequest{Path: s.nsPath(q.req.Namespace.Name), Version: q.guard.ns})
+	if !r.exists {
+		ops = append(ops, s.madeOp(q.req.Namespace.Name, r.n)) // slot_made.go
+	}
+	return ops, slotOps, nil
 }
 
 // refused handles a multi that was refused, so nothing of it was applied.
@@ -266,7 +271,16 @@ func (q *acquisition) refused(ctx context.Context, r slotRead, res []zk.MultiRes
 	s, ns := q.s, q.req.Namespace.Name
 	idxPath := s.ownerPath(ns, q.req.Owner)
 	failed := slices.IndexFunc(res, func(op zk.MultiResponse) bool { return op.Error != nil })
+	made := !r.exists && failed == slotOps+2 // the marker's create failed
 	switch {
+	case made && errors.Is(err, zk.ErrNodeExists):
+		r.bad = s.unmadeErr(ns, r.n) // judged busy, and named if none is free
+		return r, nil
+	case made && errors.Is(err, zk.ErrNoNode):
+		if err := s.createParents(ctx, s.madePath(ns, r.n), &q.a); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return r, err
+		}
+		return r, nil // (a purge under way: the next multi fails on the namespace)
 	case failed == slotOps+1 && errors.Is(err, zk.ErrNoNode):
 		return r, fmt.Errorf("zookeeper: %s was deleted during an acquire: %w", s.nsPath(ns), driver.ErrNotFound)
 	case failed == slotOps+1:

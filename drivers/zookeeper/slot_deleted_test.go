@@ -1,41 +1,66 @@
 package zookeeper
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
-// TestSlotNodeDeletedUnderLiveTerm checks a documented limit (package doc,
-// Slot leases): an operator deletes the node of a slot whose term is live.
-// The holder's Renew fails (ErrLeaseLost), but a store that never saw the
-// slot creates it again as a slot never used: fence 1 and floor 0, below
-// the live term's ceiling, while the holder may still issue until its
-// ExpiresAt. (The etcd driver counts the slot keys created and refuses
-// such a slot; here nothing outlives the node.) A fix changes what this
-// test sees: update it and the package doc with the fix.
+// TestSlotNodeDeletedUnderLiveTerm: an operator deletes the node of a slot
+// whose term is live. A store that never saw the slot does not make it
+// again at fence 1 and floor 0 (its create fails on the slot's marker,
+// slot_made.go): the acquire passes over it and names it (ErrCorrupt), and
+// so does the store that saw it. A seed refuses it too. The holder's Renew
+// fails (ErrLeaseLost) and recreates nothing. Once the operator puts the
+// node back, the slot is used again above it.
 func TestSlotNodeDeletedUnderLiveTerm(t *testing.T) {
 	onEachVersion(t, func(_ *zktest.Server) []serverCheck {
-		return []serverCheck{{"Limit", testSlotNodeDeleted}}
+		return []serverCheck{{"Refused", testSlotNodeDeleted}}
 	})
 }
 
 func testSlotNodeDeleted(t *testing.T, addr string) {
 	opts := testOptions(addr, nil)
 	a, b := openTest(t, opts, nil), openTest(t, opts, nil)
+	ctx := t.Context()
 	ns := driver.Namespace{Name: "deleted", Limit: 1, Tolerance: time.Second}
 	l := mustAcquire(t, a, slotRequest(ns, "a", "1"))
-	if err := rawConn(t, addr).Delete(a.slotPath(ns.Name, l.Slot), -1); err != nil {
+	conn := rawConn(t, addr)
+	path := a.slotPath(ns.Name, l.Slot)
+	data, _, err := conn.Get(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	l2 := mustAcquire(t, b, slotRequest(ns, "b", "1"))
-	if l2.Fence != l.Fence || l2.Floor != 0 || l2.Floor >= l.Ceiling {
-		t.Errorf("a slot node deleted under a live term (fence %d, ceiling %d): another store got fence %d, floor %d; "+
-			"the documented limit is fence %d and floor 0 again: if the driver now refuses or starts above, update this test "+
-			"and the package doc", l.Fence, l.Ceiling, l2.Fence, l2.Floor, l.Fence)
+	if err := conn.Delete(path, -1); err != nil {
+		t.Fatal(err)
 	}
-	_, err := a.Renew(t.Context(), l)
+	for name, s := range map[string]*driverStore{"another store": b, "the holder's store": a} {
+		l2, err := s.Acquire(ctx, slotRequest(ns, "b", "1"))
+		if err == nil {
+			t.Fatalf("a slot node deleted under a live term (fence %d, ceiling %d): %s got it at fence %d, floor %d",
+				l.Fence, l.Ceiling, name, l2.Fence, l2.Floor)
+		}
+		if !errors.Is(err, driver.ErrExhausted) || !errors.Is(err, driver.ErrCorrupt) {
+			t.Errorf("Acquire by %s of the one slot, deleted by hand: %v; want ErrExhausted naming it (ErrCorrupt)", name, err)
+		}
+	}
+	wantIs(t, b.SeedSlot(ctx, ns, l.Slot, 1, 0), driver.ErrCorrupt, "SeedSlot of a slot deleted by hand")
+	_, err = a.Renew(ctx, l)
 	wantIs(t, err, driver.ErrLeaseLost, "the deleted term's Renew")
+	if ok, _, err := conn.Exists(path); err != nil || ok {
+		t.Fatalf("after the refusals, %s exists: %v (err %v); nothing may recreate it", path, ok, err)
+	}
+	// The operator puts the node back (with its term: it is the operator's
+	// to end); the holder's term stays lost, another owner waits for it.
+	if _, err := conn.Create(path, data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Acquire(ctx, slotRequest(ns, "b", "1")); !errors.Is(err, driver.ErrExhausted) || errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("Acquire with the slot put back under its live term: %v; want ErrExhausted (held), not ErrCorrupt", err)
+	}
 }

@@ -135,22 +135,22 @@ func (s *slotStore) keepSlotFences(ctx context.Context, levels [][]purgeNode, a 
 }
 
 // rootFenceFloor reads the root's slot fence floor, for a namespace being
-// created; a missing root has none.
-func (s *slotStore) rootFenceFloor(ctx context.Context, a *attempts) (int64, error) {
+// created, and the root's version (-1: a missing root, which has none).
+func (s *slotStore) rootFenceFloor(ctx context.Context, a *attempts) (floor int64, version int32, err error) {
 	rs, err := s.getNodes(ctx, []string{s.root}, a)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	switch r := rs[0]; {
 	case errors.Is(r.err, zk.ErrNoNode):
-		return 0, nil
+		return 0, -1, nil
 	case r.err != nil:
-		return 0, fmt.Errorf("zookeeper: read %s: %w", s.root, r.err)
+		return 0, 0, fmt.Errorf("zookeeper: read %s: %w", s.root, r.err)
 	default:
 		f, err := parseFenceFloor(r.data, fieldSlotFenceFloor)
 		if err != nil {
-			return 0, corruptData(s.root, r.data, err)
+			return 0, 0, corruptData(s.root, r.data, err)
 		}
-		return f, nil
+		return f, r.stat.Version, nil
 	}
 }

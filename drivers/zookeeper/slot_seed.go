@@ -48,7 +48,11 @@ func (s *slotStore) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fe
 		node := r.node.withRecord(rec)
 		data := formatSlot(node)
 		op := func() (*zk.Stat, error) {
-			_, err := s.conn.Create(r.path, data, 0, s.acl)
+			// With the slot's marker (slot_made.go).
+			res, err := s.conn.Multi(&zk.CreateRequest{Path: r.path, Data: data, Acl: s.acl}, s.madeOp(ns.Name, n))
+			if err != nil && len(res) == 2 && res[0].Error == nil {
+				err = errMadeFailed{err}
+			}
 			return nil, err
 		}
 		if r.exists {
@@ -59,10 +63,18 @@ func (s *slotStore) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fe
 			op = func() (*zk.Stat, error) { return s.conn.Set(r.path, data, version) }
 		}
 		_, err = call(ctx, s, op)
+		var made errMadeFailed
 		switch {
 		case err == nil:
 			s.marks.saw(r.path, node)
 			return nil
+		case errors.As(err, &made) && errors.Is(err, zk.ErrNodeExists):
+			return s.unmadeErr(ns.Name, n)
+		case errors.As(err, &made) && errors.Is(err, zk.ErrNoNode):
+			if err := s.createParents(ctx, s.madePath(ns.Name, n), &a); err != nil {
+				return err
+			}
+			continue
 		case errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrBadVersion):
 			continue // written meanwhile: judge it again
 		case errors.Is(err, zk.ErrNoNode) && !r.exists:
@@ -79,3 +91,9 @@ func (s *slotStore) SeedSlot(ctx context.Context, ns driver.Namespace, n int, fe
 		}
 	}
 }
+
+// errMadeFailed is a seed's create refused for its marker's create.
+type errMadeFailed struct{ err error }
+
+func (e errMadeFailed) Error() string { return "slot marker: " + e.err.Error() }
+func (e errMadeFailed) Unwrap() error { return e.err }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -357,7 +358,7 @@ func (s *slotStore) readOwnerIndex(ctx context.Context, path string, a *attempts
 // is fine: the caller reads it again and compares the settings.
 func (s *slotStore) createNamespace(ctx context.Context, ns driver.Namespace, sealed bool, a *attempts) error {
 	path := s.nsPath(ns.Name)
-	floor, err := s.rootFenceFloor(ctx, a)
+	floor, rootVersion, err := s.rootFenceFloor(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -368,15 +369,48 @@ func (s *slotStore) createNamespace(ctx context.Context, ns driver.Namespace, se
 	if sealed {
 		data = append(data, sealedLine...)
 	}
+	// With the parent of its slots' markers (slot_made.go), so that the
+	// first acquire's multi finds it, unless it is there already.
+	made := s.madeDirPath(ns.Name)
+	withMade := true
 	for {
-		_, err := call(ctx, s, func() ([]zk.MultiResponse, error) {
-			return s.conn.Multi(
-				&zk.CreateRequest{Path: path, Data: data, Acl: s.acl},
-				&zk.CreateRequest{Path: path + "/" + clockName, Acl: s.acl})
-		})
+		var ops []any
+		if rootVersion != -1 {
+			// A purge raises the floor (rewriting the root) before it
+			// deletes: a namespace made after it must not have the floor
+			// read before it.
+			ops = append(ops, &zk.CheckVersionRequest{Path: s.root, Version: rootVersion})
+		}
+		first := len(ops)
+		ops = append(ops,
+			&zk.CreateRequest{Path: path, Data: data, Acl: s.acl},
+			&zk.CreateRequest{Path: path + "/" + clockName, Acl: s.acl})
+		if withMade {
+			ops = append(ops, &zk.CreateRequest{Path: made, Acl: s.acl})
+		}
+		res, err := call(ctx, s, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
+		failed := slices.IndexFunc(res, func(r zk.MultiResponse) bool { return r.Error != nil })
 		switch {
+		case err != nil && failed == 0 && first == 1:
+			return nil // the root changed (a purge?): the caller reads again, and makes it with the floor then
+		case withMade && err != nil && failed == first+2:
+			// The markers' parent is there already, or its own parent is
+			// missing: the namespace alone, with the parents made first.
+			withMade = false
+			if errors.Is(err, zk.ErrNoNode) {
+				if err := s.createParents(ctx, made+"/", a); err != nil && !errors.Is(err, zk.ErrNoNode) {
+					return err // (a purge under way: the acquire makes it later)
+				}
+			}
+			continue
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
 			return nil
+		case errors.Is(err, zk.ErrNoNode) && rootVersion != -1:
+			// {root}/slot and {root}/made, as after a purge: one trip.
+			if err := s.createChildren(ctx, a, s.root+"/slot", s.root+"/"+madeDir); err != nil {
+				return err
+			}
+			continue
 		case errors.Is(err, zk.ErrNoNode):
 			if err := s.createParents(ctx, path, a); err != nil {
 				return err

@@ -80,8 +80,8 @@ func getSlotNode(t *testing.T, conn *zk.Conn, path string) (slotNode, *zk.Stat) 
 	return n, stat
 }
 
-// handNamespace creates a namespace node (with .clock) and its owner
-// directory by hand.
+// handNamespace creates a namespace node (with .clock), its owner
+// directory and its slot markers' directory by hand.
 func handNamespace(t *testing.T, conn *zk.Conn, s *driverStore, ns driver.Namespace) {
 	t.Helper()
 	mustCreatePath(t, conn, s.nsPath(ns.Name), string(formatNamespace(ns.Limit, ns.Tolerance.Milliseconds())))
@@ -89,6 +89,7 @@ func handNamespace(t *testing.T, conn *zk.Conn, s *driverStore, ns driver.Namesp
 		t.Fatal(err)
 	}
 	mustCreatePath(t, conn, s.root+"/owner/"+ns.Name, "")
+	mustCreatePath(t, conn, s.root+"/"+madeDir+"/"+ns.Name, "") // the slot markers' parent (slot_made.go)
 }
 
 // handLiveSlots creates slots [from, to) of ns by hand, each holding a live
@@ -1365,7 +1366,7 @@ func testSlotPurge(t *testing.T, addr string) {
 	want := map[string]bool{}
 	for _, p := range []string{"/slot", "/slot/purged", "/slot/purged/.clock", "/slot/purged/0", "/owner",
 		"/owner/purged", "/owner/purged/owner", "/range", "/range/a", "/range/a/b",
-		"/clock", fmt.Sprintf("/clock/%016x", uint64(s.conn.SessionID()))} {
+		"/clock", fmt.Sprintf("/clock/%016x", uint64(s.conn.SessionID())), "/made", "/made/purged", "/made/purged/0"} {
 		want[s.root+p] = true
 	}
 	at := map[string]int{}

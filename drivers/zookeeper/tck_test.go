@@ -86,10 +86,6 @@ func testTCK(t *testing.T, srv *zktest.Server) {
 			"retry.maxSleep":   "-5ms",
 		},
 		TimeScale: 2,
-		KnownHoles: map[string]string{
-			"Operator/DeletedSlot": "a slot node deleted by hand under a live term is created again by another store at " +
-				"fence 1, floor 0: a documented limit (package doc; TestSlotNodeDeletedUnderLiveTerm), issue 37",
-		},
 		// Each random history opens its stores on a root of its own: 25
 		// keep the TCK within its time on a loaded machine.
 		Histories: 25,
