@@ -48,7 +48,7 @@ func (h *harness) options() map[string]string {
 	o := map[string]string{
 		"endpoints":  strings.Join(h.server().Endpoints(), ","),
 		"prefix":     h.prefix,
-		"sessionTTL": "2s",
+		"sessionTTL": "5s", // 2s leases were lost at load 50 (keep-alive answers 2.2s late)
 	}
 	maps.Copy(o, h.extra)
 	return o
