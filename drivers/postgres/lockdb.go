@@ -28,6 +28,12 @@ var lockTables = []string{
 		session BIGINT NOT NULL REFERENCES {p}cosid_lock_session (id) ON DELETE CASCADE)`,
 	`CREATE INDEX IF NOT EXISTS cosid_lock_waiter_name ON {p}cosid_lock_waiter (name, ticket)`,
 	`CREATE INDEX IF NOT EXISTS cosid_lock_waiter_session ON {p}cosid_lock_waiter (session)`,
+	// The listings' keyset pages compare and sort bytewise (COLLATE "C",
+	// Dialect.Bytewise); the primary keys are in the database's collation,
+	// which an index scan in "C" order cannot use: without these a page
+	// of 100,000 keys sorted them all (0.1 s a page).
+	`CREATE INDEX IF NOT EXISTS cosid_range_bytewise ON {p}cosid_range (key COLLATE "C")`,
+	`CREATE INDEX IF NOT EXISTS cosid_lock_bytewise ON {p}cosid_lock (name COLLATE "C")`,
 }
 
 // lockStatements are the lock code's statements, written for the
