@@ -41,7 +41,7 @@ func TestMySQLStatementsParse(t *testing.T) {
 			delete(stmts, n)
 		}
 	}
-	for _, tail := range []string{"SlotsTail", "SlotsTailSkip"} {
+	for _, tail := range []string{"SlotsTail", "SlotsTailSkip", "SlotsTailRead"} {
 		stmts["SlotsHead+"+tail] = stmts["SlotsHead"] + "$2" + stmts[tail]
 		delete(stmts, tail)
 	}

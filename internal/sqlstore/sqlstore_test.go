@@ -31,7 +31,7 @@ func TestStatementsParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, tail := range []string{"SlotsTail", "SlotsTailSkip"} {
+			for _, tail := range []string{"SlotsTail", "SlotsTailSkip", "SlotsTailRead"} {
 				stmts["SlotsHead+"+tail] = stmts["SlotsHead"] + db.d.Placeholder(2) + stmts[tail]
 				delete(stmts, tail)
 			}

@@ -58,6 +58,8 @@ type statements struct {
 	// row read without its lock may be older than one this store is
 	// writing (see Store.accept).
 	SlotsTailSkip, SlotExists string
+	// SlotsTailRead ends a read of the listed slots without a lock.
+	SlotsTailRead string
 	// SlotUsed records that a slot was created (cosid_slot_used); it
 	// writes nothing, and says so, for a slot recorded before.
 	SlotUsed                                       string
@@ -159,6 +161,7 @@ func newStatements(d Dialect) (*statements, error) {
 		SlotsHead:     `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 AND slot IN (`,
 		SlotsTail:     `) ORDER BY slot{forupdate}`,
 		SlotsTailSkip: `) ORDER BY slot` + d.FreeSearch[0],
+		SlotsTailRead: `) ORDER BY slot`,
 		SlotExists:    `SELECT count(*) FROM {p}cosid_slot WHERE namespace = $1 AND slot = $2`,
 		SlotUsed: `INSERT INTO {p}cosid_slot_used (namespace, slot) VALUES ($1, $2)
 			ON CONFLICT (namespace, slot) DO NOTHING`,
