@@ -168,7 +168,12 @@ type SlotInfo struct {
 type SlotLeaseStore interface {
 	// Acquire creates the namespace if it is missing (ErrConfigMismatch,
 	// creating nothing, if it exists with another Limit or Tolerance) and
-	// leases a slot at now, the store's time:
+	// leases a slot at now, the store's time. A sealed namespace gives
+	// ErrSealed before anything else is compared: a seal is reported
+	// before a mismatch of settings (a namespace SealNamespace created has
+	// Limit 0, which no Acquire names). The namespace a missing one gets is kept whatever the
+	// Acquire ends in: one that ends ErrExhausted (every slot passed over)
+	// has still created it, with its settings, and Namespaces lists it.
 	//
 	//   - A live term of the same owner and incarnation among the owner's
 	//     last slots and the preferred slot is returned as it is, whatever

@@ -203,25 +203,7 @@ func Run(t *testing.T, s Suite) {
 		s.TimeScale = 1
 	}
 	quietRapid()
-	groups := []struct {
-		name   string
-		checks []check
-	}{
-		{"Capabilities", generalChecks()},
-		{"Ranges", rangeChecks()},
-		{"Slots", slotChecks()},
-		{"Locks", lockChecks()},
-		{"Purge", purgeChecks()},
-		{"History", historyChecks()},
-		{"Restart", restartChecks()},
-		{"Operator", operatorChecks()},
-		{"Interleave", interleaveChecks()},
-		{"Options", optionChecks()},
-		{"Close", closeChecks()},
-		{"Errors", errorChecks()},
-		{"Explore", exploreChecks()},
-	}
-	for _, g := range groups {
+	for _, g := range groups() {
 		t.Run(g.name, func(t *testing.T) {
 			for _, c := range g.checks {
 				t.Run(c.name, func(t *testing.T) {
@@ -237,6 +219,32 @@ func Run(t *testing.T, s Suite) {
 				})
 			}
 		})
+	}
+}
+
+// group is a group of checks: each check runs as the subtest
+// group/check, and tck_contracts.go names it at the sentences it checks.
+type group struct {
+	name   string
+	checks []check
+}
+
+// groups returns every check of the kit, by group, in the order they run.
+func groups() []group {
+	return []group{
+		{"Capabilities", generalChecks()},
+		{"Ranges", rangeChecks()},
+		{"Slots", slotChecks()},
+		{"Locks", lockChecks()},
+		{"Purge", purgeChecks()},
+		{"History", historyChecks()},
+		{"Restart", restartChecks()},
+		{"Operator", operatorChecks()},
+		{"Interleave", interleaveChecks()},
+		{"Options", optionChecks()},
+		{"Close", closeChecks()},
+		{"Errors", errorChecks()},
+		{"Explore", exploreChecks()},
 	}
 }
 

@@ -9,11 +9,12 @@
 // and "ZK Slots/X" are TestLocks/<version>/X and TestSlots/<version>/X;
 // "driver X" is package driver's test X (the shared slot rules).
 //
-// package driver (135 sentences)
+// package driver (145 sentences)
 //
 //	D1   a capability it lacks: the user's call fails with ErrUnsupported        Capabilities/Declared
 //	D2   drivers return sentinels; the portable layer adds operation and key     Errors/Wrapped
-//	D3   Factory: reject an unknown option key, wrapping ErrInvalidArgument,     Options/UnknownKey, Options/UnknownWithValid
+//	D3   Factory: reject an unknown option key, wrapping ErrInvalidArgument,     Options/UnknownKey, Options/UnknownWithValid,
+//	                                                                             Options/KeysExact (keys match exactly: no case or space folding)
 //	D4   ... naming it, also when valid keys come with it                        Options/UnknownWithValid
 //	D5   Factory: reject a malformed value, naming the key and the value         Options/MalformedValue
 //	D5a  Factory: reject a required option left out, naming it                  Options/MissingRequired (needs Suite.RequiredOptions)
@@ -63,21 +64,22 @@
 //	D46  LastOwner: the owner of the last term ended (release, takeover, seed)   History/Listed; the seed: driver TestSlotSeeded
 //	D47  NextFloor: the next term starts there or above; during a term, Floor    History/Listed, Slots/ReleaseFloor
 //	D48  SlotLeaseStore keeps per slot a SlotRecord, per owner its last slots         Slots/MostRecentFirst, Restart/Survives; driver TestOwnerIndex
-//	D49  ... at most OwnerIndexLen, most recent first                            Slots/MostRecentFirst; driver TestOwnerIndex
+//	D49  ... at most OwnerIndexLen, most recent first                            Slots/MostRecentFirst, Slots/IndexLength; driver TestOwnerIndex
 //	D50  the rules are SlotRecord's; times: the store's clock, not the caller's  driver TestSlotJudge ... TestSlotSeeded; Slots/RenewClockBack
 //	D51  Acquire creates a missing namespace                                     Slots/FirstTerm, Slots/Listing
 //	D52  ... ErrConfigMismatch, creating nothing, if other Limit or Tolerance    Slots/ConfigMismatch
-//	D53  a live term of the same owner and incarnation is returned as it is,     Slots/SameIncarnation
+//	D53  a live term of the same owner and incarnation is returned as it is,     Slots/SameIncarnation; an expired one is not: Slots/OwnExpired
 //	D54  ... whatever the order, with or without Reclaim                         Slots/SameIncarnation
 //	D55  order: the owner's last slots (most recent first), preferred, lowest    Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
 //	     (alone; crowded: from SearchStart, wrapping: Slots/ConcurrentAcquire)
 //	D56  free: never used, released, or expired (now >= ExpiresAt), any holder's Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover,
-//	                                                                             Slots/ExpiredFoundBySearch; driver TestSlotJudge
+//	                                                                             Slots/ExpiredFoundBySearch, Slots/OwnExpired, Slots/ExpiryBoundary
+//	                                                                             (needs ClockSetter); driver TestSlotJudge
 //	D57  never a live term of another owner, however close its expiry            Slots/NoEarlyTakeover, Slots/Exhaustion, Interleave/AcquireAcquire
 //	D58  another incarnation without Reclaim gets another slot                   Slots/Reclaim
 //	D59  no free slot: ErrExhausted, only after every slot was judged            Slots/Exhaustion, Slots/ConcurrentAcquire, Slots/Reclaim;
 //	                                                                             reads: ZK Slots/FullNamespace
-//	D60  a slot at fence MaxInt64, or corrupt, is passed over and named          driver TestSlotJudge; ZK Slots/CorruptSlot
+//	D60  a slot at fence MaxInt64, or corrupt, is passed over and named          History/FenceAtMax; driver TestSlotJudge; ZK Slots/CorruptSlot
 //	D61  fence: previous term's plus one, 1 for a slot never used                Slots/Fence, Slots/FirstTerm, Slots/Takeover, Slots/Reclaim
 //	D62  ... above the purged fences after a purge                               History/PurgeKeepsSlotFences; ZK TestPurgeFences
 //	D63  floor: 0 never used; the next floor after a release or a seed;          Slots/FirstTerm, Slots/ReleaseFloor, Slots/Seed, History/SeedNeverLowers
@@ -117,6 +119,7 @@
 //	D95  Close ends the store's waits (ErrClosed) and holds (Lost, next waiter)  Close/Locks, Locks/LostOnClose, Locks/LostBeforeGrant (rounds)
 //	D96  Locks lists locks held or waited on (and kept ones), sorted; non-nil    Locks/Names
 //	D97  Waiters lists holder and waiters in lock order, holder first            Locks/FIFO, Locks/FIFOArrival
+//	D97a ... each with its fence: the holder's, and the one each waiter will get Locks/WaiterFences
 //	D98  ... empty when the lock is free; a name never used: ErrNotFound         Locks/Names
 //	D99  Unlock releases and the next waiter gets the lock                       Locks/Exclusion, Locks/FIFO
 //	D100 ... only the caller's own hold is removed, never a later holder's       Locks/UnlockTwice, Locks/Exclusion
@@ -160,6 +163,25 @@
 //	D133 Purge never forgets a seal: ErrSealed naming it, nothing deleted        Purge/Seals, Slots/Seal
 //	D134 LayoutKeeper: the first layout is recorded, creating the namespace     Slots/Layout
 //	D135 ... never replaced: later calls, any store, get it; settings, seal     Slots/Layout
+//	D136 Acquire: a sealed namespace gives ErrSealed before settings are         Slots/Seal (Acquire with other settings, and in a namespace
+//	     compared                                                                SealNamespace created with Limit 0, give ErrSealed)
+//	D137 Acquire: a missing namespace it created stays, even when the Acquire    the model of Explore/Histories (it creates before it searches);
+//	     ends ErrExhausted                                                       no check of its own: only a purge of fences at MaxInt64 reaches it
+//	D138 Identifier: every store of one storage has one non-empty identity;      Capabilities/Identity
+//	     another storage another
+//	D139 RangeLister, Keys: every key once, sorted, whatever the page size,      Ranges/ListPages
+//	     also while keys are created
+//	D140 LockLister: every lock name once, sorted, whatever the page size        Locks/ListPages
+//	D141 RangeAdvancer: raises, never lowers, creates a missing key at the       Ranges/Advance
+//	     value, refuses a sealed key (ErrSealed), seen by every store
+//	D142 LockSealer SealLocks: every later Lock and TryLock gives ErrSealed;     Locks/Seal, Locks/SealRaiseQueued
+//	     a waiter queued before is never granted; the holder may unlock
+//	D143 LockSealer RaiseLockFences: every later fence is above the floor;       Locks/RaiseFences, Locks/Seal (it unseals)
+//	     it lowers nothing, and unseals
+//	D144 OptionCreate: create=false opens an existing store and creates and      Options/CreateFalse (or the option is refused as unknown)
+//	     writes nothing; a driver should accept it
+//	D145 every answer of concurrent calls is one a single-copy store could give  Explore/Linearizable; random histories against the model:
+//	     (linearizable), and histories agree with the model                      Explore/Histories
 //
 // Interleavings: each Interleave check starts a read-modify-write of one
 // store and another store's write at one instant, in rounds, and checks

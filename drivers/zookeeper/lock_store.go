@@ -103,7 +103,7 @@ func (s *lockStore) Lock(ctx context.Context, name, owner string, wait bool) (dr
 		return nil, err
 	}
 	if !s.lk.sniffing && s.lk.requested == 0 {
-		return nil, fmt.Errorf("zookeeper: Lock on a store made by New needs the option sessionTimeout "+
+		return nil, fmt.Errorf("zookeeper: Lock on a store made by OpenStore needs Options.SessionTimeout "+
 			"(the connection's negotiated session timeout) to know when a hold may be lost: %w", driver.ErrInvalidArgument)
 	}
 	if !wait {

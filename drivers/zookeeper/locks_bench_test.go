@@ -28,7 +28,7 @@ import (
 //
 // zk.Lock takes 3 round trips per uncontended op: create, list, delete.
 // The store takes 2: its create (a multi whose answer carries the fence)
-// with the listing sent right behind it, then delete (lockcreate.go). It
+// with the listing sent right behind it, then delete (lock_create.go). It
 // also tracks its nodes for Lost and cleanup, and runs each call on a
 // goroutine so that it honours its context.
 //

@@ -17,7 +17,7 @@ import (
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
-// TestLockCreate attacks the one-round-trip create (lockcreate.go): the
+// TestLockCreate attacks the one-round-trip create (lock_create.go): the
 // fence taken from the multi's setData across a parent deleted and made
 // again, a create retried after NoNode, stores that may and may not write
 // the parent taking turns, and the listing sent behind the create held

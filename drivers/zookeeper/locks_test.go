@@ -30,7 +30,7 @@ const (
 	opcodeChildren2 = 12 // Children sends getChildren2
 
 	// A lock node's create is a multi with a setData of its parent
-	// (lockcreate.go); so are the liveness rule's confirmations, which a
+	// (lock_create.go); so are the liveness rule's confirmations, which a
 	// store sends only while it holds a lock.
 	opLockCreate = opMulti
 )
@@ -163,7 +163,7 @@ func lockedCount(s *driverStore) int {
 // requests in two round trips, one round trip fewer than go-zookeeper's
 // zk.Lock (create; list; delete): the create, a multi whose setData gives
 // the fence (the node's czxid), with the listing sent right behind it;
-// then the delete (lockcreate.go). Every answer is held back 300ms, so a
+// then the delete (lock_create.go). Every answer is held back 300ms, so a
 // listing sent only after the create's answer would be a trip of its own.
 func testLockRequestsUncontended(t *testing.T, addr string) {
 	lockUnlock := countedLock(t, addr, "requests", zk.WorldACL(zk.PermAll))
@@ -282,7 +282,7 @@ func testLockFenceFirstNotAlone(t *testing.T, addr string) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a sent no listing")
 	}
-	// The listing leaves right behind the create (lockcreate.go): b's
+	// The listing leaves right behind the create (lock_create.go): b's
 	// create is sent once the server has a's node, so that b queues behind.
 	lockEventually(t, 10*time.Second, "a's node created", func() bool { return nodes() == 1 })
 	chB := lockAsync(t, ctx, b, name, "b")
@@ -400,7 +400,7 @@ func testLockNoHerd(t *testing.T, addr string) {
 			}
 		}
 		// Besides its create, a store's multis are the liveness rule's
-		// confirming writes while it holds a lock (lockwatch_confirm.go),
+		// confirming writes while it holds a lock (lock_confirm.go),
 		// sent by its loop, not by the queue: a waiter granted a while
 		// after its create confirms its session so.
 		if got := w.requests(-1) - w.requests(opMulti); got != 4 {
@@ -990,7 +990,7 @@ func testLockCallerConnectionCut(t *testing.T, addr string) {
 	}
 	defer bare.Close()
 	_, err = bare.Lock(ctx, name, "c", true)
-	wantIs(t, err, driver.ErrInvalidArgument, "Lock on a store made by New without sessionTimeout")
+	wantIs(t, err, driver.ErrInvalidArgument, "Lock on a store made by OpenStore without SessionTimeout")
 	if err != nil && !strings.Contains(err.Error(), "sessionTimeout") {
 		t.Errorf("the error does not name the option sessionTimeout: %v", err)
 	}

@@ -77,7 +77,7 @@ func prepare(options map[string]string, wrap func(net.Conn) net.Conn) (*driverSt
 // Connect makes the store's connection and waits for a session, up to
 // blockUntilConnectedWait and while ctx lasts (driver.Connector). On a
 // failure it closes the store and names the servers, the state reached and
-// the last failure seen. A store made by New is connected already.
+// the last failure seen. A store made by OpenStore is connected already.
 func (s *driverStore) Connect(ctx context.Context) error {
 	if !s.owned || s.conn != nil {
 		return nil
