@@ -8,11 +8,14 @@ package tck_test
 // drivers/memory's broken_*_test.go.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,6 +48,16 @@ func init() {
 		wrapped("cancel-trace", "Locks/Cancel", func(s memDriver) driver.Store { return cancelTrace{s} }),
 		wrapped("reentrant", "Locks/NotReentrant", func(s memDriver) driver.Store { return &reentrant{memDriver: s} }),
 		wrapped("forget-close", "Locks/LostOnClose", func(s memDriver) driver.Store { return forgetClose{s} }),
+		wrapped("exhausted-at-max", "Ranges/Overflow", func(s memDriver) driver.Store { return exhaustedAtMax{s} }),
+		wrapped("overflow-invalid", "Ranges/Overflow", func(s memDriver) driver.Store { return overflowInvalid{s} }),
+		wrapped("init-max-refused", "Ranges/Overflow", func(s memDriver) driver.Store { return initMaxRefused{s} }),
+		wrapped("init-sealed-refused", "Ranges/Seal", func(s memDriver) driver.Store { return initSealedRefused{s} }),
+		wrapped("seal-exhausted", "Ranges/Overflow", func(s memDriver) driver.Store { return sealExhausted{s} }),
+		wrapped("slots-by-fence", "Slots/Listing", func(s memDriver) driver.Store { return slotsByFence{s} }),
+		wrapped("waiters-no-holder", "Locks/FIFO", func(s memDriver) driver.Store { return waitersNoHolder{s} }),
+		wrapped("waiters-fence-unset", "Locks/WaiterFences", func(s memDriver) driver.Store { return waitersFenceUnset{s} }),
+		variant{name: "fold-option-keys", checks: []string{"Options/KeysExact"}, broken: true,
+			suite: func(*testing.T) tck.Suite { s := memSuite(); s.Factory = foldOptionKeys; return s }},
 		variant{name: "ignore-options", checks: []string{"Options/UnknownKey"}, broken: true,
 			suite: func(*testing.T) tck.Suite {
 				s := memSuite()
@@ -447,3 +460,97 @@ func (r *reentrant) Lock(ctx context.Context, name, owner string, wait bool) (dr
 type forgetClose struct{ memDriver }
 
 func (forgetClose) Close() error { return nil }
+
+// exhaustedAtMax refuses an allocation ending exactly at math.MaxInt64.
+type exhaustedAtMax struct{ memDriver }
+
+func (s exhaustedAtMax) Next(ctx context.Context, key string, step int64) (int64, error) {
+	next, _, err := s.memDriver.Current(ctx, key)
+	if err == nil && next == math.MaxInt64-step {
+		return 0, fmt.Errorf("next %d plus step %d: %w", next, step, driver.ErrExhausted)
+	}
+	return s.memDriver.Next(ctx, key, step)
+}
+
+// overflowInvalid reports an allocation past math.MaxInt64 as a bad step.
+type overflowInvalid struct{ memDriver }
+
+func (s overflowInvalid) Next(ctx context.Context, key string, step int64) (int64, error) {
+	start, err := s.memDriver.Next(ctx, key, step)
+	if errors.Is(err, driver.ErrExhausted) {
+		return 0, fmt.Errorf("step %d too large: %w", step, driver.ErrInvalidArgument)
+	}
+	return start, err
+}
+
+// initMaxRefused takes math.MaxInt64 for an invalid next value.
+type initMaxRefused struct{ memDriver }
+
+func (s initMaxRefused) Init(ctx context.Context, key string, next int64) error {
+	if next == math.MaxInt64 {
+		return fmt.Errorf("next %d out of range: %w", next, driver.ErrInvalidArgument)
+	}
+	return s.memDriver.Init(ctx, key, next)
+}
+
+// initSealedRefused refuses Init of a sealed key, even at its value.
+type initSealedRefused struct{ memDriver }
+
+func (s initSealedRefused) Init(ctx context.Context, key string, next int64) error {
+	if _, sealed, err := s.memDriver.Current(ctx, key); err == nil && sealed {
+		return fmt.Errorf("key is sealed: %w", driver.ErrSealed)
+	}
+	return s.memDriver.Init(ctx, key, next)
+}
+
+// sealExhausted seals through "Next of 0": a key at math.MaxInt64 (all
+// handed out) gives ErrExhausted and stays unsealed.
+type sealExhausted struct{ memDriver }
+
+func (s sealExhausted) Seal(ctx context.Context, key string) (int64, error) {
+	if next, _, err := s.memDriver.Current(ctx, key); err == nil && next == math.MaxInt64 {
+		return 0, fmt.Errorf("key at %d: %w", next, driver.ErrExhausted)
+	}
+	return s.memDriver.Seal(ctx, key)
+}
+
+// slotsByFence lists a namespace's slots by fence, not by slot number.
+type slotsByFence struct{ memDriver }
+
+func (s slotsByFence) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error) {
+	out, err := s.memDriver.Slots(ctx, ns)
+	slices.SortStableFunc(out, func(a, b driver.SlotInfo) int { return cmp.Compare(b.Fence, a.Fence) })
+	return out, err
+}
+
+// waitersNoHolder lists only the waiters, leaving the holder out.
+type waitersNoHolder struct{ memDriver }
+
+func (s waitersNoHolder) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+	out, err := s.memDriver.Waiters(ctx, name)
+	if len(out) > 0 {
+		out = out[1:]
+	}
+	return out, err
+}
+
+// waitersFenceUnset lists the waiters with fence 0: only a holder's fence
+// is known.
+type waitersFenceUnset struct{ memDriver }
+
+func (s waitersFenceUnset) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+	out, err := s.memDriver.Waiters(ctx, name)
+	for i := 1; i < len(out); i++ {
+		out[i].Fence = 0
+	}
+	return out, err
+}
+
+// foldOptionKeys matches option keys whatever their case and spaces.
+func foldOptionKeys(options map[string]string) (driver.Store, error) {
+	folded := map[string]string{}
+	for k, v := range options {
+		folded[strings.ToLower(strings.TrimSpace(k))] = v
+	}
+	return openMemory(folded)
+}

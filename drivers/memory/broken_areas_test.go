@@ -12,9 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strings"
 
 	"github.com/cosid-go/store/driver"
 )
@@ -22,68 +20,6 @@ import (
 // withAcquireBug returns the wrap of an acquireBug variant.
 func withAcquireBug(b acquireBug) func(*driverStore) driver.Store {
 	return func(s *driverStore) driver.Store { b.driverStore = s; return b }
-}
-
-// exhaustedAtMax refuses an allocation ending exactly at math.MaxInt64.
-type exhaustedAtMax struct{ *driverStore }
-
-func (s exhaustedAtMax) Next(ctx context.Context, key string, step int64) (int64, error) {
-	next, _, err := s.driverStore.Current(ctx, key)
-	if err == nil && next == math.MaxInt64-step {
-		return 0, fmt.Errorf("next %d plus step %d: %w", next, step, driver.ErrExhausted)
-	}
-	return s.driverStore.Next(ctx, key, step)
-}
-
-// overflowInvalid reports an allocation past math.MaxInt64 as a bad step.
-type overflowInvalid struct{ *driverStore }
-
-func (s overflowInvalid) Next(ctx context.Context, key string, step int64) (int64, error) {
-	start, err := s.driverStore.Next(ctx, key, step)
-	if errors.Is(err, driver.ErrExhausted) {
-		return 0, fmt.Errorf("step %d too large: %w", step, driver.ErrInvalidArgument)
-	}
-	return start, err
-}
-
-// initMaxRefused takes math.MaxInt64 for an invalid next value.
-type initMaxRefused struct{ *driverStore }
-
-func (s initMaxRefused) Init(ctx context.Context, key string, next int64) error {
-	if next == math.MaxInt64 {
-		return fmt.Errorf("next %d out of range: %w", next, driver.ErrInvalidArgument)
-	}
-	return s.driverStore.Init(ctx, key, next)
-}
-
-// initSealedRefused refuses Init of a sealed key, even at its value.
-type initSealedRefused struct{ *driverStore }
-
-func (s initSealedRefused) Init(ctx context.Context, key string, next int64) error {
-	if _, sealed, err := s.driverStore.Current(ctx, key); err == nil && sealed {
-		return fmt.Errorf("key is sealed: %w", driver.ErrSealed)
-	}
-	return s.driverStore.Init(ctx, key, next)
-}
-
-// sealExhausted seals through "Next of 0": a key at math.MaxInt64 (all
-// handed out) gives ErrExhausted and stays unsealed.
-type sealExhausted struct{ *driverStore }
-
-func (s sealExhausted) Seal(ctx context.Context, key string) (int64, error) {
-	if next, _, err := s.driverStore.Current(ctx, key); err == nil && next == math.MaxInt64 {
-		return 0, fmt.Errorf("key at %d: %w", next, driver.ErrExhausted)
-	}
-	return s.driverStore.Seal(ctx, key)
-}
-
-// slotsByFence lists a namespace's slots by fence, not by slot number.
-type slotsByFence struct{ *driverStore }
-
-func (s slotsByFence) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error) {
-	out, err := s.driverStore.Slots(ctx, ns)
-	slices.SortStableFunc(out, func(a, b driver.SlotInfo) int { return cmp.Compare(b.Fence, a.Fence) })
-	return out, err
 }
 
 // namespacesByCreation lists namespaces in the order they were created.
@@ -125,29 +61,6 @@ func (s namespacesByCreation) Acquire(ctx context.Context, req driver.AcquireReq
 	}
 	s.st.mu.Unlock()
 	return s.driverStore.Acquire(ctx, req)
-}
-
-// waitersNoHolder lists only the waiters, leaving the holder out.
-type waitersNoHolder struct{ *driverStore }
-
-func (s waitersNoHolder) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
-	out, err := s.driverStore.Waiters(ctx, name)
-	if len(out) > 0 {
-		out = out[1:]
-	}
-	return out, err
-}
-
-// waitersFenceUnset lists the waiters with fence 0: only a holder's fence
-// is known.
-type waitersFenceUnset struct{ *driverStore }
-
-func (s waitersFenceUnset) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
-	out, err := s.driverStore.Waiters(ctx, name)
-	for i := 1; i < len(out); i++ {
-		out[i].Fence = 0
-	}
-	return out, err
 }
 
 // purgeForgetsSeals unseals every key and namespace, then purges: the
@@ -225,15 +138,6 @@ func (s tryLockAnyName) Lock(ctx context.Context, name, owner string, wait bool)
 		}
 	}
 	return s.driverStore.Lock(ctx, name, owner, wait)
-}
-
-// foldOptionKeys matches option keys whatever their case and spaces.
-func foldOptionKeys(options map[string]string) (driver.Store, error) {
-	folded := map[string]string{}
-	for k, v := range options {
-		folded[strings.ToLower(strings.TrimSpace(k))] = v
-	}
-	return fromOptions(folded)
 }
 
 // grantedNotOwned forgets a hold it was granted after a wait: its store's
