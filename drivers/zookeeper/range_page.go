@@ -3,8 +3,12 @@ package zookeeper
 import (
 	"container/heap"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/cosid-go/store/driver"
 )
@@ -17,8 +21,9 @@ import (
 // name and the keys below it after name+"/", so a key is taken only once
 // nothing left in the queue can hold a lower one; parts of the tree whose
 // keys are all at or below after are never read. What a page holds is the
-// queue: the children of the nodes on its path (for keys all under one
-// node, that node's children), never the whole tree.
+// queue: a page of nodes and the children of the nodes on its path (for
+// keys all under one node, that node's children, kept for the next page
+// while the node has not changed: childList), never the whole tree.
 func (s *rangeStore) ListRanges(ctx context.Context, after string, limit int) ([]driver.KeyState, error) {
 	base := s.root + "/range"
 	a := attempts{s: s.session}
@@ -30,20 +35,18 @@ func (s *rangeStore) ListRanges(ctx context.Context, after string, limit int) ([
 	for q.Len() > 0 && len(out) < limit {
 		if top := (*q)[0]; top.list {
 			heap.Pop(q)
-			names, err := s.children(ctx, join(base, top.key), &a)
+			names, err := s.sortedChildren(ctx, join(base, top.key), &a)
 			if err != nil {
 				return nil, err
 			}
-			kept := names[:0]
-			for _, n := range names {
-				if !below(join(top.key, n), after) {
-					kept = append(kept, n)
-				}
+			start, extra := from(names, top.key, after)
+			for _, n := range extra {
+				k := join(top.key, n)
+				heap.Push(q, walkItem{key: k, at: k})
 			}
-			if len(kept) > 0 {
+			if start < len(names) {
 				// One entry for the whole list, taken a name at a time.
-				slices.Sort(kept)
-				heap.Push(q, walkItem{key: top.key, at: join(top.key, kept[0]), names: kept})
+				heap.Push(q, walkItem{key: top.key, at: join(top.key, names[start]), names: names, idx: start})
 			}
 			continue
 		}
@@ -96,9 +99,90 @@ func (s *rangeStore) ListRanges(ctx context.Context, after string, limit int) ([
 	return out, nil
 }
 
-// below says that key and every key under it are at or below after.
-func below(key, after string) bool {
-	return key <= after && key+"/" < after && !strings.HasPrefix(after, key+"/")
+// from returns where in names, the sorted children of parent, a page
+// after after starts (every name from there on may hold a key above it),
+// and the names before that whose keys below them may too: the parent's
+// segment of after itself, and its prefixes followed in after by a byte
+// below '/' ("a" for "a-b/c": "a/x" sorts after "a-b/c").
+func from(names []string, parent, after string) (int, []string) {
+	rel := after
+	if parent != "" {
+		var ok bool
+		if rel, ok = strings.CutPrefix(after, parent+"/"); !ok {
+			return 0, nil // after is below the parent's keys (or the parent would not be listed)
+		}
+	}
+	seg, _, deeper := strings.Cut(rel, "/")
+	var extra []string
+	for j := 1; j < len(seg); j++ {
+		if seg[j] < '/' {
+			if _, ok := slices.BinarySearch(names, seg[:j]); ok {
+				extra = append(extra, seg[:j])
+			}
+		}
+	}
+	i, found := slices.BinarySearch(names, seg)
+	if found {
+		extra = append(extra, seg) // its keys below may be above after
+		i++
+	}
+	if deeper {
+		// Names seg+c with c below '/' sort before after ("a-b" < "a/b").
+		i, _ = slices.BinarySearch(names, seg+"/")
+	}
+	return i, extra
+}
+
+// childList is the sorted children of a node as a listing read them, with
+// the node's czxid and cversion then: ZooKeeper lists a node's children
+// only all at once, and the same node at the same cversion has the same
+// children, so the next page reads them from here after one Exists rather
+// than list 100,000 names again. One list is kept: a listing's.
+type childList struct {
+	path     string
+	czxid    int64
+	cversion int32
+	names    []string
+}
+
+// sortedChildren returns path's children, sorted, from the last list if
+// the node has not changed since; shared, never to be written.
+func (s *rangeStore) sortedChildren(ctx context.Context, path string, a *attempts) ([]string, error) {
+	s.kidsMu.Lock()
+	c := s.kids
+	s.kidsMu.Unlock()
+	if c != nil && c.path == path {
+		stat, err := call(ctx, s, func() (*zk.Stat, error) {
+			_, stat, err := s.conn.Exists(path)
+			return stat, err
+		})
+		if err == nil && stat != nil && stat.Czxid == c.czxid && stat.Cversion == c.cversion {
+			return c.names, nil
+		}
+	}
+	for {
+		type got struct {
+			names []string
+			stat  *zk.Stat
+		}
+		g, err := call(ctx, s, func() (got, error) {
+			names, stat, err := s.conn.Children(path)
+			return got{names, stat}, err
+		})
+		switch {
+		case err == nil:
+			slices.Sort(g.names)
+			s.kidsMu.Lock()
+			s.kids = &childList{path: path, czxid: g.stat.Czxid, cversion: g.stat.Cversion, names: g.names}
+			s.kidsMu.Unlock()
+			return g.names, nil
+		case errors.Is(err, zk.ErrNoNode):
+			return nil, nil
+		}
+		if err := a.retry(ctx, err); err != nil {
+			return nil, fmt.Errorf("zookeeper: list %s: %w", path, err)
+		}
+	}
 }
 
 // walkItem is, at its place in key order (at: the lowest key it may

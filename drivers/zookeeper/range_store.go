@@ -22,6 +22,9 @@ type rangeStore struct {
 
 	keysMu sync.Mutex
 	keys   map[string]*rangeKey
+
+	kidsMu sync.Mutex
+	kids   *childList // range_page.go
 }
 
 // rangeKey is what the store knows of one key's node. Its semaphore
