@@ -23,7 +23,8 @@ func WithLogger(l *slog.Logger) Option {
 
 // log writes e to the logger, at the level its kind deserves. A lock taken
 // or released is the caller's own call and is not logged; the background
-// work of generators (renewals, prefetch growth) is logged at Debug.
+// work of generators (renewals, prefetch growth) is logged at Debug, a
+// lease's start and end at Info.
 func (s *Store) log(e Event) {
 	if s.logger == nil {
 		return
@@ -70,7 +71,7 @@ func (s *Store) log(e Event) {
 		level, msg = slog.LevelDebug, "lease renewed"
 		attrs = append(attrs, slog.Time("deadline", e.Deadline))
 	case LeaseReleased:
-		level, msg = slog.LevelDebug, "lease released"
+		msg = "lease released" // at the level of "lease acquired": a term's end is as worth knowing as its start
 	case PrefetchGrown:
 		level, msg = slog.LevelDebug, "prefetch grown"
 		attrs = append(attrs, slog.Int64("size", e.Count))

@@ -61,6 +61,11 @@ func TestSessionReportsLossByTimeAndRelease(t *testing.T) {
 	if got := ev.Of(store.LeaseReleased); len(got) != 1 || got[0].Fence != a.Lease().Fence {
 		t.Errorf("released: %+v, want a's lease", got)
 	}
+	// At the level of "lease acquired" (issue 43): a term's end is as
+	// worth an operator's eye as its start.
+	if want := `level=INFO msg="store: lease released"`; !strings.Contains(ev.Log(), want) {
+		t.Errorf("log lacks %q:\n%s", want, ev.Log())
+	}
 }
 
 func TestSegmentReportsPrefetchGrowth(t *testing.T) {

@@ -78,6 +78,20 @@
 // its retries on connection failures. Ping (driver.Pinger) reads the
 // root's stat.
 //
+// go-zookeeper notices a server that stopped answering (frozen, or the
+// network silently dropping packets) only after its read timeout, 2/3 of
+// the session timeout (40s by default). A store made by Open does not
+// wait for it: a call that has waited 1s while nothing was heard from any
+// server for 1s makes it report disconnected (with "no ZooKeeper server
+// answered for ..."), so disconnected comes within 1s of the first call
+// that finds no server answering (a Ping, for a readiness check), whatever
+// the session timeout; and connected again as soon as the server's next
+// bytes arrive, or when go-zookeeper has a session again after a
+// reconnect (TestFrozenServerReported). The session may well live on
+// meanwhile: locks follow their own rule (Locks, below). A store on a
+// caller's connection (OpenStore) reports go-zookeeper's states only. A
+// Close reports no disconnection.
+//
 // # Nodes
 //
 // A range key is the node {root}/range/{key}; its data is the next value in

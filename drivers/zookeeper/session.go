@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -28,6 +29,10 @@ type session struct {
 
 	notify atomic.Pointer[func(driver.Event)] // the portable layer's (session_events.go)
 	sess   sessionLog                         // connection states as reported (session_events.go)
+	// stallDown: Disconnected was reported for a call that heard no server
+	// (stalled), and the connection has not been heard from since.
+	stallDown atomic.Bool
+	handshake func() (int64, time.Duration) // the last handshake's session ID and timeout (lock_sniff.go)
 
 	state      atomic.Int32  // last session state reported by the event callback
 	hasSession chan struct{} // closed at the first session

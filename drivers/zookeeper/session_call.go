@@ -37,13 +37,29 @@ func call[T any](ctx context.Context, g callGroup, fn func() (T, error)) (T, err
 	}) {
 		return zero, driver.ErrClosed
 	}
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		return zero, g.ctxErr(ctx.Err(), start)
-	case <-g.callEnd():
-		return zero, driver.ErrClosed
+	var stall <-chan time.Time // see session.stalled
+	st, watch := g.(interface{ stalled() time.Duration })
+	var timer *time.Timer
+	if watch {
+		timer = time.NewTimer(stallQuiet)
+		defer timer.Stop()
+		stall = timer.C
+	}
+	for {
+		select {
+		case r := <-ch:
+			return r.v, r.err
+		case <-ctx.Done():
+			return zero, g.ctxErr(ctx.Err(), start)
+		case <-g.callEnd():
+			return zero, driver.ErrClosed
+		case <-stall:
+			if again := st.stalled(); again > 0 {
+				timer.Reset(again)
+			} else {
+				stall = nil
+			}
+		}
 	}
 }
 

@@ -41,9 +41,9 @@ type sessionLog struct {
 }
 
 // reportState reports a session event of go-zookeeper's callback as a
-// driver event, if it changes what was last reported. handshake gives the
-// session ID and timeout of the last handshake, as sniffed off the wire.
-func (s *session) reportState(ev zk.Event, handshake func() (int64, time.Duration)) {
+// driver event, if it changes what was last reported. A disconnection by
+// Close is not reported: it is no outage.
+func (s *session) reportState(ev zk.Event) {
 	var kind driver.EventKind
 	switch ev.State {
 	case zk.StateHasSession:
@@ -55,20 +55,72 @@ func (s *session) reportState(ev zk.Event, handshake func() (int64, time.Duratio
 	default:
 		return
 	}
+	s.stallDown.Store(false) // go-zookeeper saw it too: its events say the rest
+	s.reportKind(kind, ev.Server, nil)
+}
+
+// reportKind reports kind, unless it was the last reported (Connected
+// always is: another server, another session).
+func (s *session) reportKind(kind driver.EventKind, server string, err error) {
 	s.sess.mu.Lock()
 	defer s.sess.mu.Unlock() // keeps the reports in the order of the events
 	if kind == s.sess.last && kind != driver.Connected {
 		return
 	}
+	if kind == driver.Disconnected {
+		select {
+		case <-s.closing:
+			return // Close's own
+		default:
+		}
+	}
 	s.sess.last = kind
-	e := driver.Event{Kind: kind}
+	e := driver.Event{Kind: kind, Err: err}
 	if kind == driver.Connected {
 		// The callback may run before zk.Connect returns the connection:
 		// the session ID and timeout come from the sniffed handshake.
-		e.Server = ev.Server
-		e.SessionID, e.Timeout = handshake()
+		e.Server = server
+		if s.handshake != nil {
+			e.SessionID, e.Timeout = s.handshake()
+		}
 	}
 	s.report(e)
+}
+
+// stallQuiet is how long a call waits with nothing heard from any server
+// before the store reports Disconnected: go-zookeeper notices a silent
+// server only when its read timeout (2/3 of the session timeout) passes.
+const stallQuiet = time.Second
+
+// stalled is called by a call of a store that made its connection, still
+// unanswered after stallQuiet (call): if nothing was heard from any server
+// for stallQuiet either, the store reports Disconnected, and Connected
+// again as soon as a server is heard from (heardAgain). Otherwise it
+// returns how long the call waits before it looks again.
+func (s *session) stalled() (again time.Duration) {
+	if !s.owned || zk.State(s.state.Load()) != zk.StateHasSession {
+		return 0 // a caller's connection, or no session: go-zookeeper's events say it
+	}
+	quiet := monoNow() - time.Duration(s.dialer.heard.Load())
+	if quiet < stallQuiet {
+		return stallQuiet - quiet
+	}
+	s.stallDown.Store(true)
+	s.reportKind(driver.Disconnected, "", fmt.Errorf("no ZooKeeper server answered for %v; tried %s",
+		quiet.Round(time.Millisecond), strings.Join(s.cfg.servers, ", ")))
+	return 0
+}
+
+// heardAgain is called when the connection to server read bytes: after a
+// stall, the server answers again.
+func (s *session) heardAgain(server string) {
+	if !s.stallDown.Load() || !s.stallDown.CompareAndSwap(true, false) {
+		return
+	}
+	if zk.State(s.state.Load()) != zk.StateHasSession {
+		return // a new connection's handshake: the callback reports it
+	}
+	s.reportKind(driver.Connected, server, nil)
 }
 
 // Ping reads the root's stat: one round trip (driver.Pinger).

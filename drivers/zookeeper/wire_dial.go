@@ -30,7 +30,8 @@ type dialer struct {
 	closed  bool
 	lastErr error // the last dial or handshake failure, for Open's error
 
-	heard atomic.Int64 // monoNow() when a server was last read from (session_events.go)
+	heard     atomic.Int64        // monoNow() when a server was last read from (session_events.go)
+	heardFrom func(server string) // called on each read that got bytes; must not block
 }
 
 func newDialer(timeout time.Duration, tlsConfig *tls.Config, wrap func(net.Conn) net.Conn) *dialer {
@@ -124,6 +125,9 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.d.heard.Store(int64(monoNow()))
+		if c.d.heardFrom != nil {
+			c.d.heardFrom(c.address)
+		}
 	}
 	if !c.answered {
 		c.count(p[:n])

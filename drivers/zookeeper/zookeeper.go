@@ -70,6 +70,8 @@ func prepare(options map[string]string, wrap func(net.Conn) net.Conn) (*driverSt
 	s.cfg = cfg
 	wrap = s.lk.sniff(cfg.sessionTimeout, wrap) // the Locker reads the negotiated session timeout off the wire
 	s.dialer = newDialer(cfg.connectionTimeout, cfg.sec.tls, wrap)
+	s.dialer.heardFrom = s.heardAgain // Connected after a stall (session_events.go)
+	s.handshake = s.lk.handshake
 	s.hasSession = make(chan struct{})
 	return s, nil
 }
@@ -168,8 +170,8 @@ func (s *driverStore) onEvent(ev zk.Event) {
 		return
 	}
 	s.state.Store(int32(ev.State))
-	s.reportState(ev, s.lk.handshake) // the portable layer's events (session_events.go)
-	s.sessionEvent(ev.State)          // the Locker's Lost signal (lock_session.go)
+	s.reportState(ev)        // the portable layer's events (session_events.go)
+	s.sessionEvent(ev.State) // the Locker's Lost signal (lock_session.go)
 	if ev.State == zk.StateHasSession {
 		s.sessionOne.Do(func() { close(s.hasSession) })
 	}
