@@ -163,8 +163,11 @@
 // shares a named state: a package-level registry maps the storage's name
 // (the file path) to one open handle with a count of the stores using it;
 // New takes a reference, Close drops it, and the last Close closes the
-// file. Each store still behaves as a process of its own: it caches
-// nothing another store may change.
+// file. State that lives only in memory is different: it must outlive
+// its stores (the harness drops it), because a store opened with
+// create=false after every other store closed must find what they wrote
+// (tck's Options/CreateFalse). Each store still behaves as a process of
+// its own: it caches nothing another store may change.
 //
 // # Proving it
 //

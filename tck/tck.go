@@ -91,8 +91,9 @@
 //     Suite.Factory, Suite.Options, Suite.MalformedOptions,
 //     Suite.RequiredOptions).
 //   - Close: every operation after Close gives ErrClosed; lock waits end.
-//   - Errors: errors are *store.Error wrapping the sentinel; deadlines
-//     satisfy errors.Is(err, context.DeadlineExceeded).
+//   - Errors: errors are *store.Error wrapping the sentinel; with Locks,
+//     a lock wait ended by its deadline satisfies
+//     errors.Is(err, context.DeadlineExceeded).
 //   - Explore: random histories (Histories, their number set by
 //     Suite.Histories) drive the driver and a model of the contract with
 //     the same operations on small pools of keys, namespaces, owners and
