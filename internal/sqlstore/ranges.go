@@ -18,6 +18,7 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 		return 0, err
 	}
 	floor, known := s.seenNextKnown(key)
+	wasSealed := s.sawSealed(key)
 	q := s.q.Next
 	if known {
 		q = s.q.NextUpdate
@@ -32,6 +33,10 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 	}
 	start := next - step
 	s.sawRow(key)
+	// Reserved, so not sealed now: written already, but never handed out.
+	if err := s.guardSealed(key, wasSealed, false); err != nil {
+		return 0, err
+	}
 	// The range must start at or above every value seen before (a check of
 	// next alone would let floor-1 out again).
 	if err := s.guardNext(key, floor, start); err != nil {
@@ -65,6 +70,7 @@ func (s *Store) refused(ctx context.Context, key string, step int64) error {
 // Current returns key's next value and whether it is sealed.
 func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
 	floor := s.seenNext(key)
+	wasSealed := s.sawSealed(key)
 	var next int64
 	var sealed bool
 	err := s.db.QueryRow(ctx, s.q.Current, key).Scan(&next, &sealed)
@@ -74,6 +80,9 @@ func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
 		s.sawRow(key)
 	}
 	if err != nil {
+		return 0, false, err
+	}
+	if err := s.guardSealed(key, wasSealed, sealed); err != nil {
 		return 0, false, err
 	}
 	return next, sealed, s.guardNext(key, floor, next)
@@ -101,6 +110,9 @@ func (s *Store) Seal(ctx context.Context, key string) (int64, error) {
 		return 0, err
 	}
 	s.sawRow(key)
+	if err := s.guardSealed(key, false, true); err != nil {
+		return 0, err
+	}
 	return next, s.guardNext(key, floor, next)
 }
 

@@ -102,6 +102,7 @@ type Store struct {
 	mu     sync.Mutex
 	seenNx map[string]int64
 	exists map[string]bool // keys whose row this store has seen
+	sealed map[string]bool // keys this store has seen sealed: a seal is never undone
 	seenFn map[slotKey]int64
 }
 
@@ -133,7 +134,7 @@ func newStore(db DB, d Dialect) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, d: d, q: q, seenNx: map[string]int64{}, exists: map[string]bool{}, seenFn: map[slotKey]int64{}}, nil
+	return &Store{db: db, d: d, q: q, seenNx: map[string]int64{}, exists: map[string]bool{}, sealed: map[string]bool{}, seenFn: map[slotKey]int64{}}, nil
 }
 
 // OpenExisting opens a store whose tables exist, writing nothing (the
@@ -373,6 +374,32 @@ func (s *Store) seenNextKnown(key string) (int64, bool) {
 	return s.seenNx[key], s.exists[key]
 }
 
+// sawSealed reports whether this store has seen key sealed.
+func (s *Store) sawSealed(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sealed[key]
+}
+
+// guardSealed refuses key read unsealed (sealed false) when this store saw
+// it sealed before the operation began (wasSealed): only a purge or the
+// database going back undoes a seal, and a purge clears the guard. A row
+// written back from before the seal has the same next value, so guardNext
+// cannot tell, and its values are the ones the store the key moved to
+// hands out. It records a seal seen.
+func (s *Store) guardSealed(key string, wasSealed, sealed bool) error {
+	if wasSealed && !sealed {
+		return fmt.Errorf("key was sealed when this store saw it before, and is not now: the database went back "+
+			"(restored from a backup, or a replica promoted without the last commits): %w", driver.ErrCorrupt)
+	}
+	if sealed {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.sealed[key] = true
+	}
+	return nil
+}
+
 // sawRow records that key's row exists.
 func (s *Store) sawRow(key string) {
 	s.mu.Lock()
@@ -419,6 +446,7 @@ func (s *Store) forget() {
 	defer s.mu.Unlock()
 	clear(s.seenNx)
 	clear(s.exists)
+	clear(s.sealed)
 	clear(s.seenFn)
 }
 

@@ -1,0 +1,47 @@
+package sqlstore_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/sqlstore"
+)
+
+// A range row written back from a copy taken before the key was sealed
+// (same next value, unsealed), under a running store that sealed it: the
+// store must not hand out values past the seal, which the store the key
+// moved to hands out too (ErrSealed or ErrCorrupt). The next value alone
+// does not tell: it is the same (the ZooKeeper driver's TestWrittenBack,
+// a sealed key written back unsealed).
+func TestWrittenBackUnsealed(t *testing.T) {
+	for _, db := range databases(t) {
+		t.Run(db.name, func(t *testing.T) {
+			ctx := t.Context()
+			s, err := sqlstore.Open(ctx, db.db, db.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Next(ctx, "k", 10); err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, db, `CREATE TABLE {p}snap AS SELECT * FROM {p}cosid_range`)
+			sealed, err := s.Seal(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, db, `DELETE FROM {p}cosid_range`)
+			mustExec(t, db, `INSERT INTO {p}cosid_range SELECT * FROM {p}snap`)
+			start, err := s.Next(ctx, "k", 10)
+			switch {
+			case errors.Is(err, driver.ErrSealed), errors.Is(err, driver.ErrCorrupt):
+				t.Logf("Next after the write-back: %v", err)
+			case err != nil:
+				t.Fatalf("Next after the write-back: %v; want ErrSealed or ErrCorrupt", err)
+			default:
+				t.Errorf("the store that sealed key k at %d handed out [%d, %d) once a copy from before the seal was written back: "+
+					"the store the key moved to starts at %d", sealed, start, start+10, sealed)
+			}
+		})
+	}
+}
