@@ -365,6 +365,12 @@ func (h *history) keys(t *rapid.T) {
 	if h.closed(i, what, err) {
 		return
 	}
+	if h.purged[i] && wentBackErr(err) {
+		// A listing may refuse, as any read may, a key that went back
+		// below what this store saw before the purge; it writes nothing.
+		t.Logf("  s%d was open across the purge: it may refuse a key that went back", i)
+		return
+	}
 	h.wantErr(what, "driver.RangeStore.Keys", err, nil)
 	if want := h.m.keyList(); !slices.Equal(keys, want) {
 		t.Fatalf("%s: the driver listed %q, the contract says %q\n\t(see driver.RangeStore.Keys: every existing key, sorted)", what, keys, want)
