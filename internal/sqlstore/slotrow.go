@@ -79,7 +79,7 @@ func (s *Store) write(ctx context.Context, q Querier, ns string, r *slotRow, old
 
 // readSlot reads one slot with the store's time; a missing row is nil.
 func (s *Store) readSlot(ctx context.Context, q Querier, ns string, slot int) (*slotRow, int64, error) {
-	floor := s.seenFence(ns, slot)
+	mark := s.slotMarkOf(ns, slot)
 	r := &slotRow{}
 	var now int64
 	err := q.QueryRow(ctx, s.q.SlotRead, ns, slot).Scan(append(r.dest(), &now)...)
@@ -89,19 +89,19 @@ func (s *Store) readSlot(ctx context.Context, q Querier, ns string, slot int) (*
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := s.accept(ns, floor, r); err != nil {
+	if err := s.accept(ns, mark, r); err != nil {
 		return nil, 0, err
 	}
 	return r, now, nil
 }
 
-// accept checks a row just read: consistent, and its fence not below what
-// this store saw before the read began.
-func (s *Store) accept(ns string, floor int64, r *slotRow) error {
+// accept checks a row just read: consistent, and not behind what this
+// store saw of the slot before the read began (mark, guardSlot).
+func (s *Store) accept(ns string, mark slotMark, r *slotRow) error {
 	if err := r.check(ns); err != nil {
 		return err
 	}
-	return s.guardFence(ns, r.slot, floor, r.rec.Fence)
+	return s.guardSlot(ns, mark, r)
 }
 
 // recordUsed records that slot n, whose row tx just created, was used

@@ -50,12 +50,14 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 	if err != nil {
 		return out, err
 	}
-	// The new term's fence is remembered only now, committed: remembered
-	// at its write, a transaction then aborted (a deadlock, a lock it
-	// could not have) would leave this store expecting a fence the
-	// database never had, and its next read of the slot (a Release, a
-	// listing, another Acquire) would call the database gone back.
-	return out, s.guardFence(out.Namespace, out.Slot, 0, out.Fence)
+	// The new term is remembered only now, committed: remembered at its
+	// write, a transaction then aborted (a deadlock, a lock it could not
+	// have) would leave this store expecting a fence the database never
+	// had, and its next read of the slot (a Release, a listing, another
+	// Acquire) would call the database gone back. A new term's ceiling_min
+	// is its floor; a live term returned as it is has one at least there.
+	s.sawSlot(out.Namespace, out.Slot, slotMark{fence: out.Fence, ceilingMin: out.Floor})
+	return out, nil
 }
 
 // acquire is one Acquire's transaction.
@@ -234,7 +236,7 @@ func (a *acquire) lockRows(ctx context.Context, slots []int, tail string) (map[i
 
 // readRows runs a query of slot rows and accepts each.
 func (s *Store) readRows(ctx context.Context, q Querier, ns, query string, args ...any) (map[int]*slotRow, error) {
-	floors := s.fenceFloors(ns)
+	marks := s.slotMarks(ns)
 	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -246,25 +248,12 @@ func (s *Store) readRows(ctx context.Context, q Querier, ns, query string, args 
 		if err := rows.Scan(r.dest()...); err != nil {
 			return nil, err
 		}
-		if err := s.accept(ns, floors[r.slot], r); err != nil {
+		if err := s.accept(ns, marks[r.slot], r); err != nil {
 			return nil, err
 		}
 		out[r.slot] = r
 	}
 	return out, rows.Err()
-}
-
-// fenceFloors copies the fences this store has seen in namespace ns.
-func (s *Store) fenceFloors(ns string) map[int]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[int]int64{}
-	for k, f := range s.seenFn {
-		if k.ns == ns {
-			out[k.slot] = f
-		}
-	}
-	return out
 }
 
 // firstFree finds the first slot in the search order (searchStart) this
@@ -348,6 +337,7 @@ func sealedErr(ns string) error {
 // slot row's version.
 func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
 	var out driver.Lease
+	var wrote driver.SlotRecord
 	err := s.db.Tx(ctx, func(tx Querier) error {
 		var sealed bool
 		err := tx.QueryRow(ctx, s.q.NamespaceSealed, l.Namespace).Scan(&sealed)
@@ -375,7 +365,7 @@ func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error)
 				return err
 			}
 			if ok {
-				out = r.lease(l.Namespace)
+				out, wrote = r.lease(l.Namespace), r.rec
 				return nil
 			}
 			// Written by someone else in between: read again.
@@ -384,6 +374,7 @@ func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error)
 	if err != nil {
 		return l, err
 	}
+	s.sawSlot(l.Namespace, l.Slot, markOf(wrote)) // committed (Acquire)
 	return out, nil
 }
 
@@ -409,8 +400,12 @@ func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
 			return err
 		}
 		ok, err := s.write(ctx, s.db, l.Namespace, r, old, false)
-		if err != nil || ok {
+		if err != nil {
 			return err
+		}
+		if ok {
+			s.sawSlot(l.Namespace, l.Slot, markOf(r.rec))
+			return nil
 		}
 	}
 }

@@ -98,12 +98,13 @@ type Store struct {
 	d  Dialect
 	q  *statements
 
-	// The regression guard: the highest value and fence seen so far.
+	// The regression guard: the highest value seen so far, and the
+	// furthest state of each slot (slotguard.go).
 	mu     sync.Mutex
 	seenNx map[string]int64
 	exists map[string]bool // keys whose row this store has seen
 	sealed map[string]bool // keys this store has seen sealed: a seal is never undone
-	seenFn map[slotKey]int64
+	seenSl map[slotKey]slotMark
 }
 
 type slotKey struct {
@@ -134,7 +135,7 @@ func newStore(db DB, d Dialect) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, d: d, q: q, seenNx: map[string]int64{}, exists: map[string]bool{}, sealed: map[string]bool{}, seenFn: map[slotKey]int64{}}, nil
+	return &Store{db: db, d: d, q: q, seenNx: map[string]int64{}, exists: map[string]bool{}, sealed: map[string]bool{}, seenSl: map[slotKey]slotMark{}}, nil
 }
 
 // OpenExisting opens a store whose tables exist, writing nothing (the
@@ -420,26 +421,6 @@ func (s *Store) guardNext(key string, floor, next int64) error {
 	return nil
 }
 
-// seenFence returns the highest fence of a slot seen so far.
-func (s *Store) seenFence(ns string, slot int) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seenFn[slotKey{ns, slot}]
-}
-
-// guardFence does for a slot's fence what guardNext does for a key.
-func (s *Store) guardFence(ns string, slot int, floor, fence int64) error {
-	if fence < floor {
-		return fmt.Errorf("slot %d's fence %d is below %d, seen earlier by this store: the database went back (restored from a backup, or a replica promoted without the last commits): %w",
-			slot, fence, floor, driver.ErrCorrupt)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := slotKey{ns, slot}
-	s.seenFn[k] = max(s.seenFn[k], fence)
-	return nil
-}
-
 // forget clears the guard, after a purge deleted everything on purpose.
 func (s *Store) forget() {
 	s.mu.Lock()
@@ -447,7 +428,7 @@ func (s *Store) forget() {
 	clear(s.seenNx)
 	clear(s.exists)
 	clear(s.sealed)
-	clear(s.seenFn)
+	clear(s.seenSl)
 }
 
 // Ping runs one statement that reads nothing (driver.Pinger): a round trip
