@@ -56,8 +56,15 @@ func silenceAt(t *testing.T, p *pgtest.Proxy, a *driverStore, at func(point stri
 	t.Cleanup(wg.Wait)
 	t.Cleanup(p.Thaw)
 	t.Cleanup(cancel)
-	wg.Go(func() { call(ctx) })
-	<-frozen
+	// A call that ends before the point (at load, on an error) would
+	// leave the test waiting forever: CI saw a 7-minute hang here.
+	ended := make(chan struct{})
+	wg.Go(func() { defer close(ended); call(ctx) })
+	select {
+	case <-frozen:
+	case <-ended:
+		t.Fatal("the call ended before it reached the point to silence")
+	}
 }
 
 // startChild runs this test binary again as a child process for the
