@@ -24,9 +24,15 @@ var errNoNamespace = errors.New("no namespace row")
 // whose uncommitted row every other insert waits for.
 func (s *Store) nsTx(ctx context.Context, want driver.Namespace, fn func(Querier) error) error {
 	for {
+		wasSealed := s.sawSealedNs(want.Name)
 		err := s.db.Tx(ctx, fn)
 		if !errors.Is(err, errNoNamespace) {
 			return err
+		}
+		if wasSealed {
+			// Gone without a purge (which clears the guard): created
+			// afresh it would be unsealed.
+			return s.guardSealedNs(want.Name, true, false)
 		}
 		if err := s.createNamespace(ctx, want); err != nil {
 			return err
@@ -74,12 +80,18 @@ func (s *Store) namespace(ctx context.Context, q Querier, want driver.Namespace,
 	var sealed bool
 	var index, floor *string
 	var st nsState
+	wasSealed := s.sawSealedNs(want.Name)
 	err := q.QueryRow(ctx, s.q.NamespaceLock, want.Name, owner).Scan(&limit, &tol, &sealed, &st.now, &index, &floor)
 	switch {
 	case errors.Is(err, ErrNoRows):
 		return st, errNoNamespace
 	case err != nil:
 		return st, err
+	}
+	if err := s.guardSealedNs(want.Name, wasSealed, sealed); err != nil {
+		return st, err
+	}
+	switch {
 	case sealed:
 		return st, sealedErr(want.Name)
 	case limit != int64(want.Limit) || tol != want.Tolerance.Milliseconds():

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/sqlstore"
@@ -41,6 +42,46 @@ func TestWrittenBackUnsealed(t *testing.T) {
 			default:
 				t.Errorf("the store that sealed key k at %d handed out [%d, %d) once a copy from before the seal was written back: "+
 					"the store the key moved to starts at %d", sealed, start, start+10, sealed)
+			}
+		})
+	}
+}
+
+// A namespace row written back from a copy taken before the namespace was
+// sealed (moved to another store), under the running store that sealed
+// it: that store must not start terms in it (ErrSealed or ErrCorrupt),
+// or two holders in two stores use one worker ID.
+func TestWrittenBackUnsealedNamespace(t *testing.T) {
+	for _, db := range databases(t) {
+		t.Run(db.name, func(t *testing.T) {
+			ctx := t.Context()
+			s, err := sqlstore.Open(ctx, db.db, db.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns := driver.Namespace{Name: "w", Limit: 1, Tolerance: time.Millisecond}
+			l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Release(ctx, l, -1); err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, db, `CREATE TABLE {p}snap AS SELECT * FROM {p}cosid_namespace`)
+			if err := s.SealNamespace(ctx, ns.Name); err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, db, `DELETE FROM {p}cosid_namespace`)
+			mustExec(t, db, `INSERT INTO {p}cosid_namespace SELECT * FROM {p}snap`)
+			got, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "1", TTL: time.Minute})
+			switch {
+			case errors.Is(err, driver.ErrSealed), errors.Is(err, driver.ErrCorrupt):
+				t.Logf("Acquire after the write-back: %v", err)
+			case err != nil:
+				t.Fatalf("Acquire after the write-back: %v; want ErrSealed or ErrCorrupt", err)
+			default:
+				t.Errorf("the store that sealed namespace %s started a term in it once a copy from before the seal was "+
+					"written back: slot %d fence %d", ns.Name, got.Slot, got.Fence)
 			}
 		})
 	}

@@ -338,6 +338,7 @@ func sealedErr(ns string) error {
 func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
 	var out driver.Lease
 	var wrote driver.SlotRecord
+	wasSealed := s.sawSealedNs(l.Namespace)
 	err := s.db.Tx(ctx, func(tx Querier) error {
 		var sealed bool
 		err := tx.QueryRow(ctx, s.q.NamespaceSealed, l.Namespace).Scan(&sealed)
@@ -348,7 +349,11 @@ func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error)
 			return fmt.Errorf("namespace %q has no row: %w", l.Namespace, driver.ErrLeaseLost)
 		case err != nil:
 			return err
-		case sealed:
+		}
+		if err := s.guardSealedNs(l.Namespace, wasSealed, sealed); err != nil {
+			return err
+		}
+		if sealed {
 			return sealedErr(l.Namespace)
 		}
 		for {
@@ -382,10 +387,15 @@ func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error)
 // sealed (limit 0) if it is missing. Its write waits for the Acquires and
 // Renews that share-locked the row, and those after it see the seal.
 func (s *Store) SealNamespace(ctx context.Context, ns string) error {
-	return s.db.Tx(ctx, func(tx Querier) error {
+	err := s.db.Tx(ctx, func(tx Querier) error {
 		_, err := tx.Exec(ctx, s.q.NamespaceSeal, ns)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	// Remembered only now, committed (as a fence, see Acquire).
+	return s.guardSealedNs(ns, false, true)
 }
 
 // Release ends l's term; used < 0 means unknown.

@@ -100,11 +100,12 @@ type Store struct {
 
 	// The regression guard: the highest value seen so far, and the
 	// furthest state of each slot (slotguard.go).
-	mu     sync.Mutex
-	seenNx map[string]int64
-	exists map[string]bool // keys whose row this store has seen
-	sealed map[string]bool // keys this store has seen sealed: a seal is never undone
-	seenSl map[slotKey]slotMark
+	mu       sync.Mutex
+	seenNx   map[string]int64
+	exists   map[string]bool // keys whose row this store has seen
+	sealed   map[string]bool // keys this store has seen sealed: a seal is never undone
+	sealedNs map[string]bool // namespaces this store has seen sealed (nsguard.go)
+	seenSl   map[slotKey]slotMark
 }
 
 type slotKey struct {
@@ -135,7 +136,7 @@ func newStore(db DB, d Dialect) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, d: d, q: q, seenNx: map[string]int64{}, exists: map[string]bool{}, sealed: map[string]bool{}, seenSl: map[slotKey]slotMark{}}, nil
+	return &Store{db: db, d: d, q: q, seenNx: map[string]int64{}, exists: map[string]bool{}, sealed: map[string]bool{}, sealedNs: map[string]bool{}, seenSl: map[slotKey]slotMark{}}, nil
 }
 
 // OpenExisting opens a store whose tables exist, writing nothing (the
@@ -428,6 +429,7 @@ func (s *Store) forget() {
 	clear(s.seenNx)
 	clear(s.exists)
 	clear(s.sealed)
+	clear(s.sealedNs)
 	clear(s.seenSl)
 }
 
