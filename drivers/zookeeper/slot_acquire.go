@@ -307,6 +307,7 @@ func (q *acquisition) refused(ctx context.Context, r slotRead, res []zk.MultiRes
 // goes on, checking the version read now.
 func (q *acquisition) namespaceAgain(ctx context.Context) error {
 	path := q.s.nsPath(q.req.Namespace.Name)
+	seen := q.s.nsSealSeen(path)
 	rs, err := q.s.getNodes(ctx, []string{path}, &q.a)
 	if err != nil {
 		return err
@@ -315,7 +316,12 @@ func (q *acquisition) namespaceAgain(ctx context.Context) error {
 		return fmt.Errorf("zookeeper: read %s: %w", path, rs[0].err)
 	}
 	_, _, sealed, err := parseNamespace(rs[0].data)
+	if err == nil {
+		err = q.s.guardNsSeal(path, seen, rs[0].stat.Czxid, sealed)
+	}
 	switch {
+	case errors.Is(err, driver.ErrCorrupt):
+		return err
 	case err != nil:
 		return corruptData(path, rs[0].data, err)
 	case sealed:

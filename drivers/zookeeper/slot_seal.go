@@ -42,7 +42,7 @@ func (s *slotStore) SealNamespace(ctx context.Context, ns string) error {
 		case err != nil:
 			return corruptData(path, r.data, err)
 		case sealed:
-			return nil
+			return s.guardNsSeal(path, 0, r.stat.Czxid, true)
 		}
 		if err := checkVersion(path, r.stat.Version); err != nil {
 			return err
@@ -53,10 +53,10 @@ func (s *slotStore) SealNamespace(ctx context.Context, ns string) error {
 		}
 		data = append(data, sealedLine...)
 		version := r.stat.Version
-		_, err = call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(path, data, version) })
+		stat, err := call(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(path, data, version) })
 		switch {
 		case err == nil:
-			return nil
+			return s.guardNsSeal(path, 0, stat.Czxid, true)
 		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode):
 			continue // written or deleted meanwhile: read it again
 		case definite(err):

@@ -47,6 +47,7 @@ type slotStore struct {
 	slotAbandoned sync.Map     // slot paths with a Release's write given up before its outcome was known (rewriteTerm)
 	clockMade     atomic.Int64 // the session whose clock node this store made or found (tripClock)
 	marks         slotMarks    // the furthest state of each slot node seen (slot_guard.go)
+	nsSealed      sync.Map     // namespace node path -> czxid of the node seen sealed (slot_nsguard.go)
 }
 
 // clockName is the child of a namespace node whose mtime was an acquire's
@@ -247,6 +248,7 @@ func (s *slotStore) clockIn(ctx context.Context, ns driver.Namespace, owner stri
 	for {
 		sid := s.conn.SessionID() // may change between passes
 		clock := s.clockPath(sid)
+		seen := s.nsSealSeen(nsPath)
 		ops := []func() tripReply{s.tripClock(sid), s.tripGet(nsPath)}
 		if owner != "" {
 			ops = append(ops, s.tripGet(idxPath))
@@ -280,6 +282,9 @@ func (s *slotStore) clockIn(ctx context.Context, ns driver.Namespace, owner stri
 		}
 		if perr != nil {
 			return 0, 0, ownerIndex{}, corruptData(nsPath, nsr.data, perr)
+		}
+		if err := s.guardNsSeal(nsPath, seen, nsr.stat.Czxid, sealed); err != nil {
+			return 0, 0, ownerIndex{}, err
 		}
 		if sealed {
 			return 0, 0, ownerIndex{}, sealedErr(nsPath)

@@ -73,6 +73,7 @@ func (s *slotStore) currentTerm(ctx context.Context, l driver.Lease, czxid int64
 // purged) gets version -1, which no write checks: a renewal is then lost.
 func (s *slotStore) guardVersions(ctx context.Context, ns string, a *attempts) (g guard, sealed bool, err error) {
 	path := s.nsPath(ns)
+	seen := s.nsSealSeen(path)
 	rs, err := s.getNodes(ctx, []string{s.root, path}, a)
 	if err != nil {
 		return guard{}, false, err
@@ -89,6 +90,9 @@ func (s *slotStore) guardVersions(ctx context.Context, ns string, a *attempts) (
 	}
 	if _, _, sealed, err = parseNamespace(rs[1].data); err != nil {
 		return guard{}, false, corruptData(path, rs[1].data, err)
+	}
+	if err := s.guardNsSeal(path, seen, rs[1].stat.Czxid, sealed); err != nil {
+		return guard{}, false, err
 	}
 	g.ns = rs[1].stat.Version
 	return g, sealed, nil
