@@ -20,20 +20,41 @@ var lockTables = []string{
 		confirmed_at BIGINT NOT NULL,
 		timeout_ms BIGINT NOT NULL)`,
 	// Added after the first release: tables made before have no counter.
-	`ALTER TABLE {p}cosid_lock_session ADD COLUMN IF NOT EXISTS confirmations BIGINT NOT NULL DEFAULT 0`,
+	ifMissing(`SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('{p}cosid_lock_session')
+		AND attname = 'confirmations' AND NOT attisdropped`,
+		`ALTER TABLE {p}cosid_lock_session ADD COLUMN IF NOT EXISTS confirmations BIGINT NOT NULL DEFAULT 0`),
 	`CREATE TABLE IF NOT EXISTS {p}cosid_lock_waiter (
 		ticket BIGINT PRIMARY KEY,
 		name TEXT NOT NULL,
 		owner TEXT NOT NULL,
 		session BIGINT NOT NULL REFERENCES {p}cosid_lock_session (id) ON DELETE CASCADE)`,
-	`CREATE INDEX IF NOT EXISTS cosid_lock_waiter_name ON {p}cosid_lock_waiter (name, ticket)`,
-	`CREATE INDEX IF NOT EXISTS cosid_lock_waiter_session ON {p}cosid_lock_waiter (session)`,
+	indexIfMissing(`cosid_lock_waiter_name`, `{p}cosid_lock_waiter (name, ticket)`),
+	indexIfMissing(`cosid_lock_waiter_session`, `{p}cosid_lock_waiter (session)`),
 	// The listings' keyset pages compare and sort bytewise (COLLATE "C",
 	// Dialect.Bytewise); the primary keys are in the database's collation,
 	// which an index scan in "C" order cannot use: without these a page
 	// of 100,000 keys sorted them all (0.1 s a page).
-	`CREATE INDEX IF NOT EXISTS cosid_range_bytewise ON {p}cosid_range (key COLLATE "C")`,
-	`CREATE INDEX IF NOT EXISTS cosid_lock_bytewise ON {p}cosid_lock (name COLLATE "C")`,
+	indexIfMissing(`cosid_range_bytewise`, `{p}cosid_range (key COLLATE "C")`),
+	indexIfMissing(`cosid_lock_bytewise`, `{p}cosid_lock (name COLLATE "C")`),
+}
+
+// ifMissing runs ddl only when query finds no row. A store's open runs
+// the setup statements in one transaction; a CREATE INDEX or ALTER TABLE
+// locks its table (SHARE, ACCESS EXCLUSIVE) even when there is nothing to
+// do, and those came in the order session, waiter, lock table, the reverse
+// of an enqueue's (lock row, waiter row, its session by the foreign key):
+// a store opening beside others' Lock and Unlock made a deadlock, which
+// the server could end by aborting the Unlock. Done already, the setup
+// now takes no lock on the lock tables at all.
+func ifMissing(query, ddl string) string {
+	return "DO $$ BEGIN IF NOT EXISTS (" + query + ") THEN " + ddl + "; END IF; END $$"
+}
+
+// indexIfMissing creates index name on the table and columns of on
+// (ifMissing): an index lives in its table's schema.
+func indexIfMissing(name, on string) string {
+	return ifMissing("SELECT 1 WHERE to_regclass('{p}"+name+"') IS NOT NULL",
+		"CREATE INDEX IF NOT EXISTS "+name+" ON "+on)
 }
 
 // lockStatements are the lock code's statements, written for the
