@@ -386,7 +386,14 @@ func (h *hold) Unlock(ctx context.Context) error {
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.se.t)
 	defer cancel()
-	found, err := h.s.leave(uctx, h.se, h.name, h.ticket)
+	// A deadlock or lock_timeout abort rolled the whole batch back (the
+	// row is still there): trying again re-reads, so it is safe.
+	var found bool
+	err := retryAborted(uctx, func() error {
+		var err error
+		found, err = h.s.leave(uctx, h.se, h.name, h.ticket)
+		return err
+	})
 	if err != nil {
 		// The row stays until the removal, retried in the background,
 		// succeeds; the store's other holds are not touched.
