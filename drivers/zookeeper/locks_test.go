@@ -991,8 +991,8 @@ func testLockCallerConnectionCut(t *testing.T, addr string) {
 	defer bare.Close()
 	_, err = bare.Lock(ctx, name, "c", true)
 	wantIs(t, err, driver.ErrInvalidArgument, "Lock on a store made by OpenStore without SessionTimeout")
-	if err != nil && !strings.Contains(err.Error(), "sessionTimeout") {
-		t.Errorf("the error does not name the option sessionTimeout: %v", err)
+	if err != nil && !strings.Contains(err.Error(), "Options.SessionTimeout") {
+		t.Errorf("the error does not name the field Options.SessionTimeout: %v", err)
 	}
 }
 
