@@ -126,9 +126,12 @@ func importKey(ctx context.Context, rs *store.RangeStore, r leafRow) (string, er
 	}
 	err = rs.Init(ctx, r.tag, r.maxID)
 	if errors.Is(err, store.ErrConfigMismatch) {
-		cur, _, _ = rs.Current(ctx, r.tag)
-		return "", fmt.Errorf("%w: the store's key is at %d, below max_id %d; nothing changed (storectl advance raises it)",
-			errRefusedKey, cur, r.maxID)
+		at := "at a lower value,"
+		if cur, _, cerr := rs.Current(ctx, r.tag); cerr == nil {
+			at = fmt.Sprintf("at %d,", cur)
+		}
+		return "", fmt.Errorf("%w: the store's key is %s below max_id %d; nothing changed (storectl advance raises it)",
+			errRefusedKey, at, r.maxID)
 	}
 	if err != nil {
 		return "", err
