@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,29 +15,40 @@ import (
 	"github.com/cosid-go/store"
 )
 
-// An instance is a process of this test binary that opens a SQLite store
-// as a program does (create, the default), takes ranges and slot terms,
+// An instance is a process of this test binary that opens a store as a
+// program does (create, the default), takes ranges, slot terms and locks,
 // prints them, and exits: "range KEY START END", "term NS SLOT FENCE FLOOR
-// CEILING", or "error: ..." (exit code 1).
+// CEILING", "fence LOCK FENCE", or "error: ..." (exit code 1).
 const instanceEnv = "STORECTL_TEST_INSTANCE"
 
-// TestRestoreInstance is the instance when instanceEnv is set (PATH|OPS),
-// and does nothing otherwise.
+// instanceRun is what an instance is told, as JSON in instanceEnv.
+type instanceRun struct {
+	Driver  string
+	Options map[string]string
+	Ops     string
+}
+
+// TestRestoreInstance is the instance when instanceEnv is set, and does
+// nothing otherwise.
 func TestRestoreInstance(t *testing.T) {
-	spec := os.Getenv(instanceEnv)
-	if spec == "" {
+	env := os.Getenv(instanceEnv)
+	if env == "" {
 		return
 	}
-	path, ops, _ := strings.Cut(spec, "|")
-	if err := runInstance(path, ops); err != nil {
+	var r instanceRun
+	err := json.Unmarshal([]byte(env), &r)
+	if err == nil {
+		err = runInstance(storeSpec{driver: r.Driver, options: r.Options}, r.Ops)
+	}
+	if err != nil {
 		fmt.Printf("error: %v\n", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
-func runInstance(path, ops string) error {
-	st, err := store.Open("sqlite", map[string]string{"path": path})
+func runInstance(spec storeSpec, ops string) error {
+	st, err := store.Open(spec.driver, spec.options)
 	if err != nil {
 		return err
 	}
@@ -64,6 +76,15 @@ func runInstance(path, ops string) error {
 			if err := st.Slots().Release(ctx, l); err != nil {
 				return err
 			}
+		case "lock": // lock:NAME: a hold, released at once
+			k, err := st.Locks().Lock(ctx, f[1])
+			if err != nil {
+				return err
+			}
+			fmt.Printf("fence %s %d\n", f[1], k.Fence())
+			if err := k.Unlock(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -82,13 +103,25 @@ func newHandedOut() *handedOutLog {
 	return &handedOutLog{values: map[string]map[int64]int{}, fences: map[string]int{}, terms: map[string][][2]int64{}}
 }
 
-// instance runs one instance process on path and records what it printed.
+// instance runs one instance process on the SQLite file path and records
+// what it printed.
 func (h *handedOutLog) instance(t *testing.T, path, ops string) (errLine string) {
+	t.Helper()
+	return h.instanceOf(t, storeSpec{driver: "sqlite", options: map[string]string{"path": path}}, ops)
+}
+
+// instanceOf runs one instance process on spec's store and records what it
+// printed.
+func (h *handedOutLog) instanceOf(t *testing.T, spec storeSpec, ops string) (errLine string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
+	run, err := json.Marshal(instanceRun{Driver: spec.driver, Options: spec.options, Ops: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestRestoreInstance$", "-test.count=1")
-	cmd.Env = append(os.Environ(), instanceEnv+"="+path+"|"+ops)
+	cmd.Env = append(os.Environ(), instanceEnv+"="+string(run))
 	out, _ := cmd.Output()
 	lines := bufio.NewScanner(strings.NewReader(string(out)))
 	for lines.Scan() {
@@ -111,6 +144,8 @@ func (h *handedOutLog) instance(t *testing.T, path, ops string) (errLine string)
 			slot := f[1] + "/" + f[2]
 			h.fences[slot+"/"+f[3]]++
 			h.terms[slot] = append(h.terms[slot], [2]int64{floor, ceiling})
+		case len(f) == 3 && f[0] == "fence":
+			h.fences["lock/"+f[1]+"/"+f[2]]++
 		case strings.HasPrefix(lines.Text(), "error: "):
 			errLine = lines.Text()
 		}
@@ -119,7 +154,7 @@ func (h *handedOutLog) instance(t *testing.T, path, ops string) (errLine string)
 }
 
 // duplicates counts values handed out more than once, fences given to more
-// than one term of a slot, and pairs of terms of a slot whose timestamp
+// than one term of a slot or holder of a lock, and pairs of terms of a slot whose timestamp
 // windows overlap.
 func (h *handedOutLog) duplicates() (values, fences, overlaps int) {
 	for _, vs := range h.values {

@@ -62,8 +62,22 @@ type Cluster struct {
 }
 
 // Binary returns the etcd binary's path, or why there is none.
-func Binary() (string, error) {
-	if p := os.Getenv("ETCD_BIN"); p != "" {
+func Binary() (string, error) { return binary("ETCD_BIN") }
+
+// Tool returns the path of "etcdctl" or "etcdutl" of the server's version,
+// which scripts/install-etcd.sh builds beside it, or why there is none.
+func Tool(name string) (string, error) {
+	switch name {
+	case "etcdctl", "etcdutl":
+		return binary(strings.ToUpper(name) + "_BIN")
+	}
+	return "", fmt.Errorf("etcdtest: no tool %q (etcdctl, etcdutl)", name)
+}
+
+// binary reads the path named key from the environment, or from the .etcd/env
+// file nearest above the working directory.
+func binary(key string) (string, error) {
+	if p := os.Getenv(key); p != "" {
 		return p, nil
 	}
 	dir, err := os.Getwd()
@@ -76,21 +90,21 @@ func Binary() (string, error) {
 			defer f.Close()
 			sc := bufio.NewScanner(f)
 			for sc.Scan() {
-				if v, ok := strings.CutPrefix(sc.Text(), "ETCD_BIN="); ok {
+				if v, ok := strings.CutPrefix(sc.Text(), key+"="); ok {
 					if _, err := os.Stat(v); err != nil {
 						return "", fmt.Errorf("%s names %s: %v; run make etcd", env, v, err)
 					}
 					return v, nil
 				}
 			}
-			return "", fmt.Errorf("%s has no ETCD_BIN line; run make etcd", env)
+			return "", fmt.Errorf("%s has no %s line; run make etcd", env, key)
 		}
 		if _, err := os.Stat(filepath.Join(dir, "scripts", "install-etcd.sh")); err == nil {
 			return "", fmt.Errorf("no etcd server: %s is missing; run `make etcd` (scripts/install-etcd.sh)", env)
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("no etcd server: no .etcd/env above the working directory; run `make etcd` or set ETCD_BIN")
+			return "", fmt.Errorf("no etcd server: no .etcd/env above the working directory; run `make etcd` or set %s", key)
 		}
 		dir = parent
 	}
@@ -234,6 +248,10 @@ func (m *Member) waitHealthy(d time.Duration) error {
 func (m *Member) tail() string {
 	return srvproc.Tail(srvproc.LastRun(m.logPath, launchMarker), 30)
 }
+
+// DataDir returns the member's --data-dir, which a test may replace while
+// the member is stopped (a snapshot restored, as an operator would).
+func (m *Member) DataDir() string { return m.dir }
 
 // Endpoints returns every member's client URL.
 func (c *Cluster) Endpoints() []string {

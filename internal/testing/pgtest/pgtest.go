@@ -37,6 +37,10 @@ const (
 	installHint = "run `bash scripts/install-postgres.sh` at the module root"
 )
 
+// BinDir returns the directory of the server's binaries and client tools
+// (pg_dump, pg_restore, psql), for tests that run them as an operator would.
+func BinDir() (string, error) { return binDir() }
+
 // binDir finds the server's binaries.
 func binDir() (string, error) {
 	if d := os.Getenv(envBin); d != "" {

@@ -324,6 +324,19 @@ func (s *Server) mustOwn(method string) {
 	}
 }
 
+// DataDir returns the server's dataDir (zoo.cfg's), whose version-2
+// directory a test may copy, or replace while the server is stopped, as an
+// operator backs up and restores a server.
+func (s *Server) DataDir() string {
+	s.t.Helper()
+	s.mustOwn("DataDir")
+	return filepath.Join(s.dir, "data")
+}
+
+// Classpath returns the classpath the server runs with, for tools of the
+// same version (org.apache.zookeeper.ZooKeeperMain, zkCli.sh's class).
+func (s *Server) Classpath() string { return s.cp }
+
 func (s *Server) cfgPath() string { return filepath.Join(s.dir, "zoo.cfg") }
 func (s *Server) logPath() string { return filepath.Join(s.dir, "server.log") }
 

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+)
+
+// restoreOps is what each instance of the restore procedures does: ranges,
+// two slot terms released with their last timestamp unknown, a lock hold.
+const restoreOps = "next:orders:10:3,term:a,term:b,lock:job"
+
+// inPlaceRestore is one engine's documented backup and in-place restore.
+type inPlaceRestore struct {
+	doc             string // under docs/
+	backup, restore string // the procedures' names
+	spec            storeSpec
+	op              *operator
+	// backupSteps and restoreSteps play the procedures' comment lines.
+	backupSteps, restoreSteps map[string]func()
+}
+
+// followRestore hands out values, slot terms and lock fences from instance
+// processes, takes the backup as the doc says, hands out more, puts the
+// backup back and raises it as the doc says, hands out more again, and
+// counts what was handed out twice: nothing. A store that stayed open
+// across the restore (as no instance should) is refused with ErrCorrupt
+// once the backup is back and before storectl restore has raised it,
+// rather than handing out again what it handed out before.
+func followRestore(t *testing.T, c inPlaceRestore) {
+	h := newHandedOut()
+	if e := h.instanceOf(t, c.spec, restoreOps); e != "" {
+		t.Fatal(e)
+	}
+	c.op.follow(procedure(t, c.doc, c.backup), stepper(t, c.backupSteps))
+	if e := h.instanceOf(t, c.spec, restoreOps); e != "" {
+		t.Fatal(e)
+	}
+	// The store that stays open: it saw the values and fences handed out
+	// after the backup.
+	open := c.spec.open(t)
+	ctx := t.Context()
+	r := next(t, open, "orders", 10)
+	h.record("orders", r)
+	k, err := open.Locks().Lock(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.fences[fmt.Sprintf("lock/job/%d", k.Fence())]++
+	if err := k.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	lines := procedure(t, c.doc, c.restore)
+	i := 0
+	for i < len(lines) && !strings.HasPrefix(lines[i], "storectl restore ") {
+		i++
+	}
+	if i == len(lines) {
+		t.Fatalf("docs/%s: the procedure %s has no storectl restore", c.doc, c.restore)
+	}
+	step := stepper(t, c.restoreSteps)
+	c.op.follow(lines[:i], step)
+	// The backup is back, not raised yet.
+	if r, err := open.Ranges().Next(ctx, "orders", 10); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("Next of a store open across the restore: %v, %v; want ErrCorrupt (its key went back)", r, err)
+	}
+	res := c.op.follow(lines[i:], step)
+	// (The refused Next may have taken a range the store never handed out:
+	// a gap above the backup's 30.)
+	res[lines[i]].want(t, exitOK, "key orders: raised from ", "namespace workers: 2 slots raised", "locks: fences raised")
+
+	if e := h.instanceOf(t, c.spec, restoreOps); e != "" {
+		t.Fatal(e)
+	}
+	// The store that stayed open is refused or goes on above.
+	if r, err := open.Ranges().Next(ctx, "orders", 10); err == nil {
+		h.record("orders", r)
+	} else if !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("Next of the store open across the restore, after it: %v", err)
+	}
+	if v, f, o := h.duplicates(); v+f+o > 0 {
+		t.Fatalf("after the documented restore: %d values handed out twice (of %d), %d fences twice, %d overlapping terms",
+			v, h.total(), f, o)
+	}
+	if n := h.total(); n < 100 {
+		t.Fatalf("%d values handed out in all, want at least 100 (three instances' three ranges of 10, the open store's)", n)
+	}
+}
+
+// record counts a range handed out.
+func (h *handedOutLog) record(key string, r store.Range) {
+	if h.values[key] == nil {
+		h.values[key] = map[int64]int{}
+	}
+	for v := r.Start; v < r.End; v++ {
+		h.values[key][v]++
+	}
+}
+
+// TestRestorePostgresAsDocumented follows docs/drivers/postgres.md's backup
+// (pg_dump) and restore (pg_restore, then storectl restore) on a database
+// of its own.
+func TestRestorePostgresAsDocumented(t *testing.T) {
+	srv := pgtest.Shared(t)
+	bin, err := pgtest.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := fmt.Sprintf("restore_%d_%d", os.Getpid(), seq.Add(1))
+	conn, err := pgx.Connect(t.Context(), srv.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), "CREATE DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", srv.Addr(), db)
+	backups := t.TempDir()
+	op := newOperator(t,
+		"postgres://ids@db-1:5432/ids", url,
+		"/backup/", backups+"/")
+	for _, tool := range []string{"pg_dump", "pg_restore"} {
+		op.tool(tool, filepath.Join(bin, tool))
+	}
+	spec := storeSpec{driver: "postgres", options: map[string]string{"connString": url, "schema": "cosid", "poolSize": "4"}}
+	followRestore(t, inPlaceRestore{
+		doc: "drivers/postgres.md", backup: "postgres-backup", restore: "postgres-restore",
+		spec: spec, op: op,
+		restoreSteps: map[string]func(){
+			"stop every instance": func() {},
+			"start the instances": func() {},
+		},
+	})
+}
