@@ -17,6 +17,7 @@ func historyChecks() []check {
 		{"SeedNeverLowers", needSlots, checkSeedNeverLowers},
 		{"SeedAfterExpiry", needSlots, checkSeedAfterExpiry},
 		{"PurgeKeepsSlotFences", needSlots, checkPurgeSlotFences},
+		{"PurgeSlotFloor", needSlots, checkPurgeSlotFloor},
 		{"Listed", needSlots, checkHistoryListed},
 		{"FenceAtMax", needSlots, checkFenceAtMax},
 	}
@@ -142,6 +143,39 @@ func checkPurgeSlotFences(e *env) {
 	if l.Fence <= high {
 		e.t.Errorf("the first term of a namespace made after a second purge has fence %d, not above %d from before "+
 			"(see driver.Purger: every slot fence handed out later is above every one handed out before)", l.Fence, high)
+	}
+}
+
+// checkPurgeSlotFloor: a driver that keeps a slot timestamp floor across
+// purges (driver.Purger) starts a slot first used after the purge at the
+// next floor the purged slot would have given; one that keeps none starts
+// it at 0, as a slot never used. Either way the suite must say which
+// (Suite.PurgeKeepsSlotFloor): Explore's model holds the driver to it
+// exactly, and a suite that says the wrong one fails here, in every run,
+// rather than in the rare random history that purges a released slot.
+func checkPurgeSlotFloor(e *env) {
+	st := e.open()
+	if !has[driver.Purger](st) {
+		e.t.Skip("the driver does not implement the optional driver.Purger")
+	}
+	ns := e.namespace("purge-floor", 1)
+	l := e.acquire(st, ns, "a", e.long())
+	// Used up to just before the term began: the next floor, the term's
+	// start, is not ahead of the store's clock, which would stop the purge.
+	began := l.ExpiresAt - l.TTL.Milliseconds()
+	used := max(began-1, l.Floor)
+	e.fatalIf(st.Slots().ReleaseUsed(e.ctx, l, used), "ReleaseUsed")
+	next := max(used+1, l.Floor)
+	_, err := st.Purge(e.ctx)
+	e.fatalIf(err, "Purge")
+	after := e.acquire(e.open(), ns, "a", e.long())
+	switch {
+	case e.suite.PurgeKeepsSlotFloor && after.Floor < next:
+		e.t.Errorf("slot 0's first term after a purge starts at floor %d, below %d, the next floor of the term the purge "+
+			"deleted: the suite says the driver keeps a slot timestamp floor across purges (see driver.Purger)", after.Floor, next)
+	case !e.suite.PurgeKeepsSlotFloor && after.Floor != 0:
+		e.t.Errorf("slot 0's first term after a purge starts at floor %d, not 0 as a slot never used: if the driver keeps a "+
+			"slot timestamp floor across purges (see driver.Purger), its suite must say so (Suite.PurgeKeepsSlotFloor)", after.Floor)
 	}
 }
 

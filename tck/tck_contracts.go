@@ -145,6 +145,8 @@
 //	D118a a lock held or waited on: Purge gives ErrLocked and deletes nothing     Purge/Locked, History (Purge); postgres TestPurgeWhileWaiting, Interleave/PurgeLock
 //	D118b a slot term not released before its ceiling: ErrLocked, nothing deleted Purge/LiveLease, Purge/LiveLeaseRace, History (Purge); TestPurgeLiveLease, Interleave/PurgeAcquire
 //	D118c a released slot's next floor ahead of the clock: ErrLocked, likewise   Purge/FloorAhead, History (Purge)
+//	D118d a driver whose slot clock is not the storage's keeps a slot timestamp   History/PurgeSlotFloor (by Suite.PurgeKeepsSlotFloor; 0 otherwise),
+//	      floor across purges: a slot first used after starts there             Explore/Histories (Purge)
 //	D119 Connector: Notify, then Connect once, before any other method           binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
 //	D120 Connect returns when ctx ends, wrapping ctx.Err() (and ErrUnavailable)  needs a silent server: package store TestOpenContextEndsWithItsContext;
 //	                                                                             ZK TestOpenContextEndsWithItsContext

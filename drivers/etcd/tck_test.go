@@ -100,22 +100,29 @@ func (h *harness) SetClock(_ context.Context, t time.Time) error {
 
 func TestTCK(t *testing.T) {
 	sharedServer(t)
-	tck.Run(t, tck.Suite{
-		NewHarness: func(_ context.Context, t *testing.T) (tck.Harness, error) { return newHarness(t), nil },
+	s := suite(func(_ context.Context, t *testing.T) (tck.Harness, error) { return newHarness(t), nil }, map[string]string{
+		"endpoints": strings.Join(sharedServer(t).Endpoints(), ","),
+		"prefix":    freshPrefix("options"),
+	})
+	s.MalformedOptions = map[string]string{
+		"dialTimeout": "soon", "sessionTTL": "1s", "endpoints": " , ", "prefix": "cosid/", "create": "maybe",
+	}
+	s.Histories = 10
+	tck.Run(t, s)
+}
+
+// suite is what every TCK run of this driver declares: what the driver
+// does, whatever the connection (TestTLS runs the kit too).
+func suite(newHarness func(context.Context, *testing.T) (tck.Harness, error), options map[string]string) tck.Suite {
+	return tck.Suite{
+		NewHarness: newHarness,
 		Ranges:     true, Slots: true, Locks: true,
 		Factory: fromOptions,
-		Options: map[string]string{
-			"endpoints": strings.Join(sharedServer(t).Endpoints(), ","),
-			"prefix":    freshPrefix("options"),
-		},
-		MalformedOptions: map[string]string{
-			"dialTimeout": "soon", "sessionTTL": "1s", "endpoints": " , ", "prefix": "cosid/", "create": "maybe",
-		},
-		Histories: 10,
+		Options: options,
 		// The slot clock is each host's (driver.Purger).
 		PurgeKeepsSlotFloor: true,
 		// As the ZooKeeper driver's: a crowd of acquirers on one member
 		// takes longer than the default timeout on a loaded machine.
 		TimeScale: 2,
-	})
+	}
 }

@@ -61,18 +61,13 @@ func (e tlsEnv) options(extra map[string]string) map[string]string {
 func testTLSTCK(t *testing.T, env tlsEnv) {
 	tls := env.options(nil)
 	delete(tls, "prefix")
-	tck.Run(t, tck.Suite{
-		NewHarness: func(_ context.Context, t *testing.T) (tck.Harness, error) {
-			h := newHarness(t)
-			h.cluster, h.extra = env.c, tls
-			return h, nil
-		},
-		Ranges: true, Slots: true, Locks: true,
-		Factory:   fromOptions,
-		Options:   env.options(nil),
-		Histories: 4,
-		TimeScale: 2,
-	})
+	s := suite(func(_ context.Context, t *testing.T) (tck.Harness, error) {
+		h := newHarness(t)
+		h.cluster, h.extra = env.c, tls
+		return h, nil
+	}, env.options(nil))
+	s.Histories = 4
+	tck.Run(t, s)
 }
 
 // openFails opens a store that must fail, with ErrUnavailable and an error
