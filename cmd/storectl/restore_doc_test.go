@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
@@ -193,5 +194,41 @@ func TestRestoreZooKeeperAsDocumented(t *testing.T) {
 			"start the instances": func() {},
 		},
 		refusals: []error{store.ErrUnavailable},
+	})
+}
+
+// TestRestoreEtcdAsDocumented follows docs/drivers/etcd.md's backup
+// (etcdctl snapshot save) and restore (etcdutl snapshot restore into the
+// data directory, then storectl restore) on a member of its own, which
+// plays every member.
+func TestRestoreEtcdAsDocumented(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	m := c.Members[0]
+	client := strings.TrimPrefix(m.ClientURL, "http://")
+	op := newOperator(t,
+		"etcd-1:2379,etcd-2:2379,etcd-3:2379", client,
+		"etcd-1=http://etcd-1:2380,etcd-2=http://etcd-2:2380,etcd-3=http://etcd-3:2380", m.Name+"="+m.PeerURL,
+		"http://etcd-1:2380", m.PeerURL,
+		"etcd-1:2379", client,
+		"--name etcd-1", "--name "+m.Name,
+		"/var/lib/etcd", m.DataDir(),
+		"/backup/", t.TempDir()+"/")
+	for _, tool := range []string{"etcdctl", "etcdutl"} {
+		path, err := etcdtest.Tool(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op.tool(tool, path)
+	}
+	spec := storeSpec{driver: "etcd", options: map[string]string{"endpoints": m.ClientURL, "dialTimeout": "20s"}}
+	followRestore(t, inPlaceRestore{
+		doc: "drivers/etcd.md", backup: "etcd-backup", restore: "etcd-restore",
+		spec: spec, op: op,
+		restoreSteps: map[string]func(){
+			"stop every instance": func() {},
+			"stop every member":   m.Stop,
+			"start every member":  func() { c.Restart(t, m) },
+			"start the instances": func() {},
+		},
 	})
 }
