@@ -184,8 +184,8 @@ func (h *handedOutLog) total() (n int) {
 	return n
 }
 
-// TestRestoreAsDocumented follows the SQLite package documentation's and
-// docs/drivers/sqlite.md's restore, step by step, with the storectl binary and
+// TestRestoreAsDocumented follows docs/drivers/sqlite.md's backup and
+// restore, the commands read from the doc, with the storectl binary and
 // instance processes, and counts what was handed out twice: nothing.
 // OldProcedure follows the restore documented before (stop everything,
 // move the copy over the file): on the code of then, the next instance
@@ -198,25 +198,27 @@ func TestRestoreAsDocumented(t *testing.T) {
 			name = "OldProcedure"
 		}
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			path, backup := filepath.Join(dir, "ids.db"), filepath.Join(dir, "nightly.db")
+			dir, backups := t.TempDir(), t.TempDir()
+			path, backup := filepath.Join(dir, "ids.db"), filepath.Join(backups, "ids-2026-12-01.db")
+			op := newOperator(t, "/var/lib/app/", dir+"/", "/backup/", backups+"/")
 			h := newHandedOut()
 			const before = "next:orders:10:3,term:a,term:b"
 			if e := h.instance(t, path, before); e != "" {
 				t.Fatal(e)
 			}
 			// The nightly backup, taken while the store is in use.
-			exe(t, "backup", path, backup).want(t, exitOK, "backed up ")
+			op.follow(procedure(t, "drivers/sqlite.md", "sqlite-backup"), nil)
 			if e := h.instance(t, path, before); e != "" {
 				t.Fatal(e)
 			}
 			// The store is lost; every instance is stopped.
-			for _, s := range []string{"", "-wal", "-shm"} {
-				if err := os.Rename(path+s, filepath.Join(dir, "damaged.db"+s)); err != nil && s == "" {
-					t.Fatal(err)
-				}
-			}
 			if old {
+				op.replace("/var/lib/app/ /backup/") // the pairs are used by the old procedure too
+				for _, s := range []string{"", "-wal", "-shm"} {
+					if err := os.Rename(path+s, filepath.Join(dir, "damaged.db"+s)); err != nil && s == "" {
+						t.Fatal(err)
+					}
+				}
 				// "To restore, stop every process using the file, then move
 				// the copy over it."
 				if err := os.Rename(backup, path); err != nil {
@@ -237,9 +239,10 @@ func TestRestoreAsDocumented(t *testing.T) {
 				"backup copy of store ", "orders  30    no")
 			exe(t, "migrate", "--from", "sqlite:path="+backup, "--to", "sqlite:path="+filepath.Join(dir, "new.db")).
 				want(t, exitRefused, "is a backup copy", "storectl restore")
-			// The documented command.
-			exe(t, "restore", "--raise", "1000000", "--no-moves", backup, path).want(t, exitOK,
-				"key orders: raised from 30 to 1000030", "backup mark cleared", "restored ")
+			// The documented procedure.
+			lines := procedure(t, "drivers/sqlite.md", "sqlite-restore")
+			res := op.follow(lines, stepper(t, map[string]func(){"stop every process using the store": func() {}}))
+			res[lines[len(lines)-1]].want(t, exitOK, "key orders: raised from 30 to 1000030", "backup mark cleared", "restored ")
 			if e := h.instance(t, path, before); e != "" {
 				t.Fatal(e)
 			}
