@@ -117,9 +117,13 @@ func modOf(kvs []*mvccpb.KeyValue) int64 {
 	return kvs[0].ModRevision
 }
 
-// seenFence is the highest fence a store saw of a slot, and the lowest
-// revision at which it saw it.
-type seenFence struct{ fence, rev int64 }
+// seenFence is the highest fence a store saw of a slot (a
+// driver.FenceMark: etcd's guard orders a slot's states by the fence
+// alone), and the lowest revision at which it saw it.
+type seenFence struct {
+	mark driver.SlotMark
+	rev  int64
+}
 
 // guardFence refuses a slot state whose fence is below the highest this
 // store saw of the slot at a revision not after the state's (ErrCorrupt):
@@ -135,18 +139,16 @@ func (s *slotStore) guardFence(k string, st slotState) error {
 	s.fmu.Lock()
 	defer s.fmu.Unlock()
 	seen, ok := s.fences[k]
-	if ok && st.r.Fence < seen.fence && st.rev >= seen.rev {
-		return fmt.Errorf("slot key %s has fence %d, below %d seen earlier by this store (restored from a backup, or deleted by hand): %w",
-			k, st.r.Fence, seen.fence, driver.ErrCorrupt)
+	if why := seen.mark.Behind(st.r); ok && why != "" && st.rev >= seen.rev {
+		return fmt.Errorf("slot key %s has %s seen earlier by this store (restored from a backup, or deleted by hand): %w",
+			k, why, driver.ErrCorrupt)
 	}
-	switch {
-	case s.fences == nil:
-		s.fences = map[string]seenFence{}
-		fallthrough
-	case !ok || st.r.Fence > seen.fence:
-		s.fences[k] = seenFence{st.r.Fence, st.rev}
-	case st.r.Fence == seen.fence && st.rev < seen.rev:
-		s.fences[k] = seenFence{st.r.Fence, st.rev}
+	// A higher fence, or the same seen at a lower revision.
+	if got := driver.FenceMark(st.r.Fence); !ok || got.Fence() > seen.mark.Fence() || got == seen.mark && st.rev < seen.rev {
+		if s.fences == nil {
+			s.fences = map[string]seenFence{}
+		}
+		s.fences[k] = seenFence{got, st.rev}
 	}
 	return nil
 }

@@ -175,7 +175,7 @@ func (s *slotStore) readSlots(ctx context.Context, ns string, nums []int, a *att
 		marks := s.marks.marksOf(paths)
 		out := make([]slotRead, len(nums))
 		for i, n := range nums {
-			out[i] = slotRead{n: n, path: paths[i], seenFence: marks[i].fence}
+			out[i] = slotRead{n: n, path: paths[i], seenFence: marks[i].Fence()}
 		}
 		rs, err := s.getNodes(ctx, paths, a)
 		if err != nil {

@@ -97,7 +97,7 @@ func (s *Store) readSlot(ctx context.Context, q Querier, ns string, slot int) (*
 
 // accept checks a row just read: consistent, and not behind what this
 // store saw of the slot before the read began (mark, guardSlot).
-func (s *Store) accept(ns string, mark slotMark, r *slotRow) error {
+func (s *Store) accept(ns string, mark driver.SlotMark, r *slotRow) error {
 	if err := r.check(ns); err != nil {
 		return err
 	}

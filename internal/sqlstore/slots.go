@@ -56,7 +56,7 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 	// had, and its next read of the slot (a Release, a listing, another
 	// Acquire) would call the database gone back. A new term's ceiling_min
 	// is its floor; a live term returned as it is has one at least there.
-	s.sawSlot(out.Namespace, out.Slot, slotMark{fence: out.Fence, ceilingMin: out.Floor})
+	s.sawSlot(out.Namespace, out.Slot, driver.MarkOf(driver.SlotRecord{Owner: out.Owner, Fence: out.Fence, CeilingMin: out.Floor}))
 	return out, nil
 }
 
@@ -379,7 +379,7 @@ func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error)
 	if err != nil {
 		return l, err
 	}
-	s.sawSlot(l.Namespace, l.Slot, markOf(wrote)) // committed (Acquire)
+	s.sawSlot(l.Namespace, l.Slot, driver.MarkOf(wrote)) // committed (Acquire)
 	return out, nil
 }
 
@@ -414,7 +414,7 @@ func (s *Store) Release(ctx context.Context, l driver.Lease, used int64) error {
 			return err
 		}
 		if ok {
-			s.sawSlot(l.Namespace, l.Slot, markOf(r.rec))
+			s.sawSlot(l.Namespace, l.Slot, driver.MarkOf(r.rec))
 			return nil
 		}
 	}

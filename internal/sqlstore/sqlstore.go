@@ -105,7 +105,7 @@ type Store struct {
 	exists   map[string]bool // keys whose row this store has seen
 	sealed   map[string]bool // keys this store has seen sealed: a seal is never undone
 	sealedNs map[string]bool // namespaces this store has seen sealed (nsguard.go)
-	seenSl   map[slotKey]slotMark
+	seenSl   map[slotKey]driver.SlotMark
 }
 
 type slotKey struct {
@@ -136,7 +136,7 @@ func newStore(db DB, d Dialect) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, d: d, q: q, seenNx: map[string]int64{}, exists: map[string]bool{}, sealed: map[string]bool{}, sealedNs: map[string]bool{}, seenSl: map[slotKey]slotMark{}}, nil
+	return &Store{db: db, d: d, q: q, seenNx: map[string]int64{}, exists: map[string]bool{}, sealed: map[string]bool{}, sealedNs: map[string]bool{}, seenSl: map[slotKey]driver.SlotMark{}}, nil
 }
 
 // OpenExisting opens a store whose tables exist, writing nothing (the
