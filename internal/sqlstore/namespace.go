@@ -24,7 +24,7 @@ var errNoNamespace = errors.New("no namespace row")
 // whose uncommitted row every other insert waits for.
 func (s *Store) nsTx(ctx context.Context, want driver.Namespace, fn func(Querier) error) error {
 	for {
-		wasSealed := s.sawSealedNs(want.Name)
+		wasSealed := s.sawSealed(s.sealedNs, want.Name)
 		err := s.db.Tx(ctx, fn)
 		if !errors.Is(err, errNoNamespace) {
 			return err
@@ -80,7 +80,7 @@ func (s *Store) namespace(ctx context.Context, q Querier, want driver.Namespace,
 	var sealed bool
 	var index, floor *string
 	var st nsState
-	wasSealed := s.sawSealedNs(want.Name)
+	wasSealed := s.sawSealed(s.sealedNs, want.Name)
 	err := q.QueryRow(ctx, s.q.NamespaceLock, want.Name, owner).Scan(&limit, &tol, &sealed, &st.now, &index, &floor)
 	switch {
 	case errors.Is(err, ErrNoRows):

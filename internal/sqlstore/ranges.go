@@ -18,7 +18,7 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 		return 0, err
 	}
 	floor, known := s.seenNextKnown(key)
-	wasSealed := s.sawSealed(key)
+	wasSealed := s.sawSealed(s.sealed, key)
 	q := s.q.Next
 	if known {
 		q = s.q.NextUpdate
@@ -70,7 +70,7 @@ func (s *Store) refused(ctx context.Context, key string, step int64) error {
 // Current returns key's next value and whether it is sealed.
 func (s *Store) Current(ctx context.Context, key string) (int64, bool, error) {
 	floor := s.seenNext(key)
-	wasSealed := s.sawSealed(key)
+	wasSealed := s.sawSealed(s.sealed, key)
 	var next int64
 	var sealed bool
 	err := s.db.QueryRow(ctx, s.q.Current, key).Scan(&next, &sealed)

@@ -338,7 +338,7 @@ func sealedErr(ns string) error {
 func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
 	var out driver.Lease
 	var wrote driver.SlotRecord
-	wasSealed := s.sawSealedNs(l.Namespace)
+	wasSealed := s.sawSealed(s.sealedNs, l.Namespace)
 	err := s.db.Tx(ctx, func(tx Querier) error {
 		var sealed bool
 		err := tx.QueryRow(ctx, s.q.NamespaceSealed, l.Namespace).Scan(&sealed)

@@ -104,7 +104,7 @@ type Store struct {
 	seenNx   map[string]int64
 	exists   map[string]bool // keys whose row this store has seen
 	sealed   map[string]bool // keys this store has seen sealed: a seal is never undone
-	sealedNs map[string]bool // namespaces this store has seen sealed (nsguard.go)
+	sealedNs map[string]bool // namespaces this store has seen sealed (sealguard.go)
 	seenSl   map[slotKey]driver.SlotMark
 }
 
@@ -374,32 +374,6 @@ func (s *Store) seenNextKnown(key string) (int64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.seenNx[key], s.exists[key]
-}
-
-// sawSealed reports whether this store has seen key sealed.
-func (s *Store) sawSealed(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sealed[key]
-}
-
-// guardSealed refuses key read unsealed (sealed false) when this store saw
-// it sealed before the operation began (wasSealed): only a purge or the
-// database going back undoes a seal, and a purge clears the guard. A row
-// written back from before the seal has the same next value, so guardNext
-// cannot tell, and its values are the ones the store the key moved to
-// hands out. It records a seal seen.
-func (s *Store) guardSealed(key string, wasSealed, sealed bool) error {
-	if wasSealed && !sealed {
-		return fmt.Errorf("key was sealed when this store saw it before, and is not now: the database went back "+
-			"(restored from a backup, or a replica promoted without the last commits): %w", driver.ErrCorrupt)
-	}
-	if sealed {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.sealed[key] = true
-	}
-	return nil
 }
 
 // sawRow records that key's row exists.
