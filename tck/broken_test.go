@@ -5,8 +5,9 @@ package tck_test
 // to catch that bug must fail on it, while its sound counterpart passes
 // the same check (not skips it). A failing check fails its test, so each
 // variant runs in a child process (this test binary again, running
-// TestBrokenChild) and TestBroken reads the child's verdict. The memory
-// driver's broken_*_test.go hold the older variants.
+// TestBrokenChild) and TestBroken reads the child's verdict. A variant
+// with a probe also shows its bug directly: the probe's outcome on it
+// differs from the sound store's.
 
 import (
 	"context"
@@ -36,6 +37,10 @@ type variant struct {
 	checks []string // the checks (group/check) run on it
 	broken bool     // each check must fail; else each must pass
 	suite  func(t *testing.T) tck.Suite
+	// probe, if set, runs a scenario on target and on sound; the outcomes
+	// must differ (broken_fault_test.go).
+	probe         probeFunc
+	target, sound target
 }
 
 // variants is every variant, sound and broken, in one table.
@@ -53,7 +58,8 @@ func TestBroken(t *testing.T) {
 		done chan struct{}
 	}
 	verdicts := map[string]*verdict{}
-	for _, v := range variants {
+	all := allVariants()
+	for _, v := range all {
 		r := &verdict{done: make(chan struct{})}
 		verdicts[v.name] = r
 		go func() {
@@ -68,13 +74,16 @@ func TestBroken(t *testing.T) {
 			r.out, r.err = cmd.CombinedOutput()
 		}()
 	}
-	for _, v := range variants {
+	for _, v := range all {
 		t.Run(v.name, func(t *testing.T) {
 			r := verdicts[v.name]
 			<-r.done
 			var exit *exec.ExitError
 			if r.err != nil && !errors.As(r.err, &exit) {
 				t.Fatalf("running the child: %v", r.err)
+			}
+			if v.probe != nil {
+				checkProbe(t, v)
 			}
 			for _, c := range v.checks {
 				want := "PASS"
@@ -114,7 +123,7 @@ func TestBrokenChild(t *testing.T) {
 	if name == "" {
 		return
 	}
-	for _, v := range variants {
+	for _, v := range allVariants() {
 		if v.name == name {
 			tck.Run(t, v.suite(t))
 			return

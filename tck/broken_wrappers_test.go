@@ -4,8 +4,8 @@ package tck_test
 // store and overrides one method with one bug, and the check meant to
 // catch it must fail (TestBroken in broken_test.go runs them). They use
 // only the driver's interfaces, so they live here, beside the kit they
-// prove; variants that reach inside the memory state stay in
-// drivers/memory's broken_*_test.go.
+// prove; variants that need more than the interfaces are in
+// broken_fault_test.go.
 
 import (
 	"cmp"

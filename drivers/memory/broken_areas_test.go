@@ -8,97 +8,12 @@ package memory
 // brokenVariants (broken_test.go) with the others.
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/cosid-go/store/driver"
 )
-
-// withAcquireBug returns the wrap of an acquireBug variant.
-func withAcquireBug(b acquireBug) func(*driverStore) driver.Store {
-	return func(s *driverStore) driver.Store { b.driverStore = s; return b }
-}
-
-// namespacesByCreation lists namespaces in the order they were created.
-type namespacesByCreation struct{ *driverStore }
-
-// creationOrder is namespacesByCreation's record, per state; guarded by
-// the state's mutex.
-var creationOrder = map[*state]*[]string{}
-
-func (s namespacesByCreation) order() *[]string {
-	o := creationOrder[s.st]
-	if o == nil {
-		o = new([]string)
-		creationOrder[s.st] = o
-	}
-	return o
-}
-
-func (s namespacesByCreation) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
-	out, err := s.driverStore.Namespaces(ctx)
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	order := s.order()
-	for _, ns := range out {
-		if !slices.Contains(*order, ns.Name) {
-			*order = append(*order, ns.Name)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b driver.Namespace) int {
-		return cmp.Compare(slices.Index(*order, a.Name), slices.Index(*order, b.Name))
-	})
-	return out, err
-}
-
-func (s namespacesByCreation) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
-	s.st.mu.Lock()
-	if order := s.order(); !slices.Contains(*order, req.Namespace.Name) {
-		*order = append(*order, req.Namespace.Name)
-	}
-	s.st.mu.Unlock()
-	return s.driverStore.Acquire(ctx, req)
-}
-
-// purgeForgetsSeals unseals every key and namespace, then purges: the
-// contract before purges kept seals, under which an instance still pointed
-// at the store handed out the values of a key that had moved away.
-type purgeForgetsSeals struct{ *driverStore }
-
-func (s purgeForgetsSeals) Purge(ctx context.Context) ([]string, error) {
-	s.st.mu.Lock()
-	for _, r := range s.st.ranges {
-		r.sealed = false
-	}
-	for _, ns := range s.st.spaces {
-		ns.sealed = false
-	}
-	s.st.mu.Unlock()
-	return s.driverStore.Purge(ctx)
-}
-
-// purgeForgetsFloors lowers every released slot's next floor to the clock
-// before it purges: a term released without its last used timestamp no
-// longer holds the purge off until its ceiling.
-type purgeForgetsFloors struct{ *driverStore }
-
-func (s purgeForgetsFloors) Purge(ctx context.Context) ([]string, error) {
-	s.st.mu.Lock()
-	now := s.st.clock()
-	for _, ns := range s.st.spaces {
-		for n, r := range ns.slots {
-			if r.Owner == "" && r.NextFloor > now {
-				r.NextFloor = now
-				ns.slots[n] = r
-			}
-		}
-	}
-	s.st.mu.Unlock()
-	return s.driverStore.Purge(ctx)
-}
 
 // purgeOwnLocks counts only the locks of other stores as in use: the
 // purging store's own holds and waits are dropped with everything else.
@@ -156,35 +71,4 @@ func (s grantedNotOwned) Lock(ctx context.Context, name, owner string, wait bool
 	defer s.st.mu.Unlock()
 	delete(s.entries, k.(*lock).e) // granted after a wait: no longer tracked
 	return k, nil
-}
-
-// seedLive seeds a slot with a live term, raising its fence and next floor
-// under the holder.
-type seedLive struct{ *driverStore }
-
-func (s seedLive) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
-	err := s.driverStore.SeedSlot(ctx, want, n, fence, nextFloor)
-	if !errors.Is(err, driver.ErrLocked) {
-		return err
-	}
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	ns := s.st.spaces[want.Name]
-	r := ns.slots[n]
-	r.Fence, r.NextFloor = max(r.Fence, fence), max(r.NextFloor, nextFloor)
-	ns.slots[n] = r
-	return nil
-}
-
-// seedAnySettings seeds into an existing namespace whatever settings the
-// call names.
-type seedAnySettings struct{ *driverStore }
-
-func (s seedAnySettings) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
-	s.st.mu.Lock()
-	if ns := s.st.spaces[want.Name]; ns != nil {
-		want.Limit, want.Tolerance = ns.limit, ns.tolerance
-	}
-	s.st.mu.Unlock()
-	return s.driverStore.SeedSlot(ctx, want, n, fence, nextFloor)
 }

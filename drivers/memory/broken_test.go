@@ -43,30 +43,10 @@ var brokenVariants = []brokenVariant{
 	{name: "sound", wrap: func(s *driverStore) driver.Store { return s }},
 	{name: "seal-grants-queued", catch: "Locks/Seal", wrap: func(s *driverStore) driver.Store { return sealGrantsQueued{s} }},
 	{name: "purge-unseals-locks", catch: "Locks/Seal", wrap: func(s *driverStore) driver.Store { return purgeUnseals{s} }},
-	{name: "seal-renews", catch: "Slots/Seal", wrap: func(s *driverStore) driver.Store { return sealRenews{s} }},
 	{name: "double-lock", catch: "Locks/TryLock", wrap: func(s *driverStore) driver.Store { return doubleLock{s} }},
 	{name: "stale-unlock", catch: "Locks/UnlockTwice", wrap: func(s *driverStore) driver.Store { return staleUnlock{s} }},
 
-	// Sound listings, slot rules, options and capabilities, each with a
-	// probe (broken_store_test.go, broken_locks_test.go).
-	{name: "current-creates", catch: "Ranges/CurrentCreatesNothing", probe: probeCurrentCreates,
-		wrap: func(s *driverStore) driver.Store { return currentCreates{s} }},
-	{name: "keys-skip-sealed", catch: "Ranges/KeysSealed", probe: probeKeysSkipSealed,
-		wrap: func(s *driverStore) driver.Store { return keysSkipSealed{s} }},
-	{name: "index-oldest-first", catch: "Slots/MostRecentFirst", probe: probeOldestFirst,
-		wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, oldestFirst: true} }},
-	{name: "search-skips-expired", catch: "Slots/ExpiredFoundBySearch", probe: probeSearchSkipsExpired,
-		wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, searchSkipsExpired: true} }},
-	{name: "early-takeover", catch: "Slots/NoEarlyTakeover", probe: probeEarly,
-		wrap: func(s *driverStore) driver.Store { return acquireBug{driverStore: s, early: true} }},
-	{name: "release-expired-noop", catch: "Slots/ReleaseExpired", probe: probeReleaseExpired,
-		wrap: func(s *driverStore) driver.Store { return releaseExpiredNoop{s} }},
-	{name: "ceiling-below-floor", catch: "Slots/HighFloor", probe: probeHighFloor,
-		wrap: func(s *driverStore) driver.Store { return ceilingBelowFloor{s} }},
-	{name: "renew-no-bounds", catch: "Slots/RenewClockBack", probe: probeRenewClockBack,
-		wrap: func(s *driverStore) driver.Store { return renewNoBounds{s} }},
-	{name: "lease-times-trusted", catch: "Slots/ForgedLease",
-		wrap: func(s *driverStore) driver.Store { return leaseTimesTrusted{s} }},
+	// Lock variants with a probe (broken_locks_test.go).
 	{name: "trylock-gap", catch: "Locks/TryLockAtHandover", probe: probeTryLockGap,
 		wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, gap: true} }},
 	{name: "drop-at-grant", catch: "Locks/CancelAtGrant", probe: probeDropAtGrant,
@@ -75,59 +55,14 @@ var brokenVariants = []brokenVariant{
 		wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, wakeBehind: true} }},
 	{name: "sorted-queue", catch: "Locks/FIFOArrival", probe: probeSorted,
 		wrap: func(s *driverStore) driver.Store { return lockBug{driverStore: s, sorted: true} }},
-	{name: "unknown-beside-name", catch: "Options/UnknownWithValid", probe: probeUnknownBesideName,
-		wrap: func(s *driverStore) driver.Store { return s }, factory: acceptUnknownBesideName},
 	{name: "unlock-lost-nil", catch: "Locks/UnlockAfterLost", probe: probeUnlockLost,
 		wrap: func(s *driverStore) driver.Store { return unlockLostNil{s} }},
 	{name: "lost-after-grant", catch: "Locks/LostBeforeGrant", probe: probeLostAfterGrant,
 		wrap: func(s *driverStore) driver.Store { return lostAfterGrant{s} }},
-	{name: "bare-store", catch: "Capabilities/AtLeastOne", probe: probeBare,
-		wrap: func(s *driverStore) driver.Store { return bareStore{s} }},
-	{name: "ping-ignores-context", catch: "Capabilities/Ping", probe: probePingIgnoresContext,
-		wrap: func(s *driverStore) driver.Store { return pingIgnoresContext{s} }},
-	// The memory driver has no option with a format; these two give it
-	// one (tck.count, a count) so that the malformed-value check runs on
-	// a sound factory and on a lax one.
-	{name: "sound-typed-options", wrap: func(s *driverStore) driver.Store { return s },
-		factory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
-	{name: "malformed-accepted", catch: "Options/MalformedValue", probe: probeMalformed,
-		wrap: func(s *driverStore) driver.Store { return s }, factory: typedFactory(true),
-		soundFactory: typedFactory(false), malformed: map[string]string{"tck.count": "many"}},
-
-	// A slot's history and a restart (broken_kit_test.go).
-	{name: "seed-lowers", catch: "History/SeedNeverLowers", probe: probeSeedLowers,
-		wrap: func(s *driverStore) driver.Store { return seedLowers{s} }},
-	{name: "seed-floor-ignored", catch: "History/SeedAfterExpiry", probe: probeSeedFloorIgnored,
-		wrap: func(s *driverStore) driver.Store { return seedFloorIgnored{s} }},
-	{name: "purge-forgets-fences", catch: "History/PurgeKeepsSlotFences", probe: probePurgeFences,
-		wrap: func(s *driverStore) driver.Store { return purgeForgetsFences{s} }},
-	{name: "takeover-keeps-last-owner", catch: "History/Listed", probe: probeTakeoverLastOwner,
-		wrap: func(s *driverStore) driver.Store { return takeoverKeepsLastOwner{s} }},
-	{name: "forgets-on-restart", catch: "Restart/Survives",
-		wrap: func(s *driverStore) driver.Store { return s },
-		suite: func(s *tck.Suite) {
-			// Claims persistence; its storage starts empty after a restart.
-			s.NotPersistent = ""
-			s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-				h, err := newTCKHarness(ctx, t)
-				return forgetfulHarness{h.(tckHarness)}, err
-			}
-		}},
-
 	// The areas where bugs once passed the whole TCK (broken_areas_test.go).
-	{name: "own-expired-returned", catch: "Slots/OwnExpired", wrap: withAcquireBug(acquireBug{ownExpired: true})},
-	{name: "index-by-incarnation", catch: "Slots/MostRecentFirst", wrap: withAcquireBug(acquireBug{byIncarnation: true})},
-	{name: "late-expiry", catch: "Slots/ExpiryBoundary", wrap: withAcquireBug(acquireBug{lateExpiry: true})},
-	{name: "reclaim-own", catch: "Slots/SameIncarnation", wrap: withAcquireBug(acquireBug{reclaimOwn: true})},
-	{name: "index-highest-first", catch: "Slots/MostRecentFirst", wrap: withAcquireBug(acquireBug{highestFirst: true})},
-	{name: "namespaces-by-creation", catch: "Slots/Listing", wrap: func(s *driverStore) driver.Store { return namespacesByCreation{s} }},
-	{name: "purge-forgets-seals", catch: "Purge/Seals", wrap: func(s *driverStore) driver.Store { return purgeForgetsSeals{s} }},
-	{name: "purge-forgets-floors", catch: "Purge/FloorAhead", wrap: func(s *driverStore) driver.Store { return purgeForgetsFloors{s} }},
 	{name: "purge-own-locks", catch: "Purge/Locked", wrap: func(s *driverStore) driver.Store { return purgeOwnLocks{s} }},
 	{name: "trylock-any-name", catch: "Locks/TryLock", wrap: func(s *driverStore) driver.Store { return tryLockAnyName{s} }},
 	{name: "granted-not-owned", catch: "Locks/LostOnClose", wrap: func(s *driverStore) driver.Store { return grantedNotOwned{s} }},
-	{name: "seed-live", catch: "Slots/Seed", wrap: func(s *driverStore) driver.Store { return seedLive{s} }},
-	{name: "seed-any-settings", catch: "Slots/Seed", wrap: func(s *driverStore) driver.Store { return seedAnySettings{s} }},
 }
 
 // TestBroken runs the TCK against every variant, each in a child process,
@@ -261,27 +196,6 @@ type brokenHarness struct {
 
 func (h brokenHarness) NewStore(context.Context) (driver.Store, error) {
 	return h.wrap(newDriver(h.name)), nil
-}
-
-// sealRenews forgets the namespace seal in Renew: a holder's ceiling grows
-// past what a migration read after the seal.
-type sealRenews struct{ *driverStore }
-
-func (s sealRenews) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
-	s.st.mu.Lock()
-	ns := s.st.spaces[l.Namespace]
-	sealed := ns != nil && ns.sealed
-	if sealed {
-		ns.sealed = false
-	}
-	s.st.mu.Unlock()
-	r, err := s.driverStore.Renew(ctx, l)
-	if sealed {
-		s.st.mu.Lock()
-		ns.sealed = true
-		s.st.mu.Unlock()
-	}
-	return r, err
 }
 
 // doubleLock lets TryLock of a held lock "succeed" with a lock nobody
