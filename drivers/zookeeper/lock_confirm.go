@@ -58,7 +58,7 @@ func aliveUntil(t time.Duration, paired bool) time.Duration {
 
 // confirmed records a request sent at sent (lockNow) in session sid that
 // the leader answered. Called with lk.mu held.
-func (s *lockWatch) confirmedLocked(sid int64, sent time.Duration) {
+func (s *lockStore) confirmedLocked(sid int64, sent time.Duration) {
 	lk := &s.lk
 	if sid != lk.confirmSID {
 		lk.confirmSID, lk.recent, lk.latest, lk.deadline = sid, nil, 0, 0
@@ -110,7 +110,7 @@ func deadlineFrom(recent []time.Duration, latest, t time.Duration) time.Duration
 // before the handshake still count: the session lived through them, and
 // the server counts the new timeout from the handshake or later. Called
 // with lk.mu held.
-func (s *lockWatch) rebaseLocked(sid int64) {
+func (s *lockStore) rebaseLocked(sid int64) {
 	lk := &s.lk
 	if sid != lk.confirmSID || len(lk.recent) == 0 || lk.closing {
 		return
@@ -127,7 +127,7 @@ func (s *lockWatch) rebaseLocked(sid int64) {
 }
 
 // confirmed is confirmedLocked for callers without the lock.
-func (s *lockWatch) confirmed(sid int64, sent time.Duration) {
+func (s *lockStore) confirmed(sid int64, sent time.Duration) {
 	s.lk.mu.Lock()
 	defer s.lk.mu.Unlock()
 	s.confirmedLocked(sid, sent)
@@ -141,7 +141,7 @@ func (lk *lockState) liveLocked(sid int64) bool {
 // armDeadlineLocked sets the timer that loses every hold at the deadline.
 // It waits deadlineStep at most at a time and then looks at the lock's
 // clock again: Go's timers do not count time suspended (lock_clock.go).
-func (s *lockWatch) armDeadlineLocked() {
+func (s *lockStore) armDeadlineLocked() {
 	lk := &s.lk
 	if lk.closing {
 		return
@@ -166,7 +166,7 @@ func (s *lockWatch) armDeadlineLocked() {
 
 // loseIfPastDeadline does the deadline timer's work now if the deadline
 // has passed and n is still held (see zkLock.Lost).
-func (s *lockWatch) loseIfPastDeadline(n *lockNode) {
+func (s *lockStore) loseIfPastDeadline(n *lockNode) {
 	lk := &s.lk
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
@@ -179,7 +179,7 @@ func (s *lockWatch) loseIfPastDeadline(n *lockNode) {
 // unconfirmedLocked loses every hold: the session may have expired at the
 // leader by now. Each node is removed in the background, in case the
 // session lives on.
-func (s *lockWatch) unconfirmedLocked() {
+func (s *lockStore) unconfirmedLocked() {
 	lk := &s.lk
 	why := fmt.Errorf("zookeeper: session not confirmed through the leader for the session timeout (%v) less a margin", lk.sessionTimeout())
 	if lk.confirmErr != nil {
@@ -196,7 +196,7 @@ func (s *lockWatch) unconfirmedLocked() {
 
 // startConfirmingLocked starts the loop if a hold exists and it is not
 // running. Called with lk.mu held, after a hold was marked.
-func (s *lockWatch) startConfirmingLocked() {
+func (s *lockStore) startConfirmingLocked() {
 	lk := &s.lk
 	if lk.confirming || lk.stopped || lk.closing {
 		return
@@ -220,7 +220,7 @@ func (lk *lockState) holdsLocked() bool {
 }
 
 // confirmLoop sends confirming writes while the store holds a lock.
-func (s *lockWatch) confirmLoop() {
+func (s *lockStore) confirmLoop() {
 	lk := &s.lk
 	defer lk.wg.Done()
 	bg := lk.background()
@@ -260,7 +260,7 @@ func (s *lockWatch) confirmLoop() {
 // confirmOnce sends one confirming write through the leader and records it
 // if it is answered in the session it was sent in. A failure waits a little
 // (the deadline timer, not this loop, decides when holds are lost).
-func (s *lockWatch) confirmOnce(stop <-chan struct{}) {
+func (s *lockStore) confirmOnce(stop <-chan struct{}) {
 	sid := s.conn.SessionID()
 	nodes := s.lk.heldNodes(sid)
 	if len(nodes) > 0 {
@@ -313,7 +313,7 @@ func (lk *lockState) heldNodes(sid int64) []*lockNode {
 // off from its followers answers its own clients' syncs alone until it
 // notices the lost quorum, up to a tick after the others may have elected
 // a new leader and expired the session.
-func (s *lockWatch) confirmRequest(nodes []*lockNode) ([]zk.MultiResponse, error) {
+func (s *lockStore) confirmRequest(nodes []*lockNode) ([]zk.MultiResponse, error) {
 	ops := make([]any, len(nodes))
 	s.lk.mu.Lock()
 	for i, n := range nodes {
@@ -327,7 +327,7 @@ func (s *lockWatch) confirmRequest(nodes []*lockNode) ([]zk.MultiResponse, error
 // check found missing was deleted behind the store's back: its hold is lost
 // at once. A refusal is kept to name in the cause of a loss at the deadline:
 // the server answered, but answers nothing that proves the session alive.
-func (s *lockWatch) confirmFailed(nodes []*lockNode, res []zk.MultiResponse, err error) {
+func (s *lockStore) confirmFailed(nodes []*lockNode, res []zk.MultiResponse, err error) {
 	lk := &s.lk
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
@@ -371,7 +371,7 @@ func (lk *lockState) stopConfirmingLocked() {
 // hold: a waiter granted long after its create sends one confirming write
 // (a check of its own node) first. An uncontended Lock is granted on its
 // create's confirmation, with no extra round trip.
-func (s *lockWatch) ensureLive(ctx context.Context, n *lockNode) error {
+func (s *lockStore) ensureLive(ctx context.Context, n *lockNode) error {
 	s.lk.mu.Lock()
 	live := s.lk.liveLocked(n.sid)
 	s.lk.mu.Unlock()

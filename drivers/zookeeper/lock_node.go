@@ -11,20 +11,14 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// lockNodeStore keeps the lock nodes the store created, or may have created,
-// and removes them. lk is the Locker's state, shared by lockWatch and
-// lockStore above.
-type lockNodeStore struct {
-	*session
-
-	lk lockState // lock nodes and the session as the Locker sees it (lock_watch.go)
-}
+// Keeping the lock nodes the store created, or may have created, and
+// removing them.
 
 // lockParent is the parent of name's lock nodes.
-func (s *lockNodeStore) lockParent(name string) string { return s.root + "/lock/" + name }
+func (s *lockStore) lockParent(name string) string { return s.root + "/lock/" + name }
 
 // lockChildren lists a lock's nodes; a missing parent gives ErrNotFound.
-func (s *lockNodeStore) lockChildren(ctx context.Context, parent string, a *attempts) ([]string, error) {
+func (s *lockStore) lockChildren(ctx context.Context, parent string, a *attempts) ([]string, error) {
 	for {
 		kids, err := call(ctx, s, func() ([]string, error) {
 			kids, _, err := s.conn.Children(parent)
@@ -45,7 +39,7 @@ func (s *lockNodeStore) lockChildren(ctx context.Context, parent string, a *atte
 // removeTwins deletes other nodes with n's GUID: creates applied although
 // their answer was lost. They are n's own, so deleting them harms nobody;
 // one that cannot be deleted now stays marked for n's removal to sweep.
-func (s *lockNodeStore) removeTwins(ctx context.Context, n *lockNode, twins []string) {
+func (s *lockStore) removeTwins(ctx context.Context, n *lockNode, twins []string) {
 	s.lk.mu.Lock()
 	n.twins = true
 	s.lk.mu.Unlock()
@@ -61,7 +55,7 @@ func (s *lockNodeStore) removeTwins(ctx context.Context, n *lockNode, twins []st
 // is in flight or its outcome unknown) on a context of its own, never the
 // caller's, which may have ended. It waits up to wait for the removal,
 // which goes on in the background after that.
-func (s *lockNodeStore) abandonLockNode(n *lockNode, wait time.Duration) {
+func (s *lockStore) abandonLockNode(n *lockNode, wait time.Duration) {
 	if !s.lk.markAbandoned(n) {
 		return
 	}
@@ -86,7 +80,7 @@ func (s *lockNodeStore) abandonLockNode(n *lockNode, wait time.Duration) {
 // ctx ends. Deleting by path is safe whatever happened meanwhile: the path
 // holds n's GUID and a sequence number the parent never gives again, so it
 // can only name n's own node.
-func (s *lockNodeStore) removeLockNode(ctx context.Context, n *lockNode) {
+func (s *lockStore) removeLockNode(ctx context.Context, n *lockNode) {
 	path, inflight, _ := s.lk.nodeState(n)
 	if path == "" && inflight == nil {
 		s.lk.unregister(n)
@@ -131,7 +125,7 @@ func (s *lockNodeStore) removeLockNode(ctx context.Context, n *lockNode) {
 
 // deleteLockNode deletes path, then, if its path is unknown or it may have
 // twins, every node with n's GUID.
-func (s *lockNodeStore) deleteLockNode(ctx context.Context, n *lockNode, path string) error {
+func (s *lockStore) deleteLockNode(ctx context.Context, n *lockNode, path string) error {
 	s.lk.mu.Lock()
 	sweep := n.twins || path == ""
 	s.lk.mu.Unlock()
@@ -172,7 +166,7 @@ func (s *lockNodeStore) deleteLockNode(ctx context.Context, n *lockNode, path st
 
 // waitLockSession waits until the connection has a session, and returns its
 // ID for a node about to be created.
-func (s *lockNodeStore) waitLockSession(ctx context.Context) (int64, error) {
+func (s *lockStore) waitLockSession(ctx context.Context) (int64, error) {
 	lk := &s.lk
 	for {
 		lk.mu.Lock()

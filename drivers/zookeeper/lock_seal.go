@@ -72,7 +72,7 @@ func parseLockRoot(root string, data []byte) (lockRoot, error) {
 
 // lockRootPath is the parent of every lock name's node: it holds the
 // locks' seal and fence offset, and a purge keeps it.
-func (s *lockNodeStore) lockRootPath() string { return s.root + "/lock" }
+func (s *lockStore) lockRootPath() string { return s.root + "/lock" }
 
 func errLocksSealed(name string) error {
 	return fmt.Errorf("zookeeper: lock %q: the store's locks are sealed (they moved to another store): %w", name, driver.ErrSealed)

@@ -20,7 +20,7 @@ const sessionPollInterval = 50 * time.Millisecond
 
 // sessionEvent follows go-zookeeper's session events (stores made by Open).
 // It runs on go-zookeeper's event goroutine and must not block.
-func (s *lockWatch) sessionEvent(state zk.State) {
+func (s *lockStore) sessionEvent(state zk.State) {
 	switch state {
 	case zk.StateHasSession:
 		// Called right after the handshake was read: the timeout it
@@ -38,7 +38,7 @@ func (s *lockWatch) sessionEvent(state zk.State) {
 }
 
 // pollSession follows a caller's connection while the store has lock nodes.
-func (s *lockWatch) pollSession() {
+func (s *lockStore) pollSession() {
 	lk := &s.lk
 	defer lk.wg.Done()
 	ticker := time.NewTicker(sessionPollInterval)
@@ -67,7 +67,7 @@ func (s *lockWatch) pollSession() {
 
 // observeSession applies one observation: a session sid (has), or none
 // (expired when the server said the session is gone).
-func (s *lockWatch) observeSession(has bool, sid int64, expired bool) {
+func (s *lockStore) observeSession(has bool, sid int64, expired bool) {
 	lk := &s.lk
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
@@ -107,7 +107,7 @@ func (s *lockWatch) observeSession(has bool, sid int64, expired bool) {
 // forgetDeadHoldLocked drops a hold that died with its session: nothing is
 // left to remove, and only its lock still refers to it. One that may have
 // twins is not known dead: a removal sweeps them, then drops it.
-func (s *lockWatch) forgetDeadHoldLocked(n *lockNode) {
+func (s *lockStore) forgetDeadHoldLocked(n *lockNode) {
 	if n.phase != held {
 		return
 	}
@@ -119,7 +119,7 @@ func (s *lockWatch) forgetDeadHoldLocked(n *lockNode) {
 }
 
 // removeLostLocked starts the removal of a lost hold. Called with lk.mu held.
-func (s *lockWatch) removeLostLocked(n *lockNode) {
+func (s *lockStore) removeLostLocked(n *lockNode) {
 	lk := &s.lk
 	if n.dead() || n.phase == abandoned || lk.stopped {
 		return
@@ -138,7 +138,7 @@ func (s *lockWatch) removeLostLocked(n *lockNode) {
 // caller's connection (whose session outlives the store) every node is
 // removed, within a bound. A connection the store owns ends its session
 // when it closes, and the server removes the nodes.
-func (s *lockWatch) closeLocks() {
+func (s *lockStore) closeLocks() {
 	lk := &s.lk
 	lk.mu.Lock()
 	lk.closing = true
@@ -167,4 +167,4 @@ func (s *lockWatch) closeLocks() {
 
 // waitLocks is Close's last step for locks: it waits for the goroutines
 // of lock cleanup, whose calls end once the connection closes.
-func (s *lockWatch) waitLocks() { s.lk.wg.Wait() }
+func (s *lockStore) waitLocks() { s.lk.wg.Wait() }

@@ -40,11 +40,13 @@ const (
 var _ driver.Locker = (*lockStore)(nil)
 
 // lockStore is the store's driver.Locker: the queue of lock nodes below
-// (this file), the creates that join it (lock_create.go) and its listings
-// (lock_list.go). It stands on lockWatch, which follows the session for
-// the holds, and that on lockNodeStore, which keeps and removes the nodes.
+// (this file), the creates that join it (lock_create.go), its listings
+// (lock_list.go), the nodes it keeps and removes (lock_node.go), and lk,
+// which follows the session for the holds (lock_watch.go).
 type lockStore struct {
-	*lockWatch
+	*session
+
+	lk lockState // lock nodes and the session as the Locker sees it (lock_watch.go)
 }
 
 // errRequeue: the Lock call's node is gone or not trustworthy (its session

@@ -33,14 +33,6 @@ var monoBase = time.Now()
 
 func monoNow() time.Duration { return time.Since(monoBase) }
 
-// lockWatch follows the session for the Locker's holds: it registers each
-// lock node, follows the session's events (lock_session.go), applies the
-// liveness rule (lock_confirm.go), and shares the watches on lock nodes
-// (lock_watch_shared.go).
-type lockWatch struct {
-	*lockNodeStore
-}
-
 // lockState is the Locker's part of a Store. The zero value is ready; sniff
 // is called before the connection is made, for a store that makes its own.
 type lockState struct {
@@ -185,7 +177,7 @@ func (lk *lockState) spawn(f func()) <-chan struct{} {
 
 // registerLockNode records a node about to be created, so that Close and
 // the session tracking know of it from before its create is sent.
-func (s *lockWatch) registerLockNode(name, owner string) (*lockNode, error) {
+func (s *lockStore) registerLockNode(name, owner string) (*lockNode, error) {
 	// A GUID per node, not per Lock call: a late removal of an earlier
 	// node of the call must never match a later one.
 	guid, err := newLockGUID()
@@ -225,7 +217,7 @@ func (lk *lockState) unregister(n *lockNode) {
 
 // sessionLoss returns a channel closed once the connection loses its
 // session, or ErrUnavailable if it has none now (TryLock).
-func (s *lockWatch) sessionLoss() (<-chan struct{}, error) {
+func (s *lockStore) sessionLoss() (<-chan struct{}, error) {
 	lk := &s.lk
 	lk.mu.Lock()
 	if lk.sessionDown == nil {
@@ -328,7 +320,7 @@ func (lk *lockState) lostErr(n *lockNode) error {
 // markHeld makes n a holder, unless it was lost meanwhile or its session is
 // not proven alive through the leader now (see ensureLive): then the Lock
 // call starts again.
-func (s *lockWatch) markHeld(n *lockNode) error {
+func (s *lockStore) markHeld(n *lockNode) error {
 	lk := &s.lk
 	lk.mu.Lock()
 	defer lk.mu.Unlock()

@@ -25,7 +25,7 @@ type sharedWatch struct {
 // exists: exists on a missing node leaves a watch for its creation, which
 // for a sequential name never comes, on the server and in go-zookeeper,
 // for the session's lifetime.
-func (s *lockWatch) watchLockNode(ctx context.Context, path string, a *attempts) (<-chan struct{}, error) {
+func (s *lockStore) watchLockNode(ctx context.Context, path string, a *attempts) (<-chan struct{}, error) {
 	lk := &s.lk
 	lk.mu.Lock()
 	w := lk.watches[path]
@@ -52,7 +52,7 @@ func (s *lockWatch) watchLockNode(ctx context.Context, path string, a *attempts)
 
 // shareWatch records go-zookeeper's channel ch for path, unless another
 // call recorded one meanwhile (both fire on the same change).
-func (s *lockWatch) shareWatch(path string, ch <-chan zk.Event) <-chan struct{} {
+func (s *lockStore) shareWatch(path string, ch <-chan zk.Event) <-chan struct{} {
 	lk := &s.lk
 	bg := lk.background()
 	lk.mu.Lock()

@@ -158,7 +158,7 @@ func newStore(cfg config) *driverStore {
 		session:    ss,
 		rangeStore: &rangeStore{session: ss, keys: map[string]*rangeKey{}},
 		slotStore:  &slotStore{session: ss},
-		lockStore:  &lockStore{&lockWatch{&lockNodeStore{session: ss}}},
+		lockStore:  &lockStore{session: ss},
 	}
 }
 
