@@ -178,14 +178,14 @@ var errSessionClosed = errors.New("store closed")
 // Lock, TryLock or Close past its bound.
 func (s *lockStore) session(ctx context.Context) (*session, error) {
 	for {
-		s.lmu.Lock()
-		if s.closedL {
-			s.lmu.Unlock()
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
 			return nil, errClosedStore
 		}
 		if s.sess != nil && s.sess.alive() {
 			ss := s.sess
-			s.lmu.Unlock()
+			s.mu.Unlock()
 			return ss, nil
 		}
 		g := s.granting
@@ -194,7 +194,7 @@ func (s *lockStore) session(ctx context.Context) (*session, error) {
 			s.granting = g
 			s.spawn(func() { s.grant(g) })
 		}
-		s.lmu.Unlock()
+		s.mu.Unlock()
 		select {
 		case <-g.done:
 		case <-ctx.Done():
@@ -243,12 +243,12 @@ func (s *lockStore) grant(g *grant) {
 	ttl := time.Duration(resp.TTL) * time.Second
 	ss := &session{id: resp.ID, ttl: ttl, now: s.lockNow, lost: make(chan struct{})}
 	ss.confirm(sent, ttl)
-	s.lmu.Lock()
-	closed := s.closedL
+	s.mu.Lock()
+	closed := s.closed
 	if !closed {
 		s.sess = ss
 	}
-	s.lmu.Unlock()
+	s.mu.Unlock()
 	if closed {
 		g.err = errClosedStore
 		s.cli.Revoke(ctx, resp.ID) // bounded: Close cancels s.ctx

@@ -28,10 +28,10 @@ var errClosedStore = driver.ErrClosed
 type lockStore struct {
 	*etcdStore
 
-	lmu      sync.Mutex
+	mu       sync.Mutex
 	sess     *session
 	granting *grant // the lease grant in flight or last made (session)
-	closedL  bool
+	closed   bool
 
 	// watchHook, if set, runs before each start of a session's watch
 	// (tests hold it back).
@@ -302,13 +302,21 @@ func (s *lockStore) dropWaiter(key string, rev int64, done func()) {
 	})
 }
 
+// lastSession is the session last granted, lost or not; nil before the
+// first.
+func (s *lockStore) lastSession() *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sess
+}
+
 // closeLocks loses every hold and revokes the session's lease, so the next
 // waiters of the store's locks get them at once.
 func (s *lockStore) closeLocks() {
-	s.lmu.Lock()
-	s.closedL = true
+	s.mu.Lock()
+	s.closed = true
 	ss := s.sess
-	s.lmu.Unlock()
+	s.mu.Unlock()
 	if ss == nil {
 		return
 	}

@@ -226,9 +226,7 @@ func TestLockDeletedBeforeAnswer(t *testing.T) {
 		return err
 	})
 	poll.Until(t, 10*time.Second, "the session's watch reports the delete", func() bool {
-		d.lmu.Lock()
-		ss := d.sess
-		d.lmu.Unlock()
+		ss := d.lastSession()
 		for _, h := range ss.watched() {
 			h.gmu.Lock()
 			seen := h.deleted != 0

@@ -355,9 +355,7 @@ func TestUnlockLateDeleteSparesNextHold(t *testing.T) {
 				t.Errorf("the operator's delete: %v, %v", resp, err)
 			}
 			poll.Until(t, 10*time.Second, "the session's watch reports the operator's delete", func() bool {
-				d.lmu.Lock()
-				ss := d.sess
-				d.lmu.Unlock()
+				ss := d.lastSession()
 				for _, h := range ss.watched() {
 					h.gmu.Lock()
 					gone := h.gone

@@ -158,9 +158,7 @@ func (s *driverStore) Purge(ctx context.Context) ([]string, error) {
 			continue
 		}
 		if tr.Succeeded {
-			s.rmu.Lock()
-			clear(s.ranges)
-			s.rmu.Unlock()
+			s.forgetRanges()
 			return deleted, nil
 		}
 	}

@@ -24,7 +24,7 @@ const sealedSuffix = ":sealed"
 type rangeStore struct {
 	*etcdStore
 
-	rmu    sync.Mutex
+	mu     sync.Mutex
 	ranges map[string]rangeMemo
 }
 
@@ -59,8 +59,8 @@ func formatRange(next int64, sealed bool) string {
 }
 
 func (s *rangeStore) memo(key string) (rangeMemo, bool) {
-	s.rmu.Lock()
-	defer s.rmu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	m, ok := s.ranges[key]
 	return m, ok
 }
@@ -68,19 +68,27 @@ func (s *rangeStore) memo(key string) (rangeMemo, bool) {
 // remember keeps m unless the memo already holds a later revision (a
 // concurrent call of this store answered after it).
 func (s *rangeStore) remember(key string, m rangeMemo) {
-	s.rmu.Lock()
-	defer s.rmu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if old, ok := s.ranges[key]; ok && old.mod > m.mod && old.create == m.create {
 		return
 	}
 	s.ranges[key] = m
 }
 
+// forgetRanges drops every memo (a purge deleted the keys): each key is
+// read again before its next write.
+func (s *rangeStore) forgetRanges() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.ranges)
+}
+
 // stale marks the memo unknown after a write with a lost answer, if it
 // is still the one that write compared with.
 func (s *rangeStore) stale(key string, used int64) {
-	s.rmu.Lock()
-	defer s.rmu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if m, ok := s.ranges[key]; ok && m.mod == used {
 		m.mod = -1
 		s.ranges[key] = m

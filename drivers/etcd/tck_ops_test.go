@@ -103,9 +103,7 @@ func (h *harness) EndSession(ctx context.Context, d driver.Store) error {
 	if !ok {
 		return fmt.Errorf("EndSession of %T, not a store of this harness", d)
 	}
-	s.lmu.Lock()
-	ss := s.sess
-	s.lmu.Unlock()
+	ss := s.lastSession()
 	if ss == nil {
 		return fmt.Errorf("the store has no session to end")
 	}
