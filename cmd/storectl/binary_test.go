@@ -52,8 +52,10 @@ func storectlBinary(t *testing.T) string {
 }
 
 func removeBinary() {
-	if binary.dir != "" {
-		os.RemoveAll(binary.dir)
+	for _, dir := range []string{binary.dir, previousVersion.dir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 }
 

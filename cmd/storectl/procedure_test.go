@@ -105,10 +105,15 @@ func newOperator(t *testing.T, pairs ...string) *operator {
 	return o
 }
 
-// tool puts path on the operator's PATH as name.
+// tool puts path on the operator's PATH as name (in place of the one
+// there: the previous version's storectl, say).
 func (o *operator) tool(name, path string) {
 	o.t.Helper()
-	if err := os.Symlink(path, filepath.Join(o.bin, name)); err != nil {
+	link := filepath.Join(o.bin, name)
+	if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
+		o.t.Fatal(err)
+	}
+	if err := os.Symlink(path, link); err != nil {
 		o.t.Fatal(err)
 	}
 }

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/testing/etcdtest"
@@ -136,21 +132,12 @@ func TestRestorePostgresAsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := fmt.Sprintf("restore_%d_%d", os.Getpid(), seq.Add(1))
-	conn, err := pgx.Connect(t.Context(), srv.ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(t.Context(), "CREATE DATABASE "+db); err != nil {
-		t.Fatal(err)
-	}
-	url := fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", srv.Addr(), db)
+	url := pgDatabase(t, srv, "restore")
 	backups := t.TempDir()
 	op := newOperator(t,
 		"postgres://ids@db-1:5432/ids", url,
 		"/backup/", backups+"/")
-	for _, tool := range []string{"pg_dump", "pg_restore"} {
+	for _, tool := range []string{"pg_dump", "pg_restore", "psql"} {
 		op.tool(tool, filepath.Join(bin, tool))
 	}
 	spec := storeSpec{driver: "postgres", options: map[string]string{"connString": url, "schema": "cosid", "poolSize": "4"}}

@@ -97,6 +97,9 @@ type handedOutLog struct {
 	values map[string]map[int64]int // key -> value -> times handed out
 	fences map[string]int           // ns/slot/fence -> times
 	terms  map[string][][2]int64    // ns/slot -> [floor, ceiling) windows
+	// program runs the instances instead of this test binary when set
+	// (the previous version's, previousInstance).
+	program string
 }
 
 func newHandedOut() *handedOutLog {
@@ -121,6 +124,9 @@ func (h *handedOutLog) instanceOf(t *testing.T, spec storeSpec, ops string) (err
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestRestoreInstance$", "-test.count=1")
+	if h.program != "" {
+		cmd = exec.CommandContext(ctx, h.program)
+	}
 	cmd.Env = append(os.Environ(), instanceEnv+"="+string(run))
 	out, _ := cmd.Output()
 	lines := bufio.NewScanner(strings.NewReader(string(out)))
