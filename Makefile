@@ -12,7 +12,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?=
 NESTED := otelstore examples/prometheus drivers/etcd cmd/storectl tools storehttp/browser
 
-.PHONY: test check zookeeper postgres etcd mariadb chromium example bench sizing histories mutants release release-test
+.PHONY: test check zookeeper postgres etcd mariadb chromium example bench sizing histories mutants mutants-memory mutants-sqlstore mutants-etcd mutants-zookeeper release release-test
 
 # The parts of make test run at once, as the tests mostly wait on servers
 # and timers: the root module without the ZooKeeper driver, the ZooKeeper
@@ -95,13 +95,42 @@ histories:
 		RAPID_SEED=$$seed go test -count=1 -run 'TestTCK/Explore/Histories' $(HISTORY_PKGS) || exit 1; \
 	done
 
-# Mutation testing of the memory driver and the slot rules against the
-# memory driver's TCK (not in CI: it takes a while). Prints each mutant the
+# Mutation testing (not in CI: it takes a while, so it runs niced): each
+# target changes one operator or constant of its files at a time and judges
+# the mutant by a driver's TCK on a real server. It prints each mutant the
 # TCK misses and the scores without and with its Explore checks; the
 # equivalent mutants are listed, with why, in internal/testing/mutants/equivalent.go.
-mutants:
-	go run ./internal/testing/mutants -pkg ./drivers/memory driver/slot.go drivers/memory/ranges.go \
+# MUTANTS_FLAGS go to every run: -sample 60 judges 60 mutants drawn at
+# random (-seed n draws the same ones again), -j 1 one at a time.
+MUTANTS := nice -n 15 go run ./internal/testing/mutants $(MUTANTS_FLAGS)
+mutants: mutants-memory mutants-sqlstore mutants-etcd mutants-zookeeper
+
+# The slot rules and the memory driver, judged by the memory driver's TCK.
+mutants-memory:
+	$(MUTANTS) -pkg ./drivers/memory driver/slot.go drivers/memory/ranges.go \
 		drivers/memory/slots.go drivers/memory/locks.go drivers/memory/purge.go drivers/memory/memory.go
+
+# The shared SQL layer, judged by the SQLite driver's TCK (then the SQLite
+# driver's and the SQL layer's own tests, for a mutant the TCK misses).
+mutants-sqlstore:
+	$(MUTANTS) -pkg ./drivers/sqlite -timeout 90s -own-pkgs ./internal/sqlstore \
+		$(filter-out %_test.go,$(wildcard internal/sqlstore/*.go))
+
+# The etcd driver's slots and ranges, judged by its TCK's sections that
+# reach them (not the locks) on the test server.
+MUTANTS_TCK := ^(Ranges|Slots|Purge|History|Restart|Operator|Interleave)$$
+mutants-etcd:
+	$(MUTANTS) -C drivers/etcd -pkg . -timeout 120s -run '^TestTCK$$/$(MUTANTS_TCK)' \
+		-own-skip '^(TestTCK|TestBroken.*|TestLock.*|.*Lock.*)$$' \
+		$(filter-out %_test.go,$(wildcard drivers/etcd/slot_*.go drivers/etcd/range_*.go))
+
+# The ZooKeeper driver's slots and ranges, judged the same way on one
+# server version (3.9).
+mutants-zookeeper:
+	COSID_ZK_VERSIONS=3.9 $(MUTANTS) -pkg ./drivers/zookeeper -timeout 180s \
+		-run '^TestTCK$$/^3\.9$$/$(MUTANTS_TCK)' -before-skip '^TestTCK$$/.*/^Explore$$' \
+		-explore '^TestTCK$$/^3\.9$$/^Explore$$' -own-skip '^(TestTCK|TestBroken.*|TestLock.*|.*Lock.*)$$' \
+		$(filter-out %_test.go,$(wildcard drivers/zookeeper/slot_*.go drivers/zookeeper/range_*.go))
 
 # Tags every module at VERSION (v0.1.0, drivers/etcd/v0.1.0, ...): one release
 # commit without the nested modules' replace lines, checked as a user's go

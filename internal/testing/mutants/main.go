@@ -5,9 +5,12 @@
 // so the tree is never edited), and runs it twice: with the TCK's explore
 // checks skipped ("before"), and, when that misses the mutant, with them
 // ("after"). It prints each surviving mutant and the scores. -j mutants are
-// judged at once.
+// judged at once. A package of a nested module is judged from its
+// directory (-C); -sample judges a random sample when the whole set takes
+// too long (the seed is printed, so a sample can be judged again).
 //
 //	go run ./internal/testing/mutants -pkg ./drivers/memory drivers/memory/*.go driver/slot.go
+//	go run ./internal/testing/mutants -C drivers/etcd -pkg . -sample 40 drivers/etcd/slot_*.go
 package main
 
 import (
@@ -20,9 +23,11 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +37,11 @@ func main() {
 	pkg := flag.String("pkg", "./drivers/memory", "the package whose tests judge the mutants")
 	run := flag.String("run", "^TestTCK$", "the tests to run (-test.run)")
 	skip := flag.String("before-skip", "^TestTCK$/^Explore$", "what the \"before\" run skips (-test.skip)")
+	explore := flag.String("explore", "^TestTCK$/^Explore$", "the \"after\" run's extra tests (-test.run), for a mutant the \"before\" run missed")
+	dir := flag.String("C", ".", "the module directory go test -c runs in (a nested module's)")
+	sample := flag.Int("sample", 0, "judge only this many mutants, drawn at random (0: all)")
+	seed := flag.Uint64("seed", 0, "the sample's seed (0: a fresh one, printed)")
+	ownPkgs := flag.String("own-pkgs", "", "packages (comma separated, from -C) whose tests also judge a mutant the TCK missed, besides -pkg's own")
 	timeout := flag.Duration("timeout", 30*time.Second, "bound on one test run (the TCK takes 2 s on memory)")
 	jobs := flag.Int("j", 2, "mutants built and run at once")
 	list := flag.Bool("list", false, "print the mutants' names and stop")
@@ -72,6 +82,21 @@ func main() {
 			}
 		}
 	}
+	total := len(ms)
+	if *sample > 0 && *sample < len(ms) {
+		if *seed == 0 {
+			*seed = rand.Uint64()
+		}
+		r := rand.New(rand.NewPCG(*seed, 0))
+		pick := r.Perm(len(ms))[:*sample]
+		slices.Sort(pick) // judged in source order
+		var kept []mutant
+		for _, i := range pick {
+			kept = append(kept, ms[i])
+		}
+		ms = kept
+		fmt.Printf("judging a sample of %d of %d mutants (-seed %d)\n", len(ms), total, *seed)
+	}
 	if *list {
 		for _, m := range ms {
 			fmt.Println(m.name)
@@ -83,8 +108,8 @@ func main() {
 	next := 0
 	var wg sync.WaitGroup
 	for w := 0; w < *jobs; w++ {
-		dir := filepath.Join(tmp, fmt.Sprint(w))
-		check(os.Mkdir(dir, 0o755))
+		wdir := filepath.Join(tmp, fmt.Sprint(w))
+		check(os.Mkdir(wdir, 0o755))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -98,7 +123,8 @@ func main() {
 				}
 				m := &ms[i]
 				t0 := time.Now()
-				m.verdict = judge(dir, m, *pkg, *run, *skip, *own, *timeout)
+				m.verdict = judge(wdir, m, judgeCfg{dir: *dir, pkg: *pkg, run: *run, skip: *skip, explore: *explore,
+					own: *own, ownPkgs: splitList(*ownPkgs), timeout: *timeout})
 				m.took = time.Since(t0)
 				mu.Lock()
 				if m.verdict != notBuilt {
@@ -136,6 +162,9 @@ func main() {
 	}
 	wall := time.Since(start)
 	real := built - equiv
+	if len(ms) < total {
+		fmt.Printf("\na sample of %d of %d mutants (-sample %d -seed %d)", len(ms), total, len(ms), *seed)
+	}
 	fmt.Printf("\n%d mutants, %d compile, %d equivalent (equivalent.go); of the other %d the TCK kills without Explore %d (%.0f%%), with it %d (%.0f%%)\n",
 		len(ms), built, equiv, real, before, pct(before, real), after, pct(after, real))
 	fmt.Printf("%s wall, %.1f s per mutant with -j %d\n", wall.Round(time.Second), wall.Seconds()/float64(max(len(ms), 1)), *jobs)
@@ -161,31 +190,81 @@ type mutant struct {
 	took       time.Duration
 }
 
+// judgeCfg says how a mutant is judged: the test binary of pkg, built in
+// dir, runs run (skipping skip), then explore, then the package's own
+// tests (all but own) and those of ownPkgs.
+type judgeCfg struct {
+	dir, pkg, run, skip, explore, own string
+	ownPkgs                           []string
+	timeout                           time.Duration
+}
+
 // judge builds the package's test binary with the mutant laid over its
 // file (go test -overlay, so the tree is never edited; vet off, as a
 // mutant is judged by the tests alone) and runs it: without Explore
 // first, then with it when that missed the mutant, and then the package's
-// other tests (a driver's typed constructor is not the TCK's business).
-func judge(dir string, m *mutant, pkg, run, skip, own string, timeout time.Duration) verdict {
-	mfile := filepath.Join(dir, "m.go")
+// other tests (a driver's typed constructor is not the TCK's business)
+// and those of the -own-pkgs.
+func judge(wdir string, m *mutant, c judgeCfg) verdict {
+	mfile := filepath.Join(wdir, "m.go")
 	check(os.WriteFile(mfile, m.src, 0o644))
-	overlay := filepath.Join(dir, "overlay.json")
+	overlay := filepath.Join(wdir, "overlay.json")
 	b, _ := json.Marshal(map[string]any{"Replace": map[string]string{m.file: mfile}})
 	check(os.WriteFile(overlay, b, 0o644))
-	bin := filepath.Join(dir, "t.test")
-	if err := exec.Command("go", "test", "-c", "-vet=off", "-o", bin, "-overlay", overlay, pkg).Run(); err != nil {
+	bin := filepath.Join(wdir, "t.test")
+	if !build(c.dir, bin, overlay, c.pkg) {
 		return notBuilt // an unused variable, a type error: not a mutant
 	}
-	if !passes(bin, timeout, "-test.run", run, "-test.skip", skip) {
+	at := pkgDir(c.dir, c.pkg)
+	if !passes(bin, at, c.timeout, "-test.run", c.run, "-test.skip", c.skip) {
 		return killedBefore
 	}
-	if !passes(bin, timeout, "-test.run", run+"/^Explore$") {
+	if !passes(bin, at, c.timeout, "-test.run", c.explore) {
 		return killedExplore
 	}
-	if !passes(bin, 3*timeout, "-test.skip", own) {
+	if !passes(bin, at, 3*c.timeout, "-test.skip", c.own) {
 		return killedOwn
 	}
+	for _, p := range c.ownPkgs {
+		if !build(c.dir, bin, overlay, p) || !passes(bin, pkgDir(c.dir, p), 3*c.timeout) {
+			return killedOwn
+		}
+	}
 	return survived
+}
+
+// build builds pkg's test binary, in dir, with the overlay.
+func build(dir, bin, overlay, pkg string) bool {
+	cmd := exec.Command("go", "test", "-c", "-vet=off", "-o", bin, "-overlay", overlay, pkg)
+	cmd.Dir = dir
+	return cmd.Run() == nil
+}
+
+var pkgDirs sync.Map // "dir pkg" -> the package's source directory
+
+// pkgDir is where a package's tests run, as go test runs them: its source
+// directory (the harnesses find the servers from there).
+func pkgDir(dir, pkg string) string {
+	if d, ok := pkgDirs.Load(dir + " " + pkg); ok {
+		return d.(string)
+	}
+	cmd := exec.Command("go", "list", "-f", "{{.Dir}}", pkg)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	check(err)
+	d := strings.TrimSpace(string(out))
+	pkgDirs.Store(dir+" "+pkg, d)
+	return d
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func pct(a, b int) float64 {
@@ -204,12 +283,12 @@ func relative(file string) string {
 }
 
 // passes runs the test binary; a timeout counts as a failure (killed).
-func passes(bin string, timeout time.Duration, args ...string) bool {
+func passes(bin, dir string, timeout time.Duration, args ...string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	args = append([]string{"-test.count=1", "-test.timeout=" + timeout.String()}, args...)
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = filepath.Dir(bin)
+	cmd.Dir = dir
 	return cmd.Run() == nil
 }
 
