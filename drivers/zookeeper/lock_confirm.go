@@ -65,7 +65,7 @@ func (s *lockStore) confirmedLocked(sid int64, sent time.Duration) {
 	}
 	lk.confirmErr = nil
 	lk.latest = max(lk.latest, sent)
-	t := lk.sessionTimeout()
+	t := s.sessionTimeout()
 	best := sent + aliveUntil(t, false)
 	// The best partner is the latest request sent pairSpacing before; of
 	// those, only the latest is kept. Requests closer together than T/50
@@ -115,7 +115,7 @@ func (s *lockStore) rebaseLocked(sid int64) {
 	if sid != lk.confirmSID || len(lk.recent) == 0 || lk.closing {
 		return
 	}
-	lk.deadline = deadlineFrom(lk.recent, lk.latest, lk.sessionTimeout())
+	lk.deadline = deadlineFrom(lk.recent, lk.latest, s.sessionTimeout())
 	if lk.lockNow() >= lk.deadline {
 		s.unconfirmedLocked()
 	}
@@ -181,10 +181,10 @@ func (s *lockStore) loseIfPastDeadline(n *lockNode) {
 // session lives on.
 func (s *lockStore) unconfirmedLocked() {
 	lk := &s.lk
-	why := fmt.Errorf("zookeeper: session not confirmed through the leader for the session timeout (%v) less a margin", lk.sessionTimeout())
+	why := fmt.Errorf("zookeeper: session not confirmed through the leader for the session timeout (%v) less a margin", s.sessionTimeout())
 	if lk.confirmErr != nil {
 		why = fmt.Errorf("zookeeper: session not confirmed through the leader for the session timeout (%v) less a margin; the last confirmation failed: %w",
-			lk.sessionTimeout(), lk.confirmErr)
+			s.sessionTimeout(), lk.confirmErr)
 	}
 	for n := range lk.nodes {
 		if n.phase == held {
@@ -238,7 +238,7 @@ func (s *lockStore) confirmLoop() {
 		// Every pairSpacing; sooner while the deadline is less than T/4
 		// away (after a lone confirmation), so each confirmation has T/4
 		// to come back before the holds are lost.
-		t := lk.sessionTimeout()
+		t := s.sessionTimeout()
 		wait := min(last+pairSpacing(t), lk.deadline-t/4) - lk.lockNow()
 		wake := lk.confirmWake
 		lk.mu.Unlock()

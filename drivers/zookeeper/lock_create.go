@@ -1,12 +1,9 @@
 package zookeeper
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -112,56 +109,6 @@ func (s *lockStore) listBehindCreate(n *lockNode, written, answered <-chan struc
 	out <- listing{kids, err}
 }
 
-// createWatch tells Lock calls when their create has been written to the
-// store's own connection: the frame carries the node's GUID, which nothing
-// else sent before it does.
-type createWatch struct {
-	pending atomic.Int32 // entries in m, so that writes skip the mutex when none
-	mu      sync.Mutex
-	m       map[string]chan struct{} // GUID -> closed once written
-}
-
-// add starts watching for guid; a node's creates are sent one at a time.
-func (w *createWatch) add(guid string) chan struct{} {
-	ch := make(chan struct{})
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.m == nil {
-		w.m = map[string]chan struct{}{}
-	}
-	if _, ok := w.m[guid]; !ok {
-		w.pending.Add(1)
-	}
-	w.m[guid] = ch
-	return ch
-}
-
-// remove stops the watch add returned as ch, if it is still on.
-func (w *createWatch) remove(guid string, ch chan struct{}) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.m[guid] == ch {
-		delete(w.m, guid)
-		w.pending.Add(-1)
-	}
-}
-
-// wrote is called with each frame written in full (lock_sniff.go).
-func (w *createWatch) wrote(frame []byte) {
-	if w.pending.Load() == 0 {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for guid, ch := range w.m {
-		if bytes.Contains(frame, []byte(guid)) {
-			close(ch)
-			delete(w.m, guid)
-			w.pending.Add(-1)
-		}
-	}
-}
-
 // createLockNode creates n's node, creating the parents if missing. After
 // an answer that leaves the outcome unknown it looks for the node by its
 // GUID and uses it if found, or creates again. It returns errRequeue if the
@@ -255,9 +202,9 @@ func (s *lockStore) sendCreate(ctx context.Context, n *lockNode, prefix string) 
 		written  chan struct{}
 		answered = make(chan struct{})
 	)
-	if s.lk.sniffing && !s.lk.plainCreate.Load() && s.enter() {
+	if s.wire != nil && !s.lk.plainCreate.Load() && s.enter() {
 		early = make(chan listing, 1)
-		written = s.lk.creates.add(n.guid)
+		written = s.wire.writes.add(n.guid)
 		go s.listBehindCreate(n, written, answered, early)
 	}
 	answer := make(chan error, 1)
@@ -266,7 +213,7 @@ func (s *lockStore) sendCreate(ctx context.Context, n *lockNode, prefix string) 
 		sent := s.lk.lockNow()
 		path, czxid, err := s.createNode(n, prefix)
 		if written != nil {
-			s.lk.creates.remove(n.guid, written)
+			s.wire.writes.remove(n.guid, written)
 		}
 		close(answered)
 		s.lk.createAnswered(s, n, done, sent, path, czxid, err)

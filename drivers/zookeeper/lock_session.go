@@ -25,7 +25,7 @@ func (s *lockStore) sessionEvent(state zk.State) {
 	case zk.StateHasSession:
 		// Called right after the handshake was read: the timeout it
 		// granted applies to the holds from now on.
-		sid := s.lk.sessionID.Load()
+		sid, _ := s.handshake()
 		s.observeSession(true, sid, false)
 		s.lk.mu.Lock()
 		s.rebaseLocked(sid)
@@ -150,7 +150,7 @@ func (s *lockStore) closeLocks() {
 	}
 	lk.mu.Unlock()
 	if !s.owned && len(nodes) > 0 {
-		ctx, cancel := context.WithTimeout(lk.background(), min(2*lk.sessionTimeout(), 10*time.Second))
+		ctx, cancel := context.WithTimeout(lk.background(), min(2*s.sessionTimeout(), 10*time.Second))
 		var wg sync.WaitGroup
 		for _, n := range nodes {
 			wg.Go(func() { s.removeLockNode(ctx, n) })

@@ -104,7 +104,7 @@ func (s *lockStore) Lock(ctx context.Context, name, owner string, wait bool) (dr
 	if err := checkPathText("lock name", name); err != nil {
 		return nil, err
 	}
-	if !s.lk.sniffing && s.lk.requested == 0 {
+	if s.wire == nil && s.requested == 0 {
 		return nil, fmt.Errorf("zookeeper: Lock on a store made by OpenStore needs Options.SessionTimeout "+
 			"(the connection's negotiated session timeout) to know when a hold may be lost: %w", driver.ErrInvalidArgument)
 	}

@@ -20,10 +20,10 @@ import (
 // session), when the store closes, or when requests through the leader no
 // longer prove the session alive (lock_confirm.go). For that last rule
 // the store needs the negotiated session timeout, which go-zookeeper does
-// not expose. A store that made its connection (Open) reads it off the
-// wire (lock_sniff.go): the handshake answer carries the timeout and the session
-// ID. A store on a caller's connection (New) is told it by the caller
-// (option sessionTimeout); it gets no event callback, so it polls
+// not expose: the session reads it off the wire of a store that made its
+// connection (Open; wire_sniff.go), and a store on a caller's connection
+// (New) is told it by the caller (option sessionTimeout). The latter gets
+// no event callback, so it polls
 // conn.State and conn.SessionID while it has lock nodes
 // (lock_session.go).
 
@@ -33,18 +33,8 @@ var monoBase = time.Now()
 
 func monoNow() time.Duration { return time.Since(monoBase) }
 
-// lockState is the Locker's part of a Store. The zero value is ready; sniff
-// is called before the connection is made, for a store that makes its own.
+// lockState is the Locker's part of a Store. The zero value is ready.
 type lockState struct {
-	// Set by sniff before the connection exists; read-only afterwards.
-	sniffing  bool
-	requested time.Duration // the sessionTimeout option
-
-	// Written by the wire wrapper (sniffing stores only).
-	negotiated atomic.Int64 // ms, from the last handshake answer
-	sessionID  atomic.Int64 // from the last handshake answer
-	creates    createWatch  // creates waiting to be written (lock_create.go)
-
 	plainCreate atomic.Bool   // the ACL refused the create's setData once (lock_create.go)
 	root        lockRootCache // the root's version, seal and fence offset as last read (lock_seal.go)
 
@@ -111,18 +101,6 @@ const (
 	held                       // owned by its lock; a loss starts its removal
 	abandoned                  // a removal runs
 )
-
-// sessionTimeout is the best known session timeout: negotiated, else
-// asked for, else the default.
-func (lk *lockState) sessionTimeout() time.Duration {
-	if ms := lk.negotiated.Load(); ms > 0 {
-		return time.Duration(ms) * time.Millisecond
-	}
-	if lk.requested > 0 {
-		return lk.requested
-	}
-	return defaultSessionTimeout
-}
 
 func (lk *lockState) background() context.Context {
 	lk.bgOnce.Do(func() { lk.bg, lk.bgCancel = context.WithCancel(context.Background()) })
@@ -201,7 +179,7 @@ func (s *lockStore) registerLockNode(name, owner string) (*lockNode, error) {
 		lk.nodes = map[*lockNode]struct{}{}
 	}
 	lk.nodes[n] = struct{}{}
-	if !lk.sniffing && !lk.polling {
+	if s.wire == nil && !lk.polling {
 		lk.polling = true
 		lk.wg.Add(1) // not stopped: closing is set first, under mu
 		go s.pollSession()

@@ -70,7 +70,7 @@ func TestLockManyHoldsTimeoutShrinks(t *testing.T) {
 			srv.SetSessionTimeouts(0, 12*time.Second)
 			srv.Start()
 			lockEventually(t, 30*time.Second, "A reconnected at 12s", func() bool {
-				return a.conn.State() == zk.StateHasSession && a.lk.sessionTimeout() == 12*time.Second
+				return a.conn.State() == zk.StateHasSession && a.sessionTimeout() == 12*time.Second
 			})
 			if a.conn.SessionID() != sid {
 				t.Fatalf("A's session %#x did not survive the restart (now %#x): the test proves nothing", sid, a.conn.SessionID())

@@ -275,7 +275,7 @@ func closeWhileHeld(t *testing.T, s *driverStore, ch <-chan lockResult, release 
 	case <-time.After(20 * time.Second):
 		t.Fatal("Close did not return")
 	}
-	if n := s.lk.creates.pending.Load(); n != 0 {
+	if n := s.wire.writes.pending.Load(); n != 0 {
 		t.Errorf("%d create watches left after Close", n)
 	}
 }
@@ -424,7 +424,7 @@ func testLockCreateNeverWritten(t *testing.T, addr string) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no create was sent")
 	}
-	if n := s.lk.creates.pending.Load(); n != 1 {
+	if n := s.wire.writes.pending.Load(); n != 1 {
 		t.Errorf("%d create watches while the create is on its way, want 1", n)
 	}
 	closeWhileHeld(t, s, ch, release, "Lock whose store closes before its create is written")

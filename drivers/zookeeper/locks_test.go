@@ -663,7 +663,7 @@ func testLockSessionExpiry(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timeout := s.lk.sessionTimeout()
+	timeout := s.sessionTimeout()
 	if timeout != 2*time.Second {
 		t.Errorf("negotiated session timeout read as %v, want 2s", timeout)
 	}
@@ -759,7 +759,7 @@ func testLockSilentServer(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timeout := s.lk.sessionTimeout()
+	timeout := s.sessionTimeout()
 	nodes := lockNodes(t, conn, s.lockParent(name))
 	if len(nodes) != 1 {
 		t.Fatalf("nodes: %q, want the holder's", nodes)

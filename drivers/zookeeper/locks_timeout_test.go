@@ -83,7 +83,7 @@ func timeoutChangeRound(t *testing.T, srv *zktest.Server, c timeoutChange) {
 	if err != nil {
 		t.Fatalf("%v to %v: A's Lock: %v", c.asked, c.after, err)
 	}
-	if got := a.lk.sessionTimeout(); got != c.asked {
+	if got := a.sessionTimeout(); got != c.asked {
 		t.Fatalf("A's session timeout %v, want %v", got, c.asked)
 	}
 	sid := a.conn.SessionID()
@@ -97,7 +97,7 @@ func timeoutChangeRound(t *testing.T, srv *zktest.Server, c timeoutChange) {
 	srv.SetSessionTimeouts(c.least, c.largest)
 	srv.Start()
 	lockEventually(t, 30*time.Second, "A reconnected at the new timeout", func() bool {
-		return a.conn.State() == zk.StateHasSession && a.lk.sessionTimeout() == c.after
+		return a.conn.State() == zk.StateHasSession && a.sessionTimeout() == c.after
 	})
 	if a.conn.SessionID() != sid {
 		t.Fatalf("%v to %v: A's session %#x did not survive the restart (now %#x): the round proves nothing", c.asked, c.after, sid, a.conn.SessionID())

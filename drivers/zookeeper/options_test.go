@@ -155,7 +155,7 @@ func TestNewOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.lk.sessionTimeout(); got != 3*time.Second {
+	if got := s.sessionTimeout(); got != 3*time.Second {
 		t.Errorf("New's sessionTimeout read as %v, want 3s", got)
 	}
 	s.Close()
@@ -303,10 +303,10 @@ func TestOpenStoreOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := rawdriver.Of(st).(*driverStore)
-	if s.root != "/x" || s.retry.maxRetries != 0 || s.retry.base != time.Millisecond || s.lk.sessionTimeout() != 3*time.Second ||
+	if s.root != "/x" || s.retry.maxRetries != 0 || s.retry.base != time.Millisecond || s.sessionTimeout() != 3*time.Second ||
 		len(s.acl) != 1 || s.acl[0].Scheme != "auth" || st.Timeout() != time.Second {
 		t.Errorf("OpenStore made root %q, retries %d, base %v, session timeout %v, acl %v, timeout %v",
-			s.root, s.retry.maxRetries, s.retry.base, s.lk.sessionTimeout(), s.acl, st.Timeout())
+			s.root, s.retry.maxRetries, s.retry.base, s.sessionTimeout(), s.acl, st.Timeout())
 	}
 	if _, err := st.Ranges().Next(t.Context(), "k", -100); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Errorf("Next with step -100 on OpenStore's store: %v, want ErrInvalidArgument from the portable layer", err)

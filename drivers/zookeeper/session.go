@@ -32,7 +32,14 @@ type session struct {
 	// stallDown: Disconnected was reported for a call that heard no server
 	// (stalled), and the connection has not been heard from since.
 	stallDown atomic.Bool
-	handshake func() (int64, time.Duration) // the last handshake's session ID and timeout (lock_sniff.go)
+
+	// The session timeout: what the sessionTimeout option asked for, or
+	// on a caller's connection what it negotiated (or less), as the
+	// caller said; and, on the store's own connection, what the server
+	// granted, read off the wire (wire_sniff.go: go-zookeeper does not
+	// say). wire is nil on a caller's connection.
+	requested time.Duration
+	wire      *wireLog
 
 	state      atomic.Int32  // last session state reported by the event callback
 	hasSession chan struct{} // closed at the first session

@@ -80,7 +80,7 @@ func (s *session) reportKind(kind driver.EventKind, server string, err error) {
 		// The callback may run before zk.Connect returns the connection:
 		// the session ID and timeout come from the sniffed handshake.
 		e.Server = server
-		if s.handshake != nil {
+		if s.wire != nil {
 			e.SessionID, e.Timeout = s.handshake()
 		}
 	}

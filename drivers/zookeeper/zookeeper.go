@@ -68,10 +68,11 @@ func prepare(options map[string]string, wrap func(net.Conn) net.Conn) (*driverSt
 	s := newStore(cfg)
 	s.owned = true
 	s.cfg = cfg
-	wrap = s.lk.sniff(cfg.sessionTimeout, wrap) // the Locker reads the negotiated session timeout off the wire
+	s.requested = cfg.sessionTimeout
+	s.wire = &wireLog{}
+	wrap = s.wire.wrap(wrap) // what the server granted, which go-zookeeper does not say
 	s.dialer = newDialer(cfg.connectionTimeout, cfg.sec.tls, wrap)
 	s.dialer.heardFrom = s.heardAgain // Connected after a stall (session_events.go)
-	s.handshake = s.lk.handshake
 	s.hasSession = make(chan struct{})
 	return s, nil
 }
@@ -143,7 +144,7 @@ func newOnConn(conn *zk.Conn, options map[string]string) (*driverStore, error) {
 	}
 	s := newStore(cfg)
 	s.conn = conn
-	s.lk.requested = cfg.sessionTimeout
+	s.requested = cfg.sessionTimeout
 	return s, nil
 }
 
