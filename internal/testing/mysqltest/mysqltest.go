@@ -24,10 +24,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 
-	"github.com/cosid-go/store/internal/testing/freeport"
 	"github.com/cosid-go/store/internal/testing/netproxy"
 	"github.com/cosid-go/store/internal/testing/srvproc"
 )
@@ -66,15 +64,6 @@ func bins() (server, install string, err error) {
 	return server, install, nil
 }
 
-// freePort is freeport.Get, its error naming the helper.
-func freePort() (int, error) {
-	port, err := freeport.Get()
-	if err != nil {
-		return 0, fmt.Errorf("mysqltest: %w", err)
-	}
-	return port, nil
-}
-
 // Proxy is a loopback TCP proxy that cuts or freezes client connections on
 // purpose.
 type Proxy = netproxy.Proxy
@@ -83,26 +72,14 @@ type Proxy = netproxy.Proxy
 func NewProxy(t testing.TB, target string) *Proxy { return netproxy.New(t, target) }
 
 // shared is the server of Shared, one per test binary.
-var shared struct {
-	sync.Mutex
-	s   *Server
-	err error
-}
+var shared srvproc.Shared[*Server]
 
 // Shared returns the test binary's shared server, starting it on first use.
 // Tests keep apart on it by database (NewDatabase); it is stopped by Main.
 // Tests that kill or restart a server start their own with Start.
 func Shared(t testing.TB) *Server {
 	t.Helper()
-	shared.Lock()
-	defer shared.Unlock()
-	if shared.s == nil && shared.err == nil {
-		shared.s, shared.err = start("shared")
-	}
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.s
+	return shared.Get(t, func() (*Server, error) { return start("shared") })
 }
 
 // Main runs the tests, stops the shared server, then kills any server still
@@ -113,17 +90,6 @@ func Main(m *testing.M) { os.Exit(Wrap(m).Run()) }
 
 // Wrap returns m with the checks of Main added to its Run, for a TestMain
 // that wraps it further.
-func Wrap(m interface{ Run() int }) interface{ Run() int } { return wrapped{m} }
-
-type wrapped struct{ m interface{ Run() int } }
-
-func (w wrapped) Run() int {
-	code := w.m.Run()
-	shared.Lock()
-	if shared.s != nil {
-		shared.s.destroy()
-		shared.s = nil
-	}
-	shared.Unlock()
-	return srvproc.Report("mysqltest", "MariaDB", code, srvproc.Reap("mysqltest"))
+func Wrap(m srvproc.Runner) srvproc.Runner {
+	return srvproc.Wrap(m, "mysqltest", "MariaDB", func() { shared.Stop((*Server).destroy) })
 }

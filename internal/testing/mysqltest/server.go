@@ -3,7 +3,6 @@ package mysqltest
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -23,29 +20,16 @@ import (
 	"github.com/cosid-go/store/internal/testing/srvproc"
 )
 
-// Bounds, not sleeps: readiness is polled. Generous, for busy machines.
-const (
-	initTimeout  = 2 * time.Minute
-	startTimeout = time.Minute
-	stopTimeout  = 20 * time.Second
-	pollInterval = 50 * time.Millisecond
-)
+// initTimeout bounds mariadb-install-db. Generous, for busy machines.
+const initTimeout = 2 * time.Minute
 
 // Server is one MariaDB data directory and, while it runs, its mariadbd.
 type Server struct {
 	name   string
-	server string // mariadbd
-	dir    string // data/, the socket, server.log
-	port   int
-	extra  []string // more mariadbd options (StartTLS)
-
-	mu   sync.Mutex
-	proc *srvproc.Process // nil when stopped
+	server string           // mariadbd
+	extra  []string         // more mariadbd options (StartTLS)
+	in     srvproc.Instance // its directory: data/, the socket, server.log
 }
-
-// launchMarker begins the log of each launch, so that the checks of a
-// failed launch look at the latest one only.
-const launchMarker = "=== mysqltest: launch "
 
 // Start starts a server of the test's own, killed and deleted when the test
 // ends. It fails the test with a clear message when none can be started.
@@ -85,7 +69,8 @@ func start(name string, options ...string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mysqltest: %v", err)
 	}
-	s := &Server{name: name, server: server, dir: dir, extra: options}
+	s := &Server{name: name, server: server, extra: options}
+	s.in = srvproc.Instance{Helper: "mysqltest", Dir: dir, Desc: s.String}
 	if err := s.setup(install); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -102,8 +87,7 @@ func osUser() string {
 	return strconv.Itoa(os.Geteuid())
 }
 
-// setup initialises the data directory and starts the server, retrying
-// once on another port if someone took the free port before it bound it.
+// setup initialises the data directory and starts the server.
 func (s *Server) setup(install string) error {
 	// A tmpdir of its own: servers of other test binaries share /tmp, and
 	// a bootstrap there once failed deleting a temporary table another
@@ -119,34 +103,20 @@ func (s *Server) setup(install string) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("mysqltest: mariadb-install-db: %v\n%s", err, out)
 	}
-	for attempt := 1; ; attempt++ {
-		var err error
-		if s.port, err = freePort(); err != nil {
-			return err
-		}
-		err = s.launch()
-		if err == nil {
-			return nil
-		}
-		if attempt == 1 && strings.Contains(s.logTail(), "Address already in use") {
-			continue
-		}
-		return err
-	}
+	return s.in.OnFreePort("Address already in use", s.launch)
 }
 
-func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
-func (s *Server) tmpDir() string  { return filepath.Join(s.dir, "tmp") }
-func (s *Server) logPath() string { return filepath.Join(s.dir, "server.log") }
+func (s *Server) dataDir() string { return filepath.Join(s.in.Dir, "data") }
+func (s *Server) tmpDir() string  { return filepath.Join(s.in.Dir, "tmp") }
 
 // Socket is the path of the server's Unix socket.
-func (s *Server) Socket() string { return filepath.Join(s.dir, "mysqld.sock") }
+func (s *Server) Socket() string { return filepath.Join(s.in.Dir, "mysqld.sock") }
 
 // String describes the server for messages.
 func (s *Server) String() string { return fmt.Sprintf("MariaDB server %s at %s", s.name, s.Addr()) }
 
 // Addr returns "127.0.0.1:port".
-func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.in.Port) }
 
 // DSN returns a data source name (go-sql-driver/mysql's form) of the
 // test servers' root user at addr (a server's or a proxy's), on database
@@ -180,10 +150,7 @@ func (s *Server) NewDatabase(t testing.TB) string {
 		t.Fatalf("mysqltest: create database on %s: %v", s, err)
 	}
 	t.Cleanup(func() {
-		s.mu.Lock()
-		running := s.proc != nil
-		s.mu.Unlock()
-		if running {
+		if s.in.Running() {
 			_ = s.exec("DROP DATABASE IF EXISTS `" + name + "`")
 		}
 	})
@@ -204,7 +171,7 @@ func (s *Server) exec(query string) error {
 		return err
 	}
 	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), srvproc.StartTimeout)
 	defer cancel()
 	_, err = db.ExecContext(ctx, query)
 	return err
@@ -215,67 +182,31 @@ func (s *Server) exec(query string) error {
 // they survive a kill of the server, not of the machine.
 func (s *Server) launch() error {
 	cmd := exec.Command(s.server, append([]string{"--no-defaults", "--datadir=" + s.dataDir(), "--user=" + osUser(),
-		"--tmpdir=" + s.tmpDir(), "--bind-address=127.0.0.1", "--port=" + strconv.Itoa(s.port), "--socket=" + s.Socket(),
-		"--pid-file=" + filepath.Join(s.dir, "mysqld.pid"), "--skip-log-bin", "--skip-name-resolve",
+		"--tmpdir=" + s.tmpDir(), "--bind-address=127.0.0.1", "--port=" + strconv.Itoa(s.in.Port), "--socket=" + s.Socket(),
+		"--pid-file=" + filepath.Join(s.in.Dir, "mysqld.pid"), "--skip-log-bin", "--skip-name-resolve",
 		"--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
 		"--performance-schema=OFF", "--max-connections=400"}, s.extra...)...)
 	cmd.SysProcAttr = procAttr()
-	p, err := srvproc.Start(cmd, srvproc.Spec{Helper: "mysqltest", Log: s.logPath(), Marker: launchMarker,
-		Desc: func(int) string { return s.String() }})
-	if err != nil {
-		return fmt.Errorf("mysqltest: start mariadbd: %v", err)
-	}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
-	if err := s.waitReady(p); err != nil {
-		s.halt(syscall.SIGKILL)
-		return fmt.Errorf("mysqltest: %s did not start: %v\nlog tail:\n%s", s, err, s.logTail())
-	}
-	return nil
-}
-
-// waitReady polls with a query until the server answers or p exits.
-func (s *Server) waitReady(p *srvproc.Process) error {
-	deadline := time.Now().Add(startTimeout)
 	db, err := sql.Open("mysql", s.DSN(""))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := db.QueryRowContext(ctx, "SELECT 1").Scan(new(int))
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-p.Done():
-			return errors.New("mariadbd exited")
-		case <-time.After(pollInterval):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer within %v: %v", startTimeout, err)
-		}
-	}
+	return s.in.Launch(cmd, func(ctx context.Context) error { return db.QueryRowContext(ctx, "SELECT 1").Scan(new(int)) })
 }
 
 // Kill kills mariadbd (SIGKILL: one process, every connection with it), as
 // a crash would, and waits for it to be reaped.
-func (s *Server) Kill() { s.halt(syscall.SIGKILL) }
+func (s *Server) Kill() { s.in.Halt(syscall.SIGKILL) }
 
 // Stop shuts the server down (SIGTERM: clients are disconnected) and waits.
-func (s *Server) Stop() { s.halt(syscall.SIGTERM) }
+func (s *Server) Stop() { s.in.Halt(syscall.SIGTERM) }
 
 // Restart starts a stopped or killed server again on the same data and
 // port, and waits until it answers (after crash recovery).
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	s.mu.Lock()
-	running := s.proc != nil
-	s.mu.Unlock()
-	if running {
+	if s.in.Running() {
 		t.Fatalf("mysqltest: Restart of %s, which is running", s)
 	}
 	if err := s.launch(); err != nil {
@@ -283,27 +214,5 @@ func (s *Server) Restart(t testing.TB) {
 	}
 }
 
-// halt signals mariadbd and waits; one that ignores sig is killed after
-// stopTimeout.
-func (s *Server) halt(sig syscall.Signal) {
-	s.mu.Lock()
-	p := s.proc
-	s.proc = nil
-	s.mu.Unlock()
-	if p == nil {
-		return
-	}
-	p.Halt(sig, stopTimeout, nil)
-}
-
 // destroy kills the server and deletes its directory.
-func (s *Server) destroy() {
-	s.halt(syscall.SIGKILL)
-	os.RemoveAll(s.dir)
-}
-
-// logTail returns the last lines of the server's log since its latest
-// launch.
-func (s *Server) logTail() string {
-	return srvproc.Tail(srvproc.LastRun(s.logPath(), launchMarker), 30)
-}
+func (s *Server) destroy() { s.in.Destroy() }

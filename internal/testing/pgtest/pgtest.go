@@ -24,10 +24,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"sync"
 	"testing"
 
-	"github.com/cosid-go/store/internal/testing/freeport"
 	"github.com/cosid-go/store/internal/testing/netproxy"
 	"github.com/cosid-go/store/internal/testing/srvproc"
 )
@@ -68,15 +66,6 @@ func versionLess(a, b string) bool {
 	return va < vb
 }
 
-// freePort is freeport.Get, its error naming the helper.
-func freePort() (int, error) {
-	port, err := freeport.Get()
-	if err != nil {
-		return 0, fmt.Errorf("pgtest: %w", err)
-	}
-	return port, nil
-}
-
 // Proxy is a loopback TCP proxy that cuts or freezes client connections on
 // purpose.
 type Proxy = netproxy.Proxy
@@ -85,26 +74,14 @@ type Proxy = netproxy.Proxy
 func NewProxy(t testing.TB, target string) *Proxy { return netproxy.New(t, target) }
 
 // shared is the server of Shared, one per test binary.
-var shared struct {
-	sync.Mutex
-	s   *Server
-	err error
-}
+var shared srvproc.Shared[*Server]
 
 // Shared returns the test binary's shared server, starting it on first use.
 // Tests keep apart on it by schema or database; it is stopped by Main.
 // Tests that kill or restart a server start their own with Start.
 func Shared(t testing.TB) *Server {
 	t.Helper()
-	shared.Lock()
-	defer shared.Unlock()
-	if shared.s == nil && shared.err == nil {
-		shared.s, shared.err = start("shared", defaultMaxConns)
-	}
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.s
+	return shared.Get(t, func() (*Server, error) { return start("shared", defaultMaxConns) })
 }
 
 // Main runs the tests, stops the shared server, then kills any server still
@@ -116,17 +93,6 @@ func Main(m *testing.M) { os.Exit(Wrap(m).Run()) }
 // Wrap returns m with the checks of Main added to its Run, for a TestMain
 // that wraps it further (goleak.VerifyTestMain(pgtest.Wrap(m))) or wraps
 // another helper's (pgtest.Wrap(zktest.Wrap(m))).
-func Wrap(m interface{ Run() int }) interface{ Run() int } { return wrapped{m} }
-
-type wrapped struct{ m interface{ Run() int } }
-
-func (w wrapped) Run() int {
-	code := w.m.Run()
-	shared.Lock()
-	if shared.s != nil {
-		shared.s.destroy()
-		shared.s = nil
-	}
-	shared.Unlock()
-	return srvproc.Report("pgtest", "PostgreSQL", code, srvproc.Reap("pgtest"))
+func Wrap(m srvproc.Runner) srvproc.Runner {
+	return srvproc.Wrap(m, "pgtest", "PostgreSQL", func() { shared.Stop((*Server).destroy) })
 }

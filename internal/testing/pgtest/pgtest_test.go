@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cosid-go/store/internal/testing/srvproc"
 )
 
 const childEnv = "PGTEST_CHILD_DIES"
@@ -75,7 +77,7 @@ func TestServerDiesWithTestBinary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.Stdout.WriteString("PID " + strconv.Itoa(s.proc.Pid()) + " DIR " + s.dir + "\n")
+		os.Stdout.WriteString("PID " + strconv.Itoa(s.in.Pid()) + " DIR " + s.in.Dir + "\n")
 		select {} // killed by the parent
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServerDiesWithTestBinary$")
@@ -100,12 +102,12 @@ func TestServerDiesWithTestBinary(t *testing.T) {
 	defer os.RemoveAll(dir)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	deadline := time.Now().Add(stopTimeout)
+	deadline := time.Now().Add(srvproc.StopTimeout)
 	for syscall.Kill(pid, 0) == nil {
 		if time.Now().After(deadline) {
 			syscall.Kill(-pid, syscall.SIGKILL)
-			t.Fatalf("postmaster %d still alive %v after its test binary was killed", pid, stopTimeout)
+			t.Fatalf("postmaster %d still alive %v after its test binary was killed", pid, srvproc.StopTimeout)
 		}
-		time.Sleep(pollInterval) // a remote state: poll, bounded
+		time.Sleep(srvproc.PollInterval) // a remote state: poll, bounded
 	}
 }

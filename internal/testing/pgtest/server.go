@@ -2,14 +2,12 @@ package pgtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,31 +17,18 @@ import (
 	"github.com/cosid-go/store/internal/testing/srvproc"
 )
 
-// Bounds, not sleeps: readiness is polled. Generous, for busy machines.
-const (
-	initTimeout  = 2 * time.Minute
-	startTimeout = time.Minute
-	stopTimeout  = 20 * time.Second
-	pollInterval = 50 * time.Millisecond
-)
+// initTimeout bounds initdb. Generous, for busy machines.
+const initTimeout = 2 * time.Minute
 
 // Server is one PostgreSQL cluster and, while it runs, its postmaster.
 type Server struct {
 	name string
 	bin  string
-	dir  string // owned by the server's user: data/, the socket, server.log
-	port int
 	// maxConns is the server's max_connections (defaultMaxConns unless
 	// StartSized set it).
 	maxConns int
-
-	mu   sync.Mutex
-	proc *srvproc.Process // nil when stopped
+	in       srvproc.Instance // its directory, owned by the server's user: data/, the socket, server.log
 }
-
-// launchMarker begins the log of each launch, so that the checks of a
-// failed launch look at the latest one only.
-const launchMarker = "=== pgtest: launch "
 
 // Start starts a server of the test's own, killed and deleted when the test
 // ends. It fails the test with a clear message when none can be started.
@@ -77,7 +62,8 @@ func start(name string, maxConns int) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %v", err)
 	}
-	s := &Server{name: name, bin: bin, dir: dir, maxConns: maxConns}
+	s := &Server{name: name, bin: bin, maxConns: maxConns}
+	s.in = srvproc.Instance{Helper: "pgtest", Dir: dir, Desc: s.String, Kill: killAll}
 	if err := s.setup(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -85,10 +71,9 @@ func start(name string, maxConns int) (*Server, error) {
 	return s, nil
 }
 
-// setup makes the cluster and starts it, retrying once on another port if
-// someone took the free port before the server bound it.
+// setup makes the cluster and starts it.
 func (s *Server) setup() error {
-	if err := chownToServerUser(s.dir); err != nil {
+	if err := chownToServerUser(s.in.Dir); err != nil {
 		return fmt.Errorf("pgtest: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
@@ -99,30 +84,16 @@ func (s *Server) setup() error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("pgtest: initdb: %v\n%s", err, out)
 	}
-	for attempt := 1; ; attempt++ {
-		var err error
-		if s.port, err = freePort(); err != nil {
-			return err
-		}
-		err = s.launch()
-		if err == nil {
-			return nil
-		}
-		if attempt == 1 && strings.Contains(s.logTail(), "could not bind") {
-			continue
-		}
-		return err
-	}
+	return s.in.OnFreePort("could not bind", s.launch)
 }
 
-func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
-func (s *Server) logPath() string { return filepath.Join(s.dir, "server.log") }
+func (s *Server) dataDir() string { return filepath.Join(s.in.Dir, "data") }
 
 // String describes the server for messages.
 func (s *Server) String() string { return fmt.Sprintf("PostgreSQL server %s at %s", s.name, s.Addr()) }
 
 // Addr returns "127.0.0.1:port".
-func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.in.Port) }
 
 // ConnString returns a connection string for the superuser on the
 // postgres database, over TCP.
@@ -137,94 +108,48 @@ func ConnStringAt(addr string) string {
 
 // launch starts the postmaster and waits until it answers a query.
 func (s *Server) launch() error {
-	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.dataDir(), "-p", strconv.Itoa(s.port),
-		"-k", s.dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.dataDir(), "-p", strconv.Itoa(s.in.Port),
+		"-k", s.in.Dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
 		"-c", "full_page_writes=off", "-c", "max_connections="+strconv.Itoa(s.maxConns), "-c", "shared_buffers=32MB",
 		"-c", "cluster_name=cosid-pgtest-"+strconv.Itoa(os.Getpid()))
 	cmd.SysProcAttr = procAttr()
-	p, err := srvproc.Start(cmd, srvproc.Spec{Helper: "pgtest", Log: s.logPath(), Marker: launchMarker,
-		Desc: func(int) string { return s.String() }, Kill: killAll})
-	if err != nil {
-		return fmt.Errorf("pgtest: start postgres: %v", err)
-	}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
-	if err := s.waitReady(p); err != nil {
-		s.halt(syscall.SIGKILL)
-		return fmt.Errorf("pgtest: %s did not start: %v\nlog tail:\n%s", s, err, s.logTail())
-	}
-	return nil
-}
-
-// waitReady polls with a query until the server answers or p exits.
-func (s *Server) waitReady(p *srvproc.Process) error {
-	deadline := time.Now().Add(startTimeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	return s.in.Launch(cmd, func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, s.ConnString())
-		if err == nil {
-			err = conn.QueryRow(ctx, "SELECT 1").Scan(new(int))
-			conn.Close(ctx)
+		if err != nil {
+			return err
 		}
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-p.Done():
-			return errors.New("the postmaster exited")
-		case <-time.After(pollInterval):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer within %v: %v", startTimeout, err)
-		}
-	}
+		defer conn.Close(ctx)
+		return conn.QueryRow(ctx, "SELECT 1").Scan(new(int))
+	})
 }
 
 // Kill kills the postmaster and every backend at once (SIGKILL), as a
 // crash of the machine would, and waits for the postmaster to be reaped.
-func (s *Server) Kill() { s.halt(syscall.SIGKILL) }
+func (s *Server) Kill() { s.in.Halt(syscall.SIGKILL) }
 
 // Stop shuts the server down (fast shutdown: clients are disconnected) and
 // waits for it.
-func (s *Server) Stop() { s.halt(syscall.SIGINT) }
+func (s *Server) Stop() { s.in.Halt(syscall.SIGINT) }
 
 // Restart starts a stopped or killed server again on the same data and
 // port, and waits until it answers.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	s.mu.Lock()
-	running := s.proc != nil
-	s.mu.Unlock()
-	if running {
+	if s.in.Running() {
 		t.Fatalf("pgtest: Restart of %s, which is running", s)
 	}
 	// Killed backends may hold the shared memory for a moment longer.
-	deadline := time.Now().Add(startTimeout)
+	deadline := time.Now().Add(srvproc.StartTimeout)
 	for {
 		err := s.launch()
 		if err == nil {
 			return
 		}
-		if !strings.Contains(s.logTail(), "is still in use") || time.Now().After(deadline) {
+		if !strings.Contains(s.in.LogTail(), "is still in use") || time.Now().After(deadline) {
 			t.Fatal(err)
 		}
-		time.Sleep(pollInterval)
+		time.Sleep(srvproc.PollInterval)
 	}
-}
-
-// halt signals the postmaster (SIGKILL: every backend too) and waits; a
-// server that ignores sig is killed after stopTimeout.
-func (s *Server) halt(sig syscall.Signal) {
-	s.mu.Lock()
-	p := s.proc
-	s.proc = nil
-	s.mu.Unlock()
-	if p == nil {
-		return
-	}
-	p.Halt(sig, stopTimeout, nil)
 }
 
 // killAll kills the postmaster and every backend at once. Each backend is
@@ -239,13 +164,4 @@ func killAll(pid int) {
 }
 
 // destroy kills the server and deletes its directory.
-func (s *Server) destroy() {
-	s.halt(syscall.SIGKILL)
-	os.RemoveAll(s.dir)
-}
-
-// logTail returns the last lines of the server's log since its latest
-// launch.
-func (s *Server) logTail() string {
-	return srvproc.Tail(srvproc.LastRun(s.logPath(), launchMarker), 30)
-}
+func (s *Server) destroy() { s.in.Destroy() }

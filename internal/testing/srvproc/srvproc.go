@@ -2,7 +2,10 @@
 // JVMs, pgtest's postmasters): each started with its output appended to a
 // log file after a launch line, tracked until it has exited and been
 // reaped, halted with a grace period, and, when the tests end, killed and
-// listed if it still runs: no server may outlive the test binary.
+// listed if it still runs: no server may outlive the test binary. The
+// scaffold the helpers share lives here too: a binary's shared server
+// (Shared, Wrap) and a database server across its runs (Instance: free
+// port, launch until it answers, kill, stop, restart).
 //
 // It is a test helper: import it from test helpers only.
 package srvproc
