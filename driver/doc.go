@@ -198,9 +198,9 @@
 // lines), locks.go (the in-process FIFO queue), purge.go; tck_test.go is
 // its whole TCK test (with the clock hooks). The variants with one bug
 // each that prove the TCK catches it are the kit's own tests (go test
-// ./tck: TestBroken, tck/broken_*_test.go, most of them wrappers over the
-// memory driver); those that reach inside the memory state stay in
-// drivers/memory's broken_*_test.go.
+// ./tck: TestBroken, tck/broken_*_test.go), wrappers over the memory
+// driver; those whose bug needs its state reach it through fault.go's
+// view (internal/testing/memfault), not a copy of the driver.
 // examples/prefixdriver wraps a driver in a few lines, reaching the inner
 // store's driver per call with (*store.Store).Raw, and exports only
 // OpenStore and Options: the shape every driver package has.

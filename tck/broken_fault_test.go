@@ -29,8 +29,11 @@ import (
 type faultWrap func(d memDriver, sh *shared) driver.Store
 
 // shared keeps a variant's own records for one memory state, one value of
-// each type, made on first use.
-type shared struct{ m sync.Map }
+// each type, made on first use; name is the state's.
+type shared struct {
+	name string
+	m    sync.Map
+}
 
 func sharedOf[T any](sh *shared) *T {
 	v, _ := sh.m.LoadOrStore(fmt.Sprintf("%T", (*T)(nil)), new(T))
@@ -49,7 +52,8 @@ func faultSuite(wrap faultWrap) func(*testing.T) tck.Suite {
 	return func(*testing.T) tck.Suite {
 		s := memSuite()
 		s.NewHarness = func(context.Context, *testing.T) (tck.Harness, error) {
-			return &faultHarness{name: freshName("tck-fault"), sh: &shared{}, wrap: wrap}, nil
+			name := freshName("tck-fault")
+			return &faultHarness{name: name, sh: &shared{name: name}, wrap: wrap}, nil
 		}
 		return s
 	}
@@ -131,7 +135,8 @@ func (tg target) open() (d driver.Store, base memDriver) {
 
 // openN opens n stores on one fresh state.
 func (tg target) openN(n int) (ds []driver.Store, bases []memDriver) {
-	name, sh := freshName("tck-probe"), &shared{}
+	name := freshName("tck-probe")
+	sh := &shared{name: name}
 	for range n {
 		d, err := openMemory(map[string]string{"name": name})
 		if err != nil {
