@@ -61,7 +61,7 @@ func indexIfMissing(name, on string) string {
 // store's dialect once when it opens (Dialect.Prepare checks each is set).
 type lockStatements struct {
 	SessionStart, SessionConfirm, LockNameRow, LockSessions, SessionEnd string
-	LockName, LockHead, Enqueue, Pass, Takeover, Leave                  string
+	LockName, NewName, LockHead, Enqueue, Pass, Takeover, Leave         string
 	Locks, LockRow, Waiters                                             string
 	ListLocks                                                           string // a keyset page of names
 	PurgeLockTables, PurgeHead, PurgeList                               string
@@ -100,9 +100,14 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		// Locks the name's row, so that tickets of one name commit in order,
 		// and takes the ticket while holding it: the ticket is known before
 		// the waiter row is written, so a Lock whose commit has an unknown
-		// outcome can remove its row.
-		LockName: `INSERT INTO {p}cosid_lock AS l (name) VALUES ($1)
-		ON CONFLICT (name) DO UPDATE SET name = l.name RETURNING nextval('{p}cosid_lock_ticket')`,
+		// outcome can remove its row. The row must be a committed one (no
+		// row: NewName first): a removal's FOR UPDATE waits for the lock of
+		// a committed row, and does not see a row another transaction has
+		// inserted and not committed, so it would neither wait for that
+		// enqueue nor find its waiter row.
+		LockName: `UPDATE {p}cosid_lock SET name = name WHERE name = $1 RETURNING nextval('{p}cosid_lock_ticket')`,
+		// A name's first use: its row, committed on its own before LockName.
+		NewName: `INSERT INTO {p}cosid_lock (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`,
 		// The holder or first waiter of a name, for TryLock.
 		LockHead: `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket LIMIT 1`,
 		Enqueue:  `INSERT INTO {p}cosid_lock_waiter (ticket, name, owner, session) VALUES ($1, $2, $3, $4)`,

@@ -113,12 +113,40 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 // have been written. A transaction the server aborted (a lock wait past
 // lock_timeout, a deadlock) is tried again within ctx.
 func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner string, wait bool) (int64, error) {
+	for {
+		ticket, err := s.enqueueOnce(ctx, se, name, owner, wait)
+		if !errors.Is(err, errNoName) {
+			return ticket, err
+		}
+		// The name's first use (or a purge deleted its row since): its row
+		// is committed first, on its own (see LockName).
+		if _, err := s.pool.Exec(ctx, s.lq.NewName, name); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// errNoName: the name has no row yet.
+var errNoName = errors.New("no lock row for the name")
+
+func (s *driverStore) enqueueOnce(ctx context.Context, se *session, name, owner string, wait bool) (int64, error) {
 	var ticket int64
 	err := retryAborted(ctx, func() error {
 		return pgx.BeginTxFunc(ctx, s.pool, beginBounded(s.cfg.LockTimeout), func(tx pgx.Tx) error {
 			var t int64
 			if err := tx.QueryRow(ctx, s.lq.LockName, name).Scan(&t); err != nil {
-				return err
+				if !errors.Is(err, pgx.ErrNoRows) {
+					return err
+				}
+				// No row to make for a store whose locks are sealed.
+				var sealed bool
+				if err := tx.QueryRow(ctx, s.lq.LocksSealed).Scan(&sealed); err != nil {
+					return err
+				}
+				if sealed {
+					return errSealed(name)
+				}
+				return errNoName
 			}
 			// After LockName: a seal committed before it is seen, one
 			// after it waits for this transaction (lockseal.go).
