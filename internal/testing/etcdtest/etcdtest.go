@@ -278,40 +278,12 @@ func (m *Member) Stop() {
 // stopped (the kill returns before that, and on a loaded machine a thread
 // may still answer a request meanwhile); Resume lets it go on.
 func (m *Member) Pause() {
-	m.signal(syscall.SIGSTOP)
 	if p := m.process(); p != nil {
-		waitStopped(p.Pid(), 10*time.Second)
+		p.Pause(10 * time.Second)
 	}
 }
 
 func (m *Member) Resume() { m.signal(syscall.SIGCONT) }
-
-// waitStopped polls /proc until every thread of pid is stopped, it is gone,
-// or d passes (then the caller's own checks say what went wrong).
-func waitStopped(pid int, d time.Duration) {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		tasks, err := os.ReadDir(dir)
-		if err != nil {
-			return // gone, or no /proc
-		}
-		stopped := true
-		for _, task := range tasks {
-			stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
-			if err != nil {
-				continue // the thread ended
-			}
-			// The state follows the command's closing parenthesis.
-			if i := strings.LastIndexByte(string(stat), ')'); i < 0 || i+2 >= len(stat) || (stat[i+2] != 'T' && stat[i+2] != 't') {
-				stopped = false
-				break
-			}
-		}
-		if stopped {
-			return
-		}
-	}
-}
 
 func (m *Member) signal(sig syscall.Signal) {
 	if p := m.process(); p != nil {

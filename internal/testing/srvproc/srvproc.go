@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -95,6 +96,39 @@ func (p *Process) Err() error { return p.err }
 
 // Signal sends sig to the process.
 func (p *Process) Signal(sig syscall.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Pause stops the process (SIGSTOP) with its sockets open and returns once
+// every thread of it has stopped, it has exited, or d has passed (the
+// caller's own checks then say what went wrong). The kill returns before
+// the threads stop: on a loaded machine a thread may still answer a
+// request meanwhile, and a test that froze a server would see it answer.
+func (p *Process) Pause(d time.Duration) {
+	if p.Signal(syscall.SIGSTOP) != nil {
+		return // it has exited
+	}
+	dir := fmt.Sprintf("/proc/%d/task", p.Pid())
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			return // gone, or no /proc
+		}
+		stopped := true
+		for _, task := range tasks {
+			stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+			if err != nil {
+				continue // the thread ended
+			}
+			// The state follows the command's closing parenthesis.
+			if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || (stat[i+2] != 'T' && stat[i+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+	}
+}
 
 // Halt stops the process and waits until it has exited: at once with
 // SIGKILL, otherwise with sig, killed once grace has passed (ignored, if

@@ -212,7 +212,14 @@ func (s *Server) Kill() {
 // test ends is killed as usual.
 func (s *Server) Pause() {
 	s.t.Helper()
-	s.signal("Pause", syscall.SIGSTOP)
+	s.mustOwn("Pause")
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil {
+		s.t.Fatalf("zktest: Pause: %s is not running", s)
+	}
+	p.Pause(10 * time.Second)
 }
 
 // Resume continues a paused server (SIGCONT).
