@@ -42,9 +42,12 @@ type Factory func(options map[string]string) (Store, error)
 //
 // Every store a program opens on the same storage acts as a separate
 // process: what one writes, the others see at once (no cache of another
-// store's writes may be trusted). A persistent driver keeps everything
-// below across a restart of its storage: ranges, slot records, owner
-// indexes and lock fences (the TCK's Restart check).
+// store's writes may be trusted). Calls in flight at once, from any
+// stores, are linearizable: each answer is one that a single copy of the
+// data, doing the calls one at a time in an order that keeps every call
+// between its start and its return, could give. A persistent driver keeps
+// everything below across a restart of its storage: ranges, slot records,
+// owner indexes and lock fences (the TCK's Restart check).
 type Store interface {
 	// Close ends every goroutine and connection the store started, and
 	// every lock hold and wait of the store (see Locker); lock waits in

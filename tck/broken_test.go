@@ -10,6 +10,7 @@ package tck_test
 // differs from the sound store's.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -93,6 +94,10 @@ func TestBroken(t *testing.T) {
 				re := regexp.MustCompile(`(?m)^\s*--- ` + want + `: TestBrokenChild/` + regexp.QuoteMeta(c) + ` \(`)
 				if !re.Match(r.out) {
 					t.Errorf("%s on the variant %q: want --- %s:\n%s", c, v.name, want, r.out)
+				}
+				// Run names the rules a failing check holds (rulesCited).
+				if v.broken && !bytes.Contains(r.out, []byte(c+" holds these rules of the contract map")) {
+					t.Errorf("%s failed on the variant %q without naming the rules it holds:\n%s", c, v.name, r.out)
 				}
 			}
 		})

@@ -1,62 +1,191 @@
 package tck
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// TestContractMapNamesEveryCheck fails when a check of the kit is named
-// nowhere in the contract map (tck_contracts.go), or the map names a
-// check of a kit group that does not exist: the map is where a driver
-// author learns which rule a failing check holds.
-func TestContractMapNamesEveryCheck(t *testing.T) {
-	src, err := os.ReadFile("tck_contracts.go")
+func mustContractMap(t *testing.T) contractMap {
+	t.Helper()
+	m, err := theContractMap()
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(src)
-	named, direct := map[string]bool{}, map[string]bool{}
-	// Names as the map writes them: "Slots/Renew", also inside "Locks/X
-	// (rounds)" or "Interleave/SealRace, SealRaceUncreated" (a list
-	// continuing one group).
-	for _, m := range regexp.MustCompile(`\b([A-Z][A-Za-z]+)/([A-Z][A-Za-z0-9]+)((?:, [A-Z][A-Za-z0-9]+\b(?:[^/]|$))*)`).FindAllStringSubmatch(text, -1) {
-		named[m[1]+"/"+m[2]], direct[m[1]+"/"+m[2]] = true, true
-		for _, more := range regexp.MustCompile(`[A-Z][A-Za-z0-9]+`).FindAllString(m[3], -1) {
-			named[m[1]+"/"+more] = true
+	if len(m.rules) == 0 {
+		t.Fatal("the contract map (tck_contracts.go) has no rows")
+	}
+	return m
+}
+
+// TestContractMapNamesEveryCheck fails when a check of the kit is named in
+// no row's checks column of the contract map (tck_contracts.go), or a row
+// names a check of a kit group that does not exist: the map is where a
+// driver author learns which rule a failing check holds, and Run cites it
+// on every failure.
+func TestContractMapNamesEveryCheck(t *testing.T) {
+	m := mustContractMap(t)
+	named := map[string]bool{}
+	for _, r := range m.rules {
+		for _, c := range kitChecks(r.checks) {
+			named[c] = true
 		}
 	}
-	all := map[string]bool{}
+	all, groupNames := map[string]bool{}, map[string]bool{}
 	var missing []string
 	for _, g := range groups() {
+		groupNames[g.name] = true
 		for _, c := range g.checks {
 			name := g.name + "/" + c.name
 			all[name] = true
-			if !named[name] && !strings.Contains(text, name) {
+			if !named[name] {
 				missing = append(missing, name)
 			}
 		}
 	}
 	if len(missing) > 0 {
-		t.Errorf("checks the contract map (tck_contracts.go) does not name: %s", strings.Join(missing, ", "))
-	}
-	groupNames := map[string]bool{}
-	for _, g := range groups() {
-		groupNames[g.name] = true
+		t.Errorf("checks no row of the contract map (tck_contracts.go) names: %s", strings.Join(missing, ", "))
 	}
 	var unknown []string
-	for name := range direct {
-		group := name[:strings.Index(name, "/")]
-		// "ZK Slots/X" and the like name a driver's own tests, which
-		// the kit does not run; only names of a kit group count.
-		if groupNames[group] && !all[name] && !regexp.MustCompile(`(ZK|postgres|etcd|driver|idgen|storectl|memory) `+regexp.QuoteMeta(name)).MatchString(text) {
+	for name := range named {
+		if groupNames[name[:strings.Index(name, "/")]] && !all[name] {
 			unknown = append(unknown, name)
 		}
 	}
 	slices.Sort(unknown)
 	if len(unknown) > 0 {
 		t.Errorf("the contract map names checks the kit does not have: %s", strings.Join(unknown, ", "))
+	}
+}
+
+// A row with no kit check still names what holds its sentence: a test of
+// a driver or package (TestX, "ZK X"), or why no test can (the sentence
+// binds the caller, the portable layer, the repository).
+var (
+	namedTest  = regexp.MustCompile(`\bTest[A-Z]\w*|\b(?:ZK|postgres|etcd|driver|idgen|storectl|memory) [A-Z]\w*`)
+	notTheKits = regexp.MustCompile(`^(not a driver's|the caller's rule|the holder's rule|the API's signatures|the portable layer's|portable layer|binds the portable layer|the driver's means|Run \()`)
+)
+
+// TestContractMapRulesHaveChecks fails when a sentence of the contract map
+// has no check: a row whose checks column names no kit check, no test and
+// no reason why none can hold it. It also fails on a row cut short, an ID
+// used twice, and a section whose heading counts other than its rows.
+func TestContractMapRulesHaveChecks(t *testing.T) {
+	m := mustContractMap(t)
+	seen := map[string]bool{}
+	counts := make([]int, len(m.sections))
+	for i, r := range m.rules {
+		counts[r.section]++
+		if seen[r.id] {
+			t.Errorf("%s: the ID is used twice", r.id)
+		}
+		seen[r.id] = true
+		if strings.HasSuffix(r.sentence, ",") && (i+1 == len(m.rules) || !strings.HasPrefix(m.rules[i+1].sentence, "...")) {
+			t.Errorf("%s %q: the sentence is cut short (it ends with a comma)", r.id, r.sentence)
+		}
+		checks := strings.TrimSpace(r.checks)
+		if len(kitChecks(checks)) == 0 && !namedTest.MatchString(checks) && !notTheKits.MatchString(checks) {
+			t.Errorf("%s %q: no check holds it (checks column %q names no kit check, no test, no reason)", r.id, r.sentence, checks)
+		}
+		if strings.HasPrefix(r.id, "D") && r.home == "" {
+			t.Errorf("%s: no home line (\"Declaration:\") above it says where package driver states it", r.id)
+		}
+	}
+	for i, s := range m.sections {
+		if counts[i] != s.count {
+			t.Errorf("section %q says %d sentences and has %d rows", s.heading, s.count, counts[i])
+		}
+	}
+}
+
+// TestContractMapHomesExist fails when a home line of the contract map
+// names nothing package driver declares, or a method of one of its
+// interfaces (the SPI: every rule a driver keeps lives on one), or its
+// interface, is the home of no row: a sentence written on the SPI that the map, and so the
+// kit's failure messages, do not know.
+func TestContractMapHomesExist(t *testing.T) {
+	m := mustContractMap(t)
+	fset := token.NewFileSet()
+	dir := filepath.Join("..", "driver")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{"package driver": true}
+	var methods []string
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					declared[d.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							declared[n.Name] = true
+						}
+					case *ast.TypeSpec:
+						declared[s.Name.Name] = true
+						iface, ok := s.Type.(*ast.InterfaceType)
+						if !ok || !s.Name.IsExported() {
+							continue
+						}
+						for _, f := range iface.Methods.List {
+							for _, n := range f.Names {
+								declared[s.Name.Name+"."+n.Name] = true
+								methods = append(methods, s.Name.Name+"."+n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	homes := map[string]bool{}
+	for _, r := range m.rules {
+		if r.home == "" {
+			continue
+		}
+		homes[r.home] = true
+		if !declared[r.home] {
+			t.Errorf("%s: its home %s is not declared in package driver", r.id, r.home)
+		}
+	}
+	for _, name := range methods {
+		// The rules of a one-method interface may be its type's.
+		if !homes[name] && !homes[name[:strings.Index(name, ".")]] {
+			t.Errorf("driver.%s is the home of no row of the contract map: its rules have no ID and no check", name)
+		}
+	}
+}
+
+// TestRulesCited checks what Run logs beside a failing check: each rule
+// the map gives the check, with its ID and its home.
+func TestRulesCited(t *testing.T) {
+	got := rulesCited("Slots/RenewClockBack")
+	for _, want := range []string{"D69", "driver.SlotLeaseStore.Renew", "S4.12", "docs/design.md, Slot leases"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rulesCited(Slots/RenewClockBack) = %q, want it to name %s", got, want)
+		}
+	}
+	if got := rulesCited("Slots/NoSuchCheck"); !strings.Contains(got, "no rule") {
+		t.Errorf("rulesCited of an unknown check = %q, want it to say it holds no rule", got)
 	}
 }

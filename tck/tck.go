@@ -214,6 +214,13 @@ func Run(t *testing.T, s Suite) {
 					if why, ok := s.KnownHoles[g.name+"/"+c.name]; ok {
 						t.Skip("a known hole of the driver (Suite.KnownHoles): " + why)
 					}
+					// A failure names the rules the check holds, from the
+					// contract map: here, once, not in each message.
+					t.Cleanup(func() {
+						if t.Failed() {
+							t.Log(rulesCited(g.name + "/" + c.name))
+						}
+					})
 					// Each check has its own storage, so all run at once.
 					t.Parallel()
 					c.run(newEnv(t, s))

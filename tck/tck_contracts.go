@@ -1,189 +1,254 @@
 // # Contracts and checks
 //
 // Every sentence of the contracts in package driver (its doc comments) and
-// of the contracts of docs/design.md (S2 to S5: shape, ranges, slots, locks) is listed below, in
-// short, with the checks that test it (group/check). A sentence the kit
+// of the specification's sections 2 to 5 (shape, ranges, slots, locks) is
+// listed below, in short, under an ID, with the checks that test it
+// (group/check). The short form is an index, not the rule: each D row
+// stands under a line "Declaration:" naming where package driver states the
+// sentence in full (go doc github.com/cosid-go/store/driver.Declaration),
+// and each S section names its home. A sentence the kit
 // cannot test from outside a driver (it needs a network fault, or it binds
 // the repository, the portable layer or the caller) names the tests that
 // do. "ZK X" is the ZooKeeper driver's TestServer/<version>/X, "ZK Locks/X"
 // and "ZK Slots/X" are TestLocks/<version>/X and TestSlots/<version>/X;
 // "driver X" is package driver's test X (the shared slot rules).
 //
-// package driver (145 sentences)
+// Run reads this map: a check that fails logs the rows that name it, with
+// their IDs and homes. The kit's own tests fail when a check is named by
+// no row, a row names no check (nor a test or a reason), or a method of
+// package driver's interfaces is the home of no row.
 //
-//	D1   a capability it lacks: the user's call fails with ErrUnsupported        Capabilities/Declared
-//	D2   drivers return sentinels; the portable layer adds operation and key     Errors/Wrapped
-//	D3   Factory: reject an unknown option key, wrapping ErrInvalidArgument,     Options/UnknownKey, Options/UnknownWithValid,
-//	                                                                             Options/KeysExact (keys match exactly: no case or space folding)
-//	D4   ... naming it, also when valid keys come with it                        Options/UnknownWithValid
-//	D5   Factory: reject a malformed value, naming the key and the value         Options/MalformedValue
-//	D5a  Factory: reject a required option left out, naming it                  Options/MissingRequired (needs Suite.RequiredOptions)
-//	D6   Store: implements at least one of RangeStore, SlotLeaseStore, Locker         Capabilities/AtLeastOne
-//	D7   stores on one storage act as processes: each sees the others' writes    Ranges/Current, Ranges/Seal, Ranges/Init, Ranges/NeverTwice,
-//	                                                                             Slots/ConcurrentAcquire, Locks/Exclusion (several stores each)
-//	D8   a persistent driver keeps ranges, slot records, owner indexes and       Restart/Survives (needs Restarter; Suite.NotPersistent skips it, saying why)
-//	D9   ... lock fences across a restart of its storage                         Restart/Survives
-//	D10  Close ends every goroutine and connection the store started             not observable from outside: ZK NoGoroutineLeft,
-//	                                                                             ZK Locks/NoGoroutineLeft (goleak)
-//	D11  Close ends the store's lock holds and waits; waits return promptly      Close/Locks, Locks/LostOnClose, Locks/LostBeforeGrant
-//	D12  Close leaves slot terms alone: they expire as after a crash             Close/Slots
-//	D13  calls after Close get ErrClosed; a second Close never reaches a driver  Close/Ranges, Close/Slots, Close/Locks (each closes twice)
-//	D14  RangeStore keeps per key a next value and a sealed flag                 Ranges/Current, Ranges/Seal
-//	D15  keys are independent, "a" and "a/b" included (no parents)               Ranges/Keys; ZK ParentsAreNotKeys
-//	D16  Next reserves step values and returns start: [start, start+step)        Ranges/FirstRange, Ranges/NeverTwice
-//	D17  a missing key starts at 0 and exists from then on                       Ranges/FirstRange, Ranges/Keys
-//	D18  no value is returned twice, across goroutines, stores and faults        Ranges/NeverTwice, Restart/Survives; faults: ZK LostAnswerIsAGap,
-//	                                                                             ZK ContextEndsInFlight, TestEnsembleFaults
-//	D19  a write whose outcome is unknown is a gap, never retried as failed      needs a fault: ZK LostAnswerIsAGap, ZK ContextEndsInFlight
-//	D20  a sealed key gives ErrSealed                                            Ranges/Seal, Errors/Wrapped
-//	D21  past MaxInt64: ErrExhausted, changing nothing                           Ranges/Overflow
-//	D22  a range ending exactly at MaxInt64 succeeds; MaxInt64 is never issued   Ranges/Overflow
-//	D23  without faults the ranges of a key tile [0, next) with no gap           Ranges/NeverTwice
-//	D24  Current returns next and sealed, reserving nothing                      Ranges/Current, Ranges/Seal
-//	D25  Current creates nothing: (0, false), not listed, Init still works       Ranges/Current, Ranges/CurrentCreatesNothing
-//	D26  Current sees every other store's writes                                 Ranges/Current; an ensemble follower: ZK TestEnsembleFaults
-//	D27  Seal marks the key sealed and returns its final next value              Ranges/Seal
-//	D28  ... every store's Next of it then gives ErrSealed                       Ranges/Seal, Interleave/NextSeal
-//	D29  sealing a sealed key is no error and returns the same value             Ranges/Seal
-//	D30  a missing key is sealed at 0, and then exists                           Ranges/Seal, Ranges/KeysSealed
-//	D31  Init creates the key at the given next value; Next continues from it    Ranges/Init, Ranges/CurrentCreatesNothing
-//	D32  Init's value is 0..MaxInt64                                             Ranges/InvalidArguments, Ranges/Overflow (Init at MaxInt64-10)
-//	D33  Init at the key's value (sealed or not) succeeds, changes nothing       Ranges/Init, Ranges/Seal
-//	D34  Init at a different value: ErrConfigMismatch, changing nothing          Ranges/Init, Ranges/Seal, Interleave/NextInit
-//	D35  Keys lists every existing key, sealed ones included, sorted             Ranges/Keys, Ranges/KeysSealed
-//	D36  ... as an empty, non-nil slice when there is none                       Ranges/Keys, Ranges/CurrentCreatesNothing, Purge/Everything
-//	D37  a key exists once Next, Seal or Init made it; nothing else is listed    Ranges/Keys, Ranges/CurrentCreatesNothing; ZK ParentsAreNotKeys
-//	D38  namespace settings are fixed when an Acquire or a SeedSlot creates it   Slots/ConfigMismatch, Slots/Seed
-//	D39  ... other settings later: ErrConfigMismatch, changing nothing           Slots/ConfigMismatch, Slots/Seed
-//	D40  AcquireRequest comes with defaults filled in and every field checked    the portable layer's: package store (Open, validation)
-//	D41  Reclaim may take over a live term of the same owner, other incarnation  Slots/Reclaim
-//	D42  lease times are milliseconds since the epoch in the store's clock       every Acquire and Renew (lease checks), Slots/FirstTerm
-//	D43  Lease.State is handed back unchanged on Renew and Release               portable layer; relied on by Slots/Renew, Slots/ReleaseFloor
-//	D44  SlotInfo is SlotRecord.Info: a term (live or expired) shows its holder  Slots/Listing, History/Listed; driver TestSlotViews
-//	D45  ... a released or seeded slot: no Owner, and its last term's fields     History/Listed, History/SeedNeverLowers
-//	D46  LastOwner: the owner of the last term ended (release, takeover, seed)   History/Listed; the seed: driver TestSlotSeeded
-//	D47  NextFloor: the next term starts there or above; during a term, Floor    History/Listed, Slots/ReleaseFloor
-//	D48  SlotLeaseStore keeps per slot a SlotRecord, per owner its last slots         Slots/MostRecentFirst, Restart/Survives; driver TestOwnerIndex
-//	D49  ... at most OwnerIndexLen, most recent first                            Slots/MostRecentFirst, Slots/IndexLength; driver TestOwnerIndex
-//	D50  the rules are SlotRecord's; times: the store's clock, not the caller's  driver TestSlotJudge ... TestSlotSeeded; Slots/RenewClockBack
-//	D51  Acquire creates a missing namespace                                     Slots/FirstTerm, Slots/Listing
-//	D52  ... ErrConfigMismatch, creating nothing, if other Limit or Tolerance    Slots/ConfigMismatch
-//	D53  a live term of the same owner and incarnation is returned as it is,     Slots/SameIncarnation; an expired one is not: Slots/OwnExpired
-//	D54  ... whatever the order, with or without Reclaim                         Slots/SameIncarnation
-//	D55  order: the owner's last slots (most recent first), preferred, lowest    Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
-//	     (alone; crowded: from SearchStart, wrapping: Slots/ConcurrentAcquire)
-//	D56  free: never used, released, or expired (now >= ExpiresAt), any holder's Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover,
-//	                                                                             Slots/ExpiredFoundBySearch, Slots/OwnExpired, Slots/ExpiryBoundary
-//	                                                                             (needs ClockSetter); driver TestSlotJudge
-//	D57  never a live term of another owner, however close its expiry            Slots/NoEarlyTakeover, Slots/Exhaustion, Interleave/AcquireAcquire
-//	D58  another incarnation without Reclaim gets another slot                   Slots/Reclaim
-//	D59  no free slot: ErrExhausted, only after every slot was judged            Slots/Exhaustion, Slots/ConcurrentAcquire, Slots/Reclaim;
-//	                                                                             reads: ZK Slots/FullNamespace
-//	D60  a slot at fence MaxInt64, or corrupt, is passed over and named          History/FenceAtMax; driver TestSlotJudge; ZK Slots/CorruptSlot
-//	D61  fence: previous term's plus one, 1 for a slot never used                Slots/Fence, Slots/FirstTerm, Slots/Takeover, Slots/Reclaim
-//	D62  ... above the purged fences after a purge                               History/PurgeKeepsSlotFences; ZK TestPurgeFences
-//	D63  floor: 0 never used; the next floor after a release or a seed;          Slots/FirstTerm, Slots/ReleaseFloor, Slots/Seed, History/SeedNeverLowers
-//	D64  ... max(next floor, old ceiling) on taking an expired or reclaimed term Slots/Takeover, Slots/Reclaim, Slots/ExpiredFoundBySearch,
-//	                                                                             History/SeedAfterExpiry
-//	D65  ExpiresAt = now + TTL; Ceiling = max(Floor, ExpiresAt + Tolerance)      Slots/FirstTerm, Slots/HighFloor, every lease (fresh times)
-//	D66  LastOwner: the taken-over term's owner on a takeover, kept otherwise    History/Listed
-//	D67  the slot goes first in the owner's index in the same atomic write       Slots/MostRecentFirst, Restart/Survives
-//	D68  Renew: ExpiresAt = max(old, now + TTL), Ceiling likewise                Slots/Renew, Slots/RenewAfterExpiry
-//	D69  ... neither decreases, even when the store's clock steps back           Slots/Renew, Slots/RenewClockBack (needs ClockStepper); driver TestSlotRenewed
-//	D70  ... fence, floor and everything else stay                               every Renew (lease checks); driver TestSlotRenewed
-//	D71  a renewal after ExpiresAt of an untouched term continues it             Slots/RenewAfterExpiry, Interleave/RenewTakeover
-//	D72  another term or none (released, taken, seeded, purged): ErrLeaseLost    Slots/Takeover, Slots/Reclaim, Slots/ReleaseFloor, History/SeedAfterExpiry,
-//	                                                                             Purge/Everything, Interleave/ReleaseRenew, Interleave/RenewTakeover
-//	D73  Release ends the term                                                   Slots/ReleaseFloor, Slots/Exhaustion
-//	D74  next floor: clamp(used+1, Floor, Ceiling), or Ceiling when unknown      Slots/ReleaseFloor, Slots/ReleaseExpired
-//	D75  ... Ceiling the highest any renewal reported, even from an older copy   Slots/Renew
-//	D76  the slot is then free; its fence and LastOwner (the releaser) stay      Slots/ReleaseFloor, Slots/Fence, History/Listed, Interleave/ReleaseAcquire
-//	D77  releasing an expired term nobody took succeeds                          Slots/ReleaseExpired
-//	D78  Release of a term no longer the slot's, or a second one: ErrLeaseLost   Slots/ReleaseFloor, Slots/Takeover, Slots/Reclaim, Slots/ReleaseExpired
-//	D79  Namespaces lists every namespace with its settings, sorted by name      Slots/Listing, Slots/ConfigMismatch
-//	D80  ... as an empty, non-nil slice when there is none                       Slots/InvalidArguments, Purge/Everything
-//	D81  Slots lists every slot ever acquired or seeded, by slot number          Slots/Listing, Slots/ConcurrentAcquire, Slots/Seed, History/Listed
-//	D82  ... live, expired or released; a slot never used is not listed          Slots/Listing, History/Listed
-//	D83  Slots of a missing namespace: ErrNotFound                               Slots/Listing, Slots/InvalidArguments
-//	D84  Locker keeps per name a queue and a fence counter that only grows       Locks/Exclusion, Restart/Survives, Purge/Everything
-//	D85  Lock waits until held or ctx ends                                       Locks/Exclusion, Errors/Deadline, Locks/NotReentrant
-//	D86  at most one holder at any instant, across stores                        Locks/Exclusion, Locks/TryLockAtHandover (rounds)
-//	D87  waiters get the lock in arrival order, whatever their owner names       Locks/FIFO, Locks/FIFOArrival
-//	D88  a waiter whose context ends returns promptly, leaves no trace,          Locks/Cancel, Locks/MiddleCancel, Errors/Deadline
-//	D89  ... and does not block the next                                         Locks/Cancel, Locks/MiddleCancel
-//	D90  a waiter cancelled at the instant of its grant passes the lock on       Locks/CancelAtGrant (rounds)
-//	D91  wait false never waits; ErrLocked if another holds or waits             Locks/TryLock, Locks/NotReentrant
-//	D92  ... also right after an unlock while a waiter is queued                 Locks/TryLockAtHandover (rounds)
-//	D93  not reentrant: a second Lock by the same store waits                    Locks/NotReentrant
-//	D94  owner is recorded for tools                                             Locks/FIFO, Locks/FIFOArrival (Waiters lists owners)
-//	D95  Close ends the store's waits (ErrClosed) and holds (Lost, next waiter)  Close/Locks, Locks/LostOnClose, Locks/LostBeforeGrant (rounds)
-//	D96  Locks lists locks held or waited on (and kept ones), sorted; non-nil    Locks/Names
-//	D97  Waiters lists holder and waiters in lock order, holder first            Locks/FIFO, Locks/FIFOArrival
-//	D97a ... each with its fence: the holder's, and the one each waiter will get Locks/WaiterFences
-//	D98  ... empty when the lock is free; a name never used: ErrNotFound         Locks/Names
-//	D99  Unlock releases and the next waiter gets the lock                       Locks/Exclusion, Locks/FIFO
-//	D100 ... only the caller's own hold is removed, never a later holder's       Locks/UnlockTwice, Locks/Exclusion
-//	D101 a second Unlock returns nil                                             Locks/UnlockTwice, Locks/UnlockAfterLost
-//	D102 Unlock after the hold was lost reports ErrLeaseLost                     Locks/UnlockAfterLost, Operator/RevokedSession; other losses: ZK Locks/SessionExpiry
-//	D103 Fence is above every earlier holder's, in any store                     Locks/Exclusion, Locks/TryLock, Locks/LostOnClose
-//	D104 ... across restarts and purges, and never wraps                         Restart/Survives, Purge/Everything; a wrap is out of a test's reach:
-//	                                                                             ZK Locks/FenceFirstNotAlone (czxid)
-//	D105 Lost closes as soon as the holder cannot be sure it holds               Operator/RevokedSession (needs SessionEnder); network faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
-//	D106 ... and when the store closes                                           Locks/LostOnClose, Locks/LostBeforeGrant (rounds), Locks/UnlockAfterLost
-//	D107 Unlock does not close Lost                                              Locks/UnlockTwice
-//	D108 SeedSlot makes a missing namespace; other settings: ErrConfigMismatch   Slots/Seed
-//	D109 ... raises fence to at least fence, next floor to at least nextFloor    Slots/Seed, Slots/HighFloor, History/SeedNeverLowers
-//	D110 nothing is ever lowered: seeding again is harmless                      Slots/Seed, History/SeedNeverLowers
-//	D111 a slot never used becomes a released slot, listed, whose next term      History/SeedNeverLowers (listed before a first term), Slots/Seed
-//	D112 ... gets the fence plus 1 and the next floor                            Slots/Seed, History/SeedNeverLowers
-//	D113 an expired term is ended first: its holder's Renew gives ErrLeaseLost   History/SeedAfterExpiry, Interleave/SeedRenew
-//	D114 ... the next term starts at the seeded floor, even above the ceiling    History/SeedAfterExpiry
-//	D115 a slot with a live term: ErrLocked, unchanged                           Slots/Seed, Interleave/SeedAcquire
-//	D116 Purge deletes everything the store keeps: a new store finds nothing     Purge/Everything
-//	D117 ... and returns what it deleted, one readable entry per thing           Purge/Everything
-//	D118 after a purge, lock and slot fences stay above every earlier one        Purge/Everything, History/PurgeKeepsSlotFences; ZK TestPurgeFences
-//	D118a a lock held or waited on: Purge gives ErrLocked and deletes nothing     Purge/Locked, History (Purge); postgres TestPurgeWhileWaiting, Interleave/PurgeLock
-//	D118b a slot term not released before its ceiling: ErrLocked, nothing deleted Purge/LiveLease, Purge/LiveLeaseRace, History (Purge); TestPurgeLiveLease, Interleave/PurgeAcquire
-//	D118c a released slot's next floor ahead of the clock: ErrLocked, likewise   Purge/FloorAhead, History (Purge)
-//	D118d a driver whose slot clock is not the storage's keeps a slot timestamp   History/PurgeSlotFloor (by Suite.PurgeKeepsSlotFloor; 0 otherwise),
-//	      floor across purges: a slot first used after starts there             Explore/Histories (Purge)
-//	D119 Connector: Notify, then Connect once, before any other method           binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
-//	D120 Connect returns when ctx ends, wrapping ctx.Err() (and ErrUnavailable)  needs a silent server: package store TestOpenContextEndsWithItsContext;
-//	                                                                             ZK TestOpenContextEndsWithItsContext
-//	D121 a failed Connect is followed by Close                                   binds the portable layer: package store TestOpenContextEndsWithItsContext
-//	D122 Pinger: Ping makes one round trip to the backend                        Capabilities/Ping; ZK Events/ConnectedAndPing
-//	D123 Notifier: Notify once, before Connect and any other method              binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
-//	D124 f is never called after Close returns, and does not block for long      needs faults to cause events: ZK TestEvents (every subtest closes its store)
-//	D125 LostCause: once Lost is closed, LostErr says why                        needs a fault: ZK Events/LockLostLoggedWithCause
-//	D126 Renew, Release: only l's identity is taken; times from the record       Slots/ForgedLease; driver TestSlotForgedLease
-//	D127 ... times disagreeing with the term: ErrInvalidArgument, slot unchanged Slots/ForgedLease; driver TestSlotForgedLease
-//	D128 SealNamespace: every store's Acquire gives ErrSealed, own slot included Slots/Seal
-//	D129 ... and Renew gives ErrSealed, the term's times unchanged               Slots/Seal; idgen TestSnowflakeStopsOnSeal
-//	D130 ... Release still works; listings show it Sealed; SeedSlot: ErrSealed   Slots/Seal
-//	D131 sealing twice is not an error; a missing namespace is created sealed    Slots/Seal
-//	D132 the seal is checked in the atomic step of Acquire's and Renew's write   Interleave/SealNamespace (rounds counted); Interleave/SealRace, SealRaceUncreated
-//	D133 Purge never forgets a seal: ErrSealed naming it, nothing deleted        Purge/Seals, Slots/Seal
-//	D134 LayoutKeeper: the first layout is recorded, creating the namespace     Slots/Layout
-//	D135 ... never replaced: later calls, any store, get it; settings, seal     Slots/Layout
-//	D136 Acquire: a sealed namespace gives ErrSealed before settings are         Slots/Seal (Acquire with other settings, and in a namespace
-//	     compared                                                                SealNamespace created with Limit 0, give ErrSealed)
-//	D137 Acquire: a missing namespace it created stays, even when the Acquire    the model of Explore/Histories (it creates before it searches);
-//	     ends ErrExhausted                                                       no check of its own: only a purge of fences at MaxInt64 reaches it
-//	D138 Identifier: every store of one storage has one non-empty identity;      Capabilities/Identity
-//	     another storage another
-//	D139 RangeLister, Keys: every key once, sorted, whatever the page size,      Ranges/ListPages
-//	     also while keys are created
-//	D140 LockLister: every lock name once, sorted, whatever the page size        Locks/ListPages
-//	D141 RangeAdvancer: raises, never lowers, creates a missing key at the       Ranges/Advance
-//	     value, refuses a sealed key (ErrSealed), seen by every store
-//	D142 LockSealer SealLocks: every later Lock and TryLock gives ErrSealed;     Locks/Seal, Locks/SealRaiseQueued
-//	     a waiter queued before is never granted; the holder may unlock
-//	D143 LockSealer RaiseLockFences: every later fence is above the floor;       Locks/RaiseFences, Locks/Seal (it unseals)
-//	     it lowers nothing, and unseals
-//	D144 OptionCreate: create=false opens an existing store and creates and      Options/CreateFalse (or the option is refused as unknown)
-//	     writes nothing; a driver should accept it
-//	D145 every answer of concurrent calls is one a single-copy store could give  Explore/Linearizable; random histories against the model:
-//	     (linearizable), and histories agree with the model                      Explore/Histories
+// package driver (154 sentences)
+//
+//	package driver:
+//	D1    a capability it lacks: the user's call fails with ErrUnsupported         Capabilities/Declared
+//	D2    drivers return sentinels; the portable layer adds operation and key      Errors/Wrapped
+//	Factory:
+//	D3    Factory: reject an unknown option key, wrapping ErrInvalidArgument,      Options/UnknownKey, Options/UnknownWithValid,
+//	                                                                               Options/KeysExact (keys match exactly: no case or space folding)
+//	D4    ... naming it, also when valid keys come with it                         Options/UnknownWithValid
+//	D5    Factory: reject a malformed value, naming the key and the value          Options/MalformedValue
+//	D5a   Factory: reject a required option left out, naming it                    Options/MissingRequired (needs Suite.RequiredOptions)
+//	Store:
+//	D6    Store: implements at least one of RangeStore, SlotLeaseStore, Locker     Capabilities/AtLeastOne
+//	D7    stores on one storage act as processes: each sees the others' writes     Ranges/Current, Ranges/Seal, Ranges/Init, Ranges/NeverTwice,
+//	                                                                               Slots/ConcurrentAcquire, Locks/Exclusion (several stores each)
+//	D8    a persistent driver keeps ranges, slot records, owner indexes and        Restart/Survives (needs Restarter; Suite.NotPersistent skips it, saying why)
+//	D9    ... lock fences across a restart of its storage                          Restart/Survives
+//	Store.Close:
+//	D10   Close ends every goroutine and connection the store started              not observable from outside: ZK NoGoroutineLeft,
+//	                                                                               ZK Locks/NoGoroutineLeft (goleak)
+//	D11   Close ends the store's lock holds and waits; waits return promptly       Close/Locks, Locks/LostOnClose, Locks/LostBeforeGrant
+//	D12   Close leaves slot terms alone: they expire as after a crash              Close/Slots
+//	D13   calls after Close get ErrClosed; a second Close never reaches a driver   Close/Ranges, Close/Slots, Close/Locks (each closes twice)
+//	RangeStore:
+//	D14   RangeStore keeps per key a next value and a sealed flag                  Ranges/Current, Ranges/Seal
+//	D15   keys are independent, "a" and "a/b" included (no parents)                Ranges/Keys; ZK ParentsAreNotKeys
+//	RangeStore.Next:
+//	D16   Next reserves step values and returns start: [start, start+step)         Ranges/FirstRange, Ranges/NeverTwice
+//	D17   a missing key starts at 0 and exists from then on                        Ranges/FirstRange, Ranges/Keys
+//	D18   no value is returned twice, across goroutines, stores and faults         Ranges/NeverTwice, Restart/Survives; faults: ZK LostAnswerIsAGap,
+//	                                                                               ZK ContextEndsInFlight, TestEnsembleFaults
+//	D19   a write whose outcome is unknown is a gap, never retried as failed       needs a fault: ZK LostAnswerIsAGap, ZK ContextEndsInFlight
+//	D20   a sealed key gives ErrSealed                                             Ranges/Seal, Errors/Wrapped
+//	D21   past MaxInt64: ErrExhausted, changing nothing                            Ranges/Overflow
+//	D22   a range ending exactly at MaxInt64 succeeds; MaxInt64 is never issued    Ranges/Overflow
+//	D23   without faults the ranges of a key tile [0, next) with no gap            Ranges/NeverTwice
+//	RangeStore.Current:
+//	D24   Current returns next and sealed, reserving nothing                       Ranges/Current, Ranges/Seal
+//	D25   Current creates nothing: (0, false), not listed, Init still works        Ranges/Current, Ranges/CurrentCreatesNothing
+//	D26   Current sees every other store's writes                                  Ranges/Current; an ensemble follower: ZK TestEnsembleFaults
+//	RangeStore.Seal:
+//	D27   Seal marks the key sealed and returns its final next value               Ranges/Seal
+//	D28   ... every store's Next of it then gives ErrSealed                        Ranges/Seal, Interleave/NextSeal
+//	D29   sealing a sealed key is no error and returns the same value              Ranges/Seal
+//	D30   a missing key is sealed at 0, and then exists                            Ranges/Seal, Ranges/KeysSealed
+//	RangeStore.Init:
+//	D31   Init creates the key at the given next value; Next continues from it     Ranges/Init, Ranges/CurrentCreatesNothing
+//	D32   Init's value is 0..MaxInt64                                              Ranges/InvalidArguments, Ranges/Overflow (Init at MaxInt64-10)
+//	D33   Init at the key's value (sealed or not) succeeds, changes nothing        Ranges/Init, Ranges/Seal
+//	D34   Init at a different value: ErrConfigMismatch, changing nothing           Ranges/Init, Ranges/Seal, Interleave/NextInit
+//	RangeStore.Keys:
+//	D35   Keys lists every existing key, sealed ones included, sorted              Ranges/Keys, Ranges/KeysSealed
+//	D36   ... as an empty, non-nil slice when there is none                        Ranges/Keys, Ranges/CurrentCreatesNothing, Purge/Everything
+//	D37   a key exists once Next, Seal or Init made it; nothing else is listed     Ranges/Keys, Ranges/CurrentCreatesNothing; ZK ParentsAreNotKeys
+//	Namespace:
+//	D38   namespace settings are fixed when an Acquire or a SeedSlot creates it    Slots/ConfigMismatch, Slots/Seed
+//	D39   ... other settings later: ErrConfigMismatch, changing nothing            Slots/ConfigMismatch, Slots/Seed
+//	AcquireRequest:
+//	D40   AcquireRequest comes with defaults filled in and every field checked     the portable layer's: package store (Open, validation)
+//	D41   Reclaim may take over a live term of the same owner, other incarnation   Slots/Reclaim
+//	Lease:
+//	D42   lease times are milliseconds since the epoch in the store's clock        every Acquire and Renew (lease checks), Slots/FirstTerm
+//	D43   Lease.State is handed back unchanged on Renew and Release                portable layer; relied on by Slots/Renew, Slots/ReleaseFloor
+//	SlotInfo:
+//	D44   SlotInfo is SlotRecord.Info: a term (live or expired) shows its holder   Slots/Listing, History/Listed; driver TestSlotViews
+//	D45   ... a released or seeded slot: no Owner, and its last term's fields      History/Listed, History/SeedNeverLowers
+//	D46   LastOwner: the owner of the last term ended (release, takeover, seed)    History/Listed; the seed: driver TestSlotSeeded
+//	D47   NextFloor: the next term starts there or above; during a term, Floor     History/Listed, Slots/ReleaseFloor
+//	SlotLeaseStore:
+//	D48   SlotLeaseStore keeps per slot a SlotRecord, per owner its last slots     Slots/MostRecentFirst, Restart/Survives; driver TestOwnerIndex
+//	D49   ... at most OwnerIndexLen, most recent first                             Slots/MostRecentFirst, Slots/IndexLength; driver TestOwnerIndex
+//	D50   the rules are SlotRecord's; times: the store's clock, not the caller's   driver TestSlotJudge ... TestSlotSeeded; Slots/RenewClockBack
+//	SlotLeaseStore.Acquire:
+//	D51   Acquire creates a missing namespace                                      Slots/FirstTerm, Slots/Listing
+//	D52   ... ErrConfigMismatch, creating nothing, if other Limit or Tolerance     Slots/ConfigMismatch
+//	D53   a live term of the same owner and incarnation is returned as it is,      Slots/SameIncarnation; an expired one is not: Slots/OwnExpired
+//	D54   ... whatever the order, with or without Reclaim                          Slots/SameIncarnation
+//	D55   order: the owner's last slots (most recent first), preferred, lowest     Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
+//	      (alone; crowded: from SearchStart, wrapping: Slots/ConcurrentAcquire)
+//	D56   free: never used, released, or expired (now >= ExpiresAt), any holder's  Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover,
+//	                                                                               Slots/ExpiredFoundBySearch, Slots/OwnExpired, Slots/ExpiryBoundary
+//	                                                                               (needs ClockSetter); driver TestSlotJudge
+//	D57   never a live term of another owner, however close its expiry             Slots/NoEarlyTakeover, Slots/Exhaustion, Interleave/AcquireAcquire
+//	D58   another incarnation without Reclaim gets another slot                    Slots/Reclaim
+//	D59   no free slot: ErrExhausted, only after every slot was judged             Slots/Exhaustion, Slots/ConcurrentAcquire, Slots/Reclaim;
+//	                                                                               reads: ZK Slots/FullNamespace
+//	D60   a slot at fence MaxInt64, or corrupt, is passed over and named           History/FenceAtMax; driver TestSlotJudge; ZK Slots/CorruptSlot
+//	D61   fence: previous term's plus one, 1 for a slot never used                 Slots/Fence, Slots/FirstTerm, Slots/Takeover, Slots/Reclaim
+//	D62   ... above the purged fences after a purge                                History/PurgeKeepsSlotFences; ZK TestPurgeFences
+//	D63   floor: 0 never used; the next floor after a release or a seed;           Slots/FirstTerm, Slots/ReleaseFloor, Slots/Seed, History/SeedNeverLowers
+//	D64   ... max(next floor, old ceiling) on taking an expired or reclaimed term  Slots/Takeover, Slots/Reclaim, Slots/ExpiredFoundBySearch,
+//	                                                                               History/SeedAfterExpiry
+//	D65   ExpiresAt = now + TTL; Ceiling = max(Floor, ExpiresAt + Tolerance)       Slots/FirstTerm, Slots/HighFloor, every lease (fresh times)
+//	D66   LastOwner: the taken-over term's owner on a takeover, kept otherwise     History/Listed
+//	D67   the slot goes first in the owner's index in the same atomic write        Slots/MostRecentFirst, Restart/Survives
+//	SlotLeaseStore.Renew:
+//	D68   Renew: ExpiresAt = max(old, now + TTL), Ceiling likewise                 Slots/Renew, Slots/RenewAfterExpiry
+//	D69   ... neither decreases, even when the store's clock steps back            Slots/Renew, Slots/RenewClockBack (needs ClockStepper); driver TestSlotRenewed
+//	D70   ... fence, floor and everything else stay                                every Renew (lease checks); driver TestSlotRenewed
+//	D71   a renewal after ExpiresAt of an untouched term continues it              Slots/RenewAfterExpiry, Interleave/RenewTakeover
+//	D72   another term or none (released, taken, seeded, purged): ErrLeaseLost     Slots/Takeover, Slots/Reclaim, Slots/ReleaseFloor, History/SeedAfterExpiry,
+//	                                                                               Purge/Everything, Interleave/ReleaseRenew, Interleave/RenewTakeover
+//	SlotLeaseStore.Release:
+//	D73   Release ends the term                                                    Slots/ReleaseFloor, Slots/Exhaustion
+//	D74   next floor: clamp(used+1, Floor, Ceiling), or Ceiling when unknown       Slots/ReleaseFloor, Slots/ReleaseExpired
+//	D75   ... Ceiling the highest any renewal reported, even from an older copy    Slots/Renew
+//	D76   the slot is then free; its fence and LastOwner (the releaser) stay       Slots/ReleaseFloor, Slots/Fence, History/Listed, Interleave/ReleaseAcquire
+//	D77   releasing an expired term nobody took succeeds                           Slots/ReleaseExpired
+//	D78   Release of a term no longer the slot's, or a second one: ErrLeaseLost    Slots/ReleaseFloor, Slots/Takeover, Slots/Reclaim, Slots/ReleaseExpired
+//	SlotLeaseStore.Namespaces:
+//	D79   Namespaces lists every namespace with its settings, sorted by name       Slots/Listing, Slots/ConfigMismatch
+//	D80   ... as an empty, non-nil slice when there is none                        Slots/InvalidArguments, Purge/Everything
+//	SlotLeaseStore.Slots:
+//	D81   Slots lists every slot ever acquired or seeded, by slot number           Slots/Listing, Slots/ConcurrentAcquire, Slots/Seed, History/Listed
+//	D82   ... live, expired or released; a slot never used is not listed           Slots/Listing, History/Listed
+//	D83   Slots of a missing namespace: ErrNotFound                                Slots/Listing, Slots/InvalidArguments
+//	Locker:
+//	D84   Locker keeps per name a queue and a fence counter that only grows        Locks/Exclusion, Restart/Survives, Purge/Everything
+//	Locker.Lock:
+//	D85   Lock waits until held or ctx ends                                        Locks/Exclusion, Errors/Deadline, Locks/NotReentrant
+//	D86   at most one holder at any instant, across stores                         Locks/Exclusion, Locks/TryLockAtHandover (rounds)
+//	D87   waiters get the lock in arrival order, whatever their owner names        Locks/FIFO, Locks/FIFOArrival
+//	D88   a waiter whose context ends returns promptly, leaves no trace,           Locks/Cancel, Locks/MiddleCancel, Errors/Deadline
+//	D89   ... and does not block the next                                          Locks/Cancel, Locks/MiddleCancel
+//	D90   a waiter cancelled at the instant of its grant passes the lock on        Locks/CancelAtGrant (rounds)
+//	D91   wait false never waits; ErrLocked if another holds or waits              Locks/TryLock, Locks/NotReentrant
+//	D92   ... also right after an unlock while a waiter is queued                  Locks/TryLockAtHandover (rounds)
+//	D93   not reentrant: a second Lock by the same store waits                     Locks/NotReentrant
+//	D94   owner is recorded for tools                                              Locks/FIFO, Locks/FIFOArrival (Waiters lists owners)
+//	D95   Close ends the store's waits (ErrClosed) and holds (Lost, next waiter)   Close/Locks, Locks/LostOnClose, Locks/LostBeforeGrant (rounds)
+//	Locker.Locks:
+//	D96   Locks lists locks held or waited on (and kept ones), sorted; non-nil     Locks/Names
+//	Locker.Waiters:
+//	D97   Waiters lists holder and waiters in lock order, holder first             Locks/FIFO, Locks/FIFOArrival
+//	Waiter:
+//	D97a  ... each with its fence: the holder's, and the one each waiter will get  Locks/WaiterFences
+//	Locker.Waiters:
+//	D98   ... empty when the lock is free; a name never used: ErrNotFound          Locks/Names
+//	Lock.Unlock:
+//	D99   Unlock releases and the next waiter gets the lock                        Locks/Exclusion, Locks/FIFO
+//	D100  ... only the caller's own hold is removed, never a later holder's        Locks/UnlockTwice, Locks/Exclusion
+//	D101  a second Unlock returns nil                                              Locks/UnlockTwice, Locks/UnlockAfterLost
+//	D102  Unlock after the hold was lost reports ErrLeaseLost                      Locks/UnlockAfterLost, Operator/RevokedSession; other losses: ZK Locks/SessionExpiry
+//	Lock.Fence:
+//	D103  Fence is above every earlier holder's, in any store                      Locks/Exclusion, Locks/TryLock, Locks/LostOnClose
+//	D104  ... across restarts and purges, and never wraps                          Restart/Survives, Purge/Everything; a wrap is out of a test's reach:
+//	                                                                               ZK Locks/FenceFirstNotAlone (czxid)
+//	Lock.Lost:
+//	D105  Lost closes as soon as the holder cannot be sure it holds                Operator/RevokedSession (needs SessionEnder); network faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
+//	D106  ... and when the store closes                                            Locks/LostOnClose, Locks/LostBeforeGrant (rounds), Locks/UnlockAfterLost
+//	D107  Unlock does not close Lost                                               Locks/UnlockTwice
+//	SlotSeeder.SeedSlot:
+//	D108  SeedSlot makes a missing namespace; other settings: ErrConfigMismatch    Slots/Seed
+//	D109  ... raises fence to at least fence, next floor to at least nextFloor     Slots/Seed, Slots/HighFloor, History/SeedNeverLowers
+//	D110  nothing is ever lowered: seeding again is harmless                       Slots/Seed, History/SeedNeverLowers
+//	D111  a slot never used becomes a released slot, listed, whose next term       History/SeedNeverLowers (listed before a first term), Slots/Seed
+//	D112  ... gets the fence plus 1 and the next floor                             Slots/Seed, History/SeedNeverLowers
+//	D113  an expired term is ended first: its holder's Renew gives ErrLeaseLost    History/SeedAfterExpiry, Interleave/SeedRenew
+//	D114  ... the next term starts at the seeded floor, even above the ceiling     History/SeedAfterExpiry
+//	D115  a slot with a live term: ErrLocked, unchanged                            Slots/Seed, Interleave/SeedAcquire
+//	Purger:
+//	D116  Purge deletes everything the store keeps: a new store finds nothing      Purge/Everything
+//	D117  ... and returns what it deleted, one readable entry per thing            Purge/Everything
+//	D118  after a purge, lock and slot fences stay above every earlier one         Purge/Everything, History/PurgeKeepsSlotFences; ZK TestPurgeFences
+//	D118a a lock held or waited on: Purge gives ErrLocked and deletes nothing      Purge/Locked, Explore/Histories (Purge); postgres TestPurgeWhileWaiting, Interleave/PurgeLock
+//	D118b a slot term not released before its ceiling: ErrLocked, nothing deleted  Purge/LiveLease, Purge/LiveLeaseRace, Explore/Histories (Purge); TestPurgeLiveLease, Interleave/PurgeAcquire
+//	D118c a released slot's next floor ahead of the clock: ErrLocked, likewise     Purge/FloorAhead, Explore/Histories (Purge)
+//	D118d a driver whose slot clock is not the storage's keeps a slot              History/PurgeSlotFloor (by Suite.PurgeKeepsSlotFloor; 0 otherwise),
+//	      timestamp floor across purges: a slot first used after starts there      Explore/Histories (Purge)
+//	Connector:
+//	D119  Connector: Notify, then Connect once, before any other method            binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
+//	D120  Connect returns when ctx ends, wrapping ctx.Err() (and ErrUnavailable)   needs a silent server: package store TestOpenContextEndsWithItsContext;
+//	                                                                               ZK TestOpenContextEndsWithItsContext
+//	D121  a failed Connect is followed by Close                                    binds the portable layer: package store TestOpenContextEndsWithItsContext
+//	Pinger:
+//	D122  Pinger: Ping makes one round trip to the backend                         Capabilities/Ping; ZK Events/ConnectedAndPing
+//	Notifier:
+//	D123  Notifier: Notify once, before Connect and any other method               binds the portable layer: package store TestOpenContextConnectsAndRoutesDriverEvents
+//	D124  f is never called after Close returns, and does not block for long       needs faults to cause events: ZK TestEvents (every subtest closes its store)
+//	LostCause:
+//	D125  LostCause: once Lost is closed, LostErr says why                         needs a fault: ZK Events/LockLostLoggedWithCause
+//	SlotLeaseStore.Renew:
+//	D126  Renew, Release: only l's identity is taken; times from the record        Slots/ForgedLease; driver TestSlotForgedLease
+//	D127  ... times disagreeing with the term: ErrInvalidArgument, slot unchanged  Slots/ForgedLease; driver TestSlotForgedLease
+//	SlotLeaseStore.SealNamespace:
+//	D128  SealNamespace: every store's Acquire gives ErrSealed, own slot included  Slots/Seal
+//	D129  ... and Renew gives ErrSealed, the term's times unchanged                Slots/Seal; idgen TestSnowflakeStopsOnSeal
+//	D130  ... Release still works; listings show it Sealed; SeedSlot: ErrSealed    Slots/Seal
+//	D131  sealing twice is not an error; a missing namespace is created sealed     Slots/Seal
+//	D132  the seal is checked in the atomic step of Acquire's and Renew's write    Interleave/SealNamespace (rounds counted); Interleave/SealRace, SealRaceUncreated
+//	D133  Purge never forgets a seal: ErrSealed naming it, nothing deleted         Purge/Seals, Slots/Seal
+//	LayoutKeeper.KeepLayout:
+//	D134  LayoutKeeper: the first layout is recorded, creating the namespace       Slots/Layout
+//	D135  ... never replaced: later calls, any store, get it; settings, seal       Slots/Layout
+//	SlotLeaseStore.Acquire:
+//	D136  Acquire: a sealed namespace gives ErrSealed before settings are          Slots/Seal (Acquire with other settings, and in a namespace
+//	      compared                                                                 SealNamespace created with Limit 0, give ErrSealed)
+//	D137  Acquire: a missing namespace it created stays, even when the Acquire     the model of Explore/Histories (it creates before it searches);
+//	      ends ErrExhausted                                                        no check of its own: only a purge of fences at MaxInt64 reaches it
+//	Identifier:
+//	D138  Identifier: every store of one storage has one non-empty identity;       Capabilities/Identity
+//	      another storage another
+//	RangeLister.ListRanges:
+//	D139  RangeLister, Keys: every key once, sorted, whatever the page size,       Ranges/ListPages
+//	      also while keys are created
+//	LockLister.ListLocks:
+//	D140  LockLister: every lock name once, sorted, whatever the page size         Locks/ListPages
+//	RangeAdvancer.Advance:
+//	D141  RangeAdvancer: raises, never lowers, creates a missing key at the        Ranges/Advance
+//	      value, refuses a sealed key (ErrSealed), seen by every store
+//	LockSealer.SealLocks:
+//	D142  LockSealer SealLocks: every later Lock and TryLock gives ErrSealed;      Locks/Seal, Locks/SealRaiseQueued
+//	      a waiter queued before is never granted; the holder may unlock
+//	LockSealer.RaiseLockFences:
+//	D143  LockSealer RaiseLockFences: every later fence is above the floor;        Locks/RaiseFences, Locks/Seal (it unseals)
+//	      it lowers nothing, and unseals
+//	OptionCreate:
+//	D144  OptionCreate: create=false opens an existing store and creates and       Options/CreateFalse (or the option is refused as unknown)
+//	      writes nothing; a driver should accept it
+//	Store:
+//	D145  every answer of concurrent calls is one a single-copy store could give   Explore/Linearizable; random histories against the model:
+//	      (linearizable), and histories agree with the model                       Explore/Histories
+//	BackupMarker:
+//	D146  a marked copy opens only with create=false, and every write that         sqlite TestBackup (no kit check: only SQLite makes marked copies)
+//	      hands out or moves gives ErrSealed, until ClearBackupMark clears it
+//	LayoutKeeper.Layout:
+//	D147  Layout: the recorded layout, "" when none or the namespace is missing,   Slots/Layout
+//	      changing nothing, a sealed namespace's too
+//	LockSealer.LocksSealed:
+//	D148  LocksSealed: true once SealLocks sealed, after a purge too; false        Locks/Seal, Locks/RaiseFences
+//	      after RaiseLockFences
 //
 // Interleavings: each Interleave check starts a read-modify-write of one
 // store and another store's write at one instant, in rounds, and checks
@@ -194,7 +259,7 @@
 // SeedSlot and Acquire, SeedSlot and Renew, Purge and Acquire, Purge and
 // Lock; each is named above at the sentence it holds.
 //
-// S2, shape (17 sentences; docs/design.md, Contracts)
+// S2, shape (17 sentences; package store: Register, Open, Drivers, Error)
 //
 //	S2.1  module path and root package                                    not a driver's: go.mod
 //	S2.2  top-level files and folders                                     not a driver's: the repository
@@ -240,9 +305,9 @@
 //	S4.1  a namespace: a single segment, limit slots, a tolerance       Slots/InvalidArguments, Slots/ConcurrentAcquire, Slots/Exhaustion
 //	S4.2  an owner key is a single segment                              Slots/InvalidArguments
 //	S4.3  an incarnation is one run; random per Open, after any label   Slots/Reclaim, Slots/SameIncarnation; the default: package store (Open)
-//	S4.4  times are milliseconds in the store's clock                   every Acquire and Renew (lease checks)
+//	S4.4  times are milliseconds in the store's clock                   Slots/FirstTerm, Slots/Renew (the lease checks of every Acquire and Renew)
 //	S4.5  a Lease carries namespace, slot, owner, incarnation, fence,   every Acquire (lease checks), Slots/Listing
-//
+//	      ttl, tolerance, floor, expiresAt, ceiling
 //	S4.6  options: preferred, ttl (default 60s), reclaim (default off)  Slots/ChoiceOrder, Slots/FirstTerm (zero ttl), Slots/Reclaim
 //	S4.7  order: owner's last slots, preferred, lowest free             Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
 //	      (an acquire alone; concurrent ones spread: D55)
@@ -268,7 +333,7 @@
 //	                                                                    History/SeedAfterExpiry
 //	S4.23 a slot never used: floor 0                                    Slots/FirstTerm
 //	S4.24 expiresAt = max(expiresMin, mtime+ttl),                       Slots/FirstTerm, every lease (fresh times), Slots/HighFloor
-//
+//	      ceiling = max(ceilingMin, expiresAt+tolerance)
 //	S4.25 a renew writes its times as lower bounds: no going back       Slots/RenewClockBack (needs ClockStepper); ZK Slots/NodeLayout
 //	S4.26 a new term writes expiresMin 0, ceilingMin floor              Slots/HighFloor, Slots/FirstTerm
 //	S4.27 settings fixed at creation; others: ErrConfigMismatch         Slots/ConfigMismatch
@@ -287,7 +352,7 @@
 //	S5.3  Unlock; Fence: 64-bit, grows with each holder, never wraps     Locks/Exclusion, Locks/TryLock, Locks/LostOnClose, Purge/Everything,
 //	                                                                     Restart/Survives
 //	S5.4  Lost closes when the holder cannot be sure (session expired,   store closed: Locks/LostOnClose, Locks/LostBeforeGrant;
-//	                                                                     faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
+//	      connection lost, store closed)                                 faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
 //	S5.5  fair: arrival order                                            Locks/FIFO, Locks/FIFOArrival
 //	S5.6  a waiter whose context ends leaves no trace                    Locks/Cancel, Locks/MiddleCancel, Locks/CancelAtGrant, Close/Locks
 //	S5.7  not reentrant: a second Lock by the same store waits           Locks/NotReentrant
@@ -302,6 +367,6 @@
 //	S5.15 the same rule bounds anything else trusting an ephemeral node  the driver's means: no other such use today
 //	S5.16 lock parents may vanish; Locks lists names with a node now     Locks/Names
 //	S5.17 a lock fence never repeats across a restore under a store      Operator/RestoreLocks (needs Snapshotter)
-//	S5.18 a holder whose session the backend ended (revoked, killed)    Operator/RevokedSession (needs SessionEnder)
+//	S5.18 a holder whose session the backend ended (revoked, killed)     Operator/RevokedSession (needs SessionEnder)
 //	      learns Lost; its Unlock gives ErrLeaseLost
 package tck
