@@ -86,3 +86,39 @@ func TestWrittenBackUnsealedNamespace(t *testing.T) {
 		})
 	}
 }
+
+// A namespace row deleted by hand while its slots remain is not created
+// afresh, even by a store that never saw the namespace: the seal the row
+// may have carried is gone, so Acquire and SeedSlot give ErrCorrupt
+// (docs/design.md, Slot leases).
+func TestDeletedNamespaceRow(t *testing.T) {
+	for _, db := range databases(t) {
+		t.Run(db.name, func(t *testing.T) {
+			ctx := t.Context()
+			s, err := sqlstore.Open(ctx, db.db, db.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns := driver.Namespace{Name: "w", Limit: 2, Tolerance: time.Millisecond}
+			if _, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SealNamespace(ctx, ns.Name); err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, db, `DELETE FROM {p}cosid_namespace`)
+			fresh, err := sqlstore.Open(ctx, db.db, db.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := fresh.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "1", TTL: time.Minute})
+			if !errors.Is(err, driver.ErrCorrupt) {
+				t.Errorf("Acquire in namespace %s, sealed, then its row deleted by hand: slot %d fence %d, %v; want ErrCorrupt",
+					ns.Name, got.Slot, got.Fence, err)
+			}
+			if err := fresh.SeedSlot(ctx, ns, 1, 5, 5); !errors.Is(err, driver.ErrCorrupt) {
+				t.Errorf("SeedSlot in namespace %s, sealed, then its row deleted by hand: %v; want ErrCorrupt", ns.Name, err)
+			}
+		})
+	}
+}
