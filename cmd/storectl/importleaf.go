@@ -32,6 +32,8 @@ A key the store has already, at max_id or above, is left as it is (a
 rerun after a partial import is safe); one below max_id, or sealed, is
 refused (exit code 3) and named, the other keys imported: raise it with
 storectl advance. A biz_tag that is not a valid key is refused the same way.
+SIGINT or SIGTERM stops it after the biz_tag in hand: it says how many it
+did and what to run next (exit code 4).
 
   --leaf DSN        the Leaf database (required); its password is never printed
   --table NAME      the table (default leaf_alloc)
@@ -87,8 +89,14 @@ func runImportLeaf(ctx context.Context, e *env, args []string) error {
 	}
 	defer st.Close()
 	var refused []string
-	for _, r := range rows {
-		msg, err := importKey(ctx, st.Ranges(), r)
+	for i, r := range rows {
+		// A signal starts no further key; the one in hand finishes.
+		if sig, ok := interrupted(ctx); ok {
+			return interruptedf("%s: stopped after %d of %d biz_tags (those printed above, %d of them refused); "+
+				"each is either imported or untouched. Keep the instances stopped: the keys not imported yet "+
+				"would start at 0.\n%s", sig, i, len(rows), len(refused), rerunAdvice(e))
+		}
+		msg, err := importKey(context.WithoutCancel(ctx), st.Ranges(), r)
 		if err != nil {
 			if !errors.Is(err, errRefusedKey) {
 				return fmt.Errorf("biz_tag %q: %w (the keys before it are imported; run again to go on)", r.tag, err)

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cosid-go/store/internal/testing/mysqltest"
+)
+
+// TestImportLeafInterrupted: import-leaf of 3,000 biz_tags, SIGINT after
+// the 100th: exit code 4, the biz_tags printed are the keys imported and
+// no other key exists, the message says how many of how many, and its
+// command, run as printed, imports the rest. The signal lands mid-import
+// as in TestSealInterrupted: the test stops reading, and import-leaf
+// blocks on its full output pipe.
+func TestImportLeafInterrupted(t *testing.T) {
+	const tags = 3000
+	srv := mysqltest.Shared(t)
+	dsn := srv.DSN(srv.NewDatabase(t))
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows []string
+	for i := range tags {
+		rows = append(rows, fmt.Sprintf("('k%06d', %d, 1000)", i, 10*(i+1)))
+	}
+	for _, q := range []string{
+		"CREATE TABLE leaf_alloc (biz_tag varchar(128) NOT NULL, max_id bigint NOT NULL DEFAULT 1, step int NOT NULL, PRIMARY KEY (biz_tag))",
+		"INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES " + strings.Join(rows, ","),
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(t.TempDir(), "ids.db")}}
+	cmd := exec.CommandContext(t.Context(), storectlBinary(t), with(args("import-leaf", "--leaf", dsn, "--leaf-stopped"), dst.flags())...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	printed := 0
+	for lines.Scan() {
+		printed++
+		if strings.HasPrefix(lines.Text(), "k000100:") {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "k") {
+			printed++
+		}
+	}
+	err = cmd.Wait()
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("import-leaf after SIGINT: %v, want exit code %d\n%s", err, exitInterrupted, stderr.String())
+	}
+	if want := fmt.Sprintf("stopped after %d of %d biz_tags", printed, tags); !strings.Contains(stderr.String(), want) || printed >= tags {
+		t.Fatalf("import-leaf's message lacks %q:\n%s", want, stderr.String())
+	}
+	if got := len(keysOf(t, dst.open(t))); got != printed {
+		t.Fatalf("%d keys in the store after the interrupted import; %d biz_tags were printed", got, printed)
+	}
+	i := strings.Index(stderr.String(), "\n  storectl import-leaf ")
+	if i < 0 {
+		t.Fatalf("no command to run next:\n%s", stderr.String())
+	}
+	// As an operator pastes it into a shell: the DSN is quoted.
+	line, _, _ := strings.Cut(stderr.String()[i+3:], "\n")
+	newOperator(t).run(line).want(t, exitOK,
+		"k000000: already at 10", "k002999: initialised at 30000", "3000 biz_tags read from leaf_alloc, 0 refused")
+	if got := len(keysOf(t, dst.open(t))); got != tags {
+		t.Fatalf("%d keys after the rerun, want %d", got, tags)
+	}
+}
