@@ -30,12 +30,12 @@ type execer interface {
 // a whole transaction, rolled back, so it changed nothing.
 type db struct {
 	pool *sql.DB
-	h    *health
+	h    *sqlstore.Health
 	d    sqlstore.Dialect
 	q    *queries
 }
 
-func newDB(pool *sql.DB, h *health, d sqlstore.Dialect) db {
+func newDB(pool *sql.DB, h *sqlstore.Health, d sqlstore.Dialect) db {
 	return db{pool: pool, h: h, d: d, q: &queries{m: map[string]*query{}}}
 }
 
@@ -253,11 +253,7 @@ func (d db) retry(ctx context.Context, fn func() error) error {
 // check records the outcome with health and marks an error of no server
 // answering.
 func (d db) check(err error) error {
-	if err == nil || errors.Is(err, sqlstore.ErrNoRows) {
-		d.h.ok()
-		return err
-	}
-	return d.h.unavailable(err)
+	return d.h.Check(err)
 }
 
 // tx is one transaction of Tx, begun by its first statement.

@@ -4,11 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
@@ -16,51 +13,14 @@ import (
 	stdriver "github.com/cosid-go/store/driver"
 )
 
-// This file is what the store tells an operator, as the other drivers do:
-// connection state changes as driver events, and, when no server
-// answered, an error that says so (driver.ErrUnavailable).
+// What the store tells an operator (sqlstore.Health): connection state
+// changes as driver events, and, when no server answered, an error that
+// says so (driver.ErrUnavailable).
 
 var _ stdriver.Notifier = (*driverStore)(nil)
 
-// health follows whether the server answers, for events and errors.
-type health struct {
-	server string // host:port or socket, for messages
-	notify atomic.Pointer[func(stdriver.Event)]
-	down   atomic.Bool // the last statement failed for want of a server
-
-	mu      sync.Mutex
-	lastErr error // the last connection failure
-}
-
 // Notify sets the function the store reports events to (driver.Notifier).
-func (s *driverStore) Notify(f func(stdriver.Event)) { s.health.notify.Store(&f) }
-
-func (h *health) report(e stdriver.Event) {
-	if f := h.notify.Load(); f != nil {
-		(*f)(e)
-	}
-}
-
-// ok records an answer of the server: after a failure, a Connected event.
-func (h *health) ok() {
-	if h.down.Load() && h.down.CompareAndSwap(true, false) {
-		h.report(stdriver.Event{Kind: stdriver.Connected, Server: h.server})
-	}
-}
-
-// failed records err; a connection failure after answers is a
-// Disconnected event.
-func (h *health) failed(err error) {
-	if !connFailure(err) {
-		return
-	}
-	h.mu.Lock()
-	h.lastErr = err
-	h.mu.Unlock()
-	if h.down.CompareAndSwap(false, true) {
-		h.report(stdriver.Event{Kind: stdriver.Disconnected, Server: h.server, Err: err})
-	}
-}
+func (s *driverStore) Notify(f func(stdriver.Event)) { s.health.Notify(f) }
 
 // The server's error numbers that mean it is going away, not answering.
 const (
@@ -94,34 +54,3 @@ func connFailure(err error) bool {
 	}
 	return false
 }
-
-// unavailable returns err as an unavailableError (driver.ErrUnavailable,
-// and err) when it is a connection failure, or a context error while the
-// server has not answered since the last failure; otherwise err itself.
-func (h *health) unavailable(err error) error {
-	if err == nil || errors.Is(err, stdriver.ErrUnavailable) {
-		return err
-	}
-	h.failed(err)
-	ctxErr := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
-	if !connFailure(err) && !(ctxErr && h.down.Load()) {
-		return err
-	}
-	msg := "no MySQL server answered at " + h.server
-	h.mu.Lock()
-	if h.lastErr != nil && h.lastErr != err {
-		msg += " (last failure: " + h.lastErr.Error() + ")"
-	}
-	h.mu.Unlock()
-	return &unavailableError{msg: msg, err: err}
-}
-
-// unavailableError is driver.ErrUnavailable and err.
-type unavailableError struct {
-	msg string
-	err error
-}
-
-func (e *unavailableError) Error() string { return fmt.Sprintf("%s: %v", e.msg, e.err) }
-
-func (e *unavailableError) Unwrap() []error { return []error{stdriver.ErrUnavailable, e.err} }

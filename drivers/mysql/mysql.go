@@ -145,7 +145,7 @@ func init() { store.Register("mysql", fromOptions) }
 type driverStore struct {
 	*sqlstore.Store
 	pool   *sql.DB
-	health *health
+	health *sqlstore.Health
 }
 
 var (
@@ -174,7 +174,7 @@ func fromOptions(options map[string]string) (driver.Store, error) {
 // open opens the pool of c and the store on it; without c.create, only a
 // database with the tables is opened, and nothing is written.
 func open(ctx context.Context, c *config) (*driverStore, error) {
-	h := &health{server: c.server()}
+	h := sqlstore.NewHealth("MySQL", c.server(), connFailure)
 	conn, err := newConnector(c)
 	if err != nil {
 		return nil, err
@@ -182,7 +182,7 @@ func open(ctx context.Context, c *config) (*driverStore, error) {
 	if c.create {
 		unlock, err := setupLock(ctx, conn, c.database)
 		if err != nil {
-			return nil, h.unavailable(err)
+			return nil, h.Unavailable(err)
 		}
 		defer unlock()
 	}

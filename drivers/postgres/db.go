@@ -72,11 +72,7 @@ func (d db) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
 // check records the outcome with health and marks an error of no server
 // answering.
 func (d db) check(err error) error {
-	if err == nil || errors.Is(err, sqlstore.ErrNoRows) {
-		d.h.ok()
-		return err
-	}
-	return d.h.unavailable(err)
+	return d.h.Check(err)
 }
 
 type row struct {

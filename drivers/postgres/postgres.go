@@ -338,7 +338,7 @@ func newDriver(ctx context.Context, pool *pgxpool.Pool, cfg Options, create bool
 	}
 	d.Tables = lockTables
 	d.PurgeMore = func(ctx context.Context, tx sqlstore.Querier) ([]string, error) { return purgeLocks(ctx, tx, lq) }
-	h := &health{server: net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))}
+	h := &health{Health: sqlstore.NewHealth("PostgreSQL", net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))), connFailure)}
 	sqlOpen := sqlstore.Open
 	if !create {
 		sqlOpen = sqlstore.OpenExisting
