@@ -181,7 +181,7 @@ func BenchmarkManyLockHolders(b *testing.B) {
 				defer mu.Unlock()
 				var n int64
 				for _, d := range drivers {
-					n += d.lk.fired.Load()
+					n += d.sess.fired.Load()
 				}
 				return n
 			})

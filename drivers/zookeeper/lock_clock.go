@@ -24,9 +24,9 @@ var clockBase = bootclock.Now()
 
 // lockNow is the lock's clock: a duration since an arbitrary origin that
 // counts suspended time where the platform allows, or the clock a test set.
-func (lk *lockState) lockNow() time.Duration {
-	if lk.clock != nil {
-		return lk.clock()
+func (ss *lockSession) lockNow() time.Duration {
+	if ss.clock != nil {
+		return ss.clock()
 	}
 	return bootclock.Now() - clockBase
 }

@@ -57,25 +57,25 @@ func aliveUntil(t time.Duration, paired bool) time.Duration {
 }
 
 // confirmed records a request sent at sent (lockNow) in session sid that
-// the leader answered. Called with lk.mu held.
+// the leader answered. Called with sess.mu held.
 func (s *lockStore) confirmedLocked(sid int64, sent time.Duration) {
-	lk := &s.lk
-	if sid != lk.confirmSID {
-		lk.confirmSID, lk.recent, lk.latest, lk.deadline = sid, nil, 0, 0
+	ss := &s.sess
+	if sid != ss.confirmSID {
+		ss.confirmSID, ss.recent, ss.latest, ss.deadline = sid, nil, 0, 0
 	}
-	lk.confirmErr = nil
-	lk.latest = max(lk.latest, sent)
+	ss.confirmErr = nil
+	ss.latest = max(ss.latest, sent)
 	t := s.sessionTimeout()
 	best := sent + aliveUntil(t, false)
 	// The best partner is the latest request sent pairSpacing before; of
 	// those, only the latest is kept. Requests closer together than T/50
 	// are kept as the earliest of them (which only makes a deadline
 	// earlier), so a busy store keeps a few dozen entries, not one per Lock.
-	keep := lk.recent[:0]
-	for i, a := range lk.recent {
+	keep := ss.recent[:0]
+	for i, a := range ss.recent {
 		if sent-a >= pairSpacing(t) {
 			best = max(best, a+aliveUntil(t, true))
-			if i+1 < len(lk.recent) && sent-lk.recent[i+1] >= pairSpacing(t) {
+			if i+1 < len(ss.recent) && sent-ss.recent[i+1] >= pairSpacing(t) {
 				continue // superseded by a later partner
 			}
 		}
@@ -84,9 +84,9 @@ func (s *lockStore) confirmedLocked(sid int64, sent time.Duration) {
 	if len(keep) == 0 || sent-keep[len(keep)-1] >= t/50 {
 		keep = append(keep, sent)
 	}
-	lk.recent = keep
-	if best > lk.deadline {
-		lk.deadline = best
+	ss.recent = keep
+	if best > ss.deadline {
+		ss.deadline = best
 		s.armDeadlineLocked()
 	}
 }
@@ -109,54 +109,54 @@ func deadlineFrom(recent []time.Duration, latest, t time.Duration) time.Duration
 // well as later, and holds past it are lost at once. Confirmations sent
 // before the handshake still count: the session lived through them, and
 // the server counts the new timeout from the handshake or later. Called
-// with lk.mu held.
+// with sess.mu held.
 func (s *lockStore) rebaseLocked(sid int64) {
-	lk := &s.lk
-	if sid != lk.confirmSID || len(lk.recent) == 0 || lk.closing {
+	ss := &s.sess
+	if sid != ss.confirmSID || len(ss.recent) == 0 || ss.closing {
 		return
 	}
-	lk.deadline = deadlineFrom(lk.recent, lk.latest, s.sessionTimeout())
-	if lk.lockNow() >= lk.deadline {
+	ss.deadline = deadlineFrom(ss.recent, ss.latest, s.sessionTimeout())
+	if ss.lockNow() >= ss.deadline {
 		s.unconfirmedLocked()
 	}
 	s.armDeadlineLocked()
 	select {
-	case lk.confirmWake <- struct{}{}: // the loop's period follows T
+	case ss.confirmWake <- struct{}{}: // the loop's period follows T
 	default:
 	}
 }
 
 // confirmed is confirmedLocked for callers without the lock.
 func (s *lockStore) confirmed(sid int64, sent time.Duration) {
-	s.lk.mu.Lock()
-	defer s.lk.mu.Unlock()
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
 	s.confirmedLocked(sid, sent)
 }
 
 // liveLocked reports whether holds of session sid are proven alive now.
-func (lk *lockState) liveLocked(sid int64) bool {
-	return sid == lk.confirmSID && lk.lockNow() < lk.deadline
+func (ss *lockSession) liveLocked(sid int64) bool {
+	return sid == ss.confirmSID && ss.lockNow() < ss.deadline
 }
 
 // armDeadlineLocked sets the timer that loses every hold at the deadline.
 // It waits deadlineStep at most at a time and then looks at the lock's
 // clock again: Go's timers do not count time suspended (lock_clock.go).
 func (s *lockStore) armDeadlineLocked() {
-	lk := &s.lk
-	if lk.closing {
+	ss := &s.sess
+	if ss.closing {
 		return
 	}
-	lk.deadlineGen++
-	gen := lk.deadlineGen
-	if lk.deadlineTimer != nil {
-		lk.deadlineTimer.Stop()
+	ss.deadlineGen++
+	gen := ss.deadlineGen
+	if ss.deadlineTimer != nil {
+		ss.deadlineTimer.Stop()
 	}
-	lk.deadlineTimer = time.AfterFunc(min(lk.deadline-lk.lockNow(), deadlineStep), func() {
-		lk.mu.Lock()
-		defer lk.mu.Unlock()
+	ss.deadlineTimer = time.AfterFunc(min(ss.deadline-ss.lockNow(), deadlineStep), func() {
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
 		switch {
-		case gen != lk.deadlineGen || lk.closing:
-		case lk.lockNow() >= lk.deadline:
+		case gen != ss.deadlineGen || ss.closing:
+		case ss.lockNow() >= ss.deadline:
 			s.unconfirmedLocked()
 		default:
 			s.armDeadlineLocked()
@@ -165,13 +165,13 @@ func (s *lockStore) armDeadlineLocked() {
 }
 
 // loseIfPastDeadline does the deadline timer's work now if the deadline
-// has passed and n is still held (see zkLock.Lost).
+// has passed and n is still held (see lockHold.Lost).
 func (s *lockStore) loseIfPastDeadline(n *lockNode) {
-	lk := &s.lk
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if n.phase == held && n.lostErr == nil && !lk.closing &&
-		n.sid == lk.confirmSID && lk.lockNow() >= lk.deadline {
+	ss := &s.sess
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if n.phase == held && n.lostErr == nil && !ss.closing &&
+		n.sid == ss.confirmSID && ss.lockNow() >= ss.deadline {
 		s.unconfirmedLocked()
 	}
 }
@@ -180,38 +180,38 @@ func (s *lockStore) loseIfPastDeadline(n *lockNode) {
 // leader by now. Each node is removed in the background, in case the
 // session lives on.
 func (s *lockStore) unconfirmedLocked() {
-	lk := &s.lk
+	ss := &s.sess
 	why := fmt.Errorf("zookeeper: session not confirmed through the leader for the session timeout (%v) less a margin", s.sessionTimeout())
-	if lk.confirmErr != nil {
+	if ss.confirmErr != nil {
 		why = fmt.Errorf("zookeeper: session not confirmed through the leader for the session timeout (%v) less a margin; the last confirmation failed: %w",
-			s.sessionTimeout(), lk.confirmErr)
+			s.sessionTimeout(), ss.confirmErr)
 	}
-	for n := range lk.nodes {
+	for n := range ss.nodes {
 		if n.phase == held {
-			lk.lose(n, why, false)
+			ss.lose(n, why, false)
 			s.removeLostLocked(n)
 		}
 	}
 }
 
 // startConfirmingLocked starts the loop if a hold exists and it is not
-// running. Called with lk.mu held, after a hold was marked.
+// running. Called with sess.mu held, after a hold was marked.
 func (s *lockStore) startConfirmingLocked() {
-	lk := &s.lk
-	if lk.confirming || lk.stopped || lk.closing {
+	ss := &s.sess
+	if ss.confirming || ss.stopped || ss.closing {
 		return
 	}
-	lk.confirming = true
-	if lk.confirmWake == nil {
-		lk.confirmWake = make(chan struct{}, 1)
+	ss.confirming = true
+	if ss.confirmWake == nil {
+		ss.confirmWake = make(chan struct{}, 1)
 	}
-	lk.wg.Add(1)
+	ss.wg.Add(1)
 	go s.confirmLoop()
 }
 
 // holdsLocked reports whether the store holds a lock.
-func (lk *lockState) holdsLocked() bool {
-	for n := range lk.nodes {
+func (ss *lockSession) holdsLocked() bool {
+	for n := range ss.nodes {
 		if n.phase == held && n.lostErr == nil && !n.releasing {
 			return true
 		}
@@ -221,27 +221,27 @@ func (lk *lockState) holdsLocked() bool {
 
 // confirmLoop sends confirming writes while the store holds a lock.
 func (s *lockStore) confirmLoop() {
-	lk := &s.lk
-	defer lk.wg.Done()
-	bg := lk.background()
+	ss := &s.sess
+	defer ss.wg.Done()
+	bg := ss.background()
 	for {
-		lk.mu.Lock()
-		if !lk.holdsLocked() || lk.closing {
-			lk.confirming = false
-			lk.mu.Unlock()
+		ss.mu.Lock()
+		if !ss.holdsLocked() || ss.closing {
+			ss.confirming = false
+			ss.mu.Unlock()
 			return
 		}
 		var last time.Duration
-		if len(lk.recent) > 0 {
-			last = lk.recent[len(lk.recent)-1]
+		if len(ss.recent) > 0 {
+			last = ss.recent[len(ss.recent)-1]
 		}
 		// Every pairSpacing; sooner while the deadline is less than T/4
 		// away (after a lone confirmation), so each confirmation has T/4
 		// to come back before the holds are lost.
 		t := s.sessionTimeout()
-		wait := min(last+pairSpacing(t), lk.deadline-t/4) - lk.lockNow()
-		wake := lk.confirmWake
-		lk.mu.Unlock()
+		wait := min(last+pairSpacing(t), ss.deadline-t/4) - ss.lockNow()
+		wake := ss.confirmWake
+		ss.mu.Unlock()
 		if wait <= 0 {
 			s.confirmOnce(bg.Done())
 			continue
@@ -262,9 +262,9 @@ func (s *lockStore) confirmLoop() {
 // (the deadline timer, not this loop, decides when holds are lost).
 func (s *lockStore) confirmOnce(stop <-chan struct{}) {
 	sid := s.conn.SessionID()
-	nodes := s.lk.heldNodes(sid)
+	nodes := s.sess.heldNodes(sid)
 	if len(nodes) > 0 {
-		sent := s.lk.lockNow()
+		sent := s.sess.lockNow()
 		res, err := s.confirmRequest(nodes)
 		if err == nil && sid != 0 && s.conn.SessionID() == sid {
 			s.confirmed(sid, sent)
@@ -290,11 +290,11 @@ const confirmChecks = 64
 // heldNodes returns up to confirmChecks of the store's holds of session
 // sid, a different choice each time (map order), so that every hold's node
 // is checked in turn.
-func (lk *lockState) heldNodes(sid int64) []*lockNode {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
+func (ss *lockSession) heldNodes(sid int64) []*lockNode {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	var out []*lockNode
-	for n := range lk.nodes {
+	for n := range ss.nodes {
 		if len(out) == confirmChecks {
 			break
 		}
@@ -315,11 +315,11 @@ func (lk *lockState) heldNodes(sid int64) []*lockNode {
 // a new leader and expired the session.
 func (s *lockStore) confirmRequest(nodes []*lockNode) ([]zk.MultiResponse, error) {
 	ops := make([]any, len(nodes))
-	s.lk.mu.Lock()
+	s.sess.mu.Lock()
 	for i, n := range nodes {
 		ops[i] = &zk.CheckVersionRequest{Path: n.path, Version: -1}
 	}
-	s.lk.mu.Unlock()
+	s.sess.mu.Unlock()
 	return s.conn.Multi(ops...)
 }
 
@@ -328,10 +328,10 @@ func (s *lockStore) confirmRequest(nodes []*lockNode) ([]zk.MultiResponse, error
 // at once. A refusal is kept to name in the cause of a loss at the deadline:
 // the server answered, but answers nothing that proves the session alive.
 func (s *lockStore) confirmFailed(nodes []*lockNode, res []zk.MultiResponse, err error) {
-	lk := &s.lk
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	lk.confirmErr = err
+	ss := &s.sess
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.confirmErr = err
 	for i, r := range res {
 		if i >= len(nodes) {
 			break
@@ -341,12 +341,12 @@ func (s *lockStore) confirmFailed(nodes []*lockNode, res []zk.MultiResponse, err
 		case errors.Is(r.Error, zk.ErrNoNode):
 			// Unless Unlock deleted it meanwhile.
 			if n.lostErr == nil && n.phase == held && !n.releasing {
-				lk.lose(n, fmt.Errorf("zookeeper: lock %q: its node %s was deleted, not by this store: %w", n.name, n.path, driver.ErrLeaseLost), false)
+				ss.lose(n, fmt.Errorf("zookeeper: lock %q: its node %s was deleted, not by this store: %w", n.name, n.path, driver.ErrLeaseLost), false)
 				s.removeLostLocked(n)
 			}
-			lk.confirmErr = nil
+			ss.confirmErr = nil
 		case errors.Is(r.Error, zk.ErrNoAuth):
-			lk.confirmErr = noReadError(n, r.Error)
+			ss.confirmErr = noReadError(n, r.Error)
 			return
 		}
 	}
@@ -359,11 +359,11 @@ func noReadError(n *lockNode, err error) error {
 }
 
 // stopConfirmingLocked stops the deadline timer (Close).
-func (lk *lockState) stopConfirmingLocked() {
-	lk.deadlineGen++
-	if lk.deadlineTimer != nil {
-		lk.deadlineTimer.Stop()
-		lk.deadlineTimer = nil
+func (ss *lockSession) stopConfirmingLocked() {
+	ss.deadlineGen++
+	if ss.deadlineTimer != nil {
+		ss.deadlineTimer.Stop()
+		ss.deadlineTimer = nil
 	}
 }
 
@@ -372,13 +372,13 @@ func (lk *lockState) stopConfirmingLocked() {
 // (a check of its own node) first. An uncontended Lock is granted on its
 // create's confirmation, with no extra round trip.
 func (s *lockStore) ensureLive(ctx context.Context, n *lockNode) error {
-	s.lk.mu.Lock()
-	live := s.lk.liveLocked(n.sid)
-	s.lk.mu.Unlock()
+	s.sess.mu.Lock()
+	live := s.sess.liveLocked(n.sid)
+	s.sess.mu.Unlock()
 	if live {
 		return nil
 	}
-	sent := s.lk.lockNow()
+	sent := s.sess.lockNow()
 	res, err := call(ctx, s, func() ([]zk.MultiResponse, error) { return s.confirmRequest([]*lockNode{n}) })
 	switch {
 	case err == nil:

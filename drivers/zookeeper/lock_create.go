@@ -37,11 +37,11 @@ func (s *lockStore) createNode(n *lockNode, prefix string) (path string, czxid i
 	// The check of the root's version: the locks were not sealed, and
 	// their fence offset was n.offset, when the node was created
 	// (lock_seal.go). Its failure fails the whole multi: nothing created.
-	check, offset := s.lk.root.check(s.lockRootPath())
-	s.lk.mu.Lock()
+	check, offset := s.sess.root.check(s.lockRootPath())
+	s.sess.mu.Lock()
 	n.offset, n.checked = offset, check
-	s.lk.mu.Unlock()
-	if !s.lk.plainCreate.Load() {
+	s.sess.mu.Unlock()
+	if !s.sess.plainCreate.Load() {
 		ops := []any{
 			&zk.CreateRequest{Path: prefix, Data: []byte(n.owner), Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence},
 			&zk.SetDataRequest{Path: n.parent, Data: nil, Version: -1}}
@@ -56,7 +56,7 @@ func (s *lockStore) createNode(n *lockNode, prefix string) (path string, czxid i
 			// Not what a server answers; the node exists, its fence is read.
 			return res[0].String, 0, nil
 		case len(res) > 2:
-			if err := s.lk.root.checkFailed(res[2].Error); err != nil {
+			if err := s.sess.root.checkFailed(res[2].Error); err != nil {
 				return "", 0, err
 			}
 		}
@@ -65,7 +65,7 @@ func (s *lockStore) createNode(n *lockNode, prefix string) (path string, czxid i
 		}
 		// The setData was refused, not the create (the multi names the op
 		// that failed): the ACL lacks the write permission.
-		s.lk.plainCreate.Store(true)
+		s.sess.plainCreate.Store(true)
 	}
 	if check == nil {
 		path, err = s.conn.Create(prefix, []byte(n.owner), zk.FlagEphemeral|zk.FlagSequence, s.acl)
@@ -76,7 +76,7 @@ func (s *lockStore) createNode(n *lockNode, prefix string) (path string, czxid i
 		return res[0].String, 0, nil
 	}
 	if len(res) > 1 {
-		if err := s.lk.root.checkFailed(res[1].Error); err != nil {
+		if err := s.sess.root.checkFailed(res[1].Error); err != nil {
 			return "", 0, err
 		}
 	}
@@ -124,7 +124,7 @@ func (s *lockStore) createLockNode(ctx context.Context, n *lockNode) (<-chan lis
 	if err != nil {
 		return nil, err
 	}
-	s.lk.setSession(n, sid)
+	s.sess.setSession(n, sid)
 	for {
 		if s.conn.SessionID() != n.sid {
 			return nil, fmt.Errorf("the session changed before the create: %w", errRequeue)
@@ -146,7 +146,7 @@ func (s *lockStore) createLockNode(ctx context.Context, n *lockNode) (<-chan lis
 			}
 			continue
 		case err == nil:
-			if !s.lk.isConfirmed(n) {
+			if !s.sess.isConfirmed(n) {
 				return nil, fmt.Errorf("the session changed around the create: %w", errRequeue)
 			}
 			return early, nil
@@ -189,10 +189,10 @@ func (s *lockStore) sendCreate(ctx context.Context, n *lockNode, prefix string) 
 	if !s.enter() {
 		return nil, driver.ErrClosed
 	}
-	if s.lk.beforeCreate != nil {
-		s.lk.beforeCreate()
+	if s.sess.beforeCreate != nil {
+		s.sess.beforeCreate()
 	}
-	done := s.lk.startCreate(n)
+	done := s.sess.startCreate(n)
 	if done == nil {
 		s.calls.Done()
 		return nil, driver.ErrClosed
@@ -202,7 +202,7 @@ func (s *lockStore) sendCreate(ctx context.Context, n *lockNode, prefix string) 
 		written  chan struct{}
 		answered = make(chan struct{})
 	)
-	if s.wire != nil && !s.lk.plainCreate.Load() && s.enter() {
+	if s.wire != nil && !s.sess.plainCreate.Load() && s.enter() {
 		early = make(chan listing, 1)
 		written = s.wire.writes.add(n.guid)
 		go s.listBehindCreate(n, written, answered, early)
@@ -210,13 +210,13 @@ func (s *lockStore) sendCreate(ctx context.Context, n *lockNode, prefix string) 
 	answer := make(chan error, 1)
 	go func() {
 		defer s.calls.Done()
-		sent := s.lk.lockNow()
+		sent := s.sess.lockNow()
 		path, czxid, err := s.createNode(n, prefix)
 		if written != nil {
 			s.wire.writes.remove(n.guid, written)
 		}
 		close(answered)
-		s.lk.createAnswered(s, n, done, sent, path, czxid, err)
+		s.sess.createAnswered(s, n, done, sent, path, czxid, err)
 		answer <- err
 	}()
 	select {
@@ -274,8 +274,8 @@ func (s *lockStore) findLockNode(ctx context.Context, n *lockNode, a *attempts) 
 			best, bestSeq = k, seq
 		}
 	}
-	s.lk.mu.Lock()
-	defer s.lk.mu.Unlock()
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
 	n.twins = true
 	if best == "" {
 		return false, nil

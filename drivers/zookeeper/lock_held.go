@@ -11,10 +11,10 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-var _ driver.LostCause = (*zkLock)(nil)
+var _ driver.LostCause = (*lockHold)(nil)
 
-// zkLock is a held lock.
-type zkLock struct {
+// lockHold is a held lock.
+type lockHold struct {
 	s     *lockStore
 	n     *lockNode
 	fence int64
@@ -23,25 +23,25 @@ type zkLock struct {
 	unlocked bool
 }
 
-func (l *zkLock) Fence() int64 { return l.fence }
+func (l *lockHold) Fence() int64 { return l.fence }
 
 // Lost also looks at the deadline itself: in a process paused past it,
 // the timer that closes Lost runs at some point after the resume, in no
 // set order with the caller, who must not find the lock still held.
-func (l *zkLock) Lost() <-chan struct{} {
+func (l *lockHold) Lost() <-chan struct{} {
 	l.s.loseIfPastDeadline(l.n)
 	return l.n.lost
 }
 
 // LostErr says why the hold was lost, once Lost is closed
 // (driver.LostCause).
-func (l *zkLock) LostErr() error { return l.s.lk.lostErr(l.n) }
+func (l *lockHold) LostErr() error { return l.s.sess.lostErr(l.n) }
 
 // Unlock deletes the lock's own node, by its path (see removeLockNode), so
 // a retried or repeated Unlock can never remove a later holder's node. A
 // second call returns nil. If ctx ends before the delete is confirmed the
 // removal goes on in the background and Unlock reports ctx's error.
-func (l *zkLock) Unlock(ctx context.Context) error {
+func (l *lockHold) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.unlocked {
@@ -49,7 +49,7 @@ func (l *zkLock) Unlock(ctx context.Context) error {
 	}
 	l.unlocked = true
 	s, n := l.s, l.n
-	if why := s.lk.startRelease(n); why != nil {
+	if why := s.sess.startRelease(n); why != nil {
 		// A loss that left the node behind started its removal already.
 		return fmt.Errorf("zookeeper: lock %q was lost before Unlock (%v): %w", n.name, why, driver.ErrLeaseLost)
 	}
@@ -64,7 +64,7 @@ func (l *zkLock) Unlock(ctx context.Context) error {
 		case errors.Is(err, zk.ErrNoNode):
 			// Gone before this Unlock, and no loss was seen: the hold
 			// ended without the store knowing (deleted by hand?).
-			s.lk.unregister(n)
+			s.sess.unregister(n)
 			return fmt.Errorf("zookeeper: lock %q: node %s was gone before Unlock: %w", n.name, n.path, driver.ErrLeaseLost)
 		}
 		unknown = true
@@ -82,12 +82,12 @@ func (l *zkLock) Unlock(ctx context.Context) error {
 // releasedLockNode forgets a released node; if it may have twins, a
 // removal sweeps them.
 func (s *lockStore) releasedLockNode(n *lockNode) {
-	s.lk.mu.Lock()
+	s.sess.mu.Lock()
 	twins := n.twins
-	s.lk.mu.Unlock()
+	s.sess.mu.Unlock()
 	if twins {
 		s.abandonLockNode(n, 0)
 		return
 	}
-	s.lk.unregister(n)
+	s.sess.unregister(n)
 }

@@ -40,9 +40,9 @@ func (s *lockStore) lockChildren(ctx context.Context, parent string, a *attempts
 // their answer was lost. They are n's own, so deleting them harms nobody;
 // one that cannot be deleted now stays marked for n's removal to sweep.
 func (s *lockStore) removeTwins(ctx context.Context, n *lockNode, twins []string) {
-	s.lk.mu.Lock()
+	s.sess.mu.Lock()
 	n.twins = true
-	s.lk.mu.Unlock()
+	s.sess.mu.Unlock()
 	for _, t := range twins {
 		path := n.parent + "/" + t
 		if _, err := call(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(path, -1) }); err != nil {
@@ -56,11 +56,11 @@ func (s *lockStore) removeTwins(ctx context.Context, n *lockNode, twins []string
 // caller's, which may have ended. It waits up to wait for the removal,
 // which goes on in the background after that.
 func (s *lockStore) abandonLockNode(n *lockNode, wait time.Duration) {
-	if !s.lk.markAbandoned(n) {
+	if !s.sess.markAbandoned(n) {
 		return
 	}
-	done := s.lk.spawn(func() {
-		ctx, cancel := s.lk.cleanupContext()
+	done := s.sess.spawn(func() {
+		ctx, cancel := s.sess.cleanupContext()
 		defer cancel()
 		s.removeLockNode(ctx, n)
 	})
@@ -81,9 +81,9 @@ func (s *lockStore) abandonLockNode(n *lockNode, wait time.Duration) {
 // holds n's GUID and a sequence number the parent never gives again, so it
 // can only name n's own node.
 func (s *lockStore) removeLockNode(ctx context.Context, n *lockNode) {
-	path, inflight, _ := s.lk.nodeState(n)
+	path, inflight, _ := s.sess.nodeState(n)
 	if path == "" && inflight == nil {
-		s.lk.unregister(n)
+		s.sess.unregister(n)
 		return // no create was sent
 	}
 	if inflight != nil {
@@ -95,13 +95,13 @@ func (s *lockStore) removeLockNode(ctx context.Context, n *lockNode) {
 		select {
 		case <-inflight:
 		case <-ctx.Done():
-			s.lk.unregister(n)
+			s.sess.unregister(n)
 			return
 		}
 	}
-	defer s.lk.unregister(n)
+	defer s.sess.unregister(n)
 	for k := 0; ; k++ {
-		path, _, dead := s.lk.nodeState(n)
+		path, _, dead := s.sess.nodeState(n)
 		if dead {
 			return
 		}
@@ -126,11 +126,11 @@ func (s *lockStore) removeLockNode(ctx context.Context, n *lockNode) {
 // deleteLockNode deletes path, then, if its path is unknown or it may have
 // twins, every node with n's GUID.
 func (s *lockStore) deleteLockNode(ctx context.Context, n *lockNode, path string) error {
-	s.lk.mu.Lock()
+	s.sess.mu.Lock()
 	sweep := n.twins || path == ""
-	s.lk.mu.Unlock()
+	s.sess.mu.Unlock()
 	del := func(p string) error {
-		_, err := call(ctx, &s.lk, func() (struct{}, error) { return struct{}{}, s.conn.Delete(p, -1) })
+		_, err := call(ctx, &s.sess, func() (struct{}, error) { return struct{}{}, s.conn.Delete(p, -1) })
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -144,7 +144,7 @@ func (s *lockStore) deleteLockNode(ctx context.Context, n *lockNode, path string
 	if !sweep {
 		return nil
 	}
-	kids, err := call(ctx, &s.lk, func() ([]string, error) {
+	kids, err := call(ctx, &s.sess, func() ([]string, error) {
 		kids, _, err := s.conn.Children(n.parent)
 		return kids, err
 	})
@@ -167,14 +167,14 @@ func (s *lockStore) deleteLockNode(ctx context.Context, n *lockNode, path string
 // waitLockSession waits until the connection has a session, and returns its
 // ID for a node about to be created.
 func (s *lockStore) waitLockSession(ctx context.Context) (int64, error) {
-	lk := &s.lk
+	ss := &s.sess
 	for {
-		lk.mu.Lock()
-		if lk.sessionUp == nil {
-			lk.sessionUp = make(chan struct{})
+		ss.mu.Lock()
+		if ss.sessionUp == nil {
+			ss.sessionUp = make(chan struct{})
 		}
-		up := lk.sessionUp
-		lk.mu.Unlock()
+		up := ss.sessionUp
+		ss.mu.Unlock()
 		if sid := s.conn.SessionID(); sid != 0 && s.conn.State() == zk.StateHasSession {
 			return sid, nil
 		}

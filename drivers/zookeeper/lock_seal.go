@@ -124,7 +124,7 @@ func (s *lockStore) updateLockRoot(ctx context.Context, change func(lockRoot, *z
 		case err == nil:
 			next, err := parseLockRoot(s.lockRootPath(), data)
 			if err == nil {
-				s.lk.root.set(stat.Version, next)
+				s.sess.root.set(stat.Version, next)
 			}
 			return next, stat, err
 		case errors.Is(err, zk.ErrBadVersion):
@@ -263,7 +263,7 @@ func (c *lockRootCache) set(version int32, state lockRoot) {
 // sealed, after reading the node again (a create checked on a sealed
 // version would succeed); otherwise the create's check tells.
 func (s *lockStore) lockRootOpen(ctx context.Context, name string, a *attempts) error {
-	c := &s.lk.root
+	c := &s.sess.root
 	c.mu.Lock()
 	skip := c.noCheck || !c.known || !c.state.sealed // the create's check tells
 	c.mu.Unlock()
@@ -290,12 +290,12 @@ func (s *lockStore) readLockRoot(ctx context.Context, a *attempts) (lockRoot, er
 	r := rs[0]
 	switch {
 	case errors.Is(r.err, zk.ErrNoNode):
-		s.lk.root.forget()
+		s.sess.root.forget()
 		return lockRoot{}, nil
 	case errors.Is(r.err, zk.ErrNoAuth):
-		s.lk.root.mu.Lock()
-		s.lk.root.noCheck = true
-		s.lk.root.mu.Unlock()
+		s.sess.root.mu.Lock()
+		s.sess.root.noCheck = true
+		s.sess.root.mu.Unlock()
 		return lockRoot{}, nil
 	case r.err != nil:
 		return lockRoot{}, fmt.Errorf("zookeeper: read %s: %w", s.lockRootPath(), r.err)
@@ -304,7 +304,7 @@ func (s *lockStore) readLockRoot(ctx context.Context, a *attempts) (lockRoot, er
 	if err != nil {
 		return lockRoot{}, err
 	}
-	s.lk.root.set(r.stat.Version, st)
+	s.sess.root.set(r.stat.Version, st)
 	return st, nil
 }
 
@@ -313,9 +313,9 @@ func (s *lockStore) readLockRoot(ctx context.Context, a *attempts) (lockRoot, er
 // alone; if it is not, that the locks are not sealed, nor were since the
 // node's create (czxid) by a seal a raise undid.
 func (s *lockStore) stillOpen(ctx context.Context, n *lockNode, czxid int64, a *attempts) error {
-	s.lk.mu.Lock()
+	s.sess.mu.Lock()
 	check, name := n.checked, n.name
-	s.lk.mu.Unlock()
+	s.sess.mu.Unlock()
 	if check == nil {
 		return nil
 	}

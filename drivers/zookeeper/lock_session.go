@@ -27,9 +27,9 @@ func (s *lockStore) sessionEvent(state zk.State) {
 		// granted applies to the holds from now on.
 		sid, _ := s.handshake()
 		s.observeSession(true, sid, false)
-		s.lk.mu.Lock()
+		s.sess.mu.Lock()
 		s.rebaseLocked(sid)
-		s.lk.mu.Unlock()
+		s.sess.mu.Unlock()
 	case zk.StateExpired:
 		s.observeSession(false, 0, true)
 	default:
@@ -39,27 +39,27 @@ func (s *lockStore) sessionEvent(state zk.State) {
 
 // pollSession follows a caller's connection while the store has lock nodes.
 func (s *lockStore) pollSession() {
-	lk := &s.lk
-	defer lk.wg.Done()
+	ss := &s.sess
+	defer ss.wg.Done()
 	ticker := time.NewTicker(sessionPollInterval)
 	defer ticker.Stop()
-	bg := lk.background()
+	bg := ss.background()
 	for {
 		state, sid := s.conn.State(), s.conn.SessionID()
 		s.observeSession(state == zk.StateHasSession, sid, state == zk.StateExpired)
-		lk.mu.Lock()
-		if len(lk.nodes) == 0 || lk.closing {
-			lk.polling = false
-			lk.mu.Unlock()
+		ss.mu.Lock()
+		if len(ss.nodes) == 0 || ss.closing {
+			ss.polling = false
+			ss.mu.Unlock()
 			return
 		}
-		lk.mu.Unlock()
+		ss.mu.Unlock()
 		select {
 		case <-ticker.C:
 		case <-bg.Done():
-			lk.mu.Lock()
-			lk.polling = false
-			lk.mu.Unlock()
+			ss.mu.Lock()
+			ss.polling = false
+			ss.mu.Unlock()
 			return
 		}
 	}
@@ -68,36 +68,36 @@ func (s *lockStore) pollSession() {
 // observeSession applies one observation: a session sid (has), or none
 // (expired when the server said the session is gone).
 func (s *lockStore) observeSession(has bool, sid int64, expired bool) {
-	lk := &s.lk
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.closing {
+	ss := &s.sess
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closing {
 		return
 	}
 	if has {
 		// Nodes of any other session died with it.
-		for n := range lk.nodes {
+		for n := range ss.nodes {
 			if n.sid != 0 && n.sid != sid {
-				lk.lose(n, fmt.Errorf("zookeeper: session changed from %#x to %#x: %w", n.sid, sid, zk.ErrSessionExpired), true)
+				ss.lose(n, fmt.Errorf("zookeeper: session changed from %#x to %#x: %w", n.sid, sid, zk.ErrSessionExpired), true)
 				s.forgetDeadHoldLocked(n)
 			}
 		}
 		// Wake the calls waiting for a session, even without a transition
 		// seen: a poller can miss a gap shorter than its interval.
-		if lk.sessionUp != nil {
-			close(lk.sessionUp)
-			lk.sessionUp = nil
+		if ss.sessionUp != nil {
+			close(ss.sessionUp)
+			ss.sessionUp = nil
 		}
 		return
 	}
-	if lk.sessionDown != nil {
-		close(lk.sessionDown)
-		lk.sessionDown = nil
+	if ss.sessionDown != nil {
+		close(ss.sessionDown)
+		ss.sessionDown = nil
 	}
 	if expired {
-		for n := range lk.nodes {
+		for n := range ss.nodes {
 			if n.sid != 0 {
-				lk.lose(n, fmt.Errorf("zookeeper: session %#x expired: %w", n.sid, zk.ErrSessionExpired), true)
+				ss.lose(n, fmt.Errorf("zookeeper: session %#x expired: %w", n.sid, zk.ErrSessionExpired), true)
 				s.forgetDeadHoldLocked(n)
 			}
 		}
@@ -112,23 +112,23 @@ func (s *lockStore) forgetDeadHoldLocked(n *lockNode) {
 		return
 	}
 	if n.dead() {
-		delete(s.lk.nodes, n)
+		delete(s.sess.nodes, n)
 		return
 	}
 	s.removeLostLocked(n)
 }
 
-// removeLostLocked starts the removal of a lost hold. Called with lk.mu held.
+// removeLostLocked starts the removal of a lost hold. Called with sess.mu held.
 func (s *lockStore) removeLostLocked(n *lockNode) {
-	lk := &s.lk
-	if n.dead() || n.phase == abandoned || lk.stopped {
+	ss := &s.sess
+	if n.dead() || n.phase == abandoned || ss.stopped {
 		return
 	}
 	n.phase = abandoned
-	lk.wg.Add(1)
+	ss.wg.Add(1)
 	go func() {
-		defer lk.wg.Done()
-		ctx, cancel := lk.cleanupContext()
+		defer ss.wg.Done()
+		ctx, cancel := ss.cleanupContext()
 		defer cancel()
 		s.removeLockNode(ctx, n)
 	}()
@@ -139,18 +139,18 @@ func (s *lockStore) removeLostLocked(n *lockNode) {
 // removed, within a bound. A connection the store owns ends its session
 // when it closes, and the server removes the nodes.
 func (s *lockStore) closeLocks() {
-	lk := &s.lk
-	lk.mu.Lock()
-	lk.closing = true
-	lk.stopConfirmingLocked()
+	ss := &s.sess
+	ss.mu.Lock()
+	ss.closing = true
+	ss.stopConfirmingLocked()
 	var nodes []*lockNode
-	for n := range lk.nodes {
-		lk.lose(n, errors.New("zookeeper: store closed"), s.owned)
+	for n := range ss.nodes {
+		ss.lose(n, errors.New("zookeeper: store closed"), s.owned)
 		nodes = append(nodes, n)
 	}
-	lk.mu.Unlock()
+	ss.mu.Unlock()
 	if !s.owned && len(nodes) > 0 {
-		ctx, cancel := context.WithTimeout(lk.background(), min(2*s.sessionTimeout(), 10*time.Second))
+		ctx, cancel := context.WithTimeout(ss.background(), min(2*s.sessionTimeout(), 10*time.Second))
 		var wg sync.WaitGroup
 		for _, n := range nodes {
 			wg.Go(func() { s.removeLockNode(ctx, n) })
@@ -158,13 +158,13 @@ func (s *lockStore) closeLocks() {
 		wg.Wait()
 		cancel()
 	}
-	lk.mu.Lock()
-	lk.stopped = true
-	lk.mu.Unlock()
-	lk.background()
-	lk.bgCancel()
+	ss.mu.Lock()
+	ss.stopped = true
+	ss.mu.Unlock()
+	ss.background()
+	ss.bgCancel()
 }
 
 // waitLocks is Close's last step for locks: it waits for the goroutines
 // of lock cleanup, whose calls end once the connection closes.
-func (s *lockStore) waitLocks() { s.lk.wg.Wait() }
+func (s *lockStore) waitLocks() { s.sess.wg.Wait() }

@@ -41,12 +41,12 @@ var _ driver.Locker = (*lockStore)(nil)
 
 // lockStore is the store's driver.Locker: the queue of lock nodes below
 // (this file), the creates that join it (lock_create.go), its listings
-// (lock_list.go), the nodes it keeps and removes (lock_node.go), and lk,
+// (lock_list.go), the nodes it keeps and removes (lock_node.go), and sess,
 // which follows the session for the holds (lock_watch.go).
 type lockStore struct {
 	*session
 
-	lk lockState // lock nodes and the session as the Locker sees it (lock_watch.go)
+	sess lockSession // lock nodes and the session as the Locker sees it (lock_watch.go)
 }
 
 // errRequeue: the Lock call's node is gone or not trustworthy (its session
@@ -179,7 +179,7 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 		s.abandonLockNode(n, removal)
 		return nil, err
 	}
-	return &zkLock{s: s, n: n, fence: fence}, nil
+	return &lockHold{s: s, n: n, fence: fence}, nil
 }
 
 // awaitTurn waits until n is the first node and returns its czxid, the
@@ -191,9 +191,9 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 // and a predecessor already gone means looking again at once rather than
 // waiting for an event that will not come.
 func (s *lockStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, early <-chan listing) (int64, error) {
-	s.lk.mu.Lock()
+	s.sess.mu.Lock()
 	own, fence := n.path[len(n.parent)+1:], n.czxid
-	s.lk.mu.Unlock()
+	s.sess.mu.Unlock()
 	_, mySeq, ok := parseLockNode(own)
 	if !ok {
 		return 0, fmt.Errorf("zookeeper: the server named the lock node %q, not as asked", n.path)
@@ -247,9 +247,9 @@ func (s *lockStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, early
 			if err := s.markHeld(n); err != nil {
 				return 0, err
 			}
-			s.lk.mu.Lock()
+			s.sess.mu.Lock()
 			offset := n.offset
-			s.lk.mu.Unlock()
+			s.sess.mu.Unlock()
 			return offsetFence(n.name, fence, offset)
 		}
 		waited = true
@@ -330,7 +330,7 @@ func queuePlace(kids []string, own, guid string, mySeq int32) queue {
 
 // lockUsable reports why n can no longer become a hold, or nil.
 func (s *lockStore) lockUsable(n *lockNode) error {
-	why := s.lk.lostErr(n)
+	why := s.sess.lostErr(n)
 	switch {
 	case why == nil && s.conn.SessionID() == n.sid:
 		return nil

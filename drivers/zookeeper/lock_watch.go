@@ -33,8 +33,8 @@ var monoBase = time.Now()
 
 func monoNow() time.Duration { return time.Since(monoBase) }
 
-// lockState is the Locker's part of a Store. The zero value is ready.
-type lockState struct {
+// lockSession is the Locker's part of a Store. The zero value is ready.
+type lockSession struct {
 	plainCreate atomic.Bool   // the ACL refused the create's setData once (lock_create.go)
 	root        lockRootCache // the root's version, seal and fence offset as last read (lock_seal.go)
 
@@ -75,7 +75,7 @@ type lockNode struct {
 	owner  string
 	sid    int64 // the session the node belongs to, set before the first create is sent
 
-	// Guarded by lockState.mu.
+	// Guarded by lockSession.mu.
 	path      string                  // "" until the create answered or the node was found
 	czxid     int64                   // the node's, from the create's answer; 0 if unknown
 	offset    int64                   // the locks' fence offset its create checked (lock_seal.go)
@@ -91,7 +91,7 @@ type lockNode struct {
 }
 
 // dead reports a node known to have died with its session: nothing to
-// delete. Called with lockState.mu held.
+// delete. Called with lockSession.mu held.
 func (n *lockNode) dead() bool { return n.gone && n.confirmed && !n.twins }
 
 type nodePhase int
@@ -102,9 +102,9 @@ const (
 	abandoned                  // a removal runs
 )
 
-func (lk *lockState) background() context.Context {
-	lk.bgOnce.Do(func() { lk.bg, lk.bgCancel = context.WithCancel(context.Background()) })
-	return lk.bg
+func (ss *lockSession) background() context.Context {
+	ss.bgOnce.Do(func() { ss.bg, ss.bgCancel = context.WithCancel(context.Background()) })
+	return ss.bg
 }
 
 // cleanupContext is a removal's: it ends only when Close is done with lock
@@ -113,38 +113,38 @@ func (lk *lockState) background() context.Context {
 // session a new timeout), so a node given up on could stay, and block its
 // lock, for as long as the store lives. A removal ends once its node is
 // deleted or known dead with its session.
-func (lk *lockState) cleanupContext() (context.Context, context.CancelFunc) {
-	return context.WithCancel(lk.background())
+func (ss *lockSession) cleanupContext() (context.Context, context.CancelFunc) {
+	return context.WithCancel(ss.background())
 }
 
 // The lock cleanup is a callGroup of its own (see call): a removal is
 // counted for Close separately, and it does not stop when Close begins,
 // only when its context ends.
 
-func (lk *lockState) goCall(fn func()) bool {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.stopped {
+func (ss *lockSession) goCall(fn func()) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.stopped {
 		return false
 	}
-	lk.wg.Add(1)
+	ss.wg.Add(1)
 	go func() {
-		defer lk.wg.Done()
+		defer ss.wg.Done()
 		fn()
 	}()
 	return true
 }
 
-func (lk *lockState) callEnd() <-chan struct{} { return nil }
+func (ss *lockSession) callEnd() <-chan struct{} { return nil }
 
-func (lk *lockState) ctxErr(err error, _ time.Duration) error { return err }
+func (ss *lockSession) ctxErr(err error, _ time.Duration) error { return err }
 
 // spawn runs f in a goroutine Close waits for, unless Close is done with
 // lock cleanup; the returned channel closes when f returns (at once if f
 // did not run).
-func (lk *lockState) spawn(f func()) <-chan struct{} {
+func (ss *lockSession) spawn(f func()) <-chan struct{} {
 	done := make(chan struct{})
-	if !lk.goCall(func() {
+	if !ss.goCall(func() {
 		defer close(done)
 		f()
 	}) {
@@ -162,10 +162,10 @@ func (s *lockStore) registerLockNode(name, owner string) (*lockNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	lk := &s.lk
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.closing {
+	ss := &s.sess
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closing {
 		return nil, driver.ErrClosed
 	}
 	n := &lockNode{
@@ -175,34 +175,34 @@ func (s *lockStore) registerLockNode(name, owner string) (*lockNode, error) {
 		owner:  owner,
 		lost:   make(chan struct{}),
 	}
-	if lk.nodes == nil {
-		lk.nodes = map[*lockNode]struct{}{}
+	if ss.nodes == nil {
+		ss.nodes = map[*lockNode]struct{}{}
 	}
-	lk.nodes[n] = struct{}{}
-	if s.wire == nil && !lk.polling {
-		lk.polling = true
-		lk.wg.Add(1) // not stopped: closing is set first, under mu
+	ss.nodes[n] = struct{}{}
+	if s.wire == nil && !ss.polling {
+		ss.polling = true
+		ss.wg.Add(1) // not stopped: closing is set first, under mu
 		go s.pollSession()
 	}
 	return n, nil
 }
 
-func (lk *lockState) unregister(n *lockNode) {
-	lk.mu.Lock()
-	delete(lk.nodes, n)
-	lk.mu.Unlock()
+func (ss *lockSession) unregister(n *lockNode) {
+	ss.mu.Lock()
+	delete(ss.nodes, n)
+	ss.mu.Unlock()
 }
 
 // sessionLoss returns a channel closed once the connection loses its
 // session, or ErrUnavailable if it has none now (TryLock).
 func (s *lockStore) sessionLoss() (<-chan struct{}, error) {
-	lk := &s.lk
-	lk.mu.Lock()
-	if lk.sessionDown == nil {
-		lk.sessionDown = make(chan struct{})
+	ss := &s.sess
+	ss.mu.Lock()
+	if ss.sessionDown == nil {
+		ss.sessionDown = make(chan struct{})
 	}
-	down := lk.sessionDown
-	lk.mu.Unlock()
+	down := ss.sessionDown
+	ss.mu.Unlock()
 	// Looked at after the channel was taken: a loss from now on closes it.
 	if st := s.conn.State(); st != zk.StateHasSession || s.conn.SessionID() == 0 {
 		return nil, fmt.Errorf("the connection has no session now (state %v): %w", st, driver.ErrUnavailable)
@@ -211,20 +211,20 @@ func (s *lockStore) sessionLoss() (<-chan struct{}, error) {
 }
 
 // setSession fixes the session of a node whose create has not been sent.
-func (lk *lockState) setSession(n *lockNode, sid int64) {
-	lk.mu.Lock()
+func (ss *lockSession) setSession(n *lockNode, sid int64) {
+	ss.mu.Lock()
 	n.sid = sid
-	lk.mu.Unlock()
+	ss.mu.Unlock()
 }
 
 // startCreate notes a create in flight; createAnswered ends it.
 // It refuses (nil) once Close began: closeLocks has then collected the
 // nodes to remove, and on a caller's connection a create sent now would
 // leave a node in a session that outlives the store.
-func (lk *lockState) startCreate(n *lockNode) chan struct{} {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.closing {
+func (ss *lockSession) startCreate(n *lockNode) chan struct{} {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closing {
 		return nil
 	}
 	n.inflight = make(chan struct{})
@@ -238,10 +238,10 @@ func (lk *lockState) startCreate(n *lockNode) chan struct{} {
 //
 // A create is a write, so the leader answered it: it confirms the session
 // as of sent (see lock_confirm.go).
-func (lk *lockState) createAnswered(s *lockStore, n *lockNode, done chan struct{}, sent time.Duration, path string, czxid int64, err error) {
+func (ss *lockSession) createAnswered(s *lockStore, n *lockNode, done chan struct{}, sent time.Duration, path string, czxid int64, err error) {
 	sid := s.conn.SessionID()
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	if err == nil {
 		n.path, n.czxid = path, czxid
 		n.confirmed = sid == n.sid
@@ -252,22 +252,22 @@ func (lk *lockState) createAnswered(s *lockStore, n *lockNode, done chan struct{
 	close(done)
 }
 
-func (lk *lockState) isConfirmed(n *lockNode) bool {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
+func (ss *lockSession) isConfirmed(n *lockNode) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	return n.confirmed
 }
 
 // nodeState returns what a removal needs to know of n.
-func (lk *lockState) nodeState(n *lockNode) (path string, inflight chan struct{}, dead bool) {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
+func (ss *lockSession) nodeState(n *lockNode) (path string, inflight chan struct{}, dead bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	return n.path, n.inflight, n.dead()
 }
 
 // lose closes n's Lost with why; gone says the node died with it.
-// Called with lk.mu held.
-func (lk *lockState) lose(n *lockNode, why error, gone bool) {
+// Called with sess.mu held.
+func (ss *lockSession) lose(n *lockNode, why error, gone bool) {
 	if gone {
 		n.gone = true
 	}
@@ -279,9 +279,9 @@ func (lk *lockState) lose(n *lockNode, why error, gone bool) {
 
 // startRelease marks n as being deleted by Unlock, unless it was lost:
 // then it returns why.
-func (lk *lockState) startRelease(n *lockNode) error {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
+func (ss *lockSession) startRelease(n *lockNode) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	if n.lostErr == nil {
 		n.releasing = true
 	}
@@ -289,9 +289,9 @@ func (lk *lockState) startRelease(n *lockNode) error {
 }
 
 // lostErr returns why n was lost, or nil.
-func (lk *lockState) lostErr(n *lockNode) error {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
+func (ss *lockSession) lostErr(n *lockNode) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	return n.lostErr
 }
 
@@ -299,15 +299,15 @@ func (lk *lockState) lostErr(n *lockNode) error {
 // not proven alive through the leader now (see ensureLive): then the Lock
 // call starts again.
 func (s *lockStore) markHeld(n *lockNode) error {
-	lk := &s.lk
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
+	ss := &s.sess
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	switch {
-	case lk.closing:
+	case ss.closing:
 		return driver.ErrClosed
 	case n.lostErr != nil:
 		return fmt.Errorf("%v: %w", n.lostErr, errRequeue)
-	case !lk.liveLocked(n.sid):
+	case !ss.liveLocked(n.sid):
 		return fmt.Errorf("the session was not confirmed through the leader in time: %w", errRequeue)
 	}
 	n.phase = held
@@ -316,9 +316,9 @@ func (s *lockStore) markHeld(n *lockNode) error {
 }
 
 // markAbandoned hands n to a removal; it returns false if one runs already.
-func (lk *lockState) markAbandoned(n *lockNode) bool {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
+func (ss *lockSession) markAbandoned(n *lockNode) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	if n.phase == abandoned {
 		return false
 	}

@@ -26,10 +26,10 @@ type sharedWatch struct {
 // for a sequential name never comes, on the server and in go-zookeeper,
 // for the session's lifetime.
 func (s *lockStore) watchLockNode(ctx context.Context, path string, a *attempts) (<-chan struct{}, error) {
-	lk := &s.lk
-	lk.mu.Lock()
-	w := lk.watches[path]
-	lk.mu.Unlock()
+	ss := &s.sess
+	ss.mu.Lock()
+	w := ss.watches[path]
+	ss.mu.Unlock()
 	if w != nil {
 		return w.fired, nil
 	}
@@ -53,35 +53,35 @@ func (s *lockStore) watchLockNode(ctx context.Context, path string, a *attempts)
 // shareWatch records go-zookeeper's channel ch for path, unless another
 // call recorded one meanwhile (both fire on the same change).
 func (s *lockStore) shareWatch(path string, ch <-chan zk.Event) <-chan struct{} {
-	lk := &s.lk
-	bg := lk.background()
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if w := lk.watches[path]; w != nil {
+	ss := &s.sess
+	bg := ss.background()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if w := ss.watches[path]; w != nil {
 		return w.fired
 	}
 	w := &sharedWatch{fired: make(chan struct{})}
-	if lk.stopped {
+	if ss.stopped {
 		close(w.fired)
 		return w.fired
 	}
-	if lk.watches == nil {
-		lk.watches = map[string]*sharedWatch{}
+	if ss.watches == nil {
+		ss.watches = map[string]*sharedWatch{}
 	}
-	lk.watches[path] = w
-	lk.wg.Add(1)
+	ss.watches[path] = w
+	ss.wg.Add(1)
 	go func() {
-		defer lk.wg.Done()
+		defer ss.wg.Done()
 		select {
 		case <-ch:
-			lk.fired.Add(1)
+			ss.fired.Add(1)
 		case <-bg.Done():
 		}
-		lk.mu.Lock()
-		if lk.watches[path] == w {
-			delete(lk.watches, path)
+		ss.mu.Lock()
+		if ss.watches[path] == w {
+			delete(ss.watches, path)
 		}
-		lk.mu.Unlock()
+		ss.mu.Unlock()
 		close(w.fired)
 	}()
 	return w.fired

@@ -147,7 +147,7 @@ func TestLockConfirmationStuck(t *testing.T) {
 			select {
 			case lostAt := <-lost:
 				t.Logf("A lost at %v, B granted at %v after the stuck confirmation: margin %v (A's cause: %v)",
-					lostAt-stuckAt, grantAt-stuckAt, grantAt-lostAt, la.(*zkLock).LostErr())
+					lostAt-stuckAt, grantAt-stuckAt, grantAt-lostAt, la.(*lockHold).LostErr())
 				if lostAt >= grantAt {
 					t.Errorf("A's Lost closed at %v, not before B's grant at %v: two holders", lostAt-stuckAt, grantAt-stuckAt)
 				}
@@ -215,7 +215,7 @@ func TestLockCallerConnTimeoutShrinks(t *testing.T) {
 			proxy.Freeze()
 			lb, grantAt := grantedB(t, chB, 40*time.Second, "the freeze")
 			defer lb.Unlock(ctx)
-			t.Logf("A held at the freeze: %v; B granted %v after the freeze; A lost: %v (%v)", heldAtFreeze, grantAt-faultAt, isClosed(la.Lost()), la.(*zkLock).LostErr())
+			t.Logf("A held at the freeze: %v; B granted %v after the freeze; A lost: %v (%v)", heldAtFreeze, grantAt-faultAt, isClosed(la.Lost()), la.(*lockHold).LostErr())
 			if !isClosed(la.Lost()) {
 				t.Errorf("A held at the freeze: %v; B granted %v after the freeze and A's Lost is not closed: two holders", heldAtFreeze, grantAt-faultAt)
 			}
@@ -265,7 +265,7 @@ func TestLockUnlockChurnKeepsHolds(t *testing.T) {
 	}
 	for i, l := range ls {
 		if isClosed(l.Lost()) {
-			t.Errorf("stable%d lost during the churn: %v", i, l.(*zkLock).LostErr())
+			t.Errorf("stable%d lost during the churn: %v", i, l.(*lockHold).LostErr())
 		}
 	}
 }

@@ -200,9 +200,9 @@ func testLockWritersAndFallback(t *testing.T, addr string) {
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if writer.lk.plainCreate.Load() || !other.lk.plainCreate.Load() {
+	if writer.sess.plainCreate.Load() || !other.sess.plainCreate.Load() {
 		t.Errorf("plain creates: writer %v, other %v; want false, true",
-			writer.lk.plainCreate.Load(), other.lk.plainCreate.Load())
+			writer.sess.plainCreate.Load(), other.sess.plainCreate.Load())
 	}
 }
 

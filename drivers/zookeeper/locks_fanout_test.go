@@ -28,7 +28,7 @@ func TestLockDeleteFanOut(t *testing.T) {
 		defer mu.Unlock()
 		var n int64
 		for _, d := range drivers {
-			n += d.lk.fired.Load()
+			n += d.sess.fired.Load()
 		}
 		return n
 	})

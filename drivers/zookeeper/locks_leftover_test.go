@@ -156,9 +156,9 @@ func TestLockAbandonedWaitsShareWatch(t *testing.T) {
 			if got < 1 || got > 3 {
 				t.Errorf("%d abandoned waits behind one holder set %d watches (getData requests), want 1 shared", waits, got)
 			}
-			s.lk.mu.Lock()
-			shared := len(s.lk.watches)
-			s.lk.mu.Unlock()
+			s.sess.mu.Lock()
+			shared := len(s.sess.watches)
+			s.sess.mu.Unlock()
 			if shared != 1 {
 				t.Errorf("the store tracks %d watches, want 1", shared)
 			}
@@ -166,9 +166,9 @@ func TestLockAbandonedWaitsShareWatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			lockEventually(t, 20*time.Second, "the shared watch fired and dropped", func() bool {
-				s.lk.mu.Lock()
-				defer s.lk.mu.Unlock()
-				return len(s.lk.watches) == 0
+				s.sess.mu.Lock()
+				defer s.sess.mu.Unlock()
+				return len(s.sess.watches) == 0
 			})
 		})
 	}

@@ -154,9 +154,9 @@ func queueLength(ctx context.Context, s *driverStore, name string) int {
 }
 
 func lockedCount(s *driverStore) int {
-	s.lk.mu.Lock()
-	defer s.lk.mu.Unlock()
-	return len(s.lk.nodes)
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	return len(s.sess.nodes)
 }
 
 // testLockRequestsUncontended: an uncontended Lock and Unlock send three
@@ -879,9 +879,9 @@ func testLockSessionEvents(t *testing.T, addr string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.lk.mu.Lock()
-		l.(*zkLock).n.twins = true
-		s.lk.mu.Unlock()
+		s.sess.mu.Lock()
+		l.(*lockHold).n.twins = true
+		s.sess.mu.Unlock()
 		end()
 		select {
 		case <-l.Lost():

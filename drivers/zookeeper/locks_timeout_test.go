@@ -131,7 +131,7 @@ func timeoutChangeRound(t *testing.T, srv *zktest.Server, c timeoutChange) {
 		t.Fatalf("%v to %v: B was granted the lock %v after the freeze and A's Lost did not close: two holders", c.asked, c.after, g.at-faultAt)
 	}
 	t.Logf("%v to %v: A still held when frozen: %v; A lost at %+v, B granted at %+v after the freeze: margin %v (A's cause: %v)",
-		c.asked, c.after, heldAtFreeze, lostAt-faultAt, g.at-faultAt, g.at-lostAt, la.(*zkLock).LostErr())
+		c.asked, c.after, heldAtFreeze, lostAt-faultAt, g.at-faultAt, g.at-lostAt, la.(*lockHold).LostErr())
 	if lostAt >= g.at {
 		t.Errorf("%v to %v: A's Lost closed at %+v, not before B was granted the lock at %+v after the freeze: two holders",
 			c.asked, c.after, lostAt-faultAt, g.at-faultAt)
@@ -182,9 +182,9 @@ func testLockRootUnreadable(t *testing.T, addr string) {
 
 	// Now the store may not read its own node: the confirmations are
 	// refused, and the loss says why.
-	b.lk.mu.Lock()
-	path := rb.l.(*zkLock).n.path
-	b.lk.mu.Unlock()
+	b.sess.mu.Lock()
+	path := rb.l.(*lockHold).n.path
+	b.sess.mu.Unlock()
 	if _, err := conn.SetACL(path, zk.WorldACL(zk.PermDelete|zk.PermAdmin), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func testLockRootUnreadable(t *testing.T, addr string) {
 	case <-time.After(10 * timeout):
 		t.Fatalf("B's hold not lost within %v of its node becoming unreadable", 10*timeout)
 	}
-	why := rb.l.(*zkLock).LostErr()
+	why := rb.l.(*lockHold).LostErr()
 	if !errors.Is(why, zk.ErrNoAuth) || !strings.Contains(why.Error(), "read permission") {
 		t.Errorf("B's hold lost with cause %v; want one naming the missing read permission (zk.ErrNoAuth)", why)
 	}
@@ -227,9 +227,9 @@ func testLockNodeDeleted(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.lk.mu.Lock()
-	path := l.(*zkLock).n.path
-	s.lk.mu.Unlock()
+	s.sess.mu.Lock()
+	path := l.(*lockHold).n.path
+	s.sess.mu.Unlock()
 	if err := rawConn(t, addr).Delete(path, -1); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func testLockNodeDeleted(t *testing.T, addr string) {
 	case <-time.After(timeout):
 		t.Fatalf("hold whose node was deleted still not lost after %v", timeout)
 	}
-	if why := l.(*zkLock).LostErr(); !errors.Is(why, driver.ErrLeaseLost) || !strings.Contains(why.Error(), "deleted") {
+	if why := l.(*lockHold).LostErr(); !errors.Is(why, driver.ErrLeaseLost) || !strings.Contains(why.Error(), "deleted") {
 		t.Errorf("lost with cause %v, want ErrLeaseLost saying the node was deleted", why)
 	}
 	heldFor(t, keep, timeout, "the other lock")
@@ -255,7 +255,7 @@ func heldFor(t *testing.T, l driver.Lock, d time.Duration, who string) {
 	t.Helper()
 	select {
 	case <-l.Lost():
-		t.Fatalf("%s's hold lost: %v", who, l.(*zkLock).LostErr())
+		t.Fatalf("%s's hold lost: %v", who, l.(*lockHold).LostErr())
 	case <-time.After(d):
 	}
 }
@@ -405,7 +405,7 @@ func testLockSuspendCounted(t *testing.T, addr string) {
 	s := openTest(t, testOptions(proxy.Addr(), map[string]string{"sessionTimeout": timeout.String()}), nil)
 	defer proxy.Thaw() // before Close
 	var slept atomic.Int64
-	s.lk.clock = func() time.Duration { return monoNow() + time.Duration(slept.Load()) }
+	s.sess.clock = func() time.Duration { return monoNow() + time.Duration(slept.Load()) }
 	ctx := t.Context()
 	l, err := s.Lock(ctx, "suspend", "s", true)
 	if err != nil {
@@ -422,7 +422,7 @@ func testLockSuspendCounted(t *testing.T, addr string) {
 	case <-time.After(3 * deadlineStep):
 		t.Fatalf("a suspend of %v not counted: Lost still open %v later", 2*timeout, 3*deadlineStep)
 	}
-	t.Logf("Lost closed %v after the simulated resume: %v", time.Since(start), l.(*zkLock).LostErr())
+	t.Logf("Lost closed %v after the simulated resume: %v", time.Since(start), l.(*lockHold).LostErr())
 }
 
 // TestLockCloseRacesLock: Close racing Lock on a caller's connection never
@@ -454,15 +454,15 @@ func testLockCloseRacesLock(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	closed := make(chan struct{})
-	s.lk.beforeCreate = func() {
+	s.sess.beforeCreate = func() {
 		go func() {
 			s.Close()
 			close(closed)
 		}()
 		lockEventually(t, 10*time.Second, "Close done with lock cleanup", func() bool {
-			s.lk.mu.Lock()
-			defer s.lk.mu.Unlock()
-			return s.lk.stopped
+			s.sess.mu.Lock()
+			defer s.sess.mu.Unlock()
+			return s.sess.stopped
 		})
 	}
 	if _, err := s.Lock(t.Context(), name, "racer", true); !errors.Is(err, driver.ErrClosed) {

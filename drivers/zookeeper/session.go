@@ -27,8 +27,8 @@ type session struct {
 	events <-chan zk.Event // closed by go-zookeeper once its goroutines are done
 	dialer *dialer
 
-	notify atomic.Pointer[func(driver.Event)] // the portable layer's (session_events.go)
-	sess   sessionLog                         // connection states as reported (session_events.go)
+	notify   atomic.Pointer[func(driver.Event)] // the portable layer's (session_events.go)
+	reported sessionLog                         // connection states as reported (session_events.go)
 	// stallDown: Disconnected was reported for a call that heard no server
 	// (stalled), and the connection has not been heard from since.
 	stallDown atomic.Bool

@@ -66,7 +66,7 @@ func call[T any](ctx context.Context, g callGroup, fn func() (T, error)) (T, err
 // callGroup is who a call's goroutine belongs to. Most calls are the
 // session's: Close makes them return at once, and a context that ends
 // says whether any server answered. A lock node's removal is the lock
-// cleanup's (lockState): it goes on through Close, which waits for it,
+// cleanup's (lockSession): it goes on through Close, which waits for it,
 // until its own context ends.
 type callGroup interface {
 	// goCall runs fn on a goroutine Close waits for, or returns false

@@ -62,9 +62,9 @@ func (s *session) reportState(ev zk.Event) {
 // reportKind reports kind, unless it was the last reported (Connected
 // always is: another server, another session).
 func (s *session) reportKind(kind driver.EventKind, server string, err error) {
-	s.sess.mu.Lock()
-	defer s.sess.mu.Unlock() // keeps the reports in the order of the events
-	if kind == s.sess.last && kind != driver.Connected {
+	s.reported.mu.Lock()
+	defer s.reported.mu.Unlock() // keeps the reports in the order of the events
+	if kind == s.reported.last && kind != driver.Connected {
 		return
 	}
 	if kind == driver.Disconnected {
@@ -74,7 +74,7 @@ func (s *session) reportKind(kind driver.EventKind, server string, err error) {
 		default:
 		}
 	}
-	s.sess.last = kind
+	s.reported.last = kind
 	e := driver.Event{Kind: kind, Err: err}
 	if kind == driver.Connected {
 		// The callback may run before zk.Connect returns the connection:
