@@ -62,8 +62,8 @@
 //
 // RangeStore: per key, an int64 next value and a sealed flag. Next is one
 // atomic "add step unless sealed or past math.MaxInt64" (a compare-and-set
-// loop, or one UPDATE ... RETURNING). A write whose answer was lost is a
-// gap, never a retry that might hand the same values out twice.
+// loop, or one UPDATE ... RETURNING); a write whose answer was lost is
+// handled as RangeStore.Next says.
 //
 // SlotLeaseStore: store-wide, after a purge, a fence floor (the highest slot
 // fence the purges deleted: it outlives the namespaces they deleted); per
@@ -74,39 +74,61 @@
 // OwnerIndexLen. Time is the store's clock: ZooKeeper's mtime of the write,
 // the database's clock_timestamp(), one host's clock for an embedded
 // database. An Acquire is, in one transaction (or one compare-and-set per
-// slot):
+// slot), with each slot loaded and judged once:
 //
 //	now := db.Now()
-//	for _, n := range driver.FirstSlots(index, req.Preferred, limit) {
-//		if v, _ := load(n).Judge(req, now); v == driver.SlotOwn {
-//			return load(n).Lease(ns, n), nil // a retried acquire
-//		}
-//	}
-//	for each n in FirstSlots, then 0..limit-1 {
+//	judge := func(n int) driver.SlotVerdict {
 //		r, err := load(n) // nothing stored: SlotRecord{Fence: fenceFloor}
 //		if err != nil { // a record that does not parse: ErrCorrupt
-//			skipped = append(skipped, n) // passed over, never rewritten
-//			continue
+//			skipped[n] = err // passed over, never rewritten
+//			return driver.SlotBusy
 //		}
-//		switch v, err := r.Judge(req, now); v {
-//		case driver.SlotOwn:
-//			return r.Lease(ns, n), nil
-//		case driver.SlotFree:
-//			r = r.NewTerm(req, now)
-//			store(n, r); storeIndex(driver.RememberSlot(index, n))
-//			return r.Lease(ns, n), nil
-//		} // SlotBusy: err, if any, says why the slot is unusable
+//		v, err := r.Judge(req, now)
+//		if err != nil {
+//			skipped[n] = err // SlotBusy, and why the slot is unusable
+//		}
+//		records[n] = r
+//		return v
 //	}
-//	return ErrExhausted, naming the skipped slots and why
+//	first := driver.FirstSlots(index, req.Preferred, limit)
+//	take := -1
+//	for _, n := range first {
+//		switch judge(n) {
+//		case driver.SlotOwn: // a retried acquire: wins over the order
+//			return records[n].Lease(ns, n), nil
+//		case driver.SlotFree:
+//			if take < 0 {
+//				take = n // taken only once no own term is among first
+//			}
+//		}
+//	}
+//	if take < 0 { // the rest, from 0 (from SearchStart once the Acquire
+//		// lost a race), skipping first's slots, judged already
+//		for n := range driver.SearchOrder(0, limit) {
+//			if slices.Contains(first, n) {
+//				continue
+//			}
+//			if v := judge(n); v == driver.SlotOwn {
+//				return records[n].Lease(ns, n), nil
+//			} else if v == driver.SlotFree {
+//				take = n
+//				break
+//			}
+//		}
+//	}
+//	if take < 0 {
+//		return ErrExhausted, naming the skipped slots and why
+//	}
+//	r := records[take].NewTerm(req, now)
+//	store(take, r); storeIndex(driver.RememberSlot(index, take))
+//	return r.Lease(ns, take), nil
 //
 // Renew, Release and SeedSlot load the slot's record, call Renewed,
-// Released or Seeded, and store the result in the same atomic step; the
-// methods return ErrLeaseLost or ErrLocked when the record says so, and
-// ErrInvalidArgument for a lease whose times disagree with the stored term
-// (Renewed and Released take nothing but the term's identity from the
-// lease; its State may save a read only if it agrees too). The
-// driver's own state (a version for a compare-and-set) travels in
-// Lease.State. A SQL driver loads the row FOR UPDATE, applies the method
+// Released or Seeded, and store the result in the same atomic step,
+// returning the error those give (their rules: SlotLeaseStore.Renew,
+// Release, SlotSeeder.SeedSlot). The driver's own state (a version for a
+// compare-and-set) travels in Lease.State; it may save a read only if the
+// lease agrees with the stored term too. A SQL driver loads the row FOR UPDATE, applies the method
 // and writes the row back before COMMIT; ZooKeeper compare-and-sets the
 // node on the version it read and, on a conflict, reads and decides again.
 //
@@ -128,8 +150,8 @@
 // Locker: per name, the queue of its holder and waiters and a fence
 // counter that only grows (ZooKeeper: the czxid of the waiter's node; SQL:
 // a sequence). A holder's hold ends with its session (a ZooKeeper session,
-// a database connection), so a crashed process frees its locks; Lost must
-// close before any other store can be granted the lock. The memory driver
+// a database connection), so a crashed process frees its locks, and Lost
+// closes as Lock.Lost says. The memory driver
 // keeps its queue in process (drivers/memory/locks.go); the ZooKeeper and
 // PostgreSQL drivers order waiters on the server, so no queue type is
 // shared here.
@@ -194,8 +216,8 @@
 //
 // The memory driver (drivers/memory) is the commented reference, one
 // concern per file: memory.go (the shared state, Close), ranges.go,
-// slots.go (SlotRecord on a map, under one mutex: the whole driver in 180
-// lines), locks.go (the in-process FIFO queue), purge.go; tck_test.go is
+// slots.go (SlotRecord on a map, under one mutex; its Acquire is the one
+// above), locks.go (the in-process FIFO queue), purge.go; tck_test.go is
 // its whole TCK test (with the clock hooks). The variants with one bug
 // each that prove the TCK catches it are the kit's own tests (go test
 // ./tck: TestBroken, tck/broken_*_test.go), wrappers over the memory

@@ -47,40 +47,45 @@ func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (d
 	}
 	now := s.st.clock()
 	first := driver.FirstSlots(ns.owners[req.Owner], req.Preferred, ns.limit)
-	// A live term of this owner and incarnation is returned as it is, even
-	// when the owner's index lists a free slot before it.
-	for _, n := range first {
-		if v, _ := ns.slot(n).Judge(req, now); v == driver.SlotOwn {
-			return ns.slots[n].Lease(req.Namespace.Name, n), nil
-		}
-	}
 	passed := map[int]error{} // slots passed over as unusable, and why
-	try := func(n int) (driver.Lease, bool) {
-		r := ns.slot(n)
-		v, err := r.Judge(req, now)
+	// judge judges slot n; each slot is judged once.
+	judge := func(n int) driver.SlotVerdict {
+		v, err := ns.slot(n).Judge(req, now)
 		if err != nil {
 			passed[n] = err
 		}
-		switch v {
-		case driver.SlotOwn:
-			return r.Lease(req.Namespace.Name, n), true
-		case driver.SlotFree:
-			r = r.NewTerm(req, now)
-			ns.slots[n] = r
-			ns.owners[req.Owner] = driver.RememberSlot(ns.owners[req.Owner], n)
-			return r.Lease(req.Namespace.Name, n), true
-		}
-		return driver.Lease{}, false
+		return v
 	}
+	take := -1
 	for _, n := range first {
-		if l, ok := try(n); ok {
-			return l, nil
+		switch judge(n) {
+		case driver.SlotOwn:
+			// A live term of this owner and incarnation is returned as it
+			// is, even when the owner's index lists a free slot before it.
+			return ns.slot(n).Lease(req.Namespace.Name, n), nil
+		case driver.SlotFree:
+			if take < 0 {
+				take = n
+			}
 		}
 	}
-	for n := range ns.limit {
-		if l, ok := try(n); ok {
-			return l, nil
+	// One at a time under the mutex, this driver never loses a race: the
+	// rest is searched from 0, for the lowest free slot.
+	for n := 0; take < 0 && n < ns.limit; n++ {
+		if slices.Contains(first, n) {
+			continue
 		}
+		if v := judge(n); v == driver.SlotOwn {
+			return ns.slot(n).Lease(req.Namespace.Name, n), nil
+		} else if v == driver.SlotFree {
+			take = n
+		}
+	}
+	if take >= 0 {
+		r := ns.slot(take).NewTerm(req, now)
+		ns.slots[take] = r
+		ns.owners[req.Owner] = driver.RememberSlot(ns.owners[req.Owner], take)
+		return r.Lease(req.Namespace.Name, take), nil
 	}
 	if len(passed) > 0 {
 		var why []string
