@@ -9,9 +9,8 @@ import (
 // The slot types are the store's own, converted from and to the driver's
 // at the boundary, so a driver's state stays out of the user's hands.
 
-// Namespace names a set of slots 0..Limit-1 and its clock tolerance. Both
-// settings are fixed when the namespace is first used; using it with other
-// values gives ErrConfigMismatch.
+// Namespace names a set of slots 0..Limit-1 and its clock tolerance, fixed
+// when the namespace is first used (see [driver.Namespace]).
 type Namespace struct {
 	Name      string        // a single path segment
 	Limit     int           // slots 0..Limit-1, at most MaxSlots

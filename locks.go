@@ -17,14 +17,13 @@ type Waiter struct {
 
 func waiterOf(w driver.Waiter) Waiter { return Waiter(w) }
 
-// Locker gives fair (first come, first served) exclusive locks by name. A
-// lock is not reentrant: a second Lock of a held name waits, even from the
-// same store.
+// Locker gives fair, exclusive locks by name; their rules are
+// [driver.Locker]'s and its methods'.
 type Locker struct{ s *Store }
 
-// Lock waits until the lock name is held or ctx ends; the store timeout does
-// not bound the wait. A waiter whose context ends leaves no trace. The lock
-// outlives ctx: it is held until Unlock, or until Lost is closed.
+// Lock waits until the lock name is held or ctx ends, by the rules of
+// [driver.Locker.Lock]; the store timeout does not bound the wait. The lock outlives
+// ctx: it is held until Unlock, or until Lost is closed.
 func (l *Locker) Lock(ctx context.Context, name string) (*Lock, error) {
 	return l.lock(ctx, name, true)
 }
@@ -128,17 +127,16 @@ type Lock struct {
 // Name returns the lock's name.
 func (k *Lock) Name() string { return k.name }
 
-// Fence returns the lock's fencing token: it grows with each holder of the
-// name and never wraps. Pass it to the resource the lock protects.
+// Fence returns the lock's fencing token ([driver.Lock.Fence] says how it
+// grows). Pass it to the resource the lock protects.
 func (k *Lock) Fence() int64 { return k.l.Fence() }
 
 // Lost is closed as soon as the holder can no longer be sure it holds the
-// lock: its session expired, its connection was down too long, or the store
-// was closed.
+// lock ([driver.Lock.Lost]): stop using what the lock protects.
 func (k *Lock) Lost() <-chan struct{} { return k.l.Lost() }
 
-// Unlock releases the lock. Calling it again returns nil. If the lock was
-// lost before, it reports ErrLeaseLost.
+// Unlock releases the lock; a second call, and one after the hold was
+// lost, are as [driver.Lock.Unlock] says.
 func (k *Lock) Unlock(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -14,15 +14,13 @@ type Range struct {
 // Len returns the number of values in the range.
 func (r Range) Len() int64 { return r.End - r.Start }
 
-// RangeStore reserves ranges of values per key (segment IDs). No value is
-// ever returned by two calls of Next, across goroutines, processes, stores
-// and faults; a value may be skipped after a fault.
+// RangeStore reserves ranges of values per key (segment IDs), never a
+// value twice; its rules are [driver.RangeStore]'s.
 type RangeStore struct{ s *Store }
 
-// Next reserves step values of key and returns them. A key that does not
-// exist yet starts at 0. A sealed key gives ErrSealed; a range that would pass
-// math.MaxInt64 gives ErrExhausted and changes nothing. A step above the
-// store's maximum (DefaultMaxStep unless WithMaxStep says otherwise) gives
+// Next reserves step values of key and returns them, by the rules of
+// [driver.RangeStore.Next]. A step above the store's maximum
+// (DefaultMaxStep unless WithMaxStep says otherwise) gives
 // ErrInvalidArgument and changes nothing. Concurrent calls of one key share
 // writes (see WithCoalescing).
 func (r *RangeStore) Next(ctx context.Context, key string, step int64) (Range, error) {
@@ -36,7 +34,7 @@ func (r *RangeStore) Next(ctx context.Context, key string, step int64) (Range, e
 }
 
 // Current returns the next value of key and whether it is sealed, reserving
-// nothing. A missing key is (0, false).
+// nothing (see [driver.RangeStore.Current]).
 func (r *RangeStore) Current(ctx context.Context, key string) (next int64, sealed bool, err error) {
 	type current struct {
 		next   int64
@@ -50,9 +48,9 @@ func (r *RangeStore) Current(ctx context.Context, key string) (next int64, seale
 	return c.next, c.sealed, err
 }
 
-// Seal marks key sealed and returns its final next value; sealing again is
-// not an error. Sealing is how a key moves to another store: seal it here,
-// then Init it there at the returned value.
+// Seal marks key sealed and returns its final next value (see
+// [driver.RangeStore.Seal]). Sealing is how a key moves to another store:
+// seal it here, then Init it there at the returned value.
 func (r *RangeStore) Seal(ctx context.Context, key string) (next int64, err error) {
 	o := op{name: "Seal", key: key, check: checkKey("key", key)}
 	return call(ctx, r.s, o, func(ctx context.Context, d driver.RangeStore) (int64, error) {
@@ -60,9 +58,8 @@ func (r *RangeStore) Seal(ctx context.Context, key string) (next int64, err erro
 	})
 }
 
-// Init creates key at the given next value (for migration). It succeeds
-// without change if the key already has that next value, and fails with
-// ErrConfigMismatch if it has another.
+// Init creates key at the given next value, for a migration (see
+// [driver.RangeStore.Init] for a key that exists already).
 func (r *RangeStore) Init(ctx context.Context, key string, next int64) error {
 	o := op{name: "Init", key: key, check: firstErr(checkKey("key", key), checkNext(next))}
 	return callErr(ctx, r.s, o, func(ctx context.Context, d driver.RangeStore) error {
@@ -92,8 +89,7 @@ func (r *RangeStore) Keys(ctx context.Context) ([]string, error) {
 }
 
 // Advance raises key's next value to at least next and returns the value
-// it had before; it never lowers one, and creates a missing key at next.
-// A sealed key gives ErrSealed and is left as it is. It is how a store that
+// it had before (the rules: [driver.RangeAdvancer.Advance]). It is how a store that
 // went back (a restored backup) is put ahead of every value handed out
 // since; drivers without the capability (driver.RangeAdvancer) give
 // ErrUnsupported.

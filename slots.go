@@ -28,13 +28,10 @@ type AcquireOptions struct {
 type SlotLeaseStore struct{ s *Store }
 
 // Acquire leases a slot of ns for owner (a key that survives restarts),
-// under this store's incarnation. It prefers, in order, the slots the owner
-// held last, opts.Preferred, then the lowest free slot, or, once it lost a
-// slot to a concurrent Acquire, the first free slot from a point of its
-// own (so a fleet starting at once spreads over the namespace); a live term of the
-// same owner and incarnation is returned as it is, so retrying after an
-// unknown outcome is safe. No free slot: ErrExhausted. A sealed namespace
-// (Seal): ErrSealed.
+// under this store's incarnation. Which slot it takes, the new term's
+// fence and times, and its errors are [driver.SlotLeaseStore.Acquire]'s
+// rules, the same for every driver; a retry after an unknown outcome is
+// safe, since it gets the term it already has.
 func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string, opts AcquireOptions) (Lease, error) {
 	if opts.TTL == 0 {
 		opts.TTL = DefaultTTL
@@ -64,19 +61,11 @@ func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string
 	})
 }
 
-// Renew extends the lease's term and returns the renewed lease; ExpiresAt
-// and Ceiling never decrease. If the slot now holds another term:
-// ErrLeaseLost. A renew after ExpiresAt that finds the term untouched
-// continues it. On an error it returns lease unchanged.
-//
-// The store judges a lease by what it keeps: the lease names the term
-// (namespace, slot, owner, incarnation, fence), and the times and bounds
-// written come from the stored term. A lease whose times disagree with
-// that term (a TTL, Tolerance or Floor not the term's, an ExpiresAt or
-// Ceiling above the term's, say a time in microseconds) gives
-// ErrInvalidArgument naming the field, and the slot is not changed; the
-// same holds for Release and ReleaseUsed. An older copy of the lease (one
-// the store returned before a renewal) is fine.
+// Renew extends the lease's term and returns the renewed lease; on an
+// error it returns lease unchanged. What a renewal extends, when it gives
+// ErrLeaseLost, and which leases it refuses as not the store's
+// (ErrInvalidArgument) are [driver.SlotLeaseStore.Renew]'s rules; they
+// hold for Release and ReleaseUsed too.
 func (l *SlotLeaseStore) Renew(ctx context.Context, lease Lease) (Lease, error) {
 	o := op{name: "Renew", key: leaseKey(lease), check: checkLease(lease), lease: true, fence: lease.Fence}
 	renewed, err := call(ctx, l.s, o, func(ctx context.Context, d driver.SlotLeaseStore) (Lease, error) {
@@ -89,15 +78,16 @@ func (l *SlotLeaseStore) Renew(ctx context.Context, lease Lease) (Lease, error) 
 	return renewed, nil
 }
 
-// Release ends the lease's term without saying which timestamps were used:
-// the next term starts at this term's Ceiling, as stored. Call it only
-// after the holder stopped issuing.
+// Release ends the lease's term without saying which timestamps were used
+// (used unknown in [driver.SlotLeaseStore.Release]: the next term starts
+// at this term's Ceiling). Call it only after the holder stopped issuing.
 func (l *SlotLeaseStore) Release(ctx context.Context, lease Lease) error {
 	return l.release(ctx, op{name: "Release", key: leaseKey(lease), check: checkLease(lease)}, lease, -1)
 }
 
 // ReleaseUsed ends the lease's term, stating used, the highest timestamp the
-// holder issued: the next term may start right above it.
+// holder issued, from which [driver.SlotLeaseStore.Release] derives where
+// the next term starts.
 func (l *SlotLeaseStore) ReleaseUsed(ctx context.Context, lease Lease, used int64) error {
 	check := checkLease(lease)
 	if check == nil && used < 0 {
@@ -122,15 +112,12 @@ func (l *SlotLeaseStore) Namespaces(ctx context.Context) ([]Namespace, error) {
 }
 
 // Seal seals namespace ns, the way a migration moves it to another store:
-// seal it here, then read its slots (List) and seed them there. Once Seal
-// returns, every store's Acquire in ns gives ErrSealed, even for a slot
-// the owner holds, and so does every Renew of a term of ns: the holder
-// keeps its term only up to the ExpiresAt it has, then stops issuing (an
-// idgen session ends at once), so no timestamp passes the Ceiling a reader
-// saw after the seal. Release still works and records the used
-// timestamps. Sealing again is not an error; a namespace that does not
-// exist is created sealed (Limit 0). Namespaces lists it as Sealed; only
-// a purge removes the seal.
+// seal it here, then read its slots (List) and seed them there. What a
+// seal refuses from then on (every store's Acquire and Renew in ns), what
+// still works, and that nothing removes it are
+// [driver.SlotLeaseStore.SealNamespace]'s rules. A holder whose renewal is
+// refused keeps its term only up to the ExpiresAt it has, then stops
+// issuing (an idgen session ends at once).
 func (l *SlotLeaseStore) Seal(ctx context.Context, ns string) error {
 	o := op{name: "SealNamespace", key: ns, check: checkName("namespace", ns)}
 	return callErr(ctx, l.s, o, func(ctx context.Context, d driver.SlotLeaseStore) error {
@@ -176,10 +163,10 @@ func leaseKey(l Lease) string {
 	return l.Namespace + "/" + strconv.Itoa(l.Slot)
 }
 
-// Seed raises a slot's history in this store, for a migration: the slot's
-// next term gets a fence above fence and a floor of at least nextFloor.
-// Nothing is lowered, so seeding twice is harmless; a slot with a live term
-// gives ErrLocked. Drivers without the capability give ErrUnsupported.
+// Seed raises a slot's history in this store, for a migration, by the
+// rules of [driver.SlotSeeder.SeedSlot]: the slot's next term gets a
+// fence above fence and a floor of at least nextFloor. Drivers without the
+// capability give ErrUnsupported.
 func (l *SlotLeaseStore) Seed(ctx context.Context, ns Namespace, slot int, fence, nextFloor int64) error {
 	check := firstErr(checkNamespace(ns), checkSlot("slot", slot, ns.Limit))
 	if check == nil && (fence < 0 || nextFloor < 0) {
@@ -195,12 +182,10 @@ func (l *SlotLeaseStore) Seed(ctx context.Context, ns Namespace, slot int, fence
 const MaxLayout = 1024
 
 // KeepLayout records layout as the layout of namespace ns's IDs if it has
-// none yet, creating the namespace if it is missing (as Acquire would),
-// and returns the namespace's layout: layout, or the one recorded before,
-// which is never replaced. A generator compares it with its own (idgen's
-// Snowflake does, and refuses another layout). A namespace forgets its
-// layout only with a purge. Drivers without the capability give
-// ErrUnsupported.
+// none yet and returns the namespace's layout, by the rules of
+// [driver.LayoutKeeper.KeepLayout]. A generator compares it with its own
+// (idgen's Snowflake does, and refuses another layout). Drivers without
+// the capability give ErrUnsupported.
 func (l *SlotLeaseStore) KeepLayout(ctx context.Context, ns Namespace, layout string) (string, error) {
 	check := checkNamespace(ns)
 	if check == nil && (layout == "" || len(layout) > MaxLayout) {

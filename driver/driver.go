@@ -309,7 +309,8 @@ type Lock interface {
 	// any store, across restarts and purges, and never wraps.
 	Fence() int64
 	// Lost is closed as soon as the holder can no longer be sure it holds
-	// the lock, and when the store closes. Unlock does not close it.
+	// the lock, and when the store closes; it closes before any other
+	// store can be granted the lock. Unlock does not close it.
 	Lost() <-chan struct{}
 }
 

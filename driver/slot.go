@@ -12,7 +12,7 @@ import (
 )
 
 // SlotRecord is everything a driver keeps of one slot, and the slot rules
-// of docs/design.md (Slot leases) as methods on it. A driver stores the fields (a ZooKeeper node,
+// of SlotLeaseStore and SlotSeeder as methods on it. A driver stores the fields (a ZooKeeper node,
 // a table row), loads a record, asks it for a decision and writes back what
 // the decision returns, all in one atomic read-modify-write of its own (a
 // compare-and-set on a version, a transaction). The methods are pure: they
@@ -77,14 +77,11 @@ func (v SlotVerdict) String() string {
 	return "busy"
 }
 
-// Judge decides what req may do with this slot at now. A live term of the
-// same owner and incarnation is SlotOwn; of the same owner and another
-// incarnation it is SlotFree only with req.Reclaim; of another owner it is
-// SlotBusy. An expired own term is SlotFree like any expired term.
-//
-// A free slot whose fence cannot grow (math.MaxInt64) is SlotBusy with an
-// error saying why, so that the driver can name it in its ErrExhausted
-// message; it is never taken.
+// Judge decides what req may do with this slot at now, by the rules of
+// SlotLeaseStore.Acquire ("Free", and a live term of the same owner and
+// incarnation): SlotOwn, SlotFree or SlotBusy. A slot Acquire passes over
+// (fence math.MaxInt64) is SlotBusy with an error saying why, so that the
+// driver can name it in its ErrExhausted message.
 func (r SlotRecord) Judge(req AcquireRequest, now int64) (SlotVerdict, error) {
 	v := SlotBusy
 	switch {
@@ -103,13 +100,12 @@ func (r SlotRecord) Judge(req AcquireRequest, now int64) (SlotVerdict, error) {
 }
 
 // NewTerm is the record of req's new term, written at now, on a slot Judge
-// found SlotFree. The fence is the old one plus 1 (1 on a slot never used).
-// The floor is the old next floor after a release or a seed, and
-// max(next floor, old ceiling) when a term is taken over (expired or
-// reclaimed): its holder may have issued anything below its ceiling. A new
-// term has no expiry lower bound, and its ceiling is never below its floor
-// (CeilingMin = Floor), however short its ttl. Until it ends, NextFloor is
-// its Floor: no later term starts lower.
+// found SlotFree: the new term of SlotLeaseStore.Acquire (fence, floor,
+// times, LastOwner). A taken-over term's holder may have issued anything
+// below its ceiling, hence the floor above it. The new term has no expiry
+// lower bound and CeilingMin = Floor, which gives Ceiling >= Floor however
+// short its ttl. Until it ends, NextFloor is its Floor: no later term
+// starts lower.
 func (r SlotRecord) NewTerm(req AcquireRequest, now int64) SlotRecord {
 	n := SlotRecord{
 		Owner:       req.Owner,
@@ -130,13 +126,11 @@ func (r SlotRecord) NewTerm(req AcquireRequest, now int64) SlotRecord {
 	return n
 }
 
-// Renewed continues l's term at now, even after its expiry when nobody took
-// the slot. The term's current ExpiresAt and Ceiling become lower bounds,
-// so neither goes back when the store's clock does. Only l's identity
-// (owner, incarnation, fence) is taken from l: the times come from the
-// record. A record that no longer holds l's term gives ErrLeaseLost; a
-// lease whose times disagree with the term the record holds gives
-// ErrInvalidArgument (see Agrees). In both cases r is returned unchanged.
+// Renewed is SlotLeaseStore.Renew on a record, at now (its rules are
+// there). The term's current ExpiresAt and Ceiling become its lower
+// bounds, ExpiresMin and CeilingMin: that is how neither goes back when
+// the store's clock does. On an error (ErrLeaseLost, or ErrInvalidArgument
+// from Agrees) r is returned unchanged.
 func (r SlotRecord) Renewed(l Lease, now int64) (SlotRecord, error) {
 	if err := r.checkTerm(l); err != nil {
 		return r, err
@@ -148,13 +142,10 @@ func (r SlotRecord) Renewed(l Lease, now int64) (SlotRecord, error) {
 	return n, nil
 }
 
-// Released ends l's term at now. used is the highest timestamp issued, or
-// negative when unknown: the next floor becomes clamp(used+1, Floor,
-// Ceiling), or Ceiling when unknown (see ReleasedFloor), Floor and Ceiling
-// being the record's. Fence, Floor, TTL and the bounds stay, for the next
-// term and for tools. Releasing an expired term nobody took succeeds. A
-// record that no longer holds l's term gives ErrLeaseLost; a lease whose
-// times disagree with it gives ErrInvalidArgument (see Agrees).
+// Released is SlotLeaseStore.Release on a record, at now (its rules are
+// there; the next floor is ReleasedFloor of the record's Floor and
+// Ceiling). Fence, Floor, TTL and the bounds stay, for the next term and
+// for tools.
 func (r SlotRecord) Released(l Lease, used, now int64) (SlotRecord, error) {
 	if err := r.checkTerm(l); err != nil {
 		return r, err
@@ -173,14 +164,11 @@ func (r SlotRecord) checkTerm(l Lease) error {
 	return r.Agrees(l)
 }
 
-// Agrees reports whether l's times and bounds can be those of a lease of
-// the term r holds, as a store returned it: TTL, Tolerance and Floor equal
-// the term's; ExpiresAt and Ceiling are at most the term's current ones
-// (an older copy of the lease has lower ones, never higher), Ceiling at
-// least Floor and ExpiresAt + Tolerance. Otherwise the error wraps
-// ErrInvalidArgument and names the first field that disagrees. A lease
-// rebuilt by hand with a field in the wrong unit, or moved, is refused
-// rather than written into the slot.
+// Agrees is the check of a lease's times against the term r holds that
+// SlotLeaseStore.Renew states (and Release applies): nil, or an error
+// wrapping ErrInvalidArgument that names the first field that disagrees.
+// A lease rebuilt by hand with a field in the wrong unit, or moved, is
+// refused rather than written into the slot.
 func (r SlotRecord) Agrees(l Lease) error {
 	ms := func(d time.Duration) int64 { return d.Milliseconds() }
 	bad := func(field string, got any, why string, want any) error {
@@ -206,15 +194,10 @@ func (r SlotRecord) Agrees(l Lease) error {
 	return nil
 }
 
-// Seeded raises the slot's history at now for a migration (SlotSeeder):
-// Fence becomes at least fence and NextFloor at least nextFloor; nothing is
-// lowered. A term that expired without a release is ended first, as a
-// takeover would end it (NextFloor takes in its Ceiling; its holder's late
-// Renew then gives ErrLeaseLost rather than continue below the seeded
-// floor). A live term gives ErrLocked. changed is false when nothing needs
-// writing; the driver then writes nothing. A slot never stored (Written 0)
-// always changes: the seed creates it, and listings show it from then on as
-// a released slot (Owner "", the seeded Fence and NextFloor).
+// Seeded is SlotSeeder.SeedSlot on a record, at now (its rules are there).
+// changed is false when nothing needs writing; the driver then writes
+// nothing. A slot never stored (Written 0) always changes: the seed creates
+// it, as a released slot (Owner "", the seeded Fence and NextFloor).
 func (r SlotRecord) Seeded(fence, nextFloor, now int64) (n SlotRecord, changed bool, err error) {
 	if r.Live(now) {
 		return r, false, fmt.Errorf("slot has a live term of %s (fence %d) until %d: %w",
@@ -293,12 +276,9 @@ func RememberSlot(index []int, n int) []int {
 	return out
 }
 
-// FirstSlots is what an acquire looks at first, in order: the owner's last
-// slots (most recent first, slots at or above limit and repeats dropped),
-// then the preferred slot. Among them a SlotOwn slot wins over the order
-// (a retried acquire gets the term it already has); otherwise the first
-// SlotFree one is taken, and only then a SlotFree slot of the rest, found
-// in SearchOrder.
+// FirstSlots is what an acquire looks at first, in the order of
+// SlotLeaseStore.Acquire: the owner's last slots (most recent first, slots
+// at or above limit and repeats dropped), then the preferred slot.
 func FirstSlots(index []int, preferred, limit int) []int {
 	var out []int
 	for _, n := range append(slices.Clone(index), preferred) {
@@ -376,11 +356,9 @@ func (r SlotRecord) PurgeRefusal(ns string, n int, now int64) error {
 }
 
 // PurgeSealedRefusal is the error a purge gives while the store holds
-// sealed range keys or sealed namespaces (nil when it holds none):
-// ErrSealed, naming them (at most eight of each, and how many). Each moved
-// to another store, and its seal is what makes an instance still pointed
-// at this one get ErrSealed rather than values or slots the other store
-// hands out too: a purge would forget it.
+// sealed range keys or sealed namespaces (the rule and why: Purger), nil
+// when it holds none: ErrSealed, naming them (at most eight of each, and
+// how many).
 func PurgeSealedRefusal(keys, namespaces []string) error {
 	if len(keys) == 0 && len(namespaces) == 0 {
 		return nil

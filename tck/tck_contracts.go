@@ -18,7 +18,7 @@
 // no row, a row names no check (nor a test or a reason), or a method of
 // package driver's interfaces is the home of no row.
 //
-// package driver (154 sentences)
+// package driver (155 sentences)
 //
 //	package driver:
 //	D1    a capability it lacks: the user's call fails with ErrUnsupported         Capabilities/Declared
@@ -168,6 +168,7 @@
 //	Lock.Lost:
 //	D105  Lost closes as soon as the holder cannot be sure it holds                Operator/RevokedSession (needs SessionEnder); network faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
 //	D106  ... and when the store closes                                            Locks/LostOnClose, Locks/LostBeforeGrant (rounds), Locks/UnlockAfterLost
+//	D106a ... and before any other store can be granted the lock                   Locks/LostBeforeGrant (rounds); faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
 //	D107  Unlock does not close Lost                                               Locks/UnlockTwice
 //	SlotSeeder.SeedSlot:
 //	D108  SeedSlot makes a missing namespace; other settings: ErrConfigMismatch    Slots/Seed
