@@ -118,6 +118,15 @@ func (o *operator) tool(name, path string) {
 	}
 }
 
+// script puts a bash script on the operator's PATH as name (a tool the
+// install has under another form, as zkCli.sh over the test's classpath).
+func (o *operator) script(name, body string) {
+	o.t.Helper()
+	if err := os.WriteFile(filepath.Join(o.bin, name), []byte("#!/bin/bash\nset -eu\n"+body+"\n"), 0o755); err != nil {
+		o.t.Fatal(err)
+	}
+}
+
 // replace is line with the doc's names replaced by the test's.
 func (o *operator) replace(line string) string {
 	var b strings.Builder
