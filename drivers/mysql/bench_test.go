@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"testing"
-	"time"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
@@ -34,9 +33,7 @@ func benchStore(b *testing.B, srv *mysqltest.Server) (*store.Store, string) {
 // throughput or better), and with Meituan Leaf's segment pattern, a
 // transaction with an UPDATE then a SELECT of a leaf_alloc row. Both raw
 // forms run on a pool of the same size, with parameters interpolated as
-// the store's are. Each iteration runs one of each, interleaved, so drift
-// of a loaded machine biases none; the ratios are throughputs (raw time /
-// Next time).
+// the store's are (rangebench.Paired).
 //
 //	go test -run '^$' -bench Next -benchtime 3s ./drivers/mysql/
 func BenchmarkNext(b *testing.B) {
@@ -61,7 +58,7 @@ func BenchmarkNext(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	rawCtx := func(ctx context.Context) {
+	raw := func(ctx context.Context) {
 		res, err := pool.ExecContext(ctx, `UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?`, 1, "raw")
 		if err != nil {
 			b.Fatal(err)
@@ -70,16 +67,7 @@ func BenchmarkNext(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	raw := func() { rawCtx(ctx) }
-	// The same with a per-call timeout, as the store applies to each call:
-	// shows what the timeout itself costs (go-sql-driver watches a
-	// context that can end).
-	rawTimeout := func() {
-		tctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		rawCtx(tctx)
-		cancel()
-	}
-	leaf := func() {
+	leaf := func(ctx context.Context) {
 		tx, err := pool.BeginTx(ctx, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -98,38 +86,8 @@ func BenchmarkNext(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	r := st.Ranges()
-	next := func() {
-		if _, err := r.Next(ctx, "bench", 1); err != nil {
-			b.Fatal(err)
-		}
-	}
-	next()
-	raw()
-	leaf()
-	var inNext, inRaw, inRawTimeout, inLeaf time.Duration
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		next()
-		t1 := time.Now()
-		raw()
-		t2 := time.Now()
-		leaf()
-		t3 := time.Now()
-		rawTimeout()
-		inNext += t1.Sub(t0)
-		inRaw += t2.Sub(t1)
-		inLeaf += t3.Sub(t2)
-		inRawTimeout += time.Since(t3)
-	}
-	n := float64(b.N)
-	b.ReportMetric(float64(inNext.Nanoseconds())/n, "next-ns/op")
-	b.ReportMetric(float64(inRaw.Nanoseconds())/n, "raw-ns/op")
-	b.ReportMetric(float64(inLeaf.Nanoseconds())/n, "leaf-ns/op")
-	b.ReportMetric(float64(inRaw)/float64(inNext), "vs-raw-x")
-	b.ReportMetric(float64(inRawTimeout)/float64(inNext), "vs-raw-timeout-x")
-	b.ReportMetric(float64(inLeaf)/float64(inNext), "vs-leaf-x")
+	// vs-raw-timeout-x: go-sql-driver watches a context that can end.
+	rangebench.Paired(b, st, raw, leaf)
 }
 
 // BenchmarkNextConcurrent: many goroutines on one key against 64 keys,

@@ -34,14 +34,9 @@ func benchStore(b *testing.B, srv *pgtest.Server) (*store.Store, string) {
 	return st, schema
 }
 
-// BenchmarkNext compares, on one server in the same run, the store's Next
-// (step 1, one key, through the user API) with a raw single
-// `UPDATE ... RETURNING` on a pool of the same size (goal: 0.9x its
-// throughput or better), and with Meituan Leaf's segment pattern, a
-// transaction with an UPDATE then a SELECT (goal: 1.5x); vs-raw-timeout-x
-// compares with the raw UPDATE under a per-call timeout. Each iteration
-// runs one of each, interleaved, so drift of a loaded machine biases none;
-// the ratios are throughputs (raw time / Next time).
+// BenchmarkNext compares the store's Next with a raw single
+// `UPDATE ... RETURNING` on a pool of the same size, and with Meituan
+// Leaf's segment pattern (rangebench.Paired).
 //
 //	go test -run '^$' -bench Next -benchtime 3s ./drivers/postgres/
 func BenchmarkNext(b *testing.B) {
@@ -58,21 +53,13 @@ func BenchmarkNext(b *testing.B) {
 		INSERT INTO %s VALUES ('raw', 0, 1), ('leaf', 0, 1)`, tbl, tbl)); err != nil {
 		b.Fatal(err)
 	}
-	rawCtx := func(ctx context.Context) {
+	raw := func(ctx context.Context) {
 		var v int64
 		if err := pool.QueryRow(ctx, `UPDATE `+tbl+` SET max_id = max_id + $2 WHERE biz_tag = $1 RETURNING max_id`, "raw", 1).Scan(&v); err != nil {
 			b.Fatal(err)
 		}
 	}
-	raw := func() { rawCtx(ctx) }
-	// The same with a per-call timeout, as the store applies to each call:
-	// shows what the timeout itself costs.
-	rawTimeout := func() {
-		tctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		rawCtx(tctx)
-		cancel()
-	}
-	leaf := func() {
+	leaf := func(ctx context.Context) {
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `UPDATE `+tbl+` SET max_id = max_id + step WHERE biz_tag = $1`, "leaf"); err != nil {
 				return err
@@ -86,38 +73,7 @@ func BenchmarkNext(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	r := st.Ranges()
-	next := func() {
-		if _, err := r.Next(ctx, "bench", 1); err != nil {
-			b.Fatal(err)
-		}
-	}
-	next()
-	raw()
-	leaf()
-	var inNext, inRaw, inRawTimeout, inLeaf time.Duration
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		next()
-		t1 := time.Now()
-		raw()
-		t2 := time.Now()
-		leaf()
-		t3 := time.Now()
-		rawTimeout()
-		inNext += t1.Sub(t0)
-		inRaw += t2.Sub(t1)
-		inLeaf += t3.Sub(t2)
-		inRawTimeout += time.Since(t3)
-	}
-	n := float64(b.N)
-	b.ReportMetric(float64(inNext.Nanoseconds())/n, "next-ns/op")
-	b.ReportMetric(float64(inRaw.Nanoseconds())/n, "raw-ns/op")
-	b.ReportMetric(float64(inLeaf.Nanoseconds())/n, "leaf-ns/op")
-	b.ReportMetric(float64(inRaw)/float64(inNext), "vs-raw-x")
-	b.ReportMetric(float64(inRawTimeout)/float64(inNext), "vs-raw-timeout-x")
-	b.ReportMetric(float64(inLeaf)/float64(inNext), "vs-leaf-x")
+	rangebench.Paired(b, st, raw, leaf)
 }
 
 // BenchmarkSlots measures Acquire (of a free slot, then released) and
