@@ -14,6 +14,42 @@ import (
 // Keeping the lock nodes the store created, or may have created, and
 // removing them.
 
+// lockNode is one lock node this store created, or may have created: a
+// waiter, a holder, or one being removed.
+type lockNode struct {
+	name   string
+	parent string // {root}/lock/{name}
+	guid   string
+	owner  string
+	sid    int64 // the session the node belongs to, set before the first create is sent
+
+	// Guarded by lockSession.mu.
+	path      string                  // "" until the create answered or the node was found
+	czxid     int64                   // the node's, from the create's answer; 0 if unknown
+	offset    int64                   // the locks' fence offset its create checked (lock_seal.go)
+	checked   *zk.CheckVersionRequest // the check its create sent, nil if none
+	inflight  chan struct{}           // closed when go-zookeeper answers the create
+	confirmed bool                    // the node is known to be of session sid
+	twins     bool                    // other nodes with the GUID may exist (lost answers)
+	phase     nodePhase
+	lost      chan struct{}
+	lostErr   error
+	gone      bool // session sid ended (or the store's own connection closed)
+	releasing bool // Unlock deletes it: confirmations leave it out
+}
+
+// dead reports a node known to have died with its session: nothing to
+// delete. Called with lockSession.mu held.
+func (n *lockNode) dead() bool { return n.gone && n.confirmed && !n.twins }
+
+type nodePhase int
+
+const (
+	waiting   nodePhase = iota // owned by its Lock call
+	held                       // owned by its lock; a loss starts its removal
+	abandoned                  // a removal runs
+)
+
 // lockParent is the parent of name's lock nodes.
 func (s *lockStore) lockParent(name string) string { return s.root + "/lock/" + name }
 

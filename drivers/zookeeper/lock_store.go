@@ -28,8 +28,9 @@ import (
 // parent is a container node, which the server deletes once unused; fences
 // still only grow. Creating and finding a node is in lock_create.go,
 // keeping and removing it in lock_node.go, the listings in lock_list.go,
-// a held lock and its Unlock in lock_held.go, session tracking and Lost
-// in lock_watch.go.
+// a held lock and its Unlock in lock_hold.go, the nodes on the session in
+// lock_session.go, what ends their holds in lock_lost.go (and
+// lock_confirm.go), the watches waiters share in lock_watch.go.
 
 const (
 	lockNodePrefix = "_c_"
@@ -39,14 +40,13 @@ const (
 
 var _ driver.Locker = (*lockStore)(nil)
 
-// lockStore is the store's driver.Locker: the queue of lock nodes below
-// (this file), the creates that join it (lock_create.go), its listings
-// (lock_list.go), the nodes it keeps and removes (lock_node.go), and sess,
-// which follows the session for the holds (lock_watch.go).
+// lockStore is the store's driver.Locker, on the store's session (the
+// connection, shared with the other parts); sess is the session as the
+// Locker sees it.
 type lockStore struct {
 	*session
 
-	sess lockSession // lock nodes and the session as the Locker sees it (lock_watch.go)
+	sess lockSession // lock nodes and the session as the Locker sees it (lock_session.go)
 }
 
 // errRequeue: the Lock call's node is gone or not trustworthy (its session

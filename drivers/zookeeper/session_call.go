@@ -11,6 +11,12 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
+// monoBase anchors the monotonic times stored as integers (the lock's
+// deadlines use lockNow, lock_clock.go).
+var monoBase = time.Now()
+
+func monoNow() time.Duration { return time.Since(monoBase) }
+
 // call runs fn, one blocking go-zookeeper call, so that the caller returns
 // as soon as ctx ends or g stops waiting: go-zookeeper's calls take no
 // context. fn then goes on alone until go-zookeeper answers, which it always

@@ -172,7 +172,7 @@ func (s *driverStore) onEvent(ev zk.Event) {
 	}
 	s.state.Store(int32(ev.State))
 	s.reportState(ev)        // the portable layer's events (session_events.go)
-	s.sessionEvent(ev.State) // the Locker's Lost signal (lock_session.go)
+	s.sessionEvent(ev.State) // the Locker's Lost signal (lock_lost.go)
 	if ev.State == zk.StateHasSession {
 		s.sessionOne.Do(func() { close(s.hasSession) })
 	}
