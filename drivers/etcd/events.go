@@ -64,7 +64,7 @@ func (s *etcdStore) connDown(err error) {
 
 // expired loses ss because the server ended it (its lease revoked or
 // expired: the lock keys on it are gone), and reports Expired, once.
-func (s *etcdStore) expired(ss *session, err error) {
+func (s *etcdStore) expired(ss *lockSession, err error) {
 	ss.lose(err)
 	if ss.lostErr() == err { // this call lost it
 		s.emit(driver.Event{Kind: driver.Expired, Err: err})

@@ -14,11 +14,11 @@ import (
 // lockHold is a waiter key of the session and, once granted, its hold.
 type lockHold struct {
 	s   *lockStore
-	ss  *session
+	ss  *lockSession
 	key string
-	n   int64 // the key's number in its session (session.take)
+	n   int64 // the key's number in its session (lockSession.take)
 
-	followed bool // its lock name is watched for it (session.follow; session.mu)
+	followed bool // its lock name is watched for it (lockStore.follow; lockSession.mu)
 
 	mu       sync.Mutex
 	unlocked bool

@@ -14,7 +14,7 @@ import (
 
 // keepAlive renews ss every third of its TTL until it is lost or the store
 // closes, and loses it when its deadline passes first.
-func (s *lockStore) keepAlive(ss *session) {
+func (s *lockStore) keepAlive(ss *lockSession) {
 	every := ss.ttl / 3
 	tick := make(chan struct{}, 1)
 	s.spawn(func() { s.renewLoop(ss, tick, every) })
@@ -55,7 +55,7 @@ func (s *lockStore) keepAlive(ss *session) {
 // and a raft write on the members): one per keep-alive. With one request
 // in flight, the answer is to the request just sent, whose send time
 // bounds the lease's life (session).
-func (s *lockStore) renewLoop(ss *session, tick <-chan struct{}, every time.Duration) {
+func (s *lockStore) renewLoop(ss *lockSession, tick <-chan struct{}, every time.Duration) {
 	var ka *keepAliveStream
 	defer func() { ka.close() }()
 	for {

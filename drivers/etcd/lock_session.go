@@ -9,11 +9,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/cosid-go/store/internal/bootclock"
 )
 
-// session is the etcd lease every lock key of the store hangs on: the
+// lockSession is the etcd lease every lock key of the store hangs on: the
 // server deletes the keys when it expires, so a crashed store frees its
 // locks.
 //
@@ -26,7 +24,7 @@ import (
 // Lost once now passes the latest such bound less a margin (for clock rate
 // differences), whether or not anything else looks wrong. A follower never
 // answers a keep-alive itself: it forwards it to the leader.
-type session struct {
+type lockSession struct {
 	id  clientv3.LeaseID
 	ttl time.Duration // as the server granted it
 
@@ -44,20 +42,12 @@ type session struct {
 	err      error
 }
 
-// lockNow reads the lock clock: bootclock's, or the one a test set.
-func (s *lockStore) lockNow() time.Duration {
-	if s.clock != nil {
-		return s.clock()
-	}
-	return bootclock.Now()
-}
-
 // margin is taken off each bound: a tenth of the TTL covers clock rates
 // that differ by far more than real clocks do.
 func margin(ttl time.Duration) time.Duration { return ttl / 10 }
 
 // confirm moves the deadline to sent + ttl - margin if that is later.
-func (ss *session) confirm(sent, ttl time.Duration) {
+func (ss *lockSession) confirm(sent, ttl time.Duration) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if d := sent + ttl - margin(ttl); d > ss.deadline {
@@ -67,7 +57,7 @@ func (ss *session) confirm(sent, ttl time.Duration) {
 
 // alive reports whether the holds may still be trusted, losing them when
 // the deadline has passed.
-func (ss *session) alive() bool {
+func (ss *lockSession) alive() bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.err != nil {
@@ -81,27 +71,27 @@ func (ss *session) alive() bool {
 	return true
 }
 
-func (ss *session) lose(err error) {
+func (ss *lockSession) lose(err error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.loseLocked(err)
 }
 
-func (ss *session) loseLocked(err error) {
+func (ss *lockSession) loseLocked(err error) {
 	if ss.err == nil {
 		ss.err = err
 		close(ss.lost)
 	}
 }
 
-func (ss *session) lostErr() error {
+func (ss *lockSession) lostErr() error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.err
 }
 
 // take returns the lowest waiter key number not in use in the session.
-func (ss *session) take() int64 {
+func (ss *lockSession) take() int64 {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.used == nil {
@@ -116,14 +106,14 @@ func (ss *session) take() int64 {
 }
 
 // release makes n available once its key is surely deleted.
-func (ss *session) release(n int64) {
+func (ss *lockSession) release(n int64) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	delete(ss.used, n)
 }
 
 // watch has the session's watch report the deletes of h's key to h.
-func (ss *session) watch(h *lockHold) {
+func (ss *lockSession) watch(h *lockHold) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.keys == nil {
@@ -133,7 +123,7 @@ func (ss *session) watch(h *lockHold) {
 }
 
 // unwatch ends what watch (and follow) started.
-func (ss *session) unwatch(h *lockHold) {
+func (ss *lockSession) unwatch(h *lockHold) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.keys[h.key] == h {
@@ -146,7 +136,7 @@ func (ss *session) unwatch(h *lockHold) {
 }
 
 // watched lists the holds watch registered.
-func (ss *session) watched() []*lockHold {
+func (ss *lockSession) watched() []*lockHold {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	out := make([]*lockHold, 0, len(ss.keys))
@@ -158,7 +148,7 @@ func (ss *session) watched() []*lockHold {
 
 // sawDelete tells the hold of key, if the session watches it, of its
 // delete at revision rev.
-func (ss *session) sawDelete(key string, rev int64, what string) {
+func (ss *lockSession) sawDelete(key string, rev int64, what string) {
 	ss.mu.Lock()
 	h := ss.keys[key]
 	ss.mu.Unlock()
@@ -176,7 +166,7 @@ var errSessionClosed = errors.New("store closed")
 // later would be dead at birth), and every caller waits for it only as
 // long as its own context lasts: a grant the network holds up keeps no
 // Lock, TryLock or Close past its bound.
-func (s *lockStore) session(ctx context.Context) (*session, error) {
+func (s *lockStore) session(ctx context.Context) (*lockSession, error) {
 	for {
 		s.mu.Lock()
 		if s.closed {
@@ -241,7 +231,7 @@ func (s *lockStore) grant(g *grant) {
 		return
 	}
 	ttl := time.Duration(resp.TTL) * time.Second
-	ss := &session{id: resp.ID, ttl: ttl, now: s.lockNow, lost: make(chan struct{})}
+	ss := &lockSession{id: resp.ID, ttl: ttl, now: s.lockNow, lost: make(chan struct{})}
 	ss.confirm(sent, ttl)
 	s.mu.Lock()
 	closed := s.closed
@@ -260,7 +250,7 @@ func (s *lockStore) grant(g *grant) {
 }
 
 // pause waits before a session's next try, or says why there is none.
-func (s *lockStore) pause(ctx context.Context, ss *session, attempt int) error {
+func (s *lockStore) pause(ctx context.Context, ss *lockSession, attempt int) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -277,7 +267,7 @@ func (s *lockStore) pause(ctx context.Context, ss *session, attempt int) error {
 // registered after the listing was created after it. Each read is retried
 // on its own (bounded: a member without a leader may not answer), so that
 // the pass ends whatever member each read reaches.
-func (s *lockStore) recheckHolds(ctx context.Context, ss *session) (int64, error) {
+func (s *lockStore) recheckHolds(ctx context.Context, ss *lockSession) (int64, error) {
 	get := func(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 		for attempt := 1; ; attempt++ {
 			gctx, cancel := context.WithTimeout(ctx, ss.ttl)

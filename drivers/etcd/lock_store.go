@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +27,7 @@ type lockStore struct {
 	*etcdStore
 
 	mu       sync.Mutex
-	sess     *session
+	sess     *lockSession
 	granting *grant // the lease grant in flight or last made (session)
 	closed   bool
 
@@ -192,7 +190,7 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 //
 // The create also compares the locks' seal absent (ErrSealed, nothing
 // written) and reads their fence offset (lock_seal.go).
-func (s *lockStore) createWaiter(ctx context.Context, ss *session, key, owner, prefix string) (int64, bool, int64, error) {
+func (s *lockStore) createWaiter(ctx context.Context, ss *lockSession, key, owner, prefix string) (int64, bool, int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, 0, s.check(ctx, err) // nothing sent
 	}
@@ -241,7 +239,7 @@ func (s *lockStore) createWaiter(ctx context.Context, ss *session, key, owner, p
 // abandon loses a session whose keys may change without the store
 // knowing, and revokes its lease in the background (should the revoke be
 // lost too, the lease expires: it is no longer kept alive).
-func (s *lockStore) abandon(ss *session, err error) {
+func (s *lockStore) abandon(ss *lockSession, err error) {
 	ss.lose(err)
 	s.spawn(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, ss.ttl)
@@ -253,7 +251,7 @@ func (s *lockStore) abandon(ss *session, err error) {
 // waitGone returns once pred was deleted after revision rev (as the
 // session's watch tells w), or after a third of the session TTL (to look
 // again), or with the reason to stop.
-func (s *lockStore) waitGone(ctx context.Context, ss *session, w *deleteWait, pred string, rev int64) error {
+func (s *lockStore) waitGone(ctx context.Context, ss *lockSession, w *deleteWait, pred string, rev int64) error {
 	w.expect(pred, rev)
 	recheck := time.NewTimer(ss.ttl / 3)
 	defer recheck.Stop()
@@ -304,7 +302,7 @@ func (s *lockStore) dropWaiter(key string, rev int64, done func()) {
 
 // lastSession is the session last granted, lost or not; nil before the
 // first.
-func (s *lockStore) lastSession() *session {
+func (s *lockStore) lastSession() *lockSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sess
@@ -324,48 +322,4 @@ func (s *lockStore) closeLocks() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	s.cli.Revoke(ctx, ss.id)
-}
-
-// Locks lists the names with a waiter or holder key.
-func (s *lockStore) Locks(ctx context.Context) ([]string, error) {
-	p := s.key("lock") + "/"
-	resp, err := s.cli.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err = s.check(ctx, err); err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	out := []string{}
-	for _, kv := range resp.Kvs {
-		name, _, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), p), "/")
-		if !seen[name] {
-			seen[name] = true
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// Waiters lists the queue in create-revision order; an empty queue is a
-// name the store has forgotten (ErrNotFound).
-func (s *lockStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
-	tr, err := s.cli.Txn(ctx).Then(clientv3.OpGet(s.lockPrefix(name), clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)), clientv3.OpGet(s.offsetKey())).Commit()
-	if err = s.check(ctx, err); err != nil {
-		return nil, err
-	}
-	kvs := tr.Responses[0].GetResponseRange().Kvs
-	if len(kvs) == 0 {
-		return nil, fmt.Errorf("lock %q: nobody holds or waits for it: %w", name, driver.ErrNotFound)
-	}
-	offset, err := s.parseOffset(tr.Responses[1].GetResponseRange().Kvs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]driver.Waiter, 0, len(kvs))
-	for _, kv := range kvs {
-		// The fence is the create revision plus the offset (lock_seal.go).
-		out = append(out, driver.Waiter{Owner: string(kv.Value), Fence: kv.CreateRevision + offset})
-	}
-	return out, nil
 }

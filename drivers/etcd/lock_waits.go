@@ -25,7 +25,7 @@ type deleteWait struct {
 }
 
 // waitDeletes registers a wait for deletes under the lock name prefix.
-func (ss *session) waitDeletes(prefix string) *deleteWait {
+func (ss *lockSession) waitDeletes(prefix string) *deleteWait {
 	w := &deleteWait{prefix: prefix, ch: make(chan struct{}, 1), seen: map[string]int64{}}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -40,7 +40,7 @@ func (ss *session) waitDeletes(prefix string) *deleteWait {
 }
 
 // endWait ends what waitDeletes started.
-func (ss *session) endWait(w *deleteWait) {
+func (ss *lockSession) endWait(w *deleteWait) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	delete(ss.waits[w.prefix], w)
@@ -50,7 +50,7 @@ func (ss *session) endWait(w *deleteWait) {
 }
 
 // tellWaits tells the waits of key's lock name of its delete at rev.
-func (ss *session) tellWaits(key string, rev int64) {
+func (ss *lockSession) tellWaits(key string, rev int64) {
 	prefix := key[:strings.LastIndexByte(key, '/')+1]
 	ss.mu.Lock()
 	ws := make([]*deleteWait, 0, len(ss.waits[prefix]))
@@ -64,7 +64,7 @@ func (ss *session) tellWaits(key string, rev int64) {
 }
 
 // wakeWaits has every wait look again: the watch skipped revisions.
-func (ss *session) wakeWaits() {
+func (ss *lockSession) wakeWaits() {
 	ss.mu.Lock()
 	var ws []*deleteWait
 	for _, m := range ss.waits {

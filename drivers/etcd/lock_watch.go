@@ -53,7 +53,7 @@ type nameEvent struct {
 // follow has the session watch h's lock name (prefix), from rev, the
 // key's create revision, on: a delete since is told even if the watch
 // starts later.
-func (s *lockStore) follow(ss *session, h *lockHold, prefix string, rev int64) {
+func (s *lockStore) follow(ss *lockSession, h *lockHold, prefix string, rev int64) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if h.followed || ss.keys[h.key] != h {
@@ -75,7 +75,7 @@ func (s *lockStore) follow(ss *session, h *lockHold, prefix string, rev int64) {
 }
 
 // unfollowLocked ends one ref of follow; the last ends the name's watch.
-func (ss *session) unfollowLocked(prefix string) {
+func (ss *lockSession) unfollowLocked(prefix string) {
 	nw := ss.names[prefix]
 	if nw == nil {
 		return
@@ -94,7 +94,7 @@ func (ss *session) unfollowLocked(prefix string) {
 }
 
 // dropIdleLocked ends the watch of a name without keys.
-func (ss *session) dropIdleLocked(prefix string) {
+func (ss *lockSession) dropIdleLocked(prefix string) {
 	if nw := ss.names[prefix]; nw != nil && nw.refs == 0 {
 		delete(ss.names, prefix)
 		if nw.cancel != nil {
@@ -132,14 +132,14 @@ func (s *lockStore) startLocked(gen *watchGen, prefix string, nw *nameWatch) {
 
 // current reports whether ev comes from the name's watch still wanted:
 // one a name no longer followed (or followed anew) ran is not news.
-func (ss *session) current(ev nameEvent) bool {
+func (ss *lockSession) current(ev nameEvent) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.names[ev.prefix] == ev.nw
 }
 
 // seen advances a name's next revision past a response of its watch.
-func (ss *session) seen(prefix string, rev int64) {
+func (ss *lockSession) seen(prefix string, rev int64) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if nw := ss.names[prefix]; nw != nil && rev >= nw.from {
@@ -152,7 +152,7 @@ func (ss *session) seen(prefix string, rev int64) {
 // again, all of them on a new stream, each after the last revision it
 // reported; one whose revisions were compacted cannot replay them, so the
 // keys are read again instead.
-func (s *lockStore) watchDeletes(ss *session) {
+func (s *lockStore) watchDeletes(ss *lockSession) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	starts := 0
@@ -244,7 +244,7 @@ func (s *lockStore) watchDeletes(ss *session) {
 }
 
 // tell passes a name's watch response to the holds and waits.
-func (s *lockStore) tell(ss *session, ev nameEvent) {
+func (s *lockStore) tell(ss *lockSession, ev nameEvent) {
 	for _, e := range ev.resp.Events {
 		if e.Type == clientv3.EventTypeDelete {
 			key := string(e.Kv.Key)
@@ -262,7 +262,7 @@ func (s *lockStore) tell(ss *session, ev nameEvent) {
 }
 
 // endGen stops a start's watches; the names keep their next revisions.
-func (s *lockStore) endGen(ss *session, gen *watchGen, wcancel context.CancelFunc, probe *time.Ticker) {
+func (s *lockStore) endGen(ss *lockSession, gen *watchGen, wcancel context.CancelFunc, probe *time.Ticker) {
 	ss.mu.Lock()
 	if ss.gen == gen {
 		ss.gen = nil

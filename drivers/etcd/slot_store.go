@@ -33,7 +33,7 @@ type slotStore struct {
 
 	now func() int64 // the slot clock, ms since the epoch
 
-	fmu    sync.Mutex
+	mu     sync.Mutex
 	fences map[string]seenFence // by slot key (guardFence)
 }
 
@@ -136,8 +136,8 @@ func (s *slotStore) guardFence(k string, st slotState) error {
 	if st.err != nil {
 		return nil
 	}
-	s.fmu.Lock()
-	defer s.fmu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	seen, ok := s.fences[k]
 	if why := seen.mark.Behind(st.r); ok && why != "" && st.rev >= seen.rev {
 		return fmt.Errorf("slot key %s has %s seen earlier by this store (restored from a backup, or deleted by hand): %w",

@@ -2,7 +2,9 @@ package etcd
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -10,36 +12,49 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// ListRanges reads one page of keys (driver.RangeLister): a range read
-// from just above after, limited to the page, so a page costs the same
-// wherever it starts. A key this store used is checked as Current checks
-// it; the others are not remembered, so that a listing does not grow the
-// store's memo of keys by every key it lists.
-func (s *rangeStore) ListRanges(ctx context.Context, after string, limit int) ([]driver.KeyState, error) {
-	p := s.key("range") + "/"
-	from := p
-	if after != "" {
-		from = p + after + "\x00"
-	}
-	resp, err := s.cli.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(p)), clientv3.WithLimit(int64(limit)))
+// The Locker's listings: the names held or waited for, one page of them,
+// and a name's queue.
+
+// Locks lists the names with a waiter or holder key.
+func (s *lockStore) Locks(ctx context.Context) ([]string, error) {
+	p := s.key("lock") + "/"
+	resp, err := s.cli.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err = s.check(ctx, err); err != nil {
 		return nil, err
 	}
-	out := make([]driver.KeyState, 0, len(resp.Kvs))
-	for i, kv := range resp.Kvs {
-		key := strings.TrimPrefix(string(kv.Key), p)
-		var next int64
-		var sealed bool
-		if base, had := s.memo(key); had {
-			m, _, err := s.learn(key, resp.Kvs[i:i+1], base, had)
-			if err != nil {
-				return nil, err
-			}
-			next, sealed = m.next, m.sealed
-		} else if next, sealed, err = parseRange(string(kv.Key), kv); err != nil {
-			return nil, err
+	seen := map[string]bool{}
+	out := []string{}
+	for _, kv := range resp.Kvs {
+		name, _, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), p), "/")
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
 		}
-		out = append(out, driver.KeyState{Key: key, Next: next, Sealed: sealed})
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Waiters lists the queue in create-revision order; an empty queue is a
+// name the store has forgotten (ErrNotFound).
+func (s *lockStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+	tr, err := s.cli.Txn(ctx).Then(clientv3.OpGet(s.lockPrefix(name), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)), clientv3.OpGet(s.offsetKey())).Commit()
+	if err = s.check(ctx, err); err != nil {
+		return nil, err
+	}
+	kvs := tr.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return nil, fmt.Errorf("lock %q: nobody holds or waits for it: %w", name, driver.ErrNotFound)
+	}
+	offset, err := s.parseOffset(tr.Responses[1].GetResponseRange().Kvs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.Waiter, 0, len(kvs))
+	for _, kv := range kvs {
+		// The fence is the create revision plus the offset (lock_seal.go).
+		out = append(out, driver.Waiter{Owner: string(kv.Value), Fence: kv.CreateRevision + offset})
 	}
 	return out, nil
 }
