@@ -18,9 +18,10 @@ import (
 // the connection's state while it has lock nodes.
 const sessionPollInterval = 50 * time.Millisecond
 
-// sessionEvent follows go-zookeeper's session events (stores made by Open).
-// It runs on go-zookeeper's event goroutine and must not block.
-func (s *lockStore) sessionEvent(state zk.State) {
+// sessionChanged follows go-zookeeper's session events (stores made by
+// Open), as the store's event callback hands them on (zookeeper.go). It
+// runs on go-zookeeper's event goroutine and must not block.
+func (s *lockStore) sessionChanged(state zk.State) {
 	switch state {
 	case zk.StateHasSession:
 		// Called right after the handshake was read: the timeout it

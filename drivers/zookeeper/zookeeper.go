@@ -149,30 +149,32 @@ func newOnConn(conn *zk.Conn, options map[string]string) (*driverStore, error) {
 }
 
 func newStore(cfg config) *driverStore {
-	ss := &session{
+	shared := &session{
 		root:    cfg.root,
 		retry:   cfg.retry,
 		acl:     cfg.sec.acl,
 		closing: make(chan struct{}),
 	}
 	return &driverStore{
-		session:    ss,
-		rangeStore: &rangeStore{session: ss, keys: map[string]*rangeKey{}},
-		slotStore:  &slotStore{session: ss},
-		lockStore:  &lockStore{session: ss},
+		session:    shared,
+		rangeStore: &rangeStore{session: shared, keys: map[string]*rangeKey{}},
+		slotStore:  &slotStore{session: shared},
+		lockStore:  &lockStore{session: shared},
 	}
 }
 
 // onEvent follows the session state. go-zookeeper's event channel drops
 // events when full, so the callback, which sees every event, is used
-// instead. It must not block.
+// instead. It must not block. The session knows none of the parts: the
+// store, which has them all, hands each event to the session and then
+// to the Locker, which reads what the handshake granted from the session.
 func (s *driverStore) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
 	}
 	s.state.Store(int32(ev.State))
-	s.reportState(ev)        // the portable layer's events (session_events.go)
-	s.sessionEvent(ev.State) // the Locker's Lost signal (lock_lost.go)
+	s.reportState(ev)                    // the portable layer's events (session_events.go)
+	s.lockStore.sessionChanged(ev.State) // the Locker's Lost signal (lock_lost.go)
 	if ev.State == zk.StateHasSession {
 		s.sessionOne.Do(func() { close(s.hasSession) })
 	}
