@@ -222,7 +222,7 @@
 // each that prove the TCK catches it are the kit's own tests (go test
 // ./tck: TestBroken, tck/broken_*_test.go), wrappers over the memory
 // driver; those whose bug needs its state reach it through fault.go's
-// view (internal/testing/memfault), not a copy of the driver.
+// view (internal/memfault), not a copy of the driver.
 // examples/prefixdriver wraps a driver in a few lines, reaching the inner
 // store's driver per call with (*store.Store).Raw, and exports only
 // OpenStore and Options: the shape every driver package has.

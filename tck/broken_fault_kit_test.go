@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/testing/memfault"
+	"github.com/cosid-go/store/internal/memfault"
 	"github.com/cosid-go/store/tck"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/testing/memfault"
+	"github.com/cosid-go/store/internal/memfault"
 )
 
 func init() {

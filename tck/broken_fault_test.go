@@ -4,7 +4,7 @@ package tck_test
 // wraps a memory store and, in the one method it breaks, either keeps
 // records of its own beside the state (shared by the stores of one
 // state), or reads and writes the state through the memory driver's
-// fault view (internal/testing/memfault). Their harness also moves the
+// fault view (internal/memfault). Their harness also moves the
 // state's clock, for the checks that need one. Most have a probe: a
 // direct scenario whose outcome on the variant differs from the sound
 // store's, so each variant is shown to have its bug, not only to fail
@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/testing/memfault"
+	"github.com/cosid-go/store/internal/memfault"
 	"github.com/cosid-go/store/tck"
 )
 

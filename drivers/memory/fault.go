@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/testing/memfault"
+	"github.com/cosid-go/store/internal/memfault"
 )
 
 // EditState runs f on the state under its mutex (see package memfault):

@@ -14,7 +14,7 @@ import (
 // driverDirs are the driver packages, from the repository root: ours, and
 // examples/prefixdriver, the model a third party's driver follows.
 var driverDirs = []string{"drivers/memory", "drivers/sqlite", "drivers/postgres", "drivers/zookeeper",
-	"drivers/etcd", "examples/prefixdriver"}
+	"drivers/etcd", "drivers/mysql", "examples/prefixdriver"}
 
 const storePath = "github.com/cosid-go/store"
 
