@@ -1,6 +1,7 @@
 package tck
 
 import (
+	"context"
 	"math"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
@@ -284,6 +286,7 @@ func checkKeys(e *env) {
 	keys, err := st.Ranges().Keys(e.ctx)
 	e.fatalIf(err, "Keys of an empty store")
 	e.wantEmpty("Keys of an empty store", keys)
+	checkDriverKeys(e, st, nil)
 	want := goodKeys()
 	for i, k := range want {
 		e.wantRange(e.next(st, k, int64(i+1)), 0, int64(i+1), "first Next of key "+quoteShort(k))
@@ -296,11 +299,40 @@ func checkKeys(e *env) {
 	// The deepest key is 512 levels: a tree store (ZooKeeper) reads each
 	// level in one page, past the kit's usual call bound on a loaded
 	// machine. What is listed is checked here, not how fast.
-	keys, err = e.open(store.WithTimeout(e.scaled(60 * time.Second))).Ranges().Keys(e.ctx)
+	other := e.open(store.WithTimeout(e.scaled(60 * time.Second)))
+	keys, err = other.Ranges().Keys(e.ctx)
 	e.fatalIf(err, "Keys")
 	if diff := cmp.Diff(want, keys); diff != "" {
 		e.t.Errorf("Keys from another store: -want +got:\n%s", diff)
 	}
+	checkDriverKeys(e, other, want)
+}
+
+// checkDriverKeys: a driver that lists in pages (driver.RangeLister) is
+// listed through them by the portable layer, never through its own Keys,
+// which other callers of the driver still use: it lists the same keys.
+func checkDriverKeys(e *env, st *store.Store, want []string) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, e.scaled(60*time.Second))
+	defer cancel()
+	err := st.Raw(func(d driver.Store) error {
+		if _, paged := d.(driver.RangeLister); !paged {
+			return nil // the portable layer's Keys was its Keys
+		}
+		keys, err := d.(driver.RangeStore).Keys(ctx)
+		if err != nil {
+			return err
+		}
+		if keys == nil {
+			e.t.Errorf("the driver's Keys returned nil, not a slice (see driver.RangeStore.Keys)")
+		}
+		if diff := cmp.Diff(want, keys, cmpopts.EquateEmpty()); diff != "" {
+			e.t.Errorf("the driver's own Keys (the portable layer lists through its pages instead) "+
+				"differs from the keys written (see driver.RangeStore.Keys): -want +got:\n%s", diff)
+		}
+		return nil
+	})
+	e.fatalIf(err, "the driver's Keys")
 }
 
 // badKeys are keys every driver must refuse.
