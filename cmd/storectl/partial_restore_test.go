@@ -92,8 +92,8 @@ func TestPartialRestoreAsDocumented(t *testing.T) {
 		// The partial restore: every table of the backup but cosid_slot_used.
 		dump := filepath.Join(backups, "ids-2026-12-01.dump")
 		list := filepath.Join(backups, "list")
-		op.run("pg_restore -l " + dump + " | grep -v -e cosid_slot_used -e ' SCHEMA ' > " + list).want(t, exitOK)
-		op.run("pg_restore --clean --if-exists --single-transaction -L " + list + " --dbname='" + url + "' " + dump).want(t, exitOK)
+		op.run("pg_restore -l "+dump+" | grep -v -e cosid_slot_used -e ' SCHEMA ' > "+list).want(t, exitOK)
+		op.run("pg_restore --clean --if-exists --single-transaction -L "+list+" --dbname='"+url+"' "+dump).want(t, exitOK)
 		followPartialRestore(t, h, spec, op, "partial-restore-postgres",
 			"slot workers/1 was used before and its row is gone (deleted by hand, or a partial restore)")
 	})
