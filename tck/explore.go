@@ -93,8 +93,14 @@ func checkHistories(e *env) {
 		t.Repeat(h.actions())
 		ok = !t.Failed()
 	})
-	e.t.Logf("ran %d random histories (Suite.Histories; the seed is printed on failure, RAPID_SEED replays one)",
-		min(ran.Load(), int64(want)))
+	// rapid's own line above counts its cases (-rapid.checks, default
+	// 100), the empty ones past Suite.Histories too: say so, so that the
+	// two counts of the log add up.
+	cases := ran.Load()
+	histories := min(cases, int64(want))
+	e.t.Logf("ran %d random histories (Suite.Histories); rapid's count of %d tests includes %d empty cases past that number "+
+		"(-rapid.checks sets how many cases it runs). A failure prints its seed; RAPID_SEED replays it",
+		histories, cases, cases-histories)
 }
 
 // history is one random history: the stores on one storage, the model,
