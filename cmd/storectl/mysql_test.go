@@ -9,8 +9,7 @@ import (
 
 // Every command test also runs on a real MariaDB server (a database of its
 // own per store), and forEachPair migrates between MySQL and every other
-// backend in both directions. The driver has no locks yet: the tests of
-// locks skip on it (needLocks).
+// backend in both directions, locks included.
 func init() {
 	backends = append(backends, backend{name: "mysql", fresh: func(t *testing.T) storeSpec {
 		srv := mysqltest.Shared(t)
@@ -19,11 +18,11 @@ func init() {
 			"database": srv.NewDatabase(t),
 			"poolSize": "4",
 		}}
-	}, noLocks: "the mysql driver has no locks yet (Locks: ErrUnsupported)"})
+	}})
 }
 
-// purge on MySQL, whose TestPurge skips for want of locks: the keys go,
-// and a store opened afterwards starts them at 0.
+// purge on MySQL: the keys go, and a store opened afterwards starts them
+// at 0.
 func TestMySQLPurge(t *testing.T) {
 	var b backend
 	for _, x := range backends {

@@ -1,16 +1,9 @@
 // Package mysql is the MySQL and MariaDB driver of package store, on
-// github.com/go-sql-driver/mysql: ranges, slot leases, seeding and purge,
-// with the server's clock as the store's clock (docs/design.md, The
-// store's clock). Tested against MariaDB 10.11; written for MySQL 8.0+
+// github.com/go-sql-driver/mysql: ranges, slot leases, fair locks, seeding
+// and purge, with the server's clock as the store's clock (docs/design.md,
+// The store's clock). Tested against MariaDB 10.11; written for MySQL 8.0+
 // too (internal/sqlstore/mysqldialect says what differs and how each
 // difference is handled).
-//
-// Locks are not supported yet: Lock and TryLock return ErrUnsupported.
-// GET_LOCK alone cannot serve them: it has no fence, and a holder whose
-// connection the server dropped is not told before another session is
-// granted the name. They will follow the PostgreSQL driver's design (a
-// lock-session row the holder confirms, taken over only after a taker saw
-// its counter stand still for T on its own monotonic clock).
 //
 // # Opening
 //
@@ -39,11 +32,11 @@
 //     preferred; tlsCA: a PEM file of the CAs to verify the server with
 //     (implies tls=true).
 //   - poolSize: the most connections the pool opens, 1 to 10000; default
-//     10.
+//     10. Locks use one more connection per store, for their session.
 //   - connectTimeout: the bound on opening a connection, at most 1h;
 //     default 10s.
-//   - lockTimeout: T of the server-side bounds below, 100ms to 24h;
-//     default 10s.
+//   - lockTimeout: T of the lock liveness rule (see Locks), 100ms to 24h;
+//     default 10s. It also sets the server-side bounds below.
 //   - create (true): false opens only a database that holds the store's
 //     tables already; otherwise Open fails with ErrNotFound, having
 //     created and written nothing.
@@ -57,8 +50,62 @@
 // # Tables
 //
 // In the database: the tables of internal/sqlstore (cosid_meta,
-// cosid_range, cosid_namespace, cosid_slot, cosid_owner), InnoDB. Other
+// cosid_range, cosid_namespace, cosid_slot, cosid_owner), InnoDB, and for
+// locks cosid_lock_state (one row: the ticket counter and the seal),
+// cosid_lock (one row per name ever locked), cosid_lock_session (one per
+// store using locks: its connection id, a confirmation counter and, for
+// operators, the last confirmation's time) and cosid_lock_waiter (ticket,
+// name, owner, session; deleted with its session by a foreign key). Other
 // tables may share the database (a Leaf leaf_alloc table, say).
+//
+// # Locks
+//
+// The PostgreSQL driver's design (docs/design.md, Locks on PostgreSQL),
+// on InnoDB rows. A Lock takes a ticket from the state row's counter (it
+// is the fence) while holding the name's row, so tickets of a name commit
+// in order; the holder is the lowest ticket. Each store has one lock
+// session, a connection of its own that confirms its row every T/3 (T =
+// lockTimeout), adding one to its counter. Its Lost closes at the local
+// send time of the last counted confirmation + T - T/5. Another store
+// deletes a session's rows (takes it over) only after it has itself seen
+// the session's counter stand still for T on its own monotonic clock, and
+// only if the counter is still that value: so Lost closes before anyone
+// else can be granted, whether the holder's process died or paused, its
+// network went silent, an operator's KILL CONNECTION ended its
+// connection, or the server restarted (its confirmations then fail), and
+// whatever any wall clock, the server's included, did. A holder whose
+// process dies frees its locks about T after a waiter first looks at it;
+// Unlock and Close free them at once. A failed or cancelled Lock, wait or
+// Unlock costs nothing but itself: a row it may have left is removed, in
+// the background if the server does not answer, and the store's other
+// holds stay. SealLocks and RaiseLockFences (driver.LockSealer) set and
+// undo a seal on the state row, under the row lock every enqueue takes.
+//
+// Why not GET_LOCK: a named lock is held by a connection, and the server
+// frees it when it sees that connection end; the holder, whose
+// connection may be silent or gone, is told nothing first, so another
+// session can be granted while the old holder still believes it holds
+// (no Lost before grant); and it has no fence that grows across holders
+// and restarts. The session rows give both, and keep the lock's state in
+// tables a backup and a purge see.
+//
+// What differs from PostgreSQL, and what it costs:
+//
+//   - No LISTEN/NOTIFY: a waiter is woken at once by an Unlock of its own
+//     store, and otherwise looks at its queue again every T/10, at most
+//     100 ms and at least 10 ms. A hand-over between stores takes up to
+//     that long, and each waiting Lock costs one small query per period.
+//   - No sequence both servers share: tickets and session ids come from
+//     the counter of the state row, which an enqueue holds until it
+//     commits. Enqueues of every name take turns on it (a short
+//     transaction of four statements each), and a client gone silent
+//     inside one stalls every Lock of the database until the server ends
+//     its transaction: on MariaDB idle_transaction_timeout (T/4, at least
+//     1 s); on MySQL 8, which has none, until wait_timeout or TCP
+//     keepalives end its connection (others' statements give up after
+//     innodb_lock_wait_timeout and try again meanwhile).
+//   - Confirming is two statements (the counter's UPDATE, then a read of
+//     the others' counters): MySQL has no UPDATE in a WITH.
 //
 // # Ranges
 //
@@ -110,8 +157,10 @@
 // broken connection, a server shutting down, a connection the server
 // killed, or a deadline passed since the last such failure) wraps
 // driver.ErrUnavailable. The store reports Disconnected when its
-// connections start failing and Connected when the server answers again
-// (driver.Notifier).
+// connections start failing, Connected when the server answers again and
+// when its lock session starts (SessionID: the session's id), and Expired
+// when another store took the session over or a purge deleted it
+// (driver.Notifier); a lost hold says why (driver.LostCause).
 //
 // # Replication
 //
@@ -129,6 +178,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cosid-go/store"
@@ -140,12 +191,22 @@ import (
 func init() { store.Register("mysql", fromOptions) }
 
 // driverStore is an open MySQL store. It implements driver.Store,
-// driver.RangeStore, driver.SlotLeaseStore, driver.SlotSeeder,
-// driver.Purger, driver.Pinger, driver.Identifier and driver.Notifier.
+// driver.RangeStore, driver.SlotLeaseStore, driver.Locker,
+// driver.LockSealer, driver.SlotSeeder, driver.Purger, driver.Pinger,
+// driver.Identifier and driver.Notifier.
 type driverStore struct {
 	*sqlstore.Store
-	pool   *sql.DB
-	health *sqlstore.Health
+	pool        *sql.DB
+	db          db
+	health      *sqlstore.Health
+	lockTimeout time.Duration
+	lq          *lockStatements
+	locks       *lockSession
+	obs         sqlstore.Observations // other lock sessions' counters, seen by this store
+	testHook    atomic.Pointer[func(point string)]
+
+	ticketMu   sync.Mutex
+	lastTicket int64 // the regression guard of lock fences
 }
 
 var (
@@ -190,11 +251,26 @@ func open(ctx context.Context, c *config) (*driverStore, error) {
 	pool.SetMaxOpenConns(c.poolSize)
 	pool.SetMaxIdleConns(c.poolSize)
 	d := mysqldialect.New(c.database)
+	lq, err := newLockStatements(d)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	lp, err := newLockPurge(d)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	d.Tables = lockTables
+	d.PurgeMore = func(ctx context.Context, tx sqlstore.Querier) ([]string, error) {
+		return sqlstore.PurgeLocks(ctx, tx, "mysql", lp)
+	}
 	sqlOpen := sqlstore.Open
 	if !c.create {
 		sqlOpen = sqlstore.OpenExisting
 	}
-	s, err := sqlOpen(ctx, newDB(pool, h, d), d)
+	adapter := newDB(pool, h, d)
+	s, err := sqlOpen(ctx, adapter, d)
 	if err != nil {
 		pool.Close()
 		if errors.Is(err, driver.ErrUnavailable) {
@@ -205,8 +281,15 @@ func open(ctx context.Context, c *config) (*driverStore, error) {
 		}
 		return nil, fmt.Errorf("mysql: database %q: %w", c.database, err)
 	}
-	return &driverStore{Store: s, pool: pool, health: h}, nil
+	st := &driverStore{Store: s, pool: pool, db: adapter, health: h, lockTimeout: c.lockTimeout, lq: lq}
+	// The lock sessions' connections are beside the pool's poolSize.
+	st.locks = newLockSession(st, sql.OpenDB(conn))
+	return st, nil
 }
 
-// Close closes the pool.
-func (s *driverStore) Close() error { return s.pool.Close() }
+// Close ends the lock session, deleting its rows (its holds are lost and
+// the next waiters get their turn), then closes the connections.
+func (s *driverStore) Close() error {
+	err := s.locks.close()
+	return errors.Join(err, s.locks.conns.Close(), s.pool.Close())
+}

@@ -45,7 +45,7 @@ func TestTCK(t *testing.T) {
 		NewHarness: func(_ context.Context, t *testing.T) (tck.Harness, error) {
 			return harness{t: t, srv: srv, database: srv.NewDatabase(t)}, nil
 		},
-		Ranges: true, Slots: true,
+		Ranges: true, Slots: true, Locks: true,
 		Factory: fromOptions,
 		Options: harness{t: t, srv: srv, database: srv.NewDatabase(t)}.options(),
 		MalformedOptions: map[string]string{

@@ -1,0 +1,114 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/mysqltest"
+)
+
+// TestLockSilentInEnqueue: a store's network goes silent inside a Lock's
+// enqueue transaction (after its INSERT, before its COMMIT), holding the
+// name's row and the state row every enqueue updates. MariaDB ends that
+// transaction after idle_transaction_timeout (lockTimeout/4, at least
+// 1s), and the other stores' Locks, of that name and of another, which
+// wait innodb_lock_wait_timeout at a time and try again, go through: the
+// silent client's row was never committed.
+func TestLockSilentInEnqueue(t *testing.T) {
+	t.Parallel()
+	const lockTimeout = 2 * time.Second
+	opts := map[string]string{"lockTimeout": lockTimeout.String()}
+	srv := mysqltest.Shared(t)
+	database := srv.NewDatabase(t)
+	p := mysqltest.NewProxy(t, srv.Addr())
+	a := openAt(t, p.Addr(), database, opts)
+	b := openAt(t, srv.Addr(), database, opts)
+	ctx := t.Context()
+	frozen := make(chan struct{})
+	var once sync.Once
+	setHook(a, func(point string) {
+		if point == "enqueue" {
+			once.Do(func() { p.Freeze(); close(frozen) })
+		}
+	})
+	actx, acancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer p.Thaw()
+	defer acancel()
+	wg.Go(func() { _, _ = a.Lock(actx, "x", "a", true) })
+	<-frozen
+	start := time.Now()
+	for _, name := range []string{"y", "x"} {
+		bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		l, err := b.Lock(bctx, name, "b", true)
+		cancel()
+		if err != nil {
+			t.Fatalf("Lock(%q) while another store is silent inside its enqueue (for %v): %v", name, time.Since(start), err)
+		}
+		t.Logf("Lock(%q) granted %v after the other store went silent", name, time.Since(start))
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFailedLockCostsItself: a store holding "a" calls Lock("b") with a
+// context already cancelled, then with one that ends inside the enqueue
+// transaction (between its INSERT and COMMIT). Each fails with its
+// context's error and nothing else: "a" stays held (Lost open, Unlock
+// succeeds) and "b" is left free for another store.
+func TestFailedLockCostsItself(t *testing.T) {
+	t.Parallel()
+	srv := mysqltest.Shared(t)
+	database := srv.NewDatabase(t)
+	opts := map[string]string{"lockTimeout": "2s"}
+	s := openAt(t, srv.Addr(), database, opts)
+	other := openAt(t, srv.Addr(), database, opts)
+	ctx := t.Context()
+	la, err := s.Lock(ctx, "a", "s", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Lock(cancelled, "b", "s", true); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock with a cancelled context: %v, want context.Canceled", err)
+	}
+	short, cancel := context.WithCancel(ctx)
+	var once sync.Once
+	setHook(s, func(point string) {
+		if point == "enqueue" {
+			once.Do(cancel) // the context ends between the INSERT and the COMMIT
+		}
+	})
+	if _, err := s.Lock(short, "b", "s", true); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock whose context ends inside the enqueue: %v, want context.Canceled", err)
+	}
+	// A store's holds end at its lock session's end: wait past a few
+	// confirmations (every 2s/3), so that a session given up would show.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && !closed(la.Lost()) {
+		time.Sleep(50 * time.Millisecond) // watching for a loss that must not come
+	}
+	if closed(la.Lost()) {
+		t.Fatalf("the hold of \"a\" was lost after a failed Lock of \"b\": %v", la.(*hold).LostErr())
+	}
+	if ws, err := other.Waiters(ctx, "b"); len(ws) != 0 || err != nil && !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("waiters of \"b\" after the failed Locks: %v, %v; want none", ws, err)
+	}
+	lb, err := other.Lock(ctx, "b", "other", false)
+	if err != nil {
+		t.Fatalf("TryLock of \"b\" by another store after the failed Locks: %v", err)
+	}
+	if err := lb.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := la.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock of \"a\": %v", err)
+	}
+}
