@@ -8,7 +8,7 @@ import "github.com/cosid-go/store/internal/sqlstore"
 // deleted with it. The holder of a name is its lowest ticket; tickets come
 // from one sequence and are the fences. Another store deletes a session
 // only after it has seen its confirmations stand still for the session's
-// T on its own monotonic clock (see observations), never by comparing
+// T on its own monotonic clock (sqlstore.Observations), never by comparing
 // database times, so no clock step makes two holders. confirmed_at is
 // kept for operators only.
 var lockTables = []string{

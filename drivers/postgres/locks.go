@@ -45,7 +45,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 		// The session row is gone (taken over or purged): its holds are
 		// lost, and this call, which holds nothing yet, joins again on a
 		// new session.
-		se.lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
+		se.Lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
 		if se, err = s.locks.get(ctx); err != nil {
 			return nil, s.unavailable(err)
 		}
@@ -57,7 +57,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 	if err != nil {
 		if pgdialect.Classify(err) == sqlstore.MissingParent {
 			// The session row is gone again: taken over or purged.
-			se.lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
+			se.Lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
 			return nil, fmt.Errorf("lock session expired while joining the queue: %w", driver.ErrLeaseLost)
 		}
 		if ticket != 0 {
@@ -87,7 +87,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 			case <-timer.C:
 			case <-ctx.Done():
 				err = ctx.Err()
-			case <-se.lost:
+			case <-se.Lost():
 				err = fmt.Errorf("lock session lost while waiting: %w", driver.ErrLeaseLost)
 			case <-s.locks.done:
 				err = driver.ErrClosed
@@ -214,7 +214,7 @@ func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket
 	at := time.Now()
 	if !mine && ticket != math.MaxInt64 {
 		err := fmt.Errorf("the lock's queue no longer has ticket %d (its session was taken over): %w", ticket, driver.ErrLeaseLost)
-		se.lose(err)
+		se.Lose(err)
 		return false, 0, err
 	}
 	if sealed && mine {
@@ -232,8 +232,8 @@ func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket
 			continue
 		}
 		done[a.session] = true
-		s.obs.see(a.session, a.count, time.Duration(a.timeoutMS)*time.Millisecond, at)
-		left := s.obs.stillFor(a.session, a.count, at)
+		s.obs.See(a.session, a.count, time.Duration(a.timeoutMS)*time.Millisecond, at)
+		left := s.obs.StillFor(a.session, a.count, at)
 		if left > 0 {
 			wait = min(wait, left)
 			continue
@@ -264,7 +264,7 @@ func (s *driverStore) takeover(ctx context.Context, id, count int64) error {
 	if _, err := countSecond(s.pool.SendBatch(ctx, b)); err != nil {
 		return err
 	}
-	s.obs.forget(id)
+	s.obs.Forget(id)
 	return nil
 }
 
@@ -277,7 +277,7 @@ func (s *driverStore) takeover(ctx context.Context, id, count int64) error {
 // the background until it succeeds or the session is lost or closed: the
 // session, and the store's other holds, live on.
 func (s *driverStore) abandon(se *session, name string, ticket int64) {
-	if se.isLost() {
+	if se.IsLost() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), se.t)
@@ -390,15 +390,12 @@ type hold struct {
 
 func (h *hold) Fence() int64 { return h.ticket }
 
-// Lost looks at the session's deadline itself (see checkDeadline).
-func (h *hold) Lost() <-chan struct{} {
-	h.se.checkDeadline()
-	return h.se.lost
-}
+// Lost looks at the session's deadline itself (sqlstore.Liveness).
+func (h *hold) Lost() <-chan struct{} { return h.se.Lost() }
 
 // LostErr says why the hold was lost, once Lost is closed
 // (driver.LostCause).
-func (h *hold) LostErr() error { return h.se.lostErr() }
+func (h *hold) LostErr() error { return h.se.Err() }
 
 // Unlock deletes this hold's row only, whatever ctx says: a hold left
 // behind would block everyone until its session expires.
@@ -408,7 +405,7 @@ func (h *hold) Unlock(ctx context.Context) error {
 	if h.unlocked {
 		return nil
 	}
-	if h.se.isLost() {
+	if h.se.IsLost() {
 		h.unlocked = true
 		return fmt.Errorf("lock session lost while held: %w", driver.ErrLeaseLost)
 	}

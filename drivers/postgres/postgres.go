@@ -157,7 +157,7 @@ type driverStore struct {
 	cfg     Options
 	locks   *lockSession
 	health  *health
-	obs     observations // other lock sessions' counters, seen by this store
+	obs     sqlstore.Observations // other lock sessions' counters, seen by this store
 
 	lq *lockStatements
 
@@ -337,7 +337,10 @@ func newDriver(ctx context.Context, pool *pgxpool.Pool, cfg Options, create bool
 		return nil, err
 	}
 	d.Tables = lockTables
-	d.PurgeMore = func(ctx context.Context, tx sqlstore.Querier) ([]string, error) { return purgeLocks(ctx, tx, lq) }
+	d.PurgeMore = func(ctx context.Context, tx sqlstore.Querier) ([]string, error) {
+		return sqlstore.PurgeLocks(ctx, tx, "postgres", &sqlstore.LockPurge{
+			Lock: lq.PurgeLockTables, Head: lq.PurgeHead, List: lq.PurgeList, Delete: lq.PurgeDelete})
+	}
 	h := &health{Health: sqlstore.NewHealth("PostgreSQL", net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))), connFailure)}
 	sqlOpen := sqlstore.Open
 	if !create {

@@ -15,15 +15,16 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/sqlstore"
 )
 
 // session is a store's lock session: one connection of its own, whose row
-// it confirms every T/3. Its holds are good until lost closes, at the send
+// it confirms every T/3. Its holds are good until Lost closes, at the send
 // time of the last confirmed statement + T - margin on the local monotonic
-// clock; others may remove the session's rows only once they have seen its
-// counter stand still for T on their own clocks (observations). So Lost
-// closes before anyone else can be granted, whatever became of the
-// connection or of any clock.
+// clock (sqlstore.Liveness); others may remove the session's rows only once
+// they have seen its counter stand still for T on their own clocks
+// (sqlstore.Observations). So Lost closes before anyone else can be
+// granted, whatever became of the connection or of any clock.
 type session struct {
 	ls     *lockSession
 	id     int64
@@ -31,15 +32,10 @@ type session struct {
 	t      time.Duration
 	margin time.Duration
 
-	lost     chan struct{} // closed once the session can no longer be trusted
-	loseOnce sync.Once
-	why      error       // why lost closed, set before
-	timer    *time.Timer // fires lose at the deadline
-	dmu      sync.Mutex
-	deadline time.Time     // the holds are good until then (monotonic)
-	stop     chan struct{} // ends run
-	stopOnce sync.Once
-	done     chan struct{} // closed when run has returned
+	*sqlstore.Liveness               // the holds' deadline and Lost
+	stop               chan struct{} // ends run
+	stopOnce           sync.Once
+	done               chan struct{} // closed when run has returned
 
 	mu    sync.Mutex
 	wakes map[int64]chan struct{} // ticket -> wake-up of a waiter of this store
@@ -54,7 +50,7 @@ func (ls *lockSession) startSession(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	se := &session{ls: ls, conn: conn, t: ls.s.cfg.LockTimeout, margin: ls.s.cfg.LockTimeout / 5,
-		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}),
 		wakes: map[int64]chan struct{}{}}
 	sent := time.Now()
 	err = conn.QueryRow(ctx, ls.s.lq.SessionStart, se.t.Milliseconds()).Scan(&se.id)
@@ -65,65 +61,11 @@ func (ls *lockSession) startSession(ctx context.Context) (*session, error) {
 		conn.Close(context.Background())
 		return nil, err
 	}
-	se.deadline = sent.Add(se.t - se.margin)
-	se.timer = time.AfterFunc(time.Until(se.deadline), se.loseLate)
+	se.Liveness = sqlstore.NewLiveness(sent, se.t-se.margin, func() error {
+		return fmt.Errorf("lock session %d: no confirmation within %v: %w", se.id, se.t-se.margin, driver.ErrLeaseLost)
+	})
 	go se.run(sent)
 	return se, nil
-}
-
-// loseLate loses the session for want of a confirmation in time.
-func (se *session) loseLate() {
-	se.lose(fmt.Errorf("lock session %d: no confirmation within %v: %w", se.id, se.t-se.margin, driver.ErrLeaseLost))
-}
-
-// setDeadline moves the deadline to a confirmation's send time + T - margin.
-func (se *session) setDeadline(sent time.Time) {
-	d := sent.Add(se.t - se.margin)
-	se.dmu.Lock()
-	se.deadline = d
-	se.dmu.Unlock()
-	se.timer.Reset(time.Until(d))
-}
-
-// checkDeadline loses the session once its deadline has passed, without
-// waiting for the timer: in a process paused past the deadline, the timer
-// runs at some point after the resume, in no set order with the holder's
-// own code, which must not find its holds still good.
-func (se *session) checkDeadline() {
-	se.dmu.Lock()
-	d := se.deadline
-	se.dmu.Unlock()
-	if !time.Now().Before(d) {
-		se.loseLate()
-	}
-}
-
-// lose marks the session lost for why: every hold's Lost closes.
-func (se *session) lose(why error) {
-	se.loseOnce.Do(func() {
-		se.why = why
-		close(se.lost)
-	})
-}
-
-// lostErr returns why the session was lost, or nil.
-func (se *session) lostErr() error {
-	if !se.isLost() {
-		return nil
-	}
-	return se.why
-}
-
-// isLost reports whether the session is lost, looking at the deadline
-// too.
-func (se *session) isLost() bool {
-	se.checkDeadline()
-	select {
-	case <-se.lost:
-		return true
-	default:
-		return false
-	}
 }
 
 // run waits for notifications between confirmations, and confirms every
@@ -138,7 +80,7 @@ func (se *session) run(sent time.Time) {
 		_ = se.conn.Close(ctx)
 	}()
 	var why error = driver.ErrClosed
-	defer func() { se.lose(why) }()
+	defer func() { se.Lose(why) }()
 	for {
 		next := sent.Add(se.t / 3)
 		ctx, cancel := context.WithDeadline(context.Background(), next)
@@ -173,7 +115,7 @@ func (se *session) run(sent time.Time) {
 		ok, err := se.confirm(cctx)
 		ccancel()
 		switch {
-		case se.isLost():
+		case se.IsLost():
 			return // past its deadline: lost already, with the reason
 		case err != nil:
 			why = fmt.Errorf("lock session %d: confirmation failed: %v: %w", se.id, err, driver.ErrLeaseLost)
@@ -185,7 +127,7 @@ func (se *session) run(sent time.Time) {
 			return
 		}
 		sent = now
-		se.setDeadline(sent)
+		se.Confirmed(sent)
 	}
 }
 
@@ -216,7 +158,7 @@ func (se *session) confirm(ctx context.Context) (bool, error) {
 	}
 	at := time.Now()
 	for _, o := range others {
-		se.ls.s.obs.see(o.id, o.count, time.Duration(o.timeoutMS)*time.Millisecond, at)
+		se.ls.s.obs.See(o.id, o.count, time.Duration(o.timeoutMS)*time.Millisecond, at)
 	}
 	return confirmed, nil
 }
@@ -257,8 +199,7 @@ func (se *session) unwatch(ticket int64) {
 
 // halt loses the session and waits until run has returned.
 func (se *session) halt() {
-	se.lose(driver.ErrClosed)
-	se.timer.Stop()
+	se.Lose(driver.ErrClosed)
 	se.stopOnce.Do(func() { close(se.stop) })
 	<-se.done
 }
@@ -326,7 +267,7 @@ func (ls *lockSession) get(ctx context.Context) (*session, error) {
 			ls.mu.Unlock()
 			return nil, driver.ErrClosed
 		}
-		if ls.cur != nil && !ls.cur.isLost() {
+		if ls.cur != nil && !ls.cur.IsLost() {
 			se := ls.cur
 			ls.mu.Unlock()
 			return se, nil
@@ -395,7 +336,7 @@ func (ls *lockSession) removeLater(se *session, name string, ticket int64) {
 			t := time.NewTimer(pause)
 			select {
 			case <-t.C:
-			case <-se.lost:
+			case <-se.Lost():
 				t.Stop()
 				return
 			case <-ls.done:
