@@ -112,3 +112,59 @@ func TestFailedLockCostsItself(t *testing.T) {
 		t.Fatalf("Unlock of \"a\": %v", err)
 	}
 }
+
+// TestLockCommitInFlight: a Lock whose context ends while its enqueue's
+// COMMIT is held in a silent network returns; the network then comes back
+// (before the server's idle bound), so the COMMIT may still reach the
+// server. Whatever it did, the name must not stay taken: the store's
+// removal locks the name's row first, so it waits for that transaction,
+// and another store gets the name; the store's other hold stays.
+func TestLockCommitInFlight(t *testing.T) {
+	t.Parallel()
+	srv := mysqltest.Shared(t)
+	database := srv.NewDatabase(t)
+	p := mysqltest.NewProxy(t, srv.Addr())
+	opts := map[string]string{"lockTimeout": "8s"} // the server's idle bound: 2s
+	a := openAt(t, p.Addr(), database, opts)
+	b := openAt(t, srv.Addr(), database, opts)
+	ctx := t.Context()
+	held, err := a.Lock(ctx, "held", "a", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	setHook(a, func(point string) {
+		if point == "enqueue" {
+			once.Do(p.Freeze)
+		}
+	})
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	thawed := make(chan struct{})
+	go func() {
+		<-short.Done()
+		time.Sleep(200 * time.Millisecond) // the COMMIT is held past the Lock's deadline, less than the idle bound
+		p.Thaw()
+		close(thawed)
+	}()
+	if _, err := a.Lock(short, "x", "a", true); err == nil {
+		t.Fatal("Lock succeeded past its deadline")
+	}
+	<-thawed
+	bctx, bcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer bcancel()
+	lb, err := b.Lock(bctx, "x", "b", true)
+	if err != nil {
+		ws, _ := b.Waiters(ctx, "x")
+		t.Fatalf("b's Lock of the name whose Lock's commit was in flight: %v; waiters %v", err, ws)
+	}
+	if closed(held.Lost()) {
+		t.Fatalf("a's other hold was lost: %v", held.(*hold).LostErr())
+	}
+	if err := lb.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
