@@ -11,19 +11,21 @@ import (
 )
 
 // EnableAuth turns on etcd's authentication, through the members' HTTP
-// gateway: user gets the password and read-write access to every key; a
-// root user (which etcd requires) gets a password nobody is told. Clients
-// without a user are refused from then on.
+// gateway: user gets the password and read-write access to every key (the
+// role "readwrite"); a root user (which etcd requires) gets a random
+// password, which only RootPassword tells. Clients without a user are
+// refused from then on.
 func (c *Cluster) EnableAuth(t testing.TB, user, password string) {
 	t.Helper()
 	defer c.Members[0].http.CloseIdleConnections()
 	all := base64.StdEncoding.EncodeToString([]byte{0}) // key and range end \0: every key
+	c.rootPassword = rand.Text()
 	for _, step := range []struct {
 		path string
 		body any
 	}{
 		{"/v3/auth/role/add", map[string]any{"name": "root"}},
-		{"/v3/auth/user/add", map[string]any{"name": "root", "password": rand.Text()}},
+		{"/v3/auth/user/add", map[string]any{"name": "root", "password": c.rootPassword}},
 		{"/v3/auth/user/grant", map[string]any{"user": "root", "role": "root"}},
 		{"/v3/auth/role/add", map[string]any{"name": "readwrite"}},
 		{"/v3/auth/role/grant", map[string]any{"name": "readwrite",
@@ -37,6 +39,10 @@ func (c *Cluster) EnableAuth(t testing.TB, user, password string) {
 		}
 	}
 }
+
+// RootPassword is the password of the root user EnableAuth made, for a test
+// that administers users as an operator would (etcdctl --user root).
+func (c *Cluster) RootPassword() string { return c.rootPassword }
 
 // post sends body as JSON to the first member's gateway; an answer other
 // than 200 is an error, with what the member said.

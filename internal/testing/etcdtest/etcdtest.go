@@ -59,6 +59,8 @@ type Cluster struct {
 	cut     map[*Member]bool // partitioned from their peers
 	unknown atomic.Int64     // peer connections whose dialer was not found
 	tls     *tlsSetup        // nil: plaintext client ports (tls.go)
+	// rootPassword is the root user's, once EnableAuth made it.
+	rootPassword string
 }
 
 // Binary returns the etcd binary's path, or why there is none.
