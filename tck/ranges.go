@@ -67,8 +67,12 @@ func checkFirstRange(e *env) {
 }
 
 // checkNeverTwice: many stores and goroutines take ranges of two keys at
-// once with mixed steps; without faults the ranges must tile [0, n) with no
-// overlap (a value handed out twice) and no gap.
+// once with mixed steps; the ranges must tile [0, n) with no overlap (a
+// value handed out twice) and no gap but where a write's outcome was
+// unknown (see driver.RangeStore.Next), which a driver that reports events
+// reports (UnknownOutcome): on a loaded machine a driver may cut a slow
+// round trip short and try again, and the values of the cut write are a
+// gap even though no call failed.
 func checkNeverTwice(e *env) {
 	const stores, workers, calls = 8, 8, 25
 	steps := []int64{1, 2, 3, 5, 8, 13, 100, 1000}
@@ -76,9 +80,17 @@ func checkNeverTwice(e *env) {
 
 	var mu sync.Mutex
 	got := map[string][]store.Range{}
+	unknown := map[string][]store.Range{} // values of writes whose outcome was unknown
+	seen := store.WithObserver(store.Observer{Event: func(ev store.Event) {
+		if ev.Kind == store.UnknownOutcome && ev.Count > 0 {
+			mu.Lock()
+			unknown[ev.Key] = append(unknown[ev.Key], store.Range{Start: ev.Value, End: ev.Value + ev.Count})
+			mu.Unlock()
+		}
+	}})
 	var wg sync.WaitGroup
 	for s := range stores {
-		st := e.open()
+		st := e.open(seen)
 		for w := range workers {
 			wg.Go(func() {
 				mine := map[string][]store.Range{}
@@ -120,8 +132,10 @@ func checkNeverTwice(e *env) {
 				e.t.Errorf("%q: [%d, %d) overlaps a range handed out before (values up to %d): a value was returned twice",
 					key, r.Start, r.End, next-1)
 				problems++
+			case r.Start > next && covered(unknown[key], next, r.Start):
+				e.t.Logf("%q: gap [%d, %d), reported as writes whose outcome was unknown", key, next, r.Start)
 			case r.Start > next:
-				e.t.Errorf("%q: gap [%d, %d) although nothing failed", key, next, r.Start)
+				e.t.Errorf("%q: gap [%d, %d) although nothing failed and no write's outcome was reported unknown", key, next, r.Start)
 				problems++
 			}
 			if problems >= 5 {
@@ -134,6 +148,19 @@ func checkNeverTwice(e *env) {
 			e.wantCurrent(st, key, next, false)
 		}
 	}
+}
+
+// covered reports whether rs together cover [from, to).
+func covered(rs []store.Range, from, to int64) bool {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b store.Range) int { return cmpInt(a.Start, b.Start) })
+	for _, r := range rs {
+		if r.Start > from {
+			break
+		}
+		from = max(from, r.End)
+	}
+	return from >= to
 }
 
 func cmpInt(a, b int64) int {
