@@ -138,13 +138,13 @@ func rulesCited(name string) string {
 			if c != name {
 				continue
 			}
-			where := m.sections[r.section].where
+			where := "a sentence of the specification; overview: " + m.sections[r.section].where
 			if r.home == "package driver" {
-				where = "the driver package doc"
+				where = "stated in full: the driver package doc"
 			} else if r.home != "" {
-				where = "driver." + r.home
+				where = "stated in full: driver." + r.home
 			}
-			fmt.Fprintf(&b, "\n    %s  %s  (stated in full: %s)", r.id, r.sentence, where)
+			fmt.Fprintf(&b, "\n    %s  %s  (%s)", r.id, r.sentence, where)
 			break
 		}
 	}

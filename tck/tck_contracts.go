@@ -6,7 +6,8 @@
 // (group/check). The short form is an index, not the rule: each D row
 // stands under a line "Declaration:" naming where package driver states the
 // sentence in full (go doc github.com/cosid-go/store/driver.Declaration),
-// and each S section names its home. A sentence the kit
+// and each S section names where its overview is (the S rows are the
+// specification's sentences; most are a D row's rule, said once more). A sentence the kit
 // cannot test from outside a driver (it needs a network fault, or it binds
 // the repository, the portable layer or the caller) names the tests that
 // do. "ZK X" is the ZooKeeper driver's TestServer/<version>/X, "ZK Locks/X"
