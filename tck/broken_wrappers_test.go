@@ -36,6 +36,7 @@ func init() {
 		wrapped("overflow-pretend", "Ranges/Overflow", func(s memDriver) driver.Store { return overflowPretend{s} }),
 		wrapped("keys-parents", "Ranges/Keys", func(s memDriver) driver.Store { return keysParents{s} }),
 		wrapped("paged-keys-nil", "Ranges/Keys", func(s memDriver) driver.Store { return pagedKeysNil{s} }),
+		wrapped("renew-purged-not-found", "Purge/Everything", func(s memDriver) driver.Store { return renewPurgedNotFound{s} }),
 		wrapped("config-ignored", "Slots/ConfigMismatch", func(s memDriver) driver.Store { return configIgnored{s} }),
 		wrapped("ignore-floor", "Slots/Takeover", func(s memDriver) driver.Store { return ignoreFloor{s} }),
 		wrapped("ignore-used", "Slots/ReleaseFloor", func(s memDriver) driver.Store { return ignoreUsed{s} }),

@@ -289,10 +289,12 @@ func checkPurge(e *env) {
 	if e.suite.Ranges {
 		e.next(st, "purge/key", 5)
 	}
+	var released store.Lease
 	if e.suite.Slots {
 		// Released with its last used timestamp: a next floor ahead of
 		// the clock stops a purge (Purge/FloorAhead).
-		e.releaseUsed(st, e.acquire(st, e.namespace("purge", 2), "owner", e.long()))
+		released = e.acquire(st, e.namespace("purge", 2), "owner", e.long())
+		e.releaseUsed(st, released)
 	}
 	if e.suite.Locks {
 		l := e.lock(st, "purge")
@@ -324,6 +326,10 @@ func checkPurge(e *env) {
 		e.wantEmpty("Namespaces after Purge", nss)
 		_, err = fresh.Slots().List(e.ctx, "purge")
 		e.wantIs(err, store.ErrNotFound, "Slots of a purged namespace")
+		// Its namespace is gone with it: a renewal is lost (see
+		// driver.SlotLeaseStore.Renew), whatever else it finds missing.
+		_, err = st.Slots().Renew(e.ctx, released)
+		e.wantIs(err, store.ErrLeaseLost, "Renew of a released term after a Purge deleted its namespace")
 	}
 	if e.suite.Locks {
 		names, err := fresh.Locks().List(e.ctx)
