@@ -1,13 +1,18 @@
 package etcd
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/testing/poll"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // openDriver opens a store on prefix of the shared member, letting set
@@ -60,4 +65,59 @@ func waitQueued(t *testing.T, st *store.Store, name string, n int) {
 		ws, err := st.Locks().Waiters(t.Context(), name)
 		return err == nil && len(ws) == n
 	})
+}
+
+// lockResult is what a Lock run in the background returned.
+type lockResult struct {
+	l   *store.Lock
+	err error
+}
+
+// holdAndQueue has holder lock name, then waiter queue behind it: the
+// waiter's Lock runs in the background and returns on the channel.
+func holdAndQueue(t *testing.T, holder, waiter *store.Store, name string) (*store.Lock, <-chan lockResult) {
+	t.Helper()
+	h, err := holder.Locks().Lock(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan lockResult, 1)
+	go func() {
+		l, err := waiter.Locks().Lock(t.Context(), name)
+		got <- lockResult{l, err}
+	}()
+	waitQueued(t, holder, name, 2)
+	return h, got
+}
+
+// awaitLock returns what the queued Lock returned, failing t when it has
+// not returned within 60 s of its holder's Unlock (a bound for a loaded
+// machine, not a wait).
+func awaitLock(t *testing.T, got <-chan lockResult) lockResult {
+	t.Helper()
+	select {
+	case r := <-got:
+		return r
+	case <-time.After(60 * time.Second):
+		t.Fatal("the waiter neither granted nor refused 60s after the holder's Unlock")
+		return lockResult{}
+	}
+}
+
+// openBeforeTxn opens a driver store whose nth transaction (a Txn call:
+// a read or a write) once armed first runs hook: the test puts another
+// store's calls between the store's reads and its write.
+func openBeforeTxn(t *testing.T, prefix string, armed *atomic.Bool, nth int64, hook func()) *driverStore {
+	t.Helper()
+	var txns atomic.Int64
+	st := openDriver(t, prefix, func(d *driverStore) {
+		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == nth {
+				hook()
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		})}
+	})
+	return rawdriver.Of(st).(*driverStore)
 }

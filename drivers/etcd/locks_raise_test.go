@@ -1,11 +1,6 @@
 package etcd
 
-import (
-	"testing"
-	"time"
-
-	"github.com/cosid-go/store"
-)
+import "testing"
 
 // TestLockFenceAboveRaiseWhileQueued: a waiter queued before
 // RaiseLockFences(floor) and granted after it gets a fence above floor
@@ -15,20 +10,7 @@ import (
 func TestLockFenceAboveRaiseWhileQueued(t *testing.T) {
 	ctx := t.Context()
 	holder, waiter := openPair(t, freshPrefix("raisequeued"))
-	h, err := holder.Locks().Lock(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		l   *store.Lock
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		l, err := waiter.Locks().Lock(ctx, "x")
-		got <- result{l, err}
-	}()
-	waitQueued(t, holder, "x", 2)
+	h, got := holdAndQueue(t, holder, waiter, "x")
 	floor := h.Fence() + 1_000_000
 	if err := holder.Locks().RaiseFences(ctx, floor); err != nil {
 		t.Fatal(err)
@@ -40,21 +22,17 @@ func TestLockFenceAboveRaiseWhileQueued(t *testing.T) {
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case r := <-got:
-		if r.err != nil {
-			t.Fatalf("the waiter's Lock: %v", r.err)
-		}
-		if r.l.Fence() <= floor {
-			t.Errorf("a waiter queued before RaiseLockFences(%d) was granted after it with fence %d", floor, r.l.Fence())
-		}
-		if r.l.Fence() != ws[1].Fence {
-			t.Errorf("granted fence %d, Waiters said %d", r.l.Fence(), ws[1].Fence)
-		}
-		if err := r.l.Unlock(ctx); err != nil {
-			t.Error(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the waiter was not granted 30s after the holder's Unlock")
+	r := awaitLock(t, got)
+	if r.err != nil {
+		t.Fatalf("the waiter's Lock: %v", r.err)
+	}
+	if r.l.Fence() <= floor {
+		t.Errorf("a waiter queued before RaiseLockFences(%d) was granted after it with fence %d", floor, r.l.Fence())
+	}
+	if r.l.Fence() != ws[1].Fence {
+		t.Errorf("granted fence %d, Waiters said %d", r.l.Fence(), ws[1].Fence)
+	}
+	if err := r.l.Unlock(ctx); err != nil {
+		t.Error(err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/testing/netproxy"
 )
 
@@ -28,20 +27,7 @@ func TestWaiterQueuesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer waiter.Close()
-	held, err := holder.Locks().Lock(ctx, "q")
-	if err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		l   *store.Lock
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		l, err := waiter.Locks().Lock(ctx, "q")
-		got <- result{l, err}
-	}()
-	waitQueued(t, holder, "q", 2)
+	held, got := holdAndQueue(t, holder, waiter, "q")
 	p.Freeze()
 	waitQueued(t, holder, "q", 1) // the waiter's lease expired on the server
 	p.Thaw()
@@ -49,16 +35,12 @@ func TestWaiterQueuesAgain(t *testing.T) {
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case r := <-got:
-		if r.err != nil {
-			t.Fatalf("the waiter's Lock: %v", r.err)
-		}
-		if r.l.Fence() <= held.Fence() {
-			t.Errorf("fence %d not above the holder's %d", r.l.Fence(), held.Fence())
-		}
-		r.l.Unlock(ctx)
-	case <-time.After(60 * time.Second):
-		t.Fatal("the waiter never got the lock")
+	r := awaitLock(t, got)
+	if r.err != nil {
+		t.Fatalf("the waiter's Lock: %v", r.err)
 	}
+	if r.l.Fence() <= held.Fence() {
+		t.Errorf("fence %d not above the holder's %d", r.l.Fence(), held.Fence())
+	}
+	r.l.Unlock(ctx)
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
@@ -29,20 +28,7 @@ import (
 func TestLockWaiterAcrossSealAndRaise(t *testing.T) {
 	ctx := t.Context()
 	holder, waiter := openPair(t, freshPrefix("unseal"))
-	h, err := holder.Locks().Lock(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		l   *store.Lock
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		l, err := waiter.Locks().Lock(ctx, "x")
-		got <- result{l, err}
-	}()
-	waitQueued(t, holder, "x", 2)
+	h, got := holdAndQueue(t, holder, waiter, "x")
 	floor, err := holder.Locks().Seal(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -54,20 +40,16 @@ func TestLockWaiterAcrossSealAndRaise(t *testing.T) {
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case r := <-got:
-		if r.err == nil {
-			t.Errorf("a waiter queued before SealLocks (floor %d) was granted after it, the seal undone by RaiseLockFences(%d): fence %d",
-				floor, raised, r.l.Fence())
-			if r.l.Fence() <= raised {
-				t.Errorf("and its fence %d is not above the raised floor %d", r.l.Fence(), raised)
-			}
-			r.l.Unlock(ctx)
-		} else if !errors.Is(r.err, store.ErrSealed) {
-			t.Errorf("the waiter queued before SealLocks: %v, want ErrSealed", r.err)
+	switch r := awaitLock(t, got); {
+	case r.err == nil:
+		t.Errorf("a waiter queued before SealLocks (floor %d) was granted after it, the seal undone by RaiseLockFences(%d): fence %d",
+			floor, raised, r.l.Fence())
+		if r.l.Fence() <= raised {
+			t.Errorf("and its fence %d is not above the raised floor %d", r.l.Fence(), raised)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the waiter neither granted nor refused 30s after the holder's Unlock")
+		r.l.Unlock(ctx)
+	case !errors.Is(r.err, store.ErrSealed):
+		t.Errorf("the waiter queued before SealLocks: %v, want ErrSealed", r.err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
@@ -424,27 +422,12 @@ func TestNestedPrefixCreatedFirst(t *testing.T) {
 func TestFirstNextAcrossRecreation(t *testing.T) {
 	ctx := t.Context()
 	prefix := freshPrefix("firstnext")
-	cfg, err := parseOptions(map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var txns atomic.Int64
 	var armed atomic.Bool
 	hold, held := make(chan struct{}), make(chan struct{})
-	s := newStore(cfg, nil)
-	s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == 1 {
-			close(held)
-			<-hold
-		}
-		return invoker(ctx, method, req, reply, cc, opts...)
-	})}
-	if err := s.Connect(ctx); err != nil {
-		s.Close()
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openBeforeTxn(t, prefix, &armed, 1, func() {
+		close(held)
+		<-hold
+	})
 	armed.Store(true)
 	type result struct {
 		start int64

@@ -455,30 +455,15 @@ func TestAcquireRacesPurge(t *testing.T) {
 	if err := x.Release(ctx, l, l.Floor); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseOptions(map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var txns atomic.Int64
 	var armed atomic.Bool
-	a := newStore(cfg, nil)
-	a.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == 2 {
-			// The Acquire's second read: purge first.
-			if deleted, err := x.Purge(ctx); err != nil {
-				t.Errorf("Purge: %v", err)
-			} else {
-				t.Logf("purged %q", deleted)
-			}
+	a := openBeforeTxn(t, prefix, &armed, 2, func() {
+		// The Acquire's second read: purge first.
+		if deleted, err := x.Purge(ctx); err != nil {
+			t.Errorf("Purge: %v", err)
+		} else {
+			t.Logf("purged %q", deleted)
 		}
-		return invoker(ctx, method, req, reply, cc, opts...)
-	})}
-	if err := a.Connect(ctx); err != nil {
-		a.Close()
-		t.Fatal(err)
-	}
-	defer a.Close()
+	})
 	armed.Store(true)
 	l2, err := a.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "new", Incarnation: "1", TTL: time.Minute})
 	if err != nil {
@@ -501,35 +486,9 @@ func TestSeedRacesPurge(t *testing.T) {
 	prefix := freshPrefix("seedpurge")
 	ns := driver.Namespace{Name: "n", Limit: 1, Tolerance: time.Millisecond}
 	x := openShifted(t, prefix, 0)
-	cfg, err := parseOptions(map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var txns atomic.Int64
 	var armed atomic.Bool
-	a := newStore(cfg, nil)
-	a.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == 2 {
-			// The seed's write: a term and a purge first.
-			l, err := x.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "x", Incarnation: "1", TTL: time.Minute})
-			if err == nil {
-				err = x.Release(ctx, l, l.Floor)
-			}
-			if err == nil {
-				_, err = x.Purge(ctx)
-			}
-			if err != nil {
-				t.Errorf("the term and purge during the seed: %v", err)
-			}
-		}
-		return invoker(ctx, method, req, reply, cc, opts...)
-	})}
-	if err := a.Connect(ctx); err != nil {
-		a.Close()
-		t.Fatal(err)
-	}
-	defer a.Close()
+	// The seed's write: a term and a purge first.
+	a := openBeforeTxn(t, prefix, &armed, 2, func() { termThenPurge(t, x, ns, "the seed") })
 	armed.Store(true)
 	if err := a.SeedSlot(ctx, ns, 0, 0, 100); err != nil {
 		t.Fatal(err)
@@ -647,35 +606,9 @@ func TestAcquireRacesPurgeNewNamespace(t *testing.T) {
 	prefix := freshPrefix("acqpurgens")
 	ns := driver.Namespace{Name: "n", Limit: 1, Tolerance: time.Millisecond}
 	x := openShifted(t, prefix, 0)
-	cfg, err := parseOptions(map[string]string{"endpoints": sharedServer(t).Endpoints()[0], "prefix": prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var txns atomic.Int64
 	var armed atomic.Bool
-	a := newStore(cfg, nil)
-	a.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == 2 {
-			// The Acquire's write: a term and a purge first.
-			l, err := x.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "x", Incarnation: "1", TTL: time.Minute})
-			if err == nil {
-				err = x.Release(ctx, l, l.Floor)
-			}
-			if err == nil {
-				_, err = x.Purge(ctx)
-			}
-			if err != nil {
-				t.Errorf("the term and purge during the Acquire: %v", err)
-			}
-		}
-		return invoker(ctx, method, req, reply, cc, opts...)
-	})}
-	if err := a.Connect(ctx); err != nil {
-		a.Close()
-		t.Fatal(err)
-	}
-	defer a.Close()
+	// The Acquire's write: a term and a purge first.
+	a := openBeforeTxn(t, prefix, &armed, 2, func() { termThenPurge(t, x, ns, "the Acquire") })
 	armed.Store(true)
 	l, err := a.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "new", Incarnation: "1", TTL: time.Minute})
 	if err != nil {
@@ -683,5 +616,21 @@ func TestAcquireRacesPurgeNewNamespace(t *testing.T) {
 	}
 	if l.Fence <= 1 {
 		t.Errorf("the term after the purge of fence 1 got fence %d", l.Fence)
+	}
+}
+
+// termThenPurge has x take and release a slot of ns, then purge, during
+// another store's call (during names it).
+func termThenPurge(t *testing.T, x *driverStore, ns driver.Namespace, during string) {
+	ctx := t.Context()
+	l, err := x.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "x", Incarnation: "1", TTL: time.Minute})
+	if err == nil {
+		err = x.Release(ctx, l, l.Floor)
+	}
+	if err == nil {
+		_, err = x.Purge(ctx)
+	}
+	if err != nil {
+		t.Errorf("the term and purge during %s: %v", during, err)
 	}
 }
