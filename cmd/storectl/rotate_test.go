@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/testing/etcdtest"
+	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // rotation is one engine's credential rotation: the store as instances
@@ -113,4 +119,57 @@ func TestRotateEtcdAsDocumented(t *testing.T) {
 		oldSpec: spec("ids", "OLDPASSWORD"), newSpec: spec("ids-2026", "NEWPASSWORD"), op: op,
 		rollStep:   "roll the instances to username ids-2026 and password NEWPASSWORD, one at a time",
 		oldRefused: "authentication failed"})
+}
+
+// TestRotatePostgresAsDocumented follows docs/drivers/postgres.md's
+// rotation of the store's role and password, as written, on a server of
+// its own whose pg_hba.conf asks every role but the superuser for its
+// password (scram-sha-256).
+func TestRotatePostgresAsDocumented(t *testing.T) {
+	srv := pgtest.Start(t)
+	bin, err := pgtest.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	admin, err := pgx.Connect(ctx, srv.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	var hba string
+	if err := admin.QueryRow(ctx, "SHOW hba_file").Scan(&hba); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE ROLE ids LOGIN PASSWORD 'OLDPASSWORD'",
+		"CREATE DATABASE ids OWNER ids",
+		// Passwords checked: only the superuser (the test's admin) is trusted.
+		"COPY (SELECT * FROM (VALUES ('local all all trust'), ('host all postgres 127.0.0.1/32 trust'), " +
+			"('host all all 127.0.0.1/32 scram-sha-256')) AS hba) TO '" + hba + "'",
+		"SELECT pg_reload_conf()",
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	url := "postgres://" + srv.Addr() + "/ids?sslmode=disable"
+	spec := func(user, password string) storeSpec {
+		return storeSpec{driver: "postgres", options: map[string]string{"connString": url, "schema": "cosid", "poolSize": "4",
+			"user": user, "password": password}}
+	}
+	// The reload is the server's: wait until it asks for passwords.
+	poll.Until(t, time.Minute, "the server asks for passwords", func() bool {
+		st, err := store.Open("postgres", spec("ids", "WRONG").options)
+		if err == nil {
+			st.Close()
+		}
+		return err != nil && strings.Contains(err.Error(), "password authentication failed")
+	})
+	op := newOperator(t, "postgres://admin@db-1:5432/ids", "postgres://postgres@"+srv.Addr()+"/ids?sslmode=disable")
+	op.tool("psql", filepath.Join(bin, "psql"))
+	followRotation(t, rotation{doc: "drivers/postgres.md", name: "postgres-rotate",
+		oldSpec: spec("ids", "OLDPASSWORD"), newSpec: spec("ids_2026", "NEWPASSWORD"), op: op,
+		rollStep:   "roll the instances to user ids_2026 and password NEWPASSWORD, one at a time",
+		oldRefused: `role "ids" is not permitted to log in`})
 }
