@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
 )
 
 // TestSealSurvivesDeletedNamespaceKey: an operator deletes the namespace
 // key of a sealed namespace (etcdctl del, the slot keys stay). Neither a
 // held term's Renew nor another store's Seed or Acquire may take that as "not
 // sealed": the slots' history is still there, so a namespace key missing
-// beside it is corrupt, not a fresh namespace.
+// beside it is corrupt, not a fresh namespace; nor may KeepLayout.
 func TestSealSurvivesDeletedNamespaceKey(t *testing.T) {
 	prefix := freshPrefix("sealdel")
 	a, _ := openCounting(t, prefix)
@@ -37,6 +38,15 @@ func TestSealSurvivesDeletedNamespaceKey(t *testing.T) {
 	}
 	if err := b.Slots().Seed(ctx, ns, 2, 10, 10); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("Seed after the sealed namespace's key was deleted: %v; want ErrCorrupt", err)
+	}
+	// KeepLayout creates a missing namespace as Acquire does (see
+	// driver.LayoutKeeper), so it refuses alike.
+	err = b.Raw(func(d driver.Store) error {
+		_, err := d.(driver.LayoutKeeper).KeepLayout(ctx, driver.Namespace{Name: ns.Name, Limit: ns.Limit, Tolerance: ns.Tolerance}, "layout")
+		return err
+	})
+	if !errors.Is(err, driver.ErrCorrupt) {
+		t.Errorf("KeepLayout after the sealed namespace's key was deleted: %v; want ErrCorrupt", err)
 	}
 	if l2, err := b.Slots().Acquire(ctx, ns, "b", store.AcquireOptions{}); err == nil {
 		t.Errorf("Acquire after the sealed namespace's key was deleted started slot %d fence %d; want ErrCorrupt", l2.Slot, l2.Fence)
