@@ -183,6 +183,11 @@ func (c *Cluster) start(t testing.TB, dir string, n int) error {
 			// wrote is in the page cache and survives its death, and
 			// fsyncs on a loaded machine would only slow every write.
 			"--unsafe-no-fsync",
+			// Each user added and each client's authentication hashes a
+			// password: at the default cost (10) that took seconds at load
+			// 60 and the harness's HTTP calls timed out. The tests' secrets
+			// are random and thrown away: the lowest cost does.
+			"--bcrypt-cost", "4",
 		}
 		m.args = append(m.args, c.tlsArgs()...)
 		if err := m.run(c.bin); err != nil {
