@@ -289,8 +289,8 @@ type Locker interface {
 
 	// Locks lists, sorted, the names of every lock held or waited on, and
 	// of locks taken before that the driver still keeps (a driver may
-	// forget unused names, docs/design.md, Locks), as an empty (non-nil) slice when there
-	// is none.
+	// forget the names nobody holds or waits for), as an empty (non-nil)
+	// slice when there is none.
 	Locks(ctx context.Context) ([]string, error)
 
 	// Waiters lists a lock's holder and waiters in lock order (the holder
