@@ -302,6 +302,15 @@ func testLockWatchMemberCut(t *testing.T, how string) {
 		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		resp, err := cli.Delete(dctx, prefix+"/lock/p/", clientv3.WithPrefix())
+		if err == nil && resp.Deleted == 0 {
+			// On a loaded machine the holder's keep-alives may have come
+			// too late (its ttl is 3s): its lease ended and took the key,
+			// which tells the holder as the delete would.
+			if got, gerr := cli.Get(dctx, prefix+"/lock/p/", clientv3.WithPrefix(), clientv3.WithCountOnly()); gerr == nil && got.Count == 0 {
+				t.Logf("the held key was gone before the operator's delete: the holder's lease ended")
+				return nil
+			}
+		}
 		if err == nil && resp.Deleted != 1 {
 			err = fmt.Errorf("deleted %d keys", resp.Deleted)
 		}
