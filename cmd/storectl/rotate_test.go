@@ -14,81 +14,86 @@ import (
 	"github.com/cosid-go/store/internal/testing/etcdtest"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 	"github.com/cosid-go/store/internal/testing/poll"
+	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
 // rotation is one engine's credential rotation: the store as instances
-// open it with the old credentials and with the new, and the operator
-// whose PATH has the engine's admin tools.
+// open it with each credential in turn (the old first, the new last), the
+// procedure's comment line of each roll (from specs[i] to specs[i+1]),
+// and the operator whose PATH has the engine's admin tools.
 type rotation struct {
-	doc, name        string
-	oldSpec, newSpec storeSpec
-	op               *operator
-	rollStep         string // the procedure's comment line that rolls the instances
-	oldRefused       string // what opening with the old credentials says at the end
+	doc, name  string
+	specs      []storeSpec
+	rolls      []string
+	op         *operator
+	oldRefused string // what a store with the old credentials gets at the end
 }
 
-// followRotation: an instance with the old credentials holds a lock and a
-// slot and hands out values before, during and after the credential is
-// added (no call fails); at the roll, an instance with the new
-// credentials finds the lock held (no second holder) until the old one
-// stops, then takes it with a higher fence, and the slot above the old
-// term; once the old credential is removed, the new instance goes on and a
-// store with the old credentials is refused. No value, fence or term is
-// handed out twice.
+// followRotation: an instance holds a lock and a slot and hands out values
+// across the procedure; at each roll, it still works, and an instance with
+// the next credentials finds the lock held (no second holder) until the
+// running one stops, then takes it with a higher fence, and the slot above
+// the old term. At the end a store with the old credentials is refused
+// (at its open, or at its first call). No value, fence or term is handed
+// out twice.
 func followRotation(t *testing.T, c rotation) {
 	ctx := t.Context()
 	h := newHandedOut()
-	old := c.oldSpec.open(t)
 	take := func(st *store.Store) {
 		t.Helper()
 		h.record("orders", next(t, st, "orders", 10))
 	}
-	take(old)
-	k, err := old.Locks().Lock(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
+	hold := func(st *store.Store) (*store.Lock, store.Lease) {
+		t.Helper()
+		take(st)
+		k, err := st.Locks().Lock(ctx, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.fences["lock/job/"+itoa(k.Fence())]++
+		l := acquire(t, st, restoreNS, "host-a", 0, time.Minute)
+		h.lease(l)
+		return k, l
 	}
-	h.fences["lock/job/"+itoa(k.Fence())]++
-	l := acquire(t, old, restoreNS, "host-a", 0, time.Minute)
-	h.lease(l)
-	var fresh *store.Store
-	rolled := false
-	c.op.follow(procedure(t, c.doc, c.name), stepper(t, map[string]func(){
-		c.rollStep: func() {
-			take(old) // the old credential still works once the new one is added
-			fresh = c.newSpec.open(t)
-			take(fresh)
-			if _, err := fresh.Locks().TryLock(ctx, "job"); !errors.Is(err, store.ErrLocked) {
-				t.Fatalf("TryLock with the new credentials while the old instance holds the lock: %v, want ErrLocked", err)
-			}
-			// The old instance stops.
-			if err := k.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := old.Slots().Release(ctx, l); err != nil {
-				t.Fatal(err)
-			}
-			if err := old.Close(); err != nil {
-				t.Fatal(err)
-			}
-			rolled = true
-		},
-	}))
-	if !rolled {
-		t.Fatal("the procedure never rolled the instances")
+	stop := func(st *store.Store, k *store.Lock, l store.Lease) {
+		t.Helper()
+		if err := k.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Slots().Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	take(fresh)
-	k2, err := fresh.Locks().Lock(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
+	cur := c.specs[0].open(t)
+	k, l := hold(cur)
+	steps := map[string]func(){}
+	for i, step := range c.rolls {
+		steps[step] = func() {
+			take(cur) // the running instance goes on
+			next := c.specs[i+1].open(t)
+			take(next)
+			if _, err := next.Locks().TryLock(ctx, "job"); !errors.Is(err, store.ErrLocked) {
+				t.Fatalf("TryLock with the credentials of %q while the running instance holds the lock: %v, want ErrLocked", step, err)
+			}
+			stop(cur, k, l)
+			cur = next
+			k, l = hold(cur)
+		}
 	}
-	h.fences["lock/job/"+itoa(k2.Fence())]++
-	if err := k2.Unlock(ctx); err != nil {
-		t.Fatal(err)
+	c.op.follow(procedure(t, c.doc, c.name), stepper(t, steps))
+	take(cur)
+	stop(cur, k, l)
+	old := c.specs[0]
+	st, err := store.Open(old.driver, old.options)
+	if err == nil {
+		_, err = st.Ranges().Next(ctx, "orders", 10)
+		st.Close()
 	}
-	h.lease(acquire(t, fresh, restoreNS, "host-a", 0, time.Minute))
-	if _, err := store.Open(c.oldSpec.driver, c.oldSpec.options); err == nil || !strings.Contains(err.Error(), c.oldRefused) {
-		t.Fatalf("a store opened with the old credentials after the rotation: %v, want it refused (%q)", err, c.oldRefused)
+	if err == nil || !strings.Contains(err.Error(), c.oldRefused) {
+		t.Fatalf("a store with the old credentials after the rotation: %v, want it refused (%q)", err, c.oldRefused)
 	}
 	if v, f, o := h.duplicates(); v+f+o > 0 {
 		t.Fatalf("across the rotation: %d values handed out twice (of %d), %d fences twice, %d overlapping terms",
@@ -116,8 +121,8 @@ func TestRotateEtcdAsDocumented(t *testing.T) {
 			"username": user, "password": password}}
 	}
 	followRotation(t, rotation{doc: "drivers/etcd.md", name: "etcd-rotate",
-		oldSpec: spec("ids", "OLDPASSWORD"), newSpec: spec("ids-2026", "NEWPASSWORD"), op: op,
-		rollStep:   "roll the instances to username ids-2026 and password NEWPASSWORD, one at a time",
+		specs: []storeSpec{spec("ids", "OLDPASSWORD"), spec("ids-2026", "NEWPASSWORD")}, op: op,
+		rolls:      []string{"roll the instances to username ids-2026 and password NEWPASSWORD, one at a time"},
 		oldRefused: "authentication failed"})
 }
 
@@ -169,7 +174,29 @@ func TestRotatePostgresAsDocumented(t *testing.T) {
 	op := newOperator(t, "postgres://admin@db-1:5432/ids", "postgres://postgres@"+srv.Addr()+"/ids?sslmode=disable")
 	op.tool("psql", filepath.Join(bin, "psql"))
 	followRotation(t, rotation{doc: "drivers/postgres.md", name: "postgres-rotate",
-		oldSpec: spec("ids", "OLDPASSWORD"), newSpec: spec("ids_2026", "NEWPASSWORD"), op: op,
-		rollStep:   "roll the instances to user ids_2026 and password NEWPASSWORD, one at a time",
+		specs: []storeSpec{spec("ids", "OLDPASSWORD"), spec("ids_2026", "NEWPASSWORD")}, op: op,
+		rolls:      []string{"roll the instances to user ids_2026 and password NEWPASSWORD, one at a time"},
 		oldRefused: `role "ids" is not permitted to log in`})
+}
+
+// TestRotateZooKeeperAsDocumented follows docs/drivers/zookeeper.md's
+// rotation of the store's digest credentials, as written, on a server of
+// its own.
+func TestRotateZooKeeperAsDocumented(t *testing.T) {
+	versions := zktest.Versions()
+	srv := zktest.StartServer(t, versions[len(versions)-1])
+	op := newOperator(t, "zk-1:2181", srv.Addr())
+	op.script("zkCli.sh", `exec java -cp "`+srv.Classpath()+`" org.apache.zookeeper.ZooKeeperMain "$@"`)
+	spec := func(auth string) storeSpec {
+		return storeSpec{driver: "zookeeper", options: map[string]string{"connectString": srv.Addr(), "root": "/cosid",
+			"sessionTimeout": "10s", "blockUntilConnectedWait": "20s", "auth": auth}}
+	}
+	followRotation(t, rotation{doc: "drivers/zookeeper.md", name: "zookeeper-rotate",
+		specs: []storeSpec{spec("digest:ids:OLDPASSWORD"), spec("digest:ids:OLDPASSWORD,digest:ids-2026:NEWPASSWORD"),
+			spec("digest:ids-2026:NEWPASSWORD")},
+		rolls: []string{
+			"roll the instances to auth digest:ids:OLDPASSWORD,digest:ids-2026:NEWPASSWORD, one at a time",
+			"roll the instances to auth digest:ids-2026:NEWPASSWORD, one at a time",
+		},
+		op: op, oldRefused: "not authenticated"})
 }
