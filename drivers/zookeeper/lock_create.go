@@ -37,11 +37,11 @@ func (s *lockStore) createNode(n *lockNode, prefix string) (path string, czxid i
 	// The check of the root's version: the locks were not sealed, and
 	// their fence offset was n.offset, when the node was created
 	// (lock_seal.go). Its failure fails the whole multi: nothing created.
-	check, offset := s.sess.root.check(s.lockRootPath())
+	check, offset := s.rootCache.check(s.lockRootPath())
 	s.sess.mu.Lock()
 	n.offset, n.checked = offset, check
 	s.sess.mu.Unlock()
-	if !s.sess.plainCreate.Load() {
+	if !s.plainCreate.Load() {
 		ops := []any{
 			&zk.CreateRequest{Path: prefix, Data: []byte(n.owner), Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence},
 			&zk.SetDataRequest{Path: n.parent, Data: nil, Version: -1}}
@@ -56,7 +56,7 @@ func (s *lockStore) createNode(n *lockNode, prefix string) (path string, czxid i
 			// Not what a server answers; the node exists, its fence is read.
 			return res[0].String, 0, nil
 		case len(res) > 2:
-			if err := s.sess.root.checkFailed(res[2].Error); err != nil {
+			if err := s.rootCache.checkFailed(res[2].Error); err != nil {
 				return "", 0, err
 			}
 		}
@@ -65,7 +65,7 @@ func (s *lockStore) createNode(n *lockNode, prefix string) (path string, czxid i
 		}
 		// The setData was refused, not the create (the multi names the op
 		// that failed): the ACL lacks the write permission.
-		s.sess.plainCreate.Store(true)
+		s.plainCreate.Store(true)
 	}
 	if check == nil {
 		path, err = s.conn.Create(prefix, []byte(n.owner), zk.FlagEphemeral|zk.FlagSequence, s.acl)
@@ -76,7 +76,7 @@ func (s *lockStore) createNode(n *lockNode, prefix string) (path string, czxid i
 		return res[0].String, 0, nil
 	}
 	if len(res) > 1 {
-		if err := s.sess.root.checkFailed(res[1].Error); err != nil {
+		if err := s.rootCache.checkFailed(res[1].Error); err != nil {
 			return "", 0, err
 		}
 	}
@@ -202,7 +202,7 @@ func (s *lockStore) sendCreate(ctx context.Context, n *lockNode, prefix string) 
 		written  chan struct{}
 		answered = make(chan struct{})
 	)
-	if s.wire != nil && !s.sess.plainCreate.Load() && s.enter() {
+	if s.wire != nil && !s.plainCreate.Load() && s.enter() {
 		early = make(chan listing, 1)
 		written = s.wire.writes.add(n.guid)
 		go s.listBehindCreate(n, written, answered, early)

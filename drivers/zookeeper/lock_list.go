@@ -98,9 +98,9 @@ func (s *lockStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, 
 	if _, err := s.readLockRoot(ctx, &a); err != nil {
 		return nil, err
 	}
-	s.sess.root.mu.Lock()
-	offset := s.sess.root.state.offset
-	s.sess.root.mu.Unlock()
+	s.rootCache.mu.Lock()
+	offset := s.rootCache.state.offset
+	s.rootCache.mu.Unlock()
 	slices.SortFunc(entries, func(a, b entry) int { return seqCompare(a.seq, b.seq) })
 	out := make([]driver.Waiter, 0, len(entries))
 	for _, e := range entries {

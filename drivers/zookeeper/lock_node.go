@@ -1,9 +1,14 @@
 package zookeeper
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -12,7 +17,46 @@ import (
 )
 
 // Keeping the lock nodes the store created, or may have created, and
-// removing them.
+// removing them; their names.
+
+const (
+	lockNodePrefix = "_c_"
+	lockNodeInfix  = "-lock-"
+	lockGUIDLen    = 32 // hex digits
+)
+
+// parseLockNode splits a child name "_c_{guid}-lock-{seq}". The sequence is
+// ZooKeeper's "%010d" of a signed 32-bit counter, so it may be negative
+// after wrapping; only this suffix orders nodes, never the whole name.
+func parseLockNode(name string) (guid string, seq int32, ok bool) {
+	rest, ok := strings.CutPrefix(name, lockNodePrefix)
+	if !ok || len(rest) <= lockGUIDLen+len(lockNodeInfix) {
+		return "", 0, false
+	}
+	guid = rest[:lockGUIDLen]
+	digits, ok := strings.CutPrefix(rest[lockGUIDLen:], lockNodeInfix)
+	if !ok {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 32)
+	if err != nil {
+		return "", 0, false
+	}
+	return guid, int32(n), true
+}
+
+// seqCompare orders sequence numbers with wrap-around (serial number)
+// arithmetic: a comes before b if b is less than 2^31 steps after a. Live
+// nodes of one lock are never that far apart.
+func seqCompare(a, b int32) int { return cmp.Compare(a-b, 0) }
+
+func newLockGUID() (string, error) {
+	var b [lockGUIDLen / 2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("zookeeper: lock node GUID: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
 
 // lockNode is one lock node this store created, or may have created: a
 // waiter, a holder, or one being removed.

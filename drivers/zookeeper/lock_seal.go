@@ -124,7 +124,7 @@ func (s *lockStore) updateLockRoot(ctx context.Context, change func(lockRoot, *z
 		case err == nil:
 			next, err := parseLockRoot(s.lockRootPath(), data)
 			if err == nil {
-				s.sess.root.set(stat.Version, next)
+				s.rootCache.set(stat.Version, next)
 			}
 			return next, stat, err
 		case errors.Is(err, zk.ErrBadVersion):
@@ -263,7 +263,7 @@ func (c *lockRootCache) set(version int32, state lockRoot) {
 // sealed, after reading the node again (a create checked on a sealed
 // version would succeed); otherwise the create's check tells.
 func (s *lockStore) lockRootOpen(ctx context.Context, name string, a *attempts) error {
-	c := &s.sess.root
+	c := &s.rootCache
 	c.mu.Lock()
 	skip := c.noCheck || !c.known || !c.state.sealed // the create's check tells
 	c.mu.Unlock()
@@ -290,12 +290,12 @@ func (s *lockStore) readLockRoot(ctx context.Context, a *attempts) (lockRoot, er
 	r := rs[0]
 	switch {
 	case errors.Is(r.err, zk.ErrNoNode):
-		s.sess.root.forget()
+		s.rootCache.forget()
 		return lockRoot{}, nil
 	case errors.Is(r.err, zk.ErrNoAuth):
-		s.sess.root.mu.Lock()
-		s.sess.root.noCheck = true
-		s.sess.root.mu.Unlock()
+		s.rootCache.mu.Lock()
+		s.rootCache.noCheck = true
+		s.rootCache.mu.Unlock()
 		return lockRoot{}, nil
 	case r.err != nil:
 		return lockRoot{}, fmt.Errorf("zookeeper: read %s: %w", s.lockRootPath(), r.err)
@@ -304,7 +304,7 @@ func (s *lockStore) readLockRoot(ctx context.Context, a *attempts) (lockRoot, er
 	if err != nil {
 		return lockRoot{}, err
 	}
-	s.sess.root.set(r.stat.Version, st)
+	s.rootCache.set(r.stat.Version, st)
 	return st, nil
 }
 

@@ -31,9 +31,6 @@ import (
 // (lock_watch.go) and the lock cleanup's goroutines. The zero value is
 // ready.
 type lockSession struct {
-	plainCreate atomic.Bool   // the ACL refused the create's setData once (lock_create.go)
-	root        lockRootCache // the root's version, seal and fence offset as last read (lock_seal.go)
-
 	mu      sync.Mutex
 	nodes   map[*lockNode]struct{}
 	closing bool // Close began: no new nodes, session news ignored

@@ -1,15 +1,11 @@
 package zookeeper
 
 import (
-	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -30,13 +26,9 @@ import (
 // keeping and removing it in lock_node.go, the listings in lock_list.go,
 // a held lock and its Unlock in lock_hold.go, the nodes on the session in
 // lock_session.go, what ends their holds in lock_lost.go (and
-// lock_confirm.go), the watches waiters share in lock_watch.go.
-
-const (
-	lockNodePrefix = "_c_"
-	lockNodeInfix  = "-lock-"
-	lockGUIDLen    = 32 // hex digits
-)
+// lock_confirm.go, which proves the session alive), the watches waiters
+// share in lock_watch.go, the seal in lock_seal.go, the lock clock in
+// lock_clock.go. The etcd driver uses the same names for the same roles.
 
 var _ driver.Locker = (*lockStore)(nil)
 
@@ -46,7 +38,9 @@ var _ driver.Locker = (*lockStore)(nil)
 type lockStore struct {
 	*session
 
-	sess lockSession // lock nodes and the session as the Locker sees it (lock_session.go)
+	sess        lockSession   // lock nodes and the session as the Locker sees it (lock_session.go)
+	rootCache   lockRootCache // the root's version, seal and fence offset as last read (lock_seal.go)
+	plainCreate atomic.Bool   // the ACL refused the create's setData once (lock_create.go)
 }
 
 // errRequeue: the Lock call's node is gone or not trustworthy (its session
@@ -58,39 +52,6 @@ var errRequeue = errors.New("zookeeper: the lock node was lost with its session"
 // removal before it leaves the removal to the background (which goes on
 // until it succeeds, the session is gone or the store closes).
 const abandonWait = time.Second
-
-// parseLockNode splits a child name "_c_{guid}-lock-{seq}". The sequence is
-// ZooKeeper's "%010d" of a signed 32-bit counter, so it may be negative
-// after wrapping; only this suffix orders nodes, never the whole name.
-func parseLockNode(name string) (guid string, seq int32, ok bool) {
-	rest, ok := strings.CutPrefix(name, lockNodePrefix)
-	if !ok || len(rest) <= lockGUIDLen+len(lockNodeInfix) {
-		return "", 0, false
-	}
-	guid = rest[:lockGUIDLen]
-	digits, ok := strings.CutPrefix(rest[lockGUIDLen:], lockNodeInfix)
-	if !ok {
-		return "", 0, false
-	}
-	n, err := strconv.ParseInt(digits, 10, 32)
-	if err != nil {
-		return "", 0, false
-	}
-	return guid, int32(n), true
-}
-
-// seqCompare orders sequence numbers with wrap-around (serial number)
-// arithmetic: a comes before b if b is less than 2^31 steps after a. Live
-// nodes of one lock are never that far apart.
-func seqCompare(a, b int32) int { return cmp.Compare(a-b, 0) }
-
-func newLockGUID() (string, error) {
-	var b [lockGUIDLen / 2]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("zookeeper: lock node GUID: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
-}
 
 // Lock queues for name and, if wait, waits until its node is first. The
 // wait is bounded only by ctx; each ZooKeeper call retries transient

@@ -200,9 +200,9 @@ func testLockWritersAndFallback(t *testing.T, addr string) {
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if writer.sess.plainCreate.Load() || !other.sess.plainCreate.Load() {
+	if writer.plainCreate.Load() || !other.plainCreate.Load() {
 		t.Errorf("plain creates: writer %v, other %v; want false, true",
-			writer.sess.plainCreate.Load(), other.sess.plainCreate.Load())
+			writer.plainCreate.Load(), other.plainCreate.Load())
 	}
 }
 
