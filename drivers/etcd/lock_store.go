@@ -18,6 +18,13 @@ import (
 // '/'), each attached to its store's session lease, with the owner as
 // value. The queue's order is the keys' create revisions, which are also
 // the fences: etcd's revision only grows, across restarts and deletes.
+//
+// Queueing and waiting is this file; the lease the keys hang on is
+// lock_session.go (kept alive, and so proven alive, by lock_keepalive.go),
+// a held lock and its Unlock lock_hold.go, the watches that tell holds and
+// waiters of deletes lock_watch.go and lock_waits.go, the seal
+// lock_seal.go, the listings lock_list.go, the lock clock lock_clock.go.
+// The ZooKeeper driver uses the same names for the same roles.
 
 var errClosedStore = driver.ErrClosed
 
@@ -27,9 +34,9 @@ type lockStore struct {
 	*etcdStore
 
 	mu       sync.Mutex
-	sess     *lockSession
-	granting *grant // the lease grant in flight or last made (session)
-	closed   bool
+	sess     *lockSession // the session last granted (session), lost or not
+	granting *grant       // the lease grant in flight or last made (session)
+	closed   bool         // Close began: no session is granted any more
 
 	// watchHook, if set, runs before each start of a session's watch
 	// (tests hold it back).
