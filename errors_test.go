@@ -71,7 +71,7 @@ func TestErrorTexts(t *testing.T) {
 			`store: Acquire "w": ttl 1.5ms must be a whole number of milliseconds`},
 		{acquire(ns, "o", store.AcquireOptions{TTL: -time.Second}),
 			`store: Acquire "w": ttl -1s is outside [1ms, 24h0m0s]`},
-		{acquire(ns, "o", store.AcquireOptions{Preferred: 4}),
+		{acquire(ns, "o", store.AcquireOptions{Preferred: new(4)}),
 			`store: Acquire "w": preferred slot 4 is outside [0, 4)`},
 		{func() error { return st.Slots().ReleaseUsed(ctx, lease, -1) },
 			`store: ReleaseUsed "w/0": used timestamp -1 is negative`},

@@ -82,7 +82,9 @@ func ExampleSlotLeaseStore_Acquire() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("worker id:", lease.Slot, "fence:", lease.Fence, "floor:", lease.Floor)
+	// Which free slot: one near a point of the instance's own, so that a
+	// fleet starting at once spreads over the namespace.
+	fmt.Println("worker id below the limit:", lease.Slot < ns.Limit, "fence:", lease.Fence, "floor:", lease.Floor)
 	fmt.Println("ceiling - expiresAt:", time.Duration(lease.Ceiling-lease.ExpiresAt)*time.Millisecond)
 
 	// The holder says which timestamps it used; the next term starts above them.
@@ -94,11 +96,11 @@ func ExampleSlotLeaseStore_Acquire() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("same slot again:", next.Slot, "fence:", next.Fence, "floor:", next.Floor)
+	fmt.Println("same slot again:", next.Slot == lease.Slot, "fence:", next.Fence, "floor:", next.Floor)
 	// Output:
-	// worker id: 0 fence: 1 floor: 0
+	// worker id below the limit: true fence: 1 floor: 0
 	// ceiling - expiresAt: 1s
-	// same slot again: 0 fence: 2 floor: 42
+	// same slot again: true fence: 2 floor: 42
 }
 
 func ExampleLocker_Lock() {

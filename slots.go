@@ -16,9 +16,11 @@ const DefaultTTL = 60 * time.Second
 type AcquireOptions struct {
 	// TTL of the lease, in whole milliseconds (default DefaultTTL).
 	TTL time.Duration
-	// Preferred slot, tried after the owner's last slots. Zero needs no
-	// flag: slot 0 is also the first free slot an Acquire alone tries.
-	Preferred int
+	// Preferred slot, tried after the owner's last slots (new(n) for slot
+	// n; nil, the default: none). Without one, an Acquire searches from a
+	// point of its own (so a fleet starting at once spreads over the
+	// namespace): do not set the same preferred slot for many instances.
+	Preferred *int
 	// Reclaim lets the owner take over a live term of its own owner key under
 	// another incarnation (a restarted process getting its slot back).
 	Reclaim bool
@@ -40,7 +42,7 @@ func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string
 		checkNamespace(ns),
 		checkName("owner", owner),
 		checkMillis("ttl", opts.TTL, time.Millisecond, MaxTTL),
-		checkSlot("preferred slot", opts.Preferred, ns.Limit),
+		checkPreferred(opts.Preferred, ns.Limit),
 	)}
 	return call(ctx, l.s, o, func(ctx context.Context, d driver.SlotLeaseStore) (Lease, error) {
 		dl, err := d.Acquire(ctx, driver.AcquireRequest{
@@ -48,7 +50,7 @@ func (l *SlotLeaseStore) Acquire(ctx context.Context, ns Namespace, owner string
 			Owner:       owner,
 			Incarnation: l.s.incarnation,
 			TTL:         opts.TTL,
-			Preferred:   opts.Preferred,
+			Preferred:   preferred(opts.Preferred),
 			Reclaim:     opts.Reclaim,
 		})
 		if err != nil {
@@ -210,4 +212,20 @@ func (l *SlotLeaseStore) Layout(ctx context.Context, ns string) (string, error) 
 	return call(ctx, l.s, o, func(ctx context.Context, d driver.LayoutKeeper) (string, error) {
 		return d.Layout(ctx, ns)
 	})
+}
+
+// checkPreferred checks a preferred slot, if one is set.
+func checkPreferred(p *int, limit int) error {
+	if p == nil {
+		return nil
+	}
+	return checkSlot("preferred slot", *p, limit)
+}
+
+// preferred is the driver's form of a preferred slot: -1 for none.
+func preferred(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
 }

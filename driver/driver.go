@@ -122,7 +122,7 @@ type AcquireRequest struct {
 	Owner       string        // owner key: survives restarts
 	Incarnation string        // one run of the owner
 	TTL         time.Duration // whole milliseconds, > 0
-	Preferred   int           // tried after the owner's last slots; always < Limit
+	Preferred   int           // tried after the owner's last slots; -1: none; always < Limit
 	Reclaim     bool          // may take over a live term of the same owner, other incarnation
 }
 
@@ -185,12 +185,11 @@ type SlotLeaseStore interface {
 	//     incarnation of its own, so only that store's retries match.)
 	//   - Otherwise the first free slot in this order (FirstSlots): the
 	//     owner's last slots, most recently acquired first; the preferred
-	//     slot; a free slot of the rest, searched in SearchOrder from 0 (the
-	//     lowest free slot), or, once this Acquire lost a slot it chose to
-	//     a concurrent one, from SearchStart of its owner and incarnation
-	//     (so that a fleet acquiring at once spreads over the namespace
-	//     rather than all racing for the next lowest slot; concurrent
-	//     acquires may therefore get any free slots). Free (SlotRecord.Judge):
+	//     slot, if any; a free slot of the rest, searched in SearchOrder
+	//     from SearchStart of the owner and incarnation, a point spread over
+	//     the namespace by a hash (so that a fleet acquiring at once spreads
+	//     over it rather than all racing for one slot; no rule says which
+	//     free slot an Acquire gets, not the lowest). Free (SlotRecord.Judge):
 	//     never used, released, or expired (now >= ExpiresAt, whoever held
 	//     it); with Reclaim also a live term of the same owner under another
 	//     incarnation. Never a live term of another owner, however close

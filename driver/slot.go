@@ -278,7 +278,8 @@ func RememberSlot(index []int, n int) []int {
 
 // FirstSlots is what an acquire looks at first, in the order of
 // SlotLeaseStore.Acquire: the owner's last slots (most recent first, slots
-// at or above limit and repeats dropped), then the preferred slot.
+// at or above limit and repeats dropped), then the preferred slot (none
+// when it is negative).
 func FirstSlots(index []int, preferred, limit int) []int {
 	var out []int
 	for _, n := range append(slices.Clone(index), preferred) {
@@ -289,15 +290,14 @@ func FirstSlots(index []int, preferred, limit int) []int {
 	return out
 }
 
-// SearchStart is where the search for a free slot begins once an acquire
-// is crowded: it lost a slot it chose to a concurrent acquire (a lost
-// compare-and-set, a row another transaction created or locked). Until
-// then the search begins at 0, so an acquire alone gets the lowest free
-// slot. The point is derived from the owner key and the incarnation
-// (FNV-1a), so that acquirers of a fleet starting at once spread over the
-// namespace instead of all racing for the next lowest slot, each losing
-// to one of the others: that made a fleet's acquires cost the square of
-// its size.
+// SearchStart is where an acquire's search for a free slot begins, after
+// the owner's last slots and the preferred slot: a point derived from the
+// owner key and the incarnation (FNV-1a), so that the acquirers of a fleet
+// starting at once spread over the namespace, each finding a free slot near
+// its own point. A search from one point shared by all (the lowest free
+// slot) had them all race for the same slot, each losing to one of the
+// others: that made a fleet's acquires cost the square of its size, and a
+// write every acquirer had to win on one row or node.
 func SearchStart(owner, incarnation string, limit int) int {
 	if limit <= 1 {
 		return 0
@@ -311,7 +311,7 @@ func SearchStart(owner, incarnation string, limit int) int {
 
 // SearchOrder yields every slot of a namespace of limit slots once, in the
 // order of the search from start: start, start+1, ..., limit-1, then 0,
-// ..., start-1. From 0 it is the lowest slot first.
+// ..., start-1.
 func SearchOrder(start, limit int) iter.Seq[int] {
 	return func(yield func(int) bool) {
 		for i := range limit {

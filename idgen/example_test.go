@@ -68,11 +68,11 @@ func ExampleSnowflake() {
 	}
 	ts, worker, _ := sf.Layout().Decode(b)
 	fmt.Println("increasing:", b > a)
-	fmt.Println("worker:", worker)
+	fmt.Println("worker is the lease's slot:", int(worker) == sf.Session().Lease().Slot)
 	fmt.Println("about now:", time.Since(sf.Layout().Time(ts)) < time.Minute)
 	// Output:
 	// increasing: true
-	// worker: 0
+	// worker is the lease's slot: true
 	// about now: true
 }
 
@@ -132,7 +132,7 @@ func ExampleSession() {
 	// A generator of its own checks the lease before each timestamp t it
 	// issues, and keeps Floor <= t < Ceiling.
 	lease, err := s.Check(time.Now().UnixMilli())
-	fmt.Println("slot:", lease.Slot, "valid:", err == nil)
+	fmt.Println("slot below the limit:", lease.Slot < ns.Limit, "valid:", err == nil)
 
 	if err := s.Close(ctx); err != nil {
 		log.Fatal(err)
@@ -140,6 +140,6 @@ func ExampleSession() {
 	<-s.Done()
 	fmt.Println("after Close:", s.Err())
 	// Output:
-	// slot: 0 valid: true
+	// slot below the limit: true valid: true
 	// after Close: idgen: closed
 }

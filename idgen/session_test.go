@@ -68,7 +68,7 @@ func testSessionRenews(t *testing.T, b backend) {
 		t.Errorf("Check after Close: %v", err)
 	}
 	// Released: another owner gets the slot at once.
-	other := newSession(t, st, "host-b", idgen.SessionOptions{Acquire: store.AcquireOptions{}})
+	other := newSession(t, st, "host-b", idgen.SessionOptions{Acquire: store.AcquireOptions{Preferred: new(l.Slot)}})
 	if got := other.Lease(); got.Slot != l.Slot || got.Floor < l.Ceiling {
 		t.Errorf("after Close another owner got %+v, want slot %d with floor at least %d", got, l.Slot, l.Ceiling)
 	}

@@ -426,7 +426,7 @@ func TestSnowflakeClose(t *testing.T) {
 	}
 
 	// A generator that issued nothing leaves the floor where it was.
-	n, err := idgen.NewSnowflake(t.Context(), st, ns, "host-b", idgen.SnowflakeOptions{})
+	n, err := idgen.NewSnowflake(t.Context(), st, ns, "host-b", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{Preferred: new(g.Worker())}})
 	if err != nil {
 		t.Fatal(err)
 	}

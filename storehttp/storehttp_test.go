@@ -80,7 +80,7 @@ func TestStatusShowsGeneratorsAndLocks(t *testing.T) {
 		}
 	}
 	sf, err := idgen.NewSnowflake(ctx, st, store.Namespace{Name: "workers", Limit: 8, Tolerance: time.Second}, "host-a",
-		idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: time.Minute}})
+		idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: time.Minute, Preferred: new(0)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -407,10 +407,13 @@ func (h *history) acquire(t *rapid.T) {
 	ns := h.drawNamespace(t)
 	owner := rapid.SampledFrom(exploreOwners).Draw(t, "owner")
 	ttl := rapid.SampledFrom(h.ttls).Draw(t, "ttl")
-	pref := rapid.IntRange(0, ns.Limit-1).Draw(t, "preferred")
+	pref := rapid.IntRange(-1, ns.Limit-1).Draw(t, "preferred") // -1: none
 	reclaim := rapid.Bool().Draw(t, "reclaim")
-	opts := store.AcquireOptions{TTL: ttl, Preferred: pref, Reclaim: reclaim}
-	what := fmt.Sprintf("s%d.Acquire(%v, %q, %+v) at %s", i, ns, owner, opts, h.now())
+	opts := store.AcquireOptions{TTL: ttl, Reclaim: reclaim}
+	if pref >= 0 {
+		opts.Preferred = new(pref)
+	}
+	what := fmt.Sprintf("s%d.Acquire(%v, %q, ttl %v, preferred %d, reclaim %v) at %s", i, ns, owner, ttl, pref, reclaim, h.now())
 	l, err := h.store(i).Slots().Acquire(h.ctx(), ns, owner, opts)
 	t.Logf("%s -> %s, %v", what, leaseText(l), err)
 	if h.closed(i, what, err) {

@@ -178,7 +178,8 @@ func checkCloseSlots(e *env) {
 		"Namespaces":  func() error { _, err := s.Namespaces(e.ctx); return err },
 		"Slots":       func() error { _, err := s.List(e.ctx, ns.Name); return err },
 	})
-	e.wantSlot(e.acquire(e.open(), ns, "other", e.long()), 1, "slot 0 is still held: closing leaves leases to expire")
+	e.wantSearched(e.acquire(e.open(), ns, "other", e.long()), ns.Limit, []int{1 - l.Slot},
+		fmt.Sprintf("slot %d is still held: closing leaves leases to expire", l.Slot))
 }
 
 // checkCloseLocks: lock operations after Close give ErrClosed, a Lock

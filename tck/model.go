@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
 )
 
 // model is the contract of package driver as a small single-threaded
@@ -190,7 +191,7 @@ func (m *model) acquire(req acquireReq) (slot int, fresh bool, err error) {
 	}
 	var first []int
 	for _, n := range append(slices.Clone(sp.owners[req.owner]), req.preferred) {
-		if n < req.ns.Limit && !slices.Contains(first, n) {
+		if n >= 0 && n < req.ns.Limit && !slices.Contains(first, n) { // -1: no preferred slot
 			first = append(first, n)
 		}
 	}
@@ -210,7 +211,7 @@ func (m *model) acquire(req acquireReq) (slot int, fresh bool, err error) {
 		return !s.live(m.now) || (req.reclaim && s.owner == req.owner && s.inc != req.inc)
 	}
 	order := slices.Clone(first)
-	for n := range req.ns.Limit {
+	for n := range driver.SearchOrder(driver.SearchStart(req.owner, req.inc, req.ns.Limit), req.ns.Limit) {
 		if !slices.Contains(order, n) {
 			order = append(order, n)
 		}

@@ -33,7 +33,7 @@ func checkPurgeSeals(e *env) {
 		names = append(names, `"purge-seal/moved"`)
 	}
 	if e.suite.Slots {
-		e.releaseUsed(st, e.acquire(st, ns, "a", e.long()))
+		e.releaseUsed(st, e.acquire(st, ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: new(0)}))
 		e.fatalIf(st.Slots().Seal(e.ctx, sealedNS.Name), "Seal(%q)", sealedNS.Name)
 		names = append(names, fmt.Sprintf("%q", sealedNS.Name))
 	}

@@ -68,8 +68,8 @@ func (s *restartState) record(e *env, a, b *store.Store) {
 	}
 	if e.suite.Slots {
 		s.ns = e.namespace("restart", 3)
-		s.live = e.acquire(b, s.ns, "b", e.long())     // slot 0
-		s.released = e.acquire(a, s.ns, "a", e.long()) // slot 1
+		s.live = e.acquire(b, s.ns, "b", store.AcquireOptions{TTL: e.longTTL, Preferred: new(0)})
+		s.released = e.acquire(a, s.ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: new(1)})
 		e.fatalIf(a.Slots().ReleaseUsed(e.ctx, s.released, s.released.Floor), "ReleaseUsed")
 		if has[driver.SlotSeeder](a) {
 			e.fatalIf(a.Slots().Seed(e.ctx, s.ns, 2, 7, 5000), "Seed")
@@ -112,7 +112,7 @@ func (s *restartState) verify(e *env, st *store.Store) {
 				l.Slot, l.Fence, l.Floor, s.released.Fence+1, s.released.Floor+1)
 		}
 		// b's term is still live: b, restarted (another incarnation), gets
-		// another slot.
+		// another slot; slot 1 is a's again, so the one left is 2.
 		l = e.acquire(st, s.ns, "b", e.long())
 		if l.Slot == 0 {
 			e.t.Errorf("after the restart a new incarnation of b took slot 0, whose term (fence %d) is live until %d",

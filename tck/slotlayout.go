@@ -52,7 +52,7 @@ func checkLayout(e *env) {
 	keep(a, old, "unit=1ms epoch=2024", "unit=2ms epoch=2024")
 	// The layout is the namespace's alone, and leaves its slots alone.
 	l := e.acquire(b, ns, "worker", e.long())
-	e.wantSlot(l, 0, "the lowest free slot of a namespace with a layout")
+	e.wantSearched(l, ns.Limit, []int{0, 1}, "a namespace with a layout")
 	keep(a, e.namespace("layout-2", 2), "unit=10ms epoch=2024", "unit=10ms epoch=2024")
 	infos, err := a.Slots().List(e.ctx, ns.Name)
 	e.fatalIf(err, "Slots")

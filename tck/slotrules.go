@@ -11,7 +11,7 @@ import (
 
 // checkMostRecentFirst: an owner that held several slots gets its most
 // recent free one back first, then the one before, ahead of the preferred
-// and the lowest free slot.
+// slot and the search.
 func checkMostRecentFirst(e *env) {
 	ns := e.namespace("recent", 5)
 	runs := []*store.Store{
@@ -24,7 +24,7 @@ func checkMostRecentFirst(e *env) {
 	var held []store.Lease
 	for i, st := range runs {
 		want := []int{2, 0, 1}[i]
-		l := e.acquire(st, ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: want})
+		l := e.acquire(st, ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: new(want)})
 		e.wantSlot(l, want, "the preferred slot, free: the owner's other slots are live under other incarnations")
 		held = append(held, l)
 	}
@@ -33,9 +33,9 @@ func checkMostRecentFirst(e *env) {
 	}
 	// The owner's index is now 1, 0, 2 (most recent first); slot 1 goes to
 	// another owner that prefers it.
-	x := e.acquire(e.open(), ns, "x", store.AcquireOptions{TTL: e.longTTL, Preferred: 1})
+	x := e.acquire(e.open(), ns, "x", store.AcquireOptions{TTL: e.longTTL, Preferred: new(1)})
 	e.wantSlot(x, 1, "the preferred slot, free; the owner has no last slots")
-	pref := store.AcquireOptions{TTL: e.longTTL, Preferred: 4}
+	pref := store.AcquireOptions{TTL: e.longTTL, Preferred: new(4)}
 	const rule = " (see driver.SlotLeaseStore.Acquire: the owner's last slots, most recently acquired first)"
 	e.wantSlot(e.acquire(runs[0], ns, "a", pref), 0,
 		"its most recent slot 1 is taken: its next most recent, before its older slot 2 and the preferred 4"+rule)
@@ -43,8 +43,8 @@ func checkMostRecentFirst(e *env) {
 	e.wantSlot(e.acquire(runs[2], ns, "a", pref), 4, "none of its last slots is free: the preferred one"+rule)
 }
 
-// checkExpiredFoundBySearch: an expired term is found by the lowest-free
-// search when it is neither the owner's last slot nor the preferred one.
+// checkExpiredFoundBySearch: an expired term is found by the search when
+// it is neither the owner's last slot nor the preferred one.
 // The namespace is full but for it, and it lies past the first 32 slots
 // (a batch size a driver may search in).
 func checkExpiredFoundBySearch(e *env) {
@@ -53,17 +53,17 @@ func checkExpiredFoundBySearch(e *env) {
 	a, b := e.open(), e.open()
 	for i := range limit {
 		if i != late {
-			e.wantSlot(e.acquire(a, ns, fmt.Sprintf("o-%d", i), store.AcquireOptions{TTL: e.longTTL, Preferred: i}),
+			e.wantSlot(e.acquire(a, ns, fmt.Sprintf("o-%d", i), store.AcquireOptions{TTL: e.longTTL, Preferred: new(i)}),
 				i, "the preferred slot, free")
 		}
 	}
-	short := e.acquire(b, ns, "short", store.AcquireOptions{TTL: e.ttl, Preferred: late})
+	short := e.acquire(b, ns, "short", store.AcquireOptions{TTL: e.ttl, Preferred: new(late)})
 	e.wantSlot(short, late, "the preferred slot, free")
 	e.waitUntil(short.ExpiresAt)
 	var l store.Lease
 	var err error
 	if !e.eventually(e.prompt, func() bool {
-		l, err = e.tryAcquire(a, ns, "newcomer", store.AcquireOptions{TTL: e.longTTL, Preferred: 1})
+		l, err = e.tryAcquire(a, ns, "newcomer", store.AcquireOptions{TTL: e.longTTL, Preferred: new(1)})
 		return !errors.Is(err, store.ErrExhausted)
 	}) || err != nil {
 		e.t.Fatalf("a newcomer preferring a held slot could not take slot %d, whose term expired at %d (local clock now %d): %v",
@@ -256,7 +256,7 @@ func checkIndexLength(e *env) {
 	held := make([]store.Lease, n)
 	for i := range n {
 		runs[i] = e.open(store.WithIncarnation(fmt.Sprintf("tck-index-%d", i)))
-		held[i] = e.acquire(runs[i], ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: i})
+		held[i] = e.acquire(runs[i], ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: new(i)})
 		e.wantSlot(held[i], i, "the preferred slot, free: the owner's other slots are live under other incarnations")
 	}
 	for i := range n {
@@ -265,10 +265,10 @@ func checkIndexLength(e *env) {
 	// Other owners take the owner's OwnerIndexLen most recent slots.
 	x := e.open()
 	for i := n - driver.OwnerIndexLen; i < n; i++ {
-		l := e.acquire(x, ns, fmt.Sprintf("x%d", i), store.AcquireOptions{TTL: e.longTTL, Preferred: i})
+		l := e.acquire(x, ns, fmt.Sprintf("x%d", i), store.AcquireOptions{TTL: e.longTTL, Preferred: new(i)})
 		e.wantSlot(l, i, "the preferred slot, free")
 	}
-	l := e.acquire(e.open(), ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: n + 1})
+	l := e.acquire(e.open(), ns, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: new(n + 1)})
 	e.wantSlot(l, n+1, fmt.Sprintf("its %d most recent slots are taken, and its older ones are no longer in its index: the preferred slot %s",
 		driver.OwnerIndexLen, rule))
 }

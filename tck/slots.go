@@ -3,6 +3,7 @@ package tck
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -182,6 +183,23 @@ func (e *env) wantSlot(l store.Lease, slot int, why string) {
 	}
 }
 
+// wantSearched checks that l, acquired with none of its owner's last slots
+// nor its preferred slot free, got the first of the free slots in the
+// search order from its owner and incarnation's point
+// (driver.SearchStart), in a namespace of limit slots.
+func (e *env) wantSearched(l store.Lease, limit int, free []int, why string) {
+	e.t.Helper()
+	start := driver.SearchStart(l.Owner, l.Incarnation, limit)
+	for n := range driver.SearchOrder(start, limit) {
+		if slices.Contains(free, n) {
+			e.wantSlot(l, n, fmt.Sprintf("%s: the first free slot of %v from %d, the point of owner %q and incarnation %q "+
+				"(see driver.SlotLeaseStore.Acquire and driver.SearchStart)", why, free, start, l.Owner, l.Incarnation))
+			return
+		}
+	}
+	e.t.Errorf("owner %q got slot %d, want none of %v is free (%s)", l.Owner, l.Slot, free, why)
+}
+
 func (e *env) wantFloor(l store.Lease, floor int64, why string) {
 	e.t.Helper()
 	if l.Floor != floor {
@@ -189,16 +207,18 @@ func (e *env) wantFloor(l store.Lease, floor int64, why string) {
 	}
 }
 
-// checkFirstTerm: the first term of a never-used slot: lowest slot, fence 1,
-// floor 0, times from now, the default ttl.
+// checkFirstTerm: the first term of a never-used slot: the slot searched
+// from the acquire's own point, fence 1, floor 0, times from now, the
+// default ttl.
 func checkFirstTerm(e *env) {
 	st := e.open()
 	ns := e.namespace("first", 4)
 	before := nowMillis()
 	l := e.acquire(st, ns, "owner", e.long())
 	after := nowMillis()
-	if l.Slot != 0 || l.Fence != 1 || l.Floor != 0 {
-		e.t.Errorf("first lease has slot %d, fence %d, floor %d; want slot 0, fence 1, floor 0", l.Slot, l.Fence, l.Floor)
+	e.wantSearched(l, ns.Limit, []int{0, 1, 2, 3}, "the first term in a namespace")
+	if l.Fence != 1 || l.Floor != 0 {
+		e.t.Errorf("first lease has fence %d, floor %d; want fence 1, floor 0", l.Fence, l.Floor)
 	}
 	e.checkFresh(l, before, after, 0)
 	if want := l.ExpiresAt + ns.Tolerance.Milliseconds(); l.Ceiling != want {
@@ -206,8 +226,9 @@ func checkFirstTerm(e *env) {
 	}
 	// A zero ttl is the default ttl (checked by tryAcquire).
 	l2 := e.acquire(e.open(), ns, "other", store.AcquireOptions{})
-	if l2.Slot != 1 || l2.Fence != 1 || l2.Floor != 0 {
-		e.t.Errorf("second owner's lease has slot %d, fence %d, floor %d; want slot 1, fence 1, floor 0", l2.Slot, l2.Fence, l2.Floor)
+	e.wantSearched(l2, ns.Limit, slices.DeleteFunc([]int{0, 1, 2, 3}, func(n int) bool { return n == l.Slot }), "a second owner")
+	if l2.Fence != 1 || l2.Floor != 0 {
+		e.t.Errorf("second owner's lease has fence %d, floor %d; want fence 1, floor 0", l2.Fence, l2.Floor)
 	}
 }
 
@@ -216,7 +237,7 @@ func checkFirstTerm(e *env) {
 func checkConfigMismatch(e *env) {
 	a, b := e.open(), e.open()
 	ns := e.namespace("config", 4)
-	e.acquire(a, ns, "a", e.long())
+	first := e.acquire(a, ns, "a", e.long())
 	others := []store.Namespace{
 		{Name: ns.Name, Limit: 5, Tolerance: ns.Tolerance},
 		{Name: ns.Name, Limit: 3, Tolerance: ns.Tolerance},
@@ -235,7 +256,8 @@ func checkConfigMismatch(e *env) {
 	if diff := cmp.Diff([]store.Namespace{ns}, got); diff != "" {
 		e.t.Errorf("Namespaces after refused acquires: -want +got:\n%s", diff)
 	}
-	e.wantSlot(e.acquire(b, ns, "b", e.long()), 1, "the same settings are accepted")
+	e.wantSearched(e.acquire(b, ns, "b", e.long()), ns.Limit,
+		slices.DeleteFunc([]int{0, 1, 2, 3}, func(n int) bool { return n == first.Slot }), "the same settings are accepted")
 }
 
 // checkSlotArguments: bad namespaces, owners, ttls, preferred slots and
@@ -273,7 +295,7 @@ func checkSlotArguments(e *env) {
 		try(good, "owner", store.AcquireOptions{TTL: ttl}, "Acquire with ttl %v", ttl)
 	}
 	for _, p := range []int{-1, good.Limit, good.Limit + 10} {
-		try(good, "owner", store.AcquireOptions{TTL: e.longTTL, Preferred: p}, "Acquire with preferred slot %d of %d", p, good.Limit)
+		try(good, "owner", store.AcquireOptions{TTL: e.longTTL, Preferred: new(p)}, "Acquire with preferred slot %d of %d", p, good.Limit)
 	}
 	nss, err := s.Namespaces(e.ctx)
 	e.fatalIf(err, "Namespaces")
@@ -307,11 +329,11 @@ func checkSlotArguments(e *env) {
 }
 
 // checkChoiceOrder: the owner's last slot, then the preferred slot, then
-// the lowest free slot.
+// the first free slot from the acquire's own point (driver.SearchStart).
 func checkChoiceOrder(e *env) {
 	sts := []*store.Store{e.open(), e.open()}
 	ns := e.namespace("order", 4)
-	acq := func(i int, owner string, preferred int) store.Lease {
+	acq := func(i int, owner string, preferred *int) store.Lease {
 		e.t.Helper()
 		return e.acquire(sts[i%2], ns, owner, store.AcquireOptions{TTL: e.longTTL, Preferred: preferred})
 	}
@@ -319,17 +341,20 @@ func checkChoiceOrder(e *env) {
 		e.t.Helper()
 		e.fatalIf(sts[i%2].Slots().Release(e.ctx, l), "Release of slot %d", l.Slot)
 	}
-	a := acq(0, "a", 2)
+	a := acq(0, "a", new(2))
 	e.wantSlot(a, 2, "the preferred slot is free")
-	b := acq(1, "b", 0)
-	e.wantSlot(b, 0, "the lowest free slot")
-	e.wantSlot(acq(0, "c", 2), 1, "the preferred slot is taken: the lowest free one")
+	b := acq(1, "b", nil)
+	e.wantSearched(b, ns.Limit, []int{0, 1, 3}, "no preferred slot")
+	free := slices.DeleteFunc([]int{0, 1, 3}, func(n int) bool { return n == b.Slot })
+	c := acq(0, "c", new(2))
+	e.wantSearched(c, ns.Limit, free, "the preferred slot is taken")
+	z := slices.DeleteFunc(free, func(n int) bool { return n == c.Slot })[0] // never used
 	release(0, a)
 	release(1, b)
-	// Free now: 0 (b's last), 2 (a's last), 3.
-	e.wantSlot(acq(1, "a", 3), 2, "the owner's last slot comes before the preferred slot 3 and the lowest free slot 0")
-	e.wantSlot(acq(0, "d", 3), 3, "the preferred slot comes before the lowest free slot 0")
-	e.wantSlot(acq(1, "e", 0), 0, "the only free slot")
+	// Free now: b's last, 2 (a's last) and z.
+	e.wantSlot(acq(1, "a", new(z)), 2, fmt.Sprintf("the owner's last slot comes before the preferred slot %d", z))
+	e.wantSlot(acq(0, "d", new(z)), z, "the preferred slot comes before the search")
+	e.wantSlot(acq(1, "e", nil), b.Slot, "the only free slot")
 }
 
 // checkExhaustion: ErrExhausted only when every slot is held, and a
@@ -338,17 +363,19 @@ func checkExhaustion(e *env) {
 	sts := []*store.Store{e.open(), e.open()}
 	ns := e.namespace("full", 4)
 	leases := make([]store.Lease, ns.Limit)
+	free := []int{0, 1, 2, 3}
 	for i := range ns.Limit {
 		owner := fmt.Sprintf("owner-%d", i)
 		l, err := e.tryAcquire(sts[i%2], ns, owner, e.long())
 		e.fatalIf(err, "Acquire by %s with %d of %d slots held", owner, i, ns.Limit)
-		e.wantSlot(l, i, "the lowest free slot")
-		leases[i] = l
+		e.wantSearched(l, ns.Limit, free, "no preferred slot")
+		free = slices.DeleteFunc(free, func(n int) bool { return n == l.Slot })
+		leases[l.Slot] = l
 	}
 	for _, o := range []store.AcquireOptions{
 		e.long(),
 		{TTL: e.longTTL, Reclaim: true},
-		{TTL: e.longTTL, Preferred: 2},
+		{TTL: e.longTTL, Preferred: new(2)},
 	} {
 		_, err := sts[1].Slots().Acquire(e.ctx, ns, "late", o)
 		e.wantIs(err, store.ErrExhausted, "Acquire %+v with every slot held", o)
@@ -613,7 +640,7 @@ func checkSameIncarnation(e *env) {
 	for i, o := range []store.AcquireOptions{
 		e.long(),
 		{TTL: e.longTTL, Reclaim: true},
-		{TTL: e.longTTL, Preferred: 1},
+		{TTL: e.longTTL, Preferred: new(1)},
 	} {
 		got := e.acquire(s1, ns, "worker", o)
 		if diff := cmp.Diff(l, got, ignoreState); diff != "" {
@@ -642,14 +669,15 @@ func checkSameIncarnation(e *env) {
 	}
 
 	// The live term wins even when the owner's last slots list a free slot
-	// before it: here the owner key took and released slot 1 under another
+	// before it: here the owner key took and released another slot under another
 	// incarnation in between.
 	other := e.open(store.WithIncarnation("tck-other"))
 	ns2 := e.namespace("same-2", 3)
 	l0 := e.acquire(s1, ns2, "worker", e.long())
 	l1 := e.acquire(other, ns2, "worker", e.long())
-	e.wantSlot(l1, 1, "slot 0 is live under another incarnation")
-	e.fatalIf(other.Slots().Release(e.ctx, l1), "Release of slot 1")
+	e.wantSearched(l1, ns2.Limit, slices.DeleteFunc([]int{0, 1, 2}, func(n int) bool { return n == l0.Slot }),
+		fmt.Sprintf("slot %d is live under another incarnation", l0.Slot))
+	e.fatalIf(other.Slots().Release(e.ctx, l1), "Release of slot %d", l1.Slot)
 	got := e.acquire(s1, ns2, "worker", e.long())
 	if diff := cmp.Diff(l0, got, ignoreState); diff != "" {
 		e.t.Errorf("a retried Acquire started a new term instead of returning its live term: -live +retry:\n%s", diff)
@@ -661,12 +689,12 @@ func checkListing(e *env) {
 	st := e.open()
 	nsB := e.namespace("list-b", 4)
 	nsA := store.Namespace{Name: "list-a", Limit: 2, Tolerance: 0}
-	la := e.acquire(st, nsB, "a", e.long())
+	la := e.acquire(st, nsB, "a", store.AcquireOptions{TTL: e.longTTL, Preferred: new(0)})
 	// Slot 2 gets two terms: its fence passes slot 0's, so a listing by
 	// fence or by recency is not the listing by slot number.
-	lb := e.acquire(st, nsB, "b", store.AcquireOptions{TTL: e.longTTL, Preferred: 2})
+	lb := e.acquire(st, nsB, "b", store.AcquireOptions{TTL: e.longTTL, Preferred: new(2)})
 	e.fatalIf(st.Slots().Release(e.ctx, lb), "Release")
-	lb = e.acquire(st, nsB, "b", store.AcquireOptions{TTL: e.longTTL, Preferred: 2})
+	lb = e.acquire(st, nsB, "b", store.AcquireOptions{TTL: e.longTTL, Preferred: new(2)})
 	e.wantSlot(lb, 2, "its last slot, released")
 	e.fatalIf(st.Slots().Release(e.ctx, lb), "Release")
 	lc := e.acquire(st, nsA, "c", e.long())
@@ -723,7 +751,7 @@ func checkSeed(e *env) {
 	}
 	s := st.Slots()
 	ns := e.namespace("seed", 3)
-	pref := func(slot int) store.AcquireOptions { return store.AcquireOptions{TTL: e.longTTL, Preferred: slot} }
+	pref := func(slot int) store.AcquireOptions { return store.AcquireOptions{TTL: e.longTTL, Preferred: new(slot)} }
 
 	// A never-used slot, in a namespace the seed creates; seeding again is
 	// harmless.
@@ -757,8 +785,8 @@ func checkSeed(e *env) {
 		store.ErrConfigMismatch, "Seed with another limit")
 
 	// An expired term: the next term still starts above what it could issue.
-	le := e.acquire(st, ns, "b", store.AcquireOptions{TTL: e.ttl})
-	e.wantSlot(le, 0, "the lowest free slot")
+	le := e.acquire(st, ns, "b", store.AcquireOptions{TTL: e.ttl, Preferred: new(0)})
+	e.wantSlot(le, 0, "the preferred slot, never used")
 	e.waitUntil(le.ExpiresAt)
 	if !e.eventually(e.prompt, func() bool {
 		err = s.Seed(e.ctx, ns, 0, 0, 0)

@@ -96,8 +96,8 @@
 //	D52   ... ErrConfigMismatch, creating nothing, if other Limit or Tolerance     Slots/ConfigMismatch
 //	D53   a live term of the same owner and incarnation is returned as it is,      Slots/SameIncarnation; an expired one is not: Slots/OwnExpired
 //	D54   ... whatever the order, with or without Reclaim                          Slots/SameIncarnation
-//	D55   order: the owner's last slots (most recent first), preferred, lowest     Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
-//	      (alone; crowded: from SearchStart, wrapping: Slots/ConcurrentAcquire)
+//	D55   order: the owner's last slots (most recent first), preferred, then       Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch,
+//	      the first free from SearchStart, wrapping (not the lowest)               Slots/FirstTerm, Slots/Exhaustion, Slots/ConcurrentAcquire
 //	D56   free: never used, released, or expired (now >= ExpiresAt), any holder's  Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover,
 //	                                                                               Slots/ExpiredFoundBySearch, Slots/OwnExpired, Slots/ExpiryBoundary
 //	                                                                               (needs ClockSetter); driver TestSlotJudge
@@ -312,7 +312,7 @@
 //	      ttl, tolerance, floor, expiresAt, ceiling
 //	S4.6  options: preferred, ttl (default 60s), reclaim (default off)  Slots/ChoiceOrder, Slots/FirstTerm (zero ttl), Slots/Reclaim
 //	S4.7  order: owner's last slots, preferred, lowest free             Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
-//	      (an acquire alone; concurrent ones spread: D55)
+//	      (changed by issue 40: the first free from the acquire's own point, D55)
 //	S4.8  free: never used, released, or expired (now >= expiresAt)     Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover, Slots/NoEarlyTakeover,
 //	                                                                    Slots/ExpiredFoundBySearch
 //	S4.9  a live term of the same owner and incarnation is returned     Slots/SameIncarnation

@@ -91,7 +91,7 @@ func populate(t *testing.T, spec storeSpec) (live, released, expired store.Lease
 	}
 	w := store.Namespace{Name: "workers", Limit: 4, Tolerance: 50 * time.Millisecond}
 	acquire := func(owner string, slot int, ttl time.Duration) store.Lease {
-		l, err := st.Slots().Acquire(ctx, w, owner, store.AcquireOptions{TTL: ttl, Preferred: slot})
+		l, err := st.Slots().Acquire(ctx, w, owner, store.AcquireOptions{TTL: ttl, Preferred: new(slot)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,7 @@ func TestMigrateCarriesLayout(t *testing.T) {
 		if _, err := g.NextID(t.Context()); err != nil {
 			t.Fatal(err)
 		}
+		worker := g.Worker()
 		if err := g.Close(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +39,8 @@ func TestMigrateCarriesLayout(t *testing.T) {
 		if !errors.Is(err, store.ErrConfigMismatch) {
 			t.Fatalf("a generator of another layout in the target: %v, want ErrConfigMismatch", err)
 		}
-		g, err = idgen.NewSnowflake(t.Context(), d, workers, "host-b", idgen.SnowflakeOptions{})
+		// host-a's slot, so that the namespace still has 1 slot used.
+		g, err = idgen.NewSnowflake(t.Context(), d, workers, "host-b", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{Preferred: new(worker)}})
 		if err != nil {
 			t.Fatalf("a generator of the carried layout in the target: %v", err)
 		}

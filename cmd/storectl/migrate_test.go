@@ -38,7 +38,7 @@ var workers = store.Namespace{Name: "workers", Limit: 8, Tolerance: 50 * time.Mi
 // comes back.
 func acquire(t *testing.T, st *store.Store, ns store.Namespace, owner string, n int, ttl time.Duration) store.Lease {
 	t.Helper()
-	l, err := st.Slots().Acquire(t.Context(), ns, owner, store.AcquireOptions{TTL: ttl, Preferred: n})
+	l, err := st.Slots().Acquire(t.Context(), ns, owner, store.AcquireOptions{TTL: ttl, Preferred: new(n)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,9 +22,8 @@ func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 	ctx = attempts(ctx) // failover: a cut term write is found by owner (attempts.go)
 	name := req.Namespace.Name
 	nk, ok := s.nsKey(name), s.ownerKey(name, req.Owner)
-	crowded := false // kept across passes (see acquisition.crowded)
 	for attempt := 1; ; attempt++ {
-		l, done, err := s.acquireOnce(ctx, req, nk, ok, &crowded)
+		l, done, err := s.acquireOnce(ctx, req, nk, ok)
 		if done || err != nil {
 			if err != nil && retryable(err) && ctx.Err() == nil {
 				if err := s.backoff(ctx, attempt, err); err != nil {
@@ -39,12 +38,11 @@ func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 
 // acquireOnce is one pass of Acquire: done is false when another store
 // wrote a key it read (start over).
-func (s *slotStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, nk, ok string, crowded *bool) (l driver.Lease, done bool, err error) {
+func (s *slotStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, nk, ok string) (l driver.Lease, done bool, err error) {
 	a, err := s.startAcquire(ctx, req, nk, ok)
 	if err != nil {
 		return driver.Lease{}, false, err
 	}
-	a.crowded = crowded
 	first := driver.FirstSlots(a.index, req.Preferred, req.Namespace.Limit)
 	if purged, err := a.read(ctx, first); purged || err != nil {
 		return driver.Lease{}, false, err
@@ -88,10 +86,6 @@ type acquisition struct {
 	now      int64
 	skipped  []string // why slots were passed over
 	holed    error    // and missing ones for a hole in the tally (its error)
-	// crowded is set once a concurrent acquire took a slot this one
-	// chose, or wrote a key it read: its search then starts at its own
-	// point (see search).
-	crowded *bool
 }
 
 // startAcquire reads the namespace (checking its settings), the owner
@@ -242,32 +236,24 @@ func (a *acquisition) tryEach(ctx context.Context, ns iter.Seq[int]) (l driver.L
 	return driver.Lease{}, false, false, nil
 }
 
-// crowdedBatches are the sizes of the reads of a crowded acquire's search
-// from its own point, before it reads the whole namespace: slots spread
-// over it, so a free one is most likely in the first few.
-var crowdedBatches = []int{4, 8, 16, 32, 64}
+// searchBatches are the sizes of the first reads of an acquire's search
+// from its own point, before it reads the whole namespace: a fleet's
+// acquirers spread over it, so a free slot is most likely in the first few.
+var searchBatches = []int{4, 8, 16, 32, 64}
 
-// search tries every slot in driver.SearchOrder until one is taken, the
-// pass is lost or fails: from 0 (the lowest free slot) while the acquire is
-// alone, and from its own point (driver.SearchStart) once it is crowded,
-// so that a fleet acquiring at once spreads over the namespace instead of
-// all racing for the next lowest slot. An acquire that becomes crowded
-// during a search from 0 searches again from its own point. Alone, it
-// reads every slot at once; crowded, it first reads a few slots from its
-// point at a time (crowdedBatches), and the whole namespace only if none
-// of them is free.
+// search tries every slot in driver.SearchOrder from the acquire's own
+// point (driver.SearchStart) until one is taken, the pass is lost or
+// fails, so that a fleet acquiring at once spreads over the namespace
+// instead of all racing for one slot. It first reads a few slots from its
+// point at a time (searchBatches), and the whole namespace only if none of
+// them is free.
 func (a *acquisition) search(ctx context.Context) (l driver.Lease, taken, lost bool, err error) {
 	limit := a.req.Namespace.Limit
-	own := driver.SearchStart(a.req.Owner, a.req.Incarnation, limit)
-	start := 0
-	if *a.crowded {
-		start = own
-	}
 	a.skipped, a.holed = a.skipped[:0], nil
-	order := slices.Collect(driver.SearchOrder(start, limit))
+	order := slices.Collect(driver.SearchOrder(driver.SearchStart(a.req.Owner, a.req.Incarnation, limit), limit))
 	i := 0
-	for _, size := range crowdedBatches {
-		if start == 0 || i >= limit {
+	for _, size := range searchBatches {
+		if i >= limit {
 			break
 		}
 		batch := order[i:min(i+size, limit)]
@@ -289,9 +275,6 @@ func (a *acquisition) search(ctx context.Context) (l driver.Lease, taken, lost b
 	for _, n := range order[i:] {
 		if l, taken, lost, err = a.try(ctx, n); taken || lost || err != nil {
 			return l, taken, lost, err
-		}
-		if *a.crowded && start != own {
-			return a.search(ctx)
 		}
 	}
 	return driver.Lease{}, false, false, nil
@@ -323,7 +306,6 @@ func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lo
 			if ok || err != nil {
 				return l, ok, false, err
 			}
-			*a.crowded = true
 			if fresh == nil {
 				return driver.Lease{}, false, true, nil // the index or namespace changed: start over
 			}

@@ -260,7 +260,8 @@ func TestAcquireFirstTermAndRetry(t *testing.T) {
 	ctx := t.Context()
 	clk, sts := openClocked(t, t0, "inc-a", "inc-b")
 	a, b := sts[0].Slots(), sts[1].Slots()
-	l, err := a.Acquire(ctx, ns("w", 4), "host-a", opts)
+	first := store.AcquireOptions{TTL: opts.TTL, Preferred: new(0)}
+	l, err := a.Acquire(ctx, ns("w", 4), "host-a", first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,8 +279,8 @@ func TestAcquireFirstTermAndRetry(t *testing.T) {
 	if diff := cmp.Diff(want, again, ignoreState); err != nil || diff != "" {
 		t.Fatalf("retried acquire (-want +got):\n%s%v", diff, err)
 	}
-	if l, err := b.Acquire(ctx, ns("w", 4), "host-b", opts); err != nil || l.Slot != 1 || l.Fence != 1 {
-		t.Fatalf("second owner: %+v %v; want slot 1, fence 1", l, err)
+	if l, err := b.Acquire(ctx, ns("w", 4), "host-b", opts); err != nil || l.Slot == 0 || l.Fence != 1 {
+		t.Fatalf("second owner: %+v %v; want a slot other than 0, fence 1", l, err)
 	}
 }
 
@@ -462,7 +463,7 @@ func TestChoiceOrder(t *testing.T) {
 	_, sts := openClocked(t, t0, "a1", "a2", "a3", "b", "a4")
 	a1, a2, a3, b := sts[0].Slots(), sts[1].Slots(), sts[2].Slots(), sts[3].Slots()
 	space := ns("w", 8)
-	pref := func(n int) store.AcquireOptions { return store.AcquireOptions{TTL: ttl, Preferred: n} }
+	pref := func(n int) store.AcquireOptions { return store.AcquireOptions{TTL: ttl, Preferred: new(n)} }
 	acquire := func(sl *store.SlotLeaseStore, owner string, preferred, want int) store.Lease {
 		t.Helper()
 		l, err := sl.Acquire(ctx, space, owner, pref(preferred))
@@ -472,7 +473,12 @@ func TestChoiceOrder(t *testing.T) {
 		return l
 	}
 	l5 := acquire(a1, "host-a", 5, 5) // the preferred slot
-	acquire(b, "host-b", 5, 0)        // preferred is held: the lowest free
+	// The preferred slot is held: the first free from host-b's own point.
+	searched := driver.SearchStart("host-b", sts[3].Incarnation(), space.Limit)
+	if searched == 5 {
+		searched = 6
+	}
+	acquire(b, "host-b", 5, searched)
 	l6 := acquire(a2, "host-a", 6, 6) // own last slot is held by run a1
 	if err := a1.Release(ctx, l5); err != nil {
 		t.Fatal(err)
@@ -498,7 +504,7 @@ func TestOwnerIndexKeepsEight(t *testing.T) {
 	// the index lists slots 9 down to 2: slot 1 fell off.
 	var first store.Lease
 	for i, st := range sts[:9] {
-		l, err := st.Slots().Acquire(ctx, space, "host", store.AcquireOptions{TTL: ttl, Preferred: i + 1})
+		l, err := st.Slots().Acquire(ctx, space, "host", store.AcquireOptions{TTL: ttl, Preferred: new(i + 1)})
 		if err != nil || l.Slot != i+1 {
 			t.Fatalf("run %d: %+v %v", i, l, err)
 		}
@@ -510,7 +516,7 @@ func TestOwnerIndexKeepsEight(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Slot 1 is free again but no longer indexed: run 9 gets its preferred.
-	l, err := sts[9].Slots().Acquire(ctx, space, "host", store.AcquireOptions{TTL: ttl, Preferred: 15})
+	l, err := sts[9].Slots().Acquire(ctx, space, "host", store.AcquireOptions{TTL: ttl, Preferred: new(15)})
 	if err != nil || l.Slot != 15 {
 		t.Fatalf("run 9: %+v %v; want the preferred slot 15", l, err)
 	}

@@ -44,7 +44,7 @@ func TestSeedNeverUsedSlot(t *testing.T) {
 	if in.Owner != "" || in.Fence != 7 || in.NextFloor != 5000 {
 		t.Fatalf("seeded slot %+v; want released with fence 7 and next floor 5000", in)
 	}
-	l, err := st.Slots().Acquire(ctx, w, "host", store.AcquireOptions{Preferred: 3})
+	l, err := st.Slots().Acquire(ctx, w, "host", store.AcquireOptions{Preferred: new(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSeedNeverUsedSlot(t *testing.T) {
 		t.Fatalf("first term after the seed: %+v; want slot 3, fence 8, floor 5000", l)
 	}
 	// Slots of the namespace not seeded still start from scratch.
-	l0, err := st.Slots().Acquire(ctx, w, "other", store.AcquireOptions{})
+	l0, err := st.Slots().Acquire(ctx, w, "other", store.AcquireOptions{Preferred: new(0)})
 	if err != nil || l0.Slot != 0 || l0.Fence != 1 || l0.Floor != 0 {
 		t.Fatalf("unseeded slot: %+v, %v; want slot 0, fence 1, floor 0", l0, err)
 	}
@@ -95,7 +95,7 @@ func TestSeedReleasedSlot(t *testing.T) {
 	_, sts := openClocked(t, 1000, "a")
 	st := sts[0]
 	w := store.Namespace{Name: "workers", Limit: 2, Tolerance: 100 * time.Millisecond}
-	l, err := st.Slots().Acquire(ctx, w, "host", store.AcquireOptions{TTL: time.Second})
+	l, err := st.Slots().Acquire(ctx, w, "host", store.AcquireOptions{TTL: time.Second, Preferred: new(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestSeedReleasedSlot(t *testing.T) {
 	if in.Fence != 40 || in.NextFloor != 70000 || in.LastOwner != "host" {
 		t.Fatalf("seeded released slot: %+v", in)
 	}
-	next, err := st.Slots().Acquire(ctx, w, "host", store.AcquireOptions{TTL: time.Second})
+	next, err := st.Slots().Acquire(ctx, w, "host", store.AcquireOptions{TTL: time.Second, Preferred: new(0)})
 	if err != nil || next.Slot != 0 || next.Fence != 41 || next.Floor != 70000 {
 		t.Fatalf("term after the seed: %+v, %v; want slot 0, fence 41, floor 70000", next, err)
 	}
@@ -120,7 +120,7 @@ func TestSeedLiveTermRefused(t *testing.T) {
 	clk, sts := openClocked(t, 1000, "a")
 	st := sts[0]
 	w := store.Namespace{Name: "workers", Limit: 2, Tolerance: 100 * time.Millisecond}
-	l, err := st.Slots().Acquire(ctx, w, "host", store.AcquireOptions{TTL: time.Second})
+	l, err := st.Slots().Acquire(ctx, w, "host", store.AcquireOptions{TTL: time.Second, Preferred: new(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestPurge(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := ns("workers", 4)
-	lease, err := a.Slots().Acquire(ctx, w, "host-a", store.AcquireOptions{})
+	lease, err := a.Slots().Acquire(ctx, w, "host-a", store.AcquireOptions{Preferred: new(0)})
 	if err != nil {
 		t.Fatal(err)
 	}

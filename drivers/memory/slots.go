@@ -35,7 +35,8 @@ func (ns *namespace) slot(n int) driver.SlotRecord {
 }
 
 // Acquire leases a slot: the owner's last slots first, then the preferred
-// slot, then the lowest free one (driver.FirstSlots).
+// slot (driver.FirstSlots), then the first free one from the acquire's own
+// point (driver.SearchStart).
 func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	if err := s.begin(ctx); err != nil {
 		return driver.Lease{}, err
@@ -69,9 +70,12 @@ func (s *driverStore) Acquire(ctx context.Context, req driver.AcquireRequest) (d
 			}
 		}
 	}
-	// One at a time under the mutex, this driver never loses a race: the
-	// rest is searched from 0, for the lowest free slot.
-	for n := 0; take < 0 && n < ns.limit; n++ {
+	// One at a time under the mutex, this driver never loses a race; it
+	// searches from the acquire's own point as every driver does.
+	for n := range driver.SearchOrder(driver.SearchStart(req.Owner, req.Incarnation, ns.limit), ns.limit) {
+		if take >= 0 {
+			break
+		}
 		if slices.Contains(first, n) {
 			continue
 		}

@@ -179,10 +179,10 @@
 // takes 3 round trips: the clock write with reads of the namespace and the
 // owner index; reads of the owner's last slots and the preferred slot; one
 // multi that compare-and-sets (or creates) the slot and writes the index.
-// Otherwise it searches a free slot in batches of 32, 64, 128, then 256
-// slots, from 0 or, once it lost a slot to a concurrent acquire, from a
-// point of its own (driver.SearchStart), one round trip per batch (the reads of a batch are
-// pipelined on the connection): a namespace of 1024 slots takes 7. Renew
+// Otherwise it searches a free slot in batches of 4, 16, 64, then 256
+// slots, from a point of its own (driver.SearchStart), one round trip per
+// batch (the reads of a batch are pipelined on the connection): a
+// namespace of 1024 slots takes 7 at most. Renew
 // and Release are one compare-and-set on the version the lease carries;
 // after a conflict they read the slot, and the term is still the lease's
 // only if owner, incarnation and fence match, on a node of the same czxid.

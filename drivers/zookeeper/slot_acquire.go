@@ -13,21 +13,19 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// Batch sizes of the search for a free slot: small first, since a free
-// slot is usually near where the search starts, then growing so that a
-// namespace of 1024 slots is read in 7 round trips.
+// Batch sizes of the search for a free slot from the acquire's own point:
+// small first, since a free slot is most likely near it (a fleet's
+// acquirers spread over the namespace), then 4 times larger each, up to
+// 256, so that a namespace of 1024 slots is read in 7 round trips.
 const (
-	firstSlotBatch = 32
+	firstSlotBatch = 4
 	maxSlotBatch   = 256
-	// crowdedBatch is the first batch of a crowded acquire's search from
-	// its own point: slots it has not seen, spread over, so a free one is
-	// most likely in the first few.
-	crowdedBatch = 4
 )
 
 // slotTurnMap serializes a store's acquires (and seeds) per namespace: goroutines
-// of one process take turns rather than race each other for the same
-// lowest free slot and lose most compare-and-sets. The zero value is ready.
+// of one process, which share an incarnation and so a search start, take
+// turns rather than race each other for the same free slot and lose most
+// compare-and-sets. The zero value is ready.
 type slotTurnMap struct {
 	mu  sync.Mutex
 	sem map[string]chan struct{}
@@ -65,15 +63,14 @@ type acquisition struct {
 	guard      guard // the root's and the namespace's versions, read before any slot
 	index      ownerIndex
 	passed     map[int]error // slots passed over, and why
-	crowded    bool          // a concurrent acquire took a slot this one chose (see search)
 }
 
 // Acquire leases a slot of req.Namespace in the round trips of
 // docs/design.md (ZooKeeper node layout):
 // (1) write .clock, read the namespace and the owner's index; (2) read the
 // owner's last slots and the preferred slot; (3) if none of them is free,
-// read the slots in batches of 32, 64, 128, 256, 256, ... until one is
-// (search); (4)
+// read the slots from the acquire's own point in batches of 4, 16, 64,
+// 256, 256, ... until one is (search); (4)
 // one multi that compare-and-sets (or creates) the slot and writes the
 // owner's index. A slot lost to a concurrent acquire is read again and the
 // search goes on.
@@ -114,26 +111,14 @@ func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 	return q.search(ctx, first)
 }
 
-// search reads the slots other than first in batches of 32, 64, 128, 256,
-// 256, ... in driver.SearchOrder until one is free: from 0 (the lowest
-// free slot) while the acquire is alone, and from its own point
-// (driver.SearchStart) once it is crowded, so that a fleet acquiring at
-// once spreads over the namespace instead of all racing for the next
-// lowest slot. An acquire that becomes crowded during a search from 0
-// searches again from its own point.
+// search reads the slots other than first in batches of 4, 16, 64, 256,
+// 256, ... in driver.SearchOrder from the acquire's own point
+// (driver.SearchStart) until one is free, so that a fleet acquiring at
+// once spreads over the namespace instead of all racing for one slot.
 func (q *acquisition) search(ctx context.Context, first []int) (driver.Lease, error) {
 	limit := q.req.Namespace.Limit
-	own := driver.SearchStart(q.req.Owner, q.req.Incarnation, limit)
-	start := 0
-	if q.crowded {
-		start = own
-	}
-	order := slices.Collect(driver.SearchOrder(start, limit))
-	size := firstSlotBatch
-	if start != 0 {
-		size = crowdedBatch
-	}
-	for i := 0; i < limit; i, size = i+size, min(2*size, maxSlotBatch) {
+	order := slices.Collect(driver.SearchOrder(driver.SearchStart(q.req.Owner, q.req.Incarnation, limit), limit))
+	for i, size := 0, firstSlotBatch; i < limit; i, size = i+size, min(4*size, maxSlotBatch) {
 		batch := slices.DeleteFunc(slices.Clone(order[i:min(i+size, limit)]), func(n int) bool { return slices.Contains(first, n) })
 		if len(batch) == 0 {
 			continue
@@ -145,9 +130,6 @@ func (q *acquisition) search(ctx context.Context, first []int) (driver.Lease, er
 		for _, r := range reads {
 			if l, ok, err := q.try(ctx, r); ok || err != nil {
 				return l, err
-			}
-			if q.crowded && start != own {
-				return q.search(ctx, first)
 			}
 		}
 	}
@@ -198,7 +180,6 @@ func (q *acquisition) try(ctx context.Context, r slotRead) (driver.Lease, bool, 
 			}
 			return st.lease(q.req.Namespace.Name, r.n), true, nil
 		}
-		q.crowded = true
 		r = again
 	}
 }

@@ -42,7 +42,7 @@ func benchSlots(b *testing.B, addr string) *store.SlotLeaseStore {
 func benchAcquire(b *testing.B, addr string) {
 	s := benchSlots(b, addr)
 	ctx := context.Background()
-	opts := store.AcquireOptions{TTL: time.Minute, Preferred: 7}
+	opts := store.AcquireOptions{TTL: time.Minute, Preferred: new(7)}
 	for range b.N {
 		l, err := s.Acquire(ctx, benchNamespace, "bench-owner", opts)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -444,7 +445,9 @@ func testSlotRoundTrips(t *testing.T, addr string) {
 	for i := range 3 {
 		mustAcquire(t, other, slotRequest(ns, fmt.Sprintf("other-%d", i), "x")) // slots 0, 1, 2
 	}
-	first := mustAcquire(t, s, slotRequest(ns, "me", "run-1"))
+	req := slotRequest(ns, "me", "run-1")
+	req.Preferred = 3
+	first := mustAcquire(t, s, req)
 	if first.Slot != 3 {
 		t.Fatalf("first lease on slot %d, want 3", first.Slot)
 	}
@@ -487,15 +490,17 @@ func testSlotRoundTrips(t *testing.T, addr string) {
 	wantTrips(t, "release", trips, reqs, 1, map[string]int{"multi": 1, "all": 1})
 
 	// A new owner in a namespace whose first 3 slots are held: slot 0 (the
-	// preferred) in round trip 2, the first batch in 3, the multi in 4.
+	// preferred) in round trip 2, the first batch of 4 from its own point
+	// (driver.SearchStart: 10 for this owner and incarnation) in 3, the
+	// multi in 4.
 	c = r.snapshot()
 	n := mustAcquire(t, s, slotRequest(ns, "newcomer", "run-1"))
 	trips, reqs = r.since(c)
-	if n.Slot != 3 {
-		t.Errorf("newcomer got slot %d, want 3", n.Slot)
+	if start := driver.SearchStart("newcomer", "run-1", ns.Limit); n.Slot != start || start != 10 {
+		t.Errorf("newcomer got slot %d, want its search's start %d (10)", n.Slot, start)
 	}
-	wantTrips(t, "acquire of the lowest free slot", trips, reqs, 4,
-		map[string]int{"setData": 1, "getData": 3 + 1 + 31, "multi": 1})
+	wantTrips(t, "acquire of the first free slot from its own point", trips, reqs, 4,
+		map[string]int{"setData": 1, "getData": 3 + 1 + 4, "multi": 1})
 }
 
 // warmClock has s make its session's clock node (the first acquire of a
@@ -510,7 +515,7 @@ func warmClock(t *testing.T, s *driverStore) {
 }
 
 // testSlotFullNamespace: with all 1024 slots held, an acquire reads every
-// slot, in 7 batches (32+64+128+256+256+256 < 1024 <= +256), then fails.
+// slot, in 7 batches (4+16+64+256+256+256 < 1024 <= +256), then fails.
 func testSlotFullNamespace(t *testing.T, addr string) {
 	r := &slotRounds{lag: slotLag}
 	s := openRounds(t, addr, r)
@@ -535,8 +540,9 @@ func testSlotFullNamespace(t *testing.T, addr string) {
 		map[string]int{"setData": 1, "getData": 3 + 1024, "all": 1 + 3 + 1024})
 }
 
-// testSlotThousandLive: a namespace with 1000 live leases still gives slot
-// 1000 in a few round trips, and quickly.
+// testSlotThousandLive: a namespace with 1000 live leases, slots 0 to 999,
+// still gives a slot in a few round trips, and quickly, to an acquire whose
+// search starts among them (at 900 or above).
 func testSlotThousandLive(t *testing.T, addr string) {
 	r := &slotRounds{lag: slotLag}
 	s := openRounds(t, addr, r)
@@ -547,21 +553,34 @@ func testSlotThousandLive(t *testing.T, addr string) {
 	handLiveSlots(t, conn, s, ns.Name, 0, 1000)
 	warmClock(t, s)
 
+	// The first owners whose search starts at 900 or above among the live.
+	var owners []string
+	var starts []int
+	for i := 0; len(owners) < 2; i++ {
+		o := fmt.Sprintf("newcomer-%d", i)
+		if st := driver.SearchStart(o, "run-1", ns.Limit); st >= 900 && st < 1000 {
+			owners, starts = append(owners, o), append(starts, st)
+		}
+	}
 	c := r.snapshot()
-	l := mustAcquire(t, s, slotRequest(ns, "newcomer", "run-1"))
+	l := mustAcquire(t, s, slotRequest(ns, owners[0], "run-1"))
 	trips, reqs := r.since(c)
 	if l.Slot != 1000 {
 		t.Errorf("got slot %d, want 1000", l.Slot)
 	}
-	// Slot 1000 is in the 7th batch, [992, 1248).
-	wantTrips(t, "acquire of slot 1000", trips, reqs, 2+7+1, map[string]int{"multi": 1})
+	// Batches of 4, 16, 64, 256 from its start, until one holds slot 1000.
+	batches := 0
+	for read, size := 0, 4; read <= 1000-starts[0]; read, size = read+size, min(4*size, 256) {
+		batches++
+	}
+	wantTrips(t, fmt.Sprintf("acquire of slot 1000 from %d", starts[0]), trips, reqs, 2+batches+1, map[string]int{"multi": 1})
 
 	start := time.Now()
-	l2 := mustAcquire(t, plain, slotRequest(ns, "second", "run-1"))
+	l2 := mustAcquire(t, plain, slotRequest(ns, owners[1], "run-1"))
 	took := time.Since(start)
 	t.Logf("acquire of slot %d among 1001 live leases took %v (no added latency)", l2.Slot, took)
 	if l2.Slot != 1001 {
-		t.Errorf("second newcomer got slot %d, want 1001", l2.Slot)
+		t.Errorf("second newcomer (search from %d) got slot %d, want 1001", starts[1], l2.Slot)
 	}
 	if took > 30*time.Second { // a guard against a hang; the trips above are the proof
 		t.Errorf("acquire of slot 1001 took %v", took)
@@ -575,26 +594,42 @@ func testSlotOwnerIndex(t *testing.T, addr string) {
 	conn := rawConn(t, addr)
 	ns := driver.Namespace{Name: "index", Limit: 16, Tolerance: 0}
 	var leases []driver.Lease
+	// index is the owner index after the terms of runs, oldest first,
+	// with slot first (if >= 0) put first: the last 8, newest first.
+	index := func(first int, runs ...int) string {
+		out := []string{}
+		if first >= 0 {
+			out = append(out, strconv.Itoa(first))
+		}
+		for i := len(runs) - 1; i >= 0; i-- {
+			if n := leases[runs[i]].Slot; n != first {
+				out = append(out, strconv.Itoa(n))
+			}
+		}
+		return strings.Join(out[:min(len(out), 8)], ",")
+	}
 	for i := range 10 {
 		// Another incarnation without Reclaim never takes a live term: each
-		// gets the next slot.
+		// gets another slot.
 		leases = append(leases, mustAcquire(t, s, slotRequest(ns, "owner", fmt.Sprintf("run-%d", i))))
 	}
-	if data, _, err := conn.Get(s.ownerPath("index", "owner")); err != nil || string(data) != "9,8,7,6,5,4,3,2" {
-		t.Errorf("owner index holds %q (err %v), want %q", data, err, "9,8,7,6,5,4,3,2")
+	want := index(-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+	if data, _, err := conn.Get(s.ownerPath("index", "owner")); err != nil || string(data) != want {
+		t.Errorf("owner index holds %q (err %v), want %q", data, err, want)
 	}
 	for _, i := range []int{3, 7} {
 		if err := s.Release(t.Context(), leases[i], -1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Slot 7 is listed before 3: the most recent first.
+	// The slot of run 7 is listed before run 3's: the most recent first.
 	l := mustAcquire(t, s, slotRequest(ns, "owner", "run-new"))
-	if l.Slot != 7 {
-		t.Errorf("acquire got slot %d, want 7, the most recent free slot of the owner's index", l.Slot)
+	if l.Slot != leases[7].Slot {
+		t.Errorf("acquire got slot %d, want %d, the most recent free slot of the owner's index", l.Slot, leases[7].Slot)
 	}
-	if data, _, err := conn.Get(s.ownerPath("index", "owner")); err != nil || string(data) != "7,9,8,6,5,4,3,2" {
-		t.Errorf("owner index holds %q (err %v), want %q", data, err, "7,9,8,6,5,4,3,2")
+	want = index(leases[7].Slot, 2, 3, 4, 5, 6, 8, 9)
+	if data, _, err := conn.Get(s.ownerPath("index", "owner")); err != nil || string(data) != want {
+		t.Errorf("owner index holds %q (err %v), want %q", data, err, want)
 	}
 }
 
@@ -749,12 +784,14 @@ func testSlotLostAcquireAnswer(t *testing.T, addr string) {
 	s := openRounds(t, addr, r)
 	conn := rawConn(t, addr)
 	ns := driver.Namespace{Name: "lost", Limit: 4}
-	mustAcquire(t, s, slotRequest(ns, "first", "run")) // creates the namespace
+	mustAcquire(t, s, slotRequest(ns, "first", "run")) // creates the namespace; slot 0, preferred
 	var armed atomic.Bool
 	armed.Store(true)
 	r.setCut(func(op int32) (bool, bool) { return false, op == opMulti && armed.CompareAndSwap(true, false) })
 	c := r.snapshot()
-	l := mustAcquire(t, s, slotRequest(ns, "me", "run"))
+	req := slotRequest(ns, "me", "run")
+	req.Preferred = 1
+	l := mustAcquire(t, s, req)
 	if armed.Load() {
 		t.Fatal("no multi was sent")
 	}
@@ -786,7 +823,9 @@ func testSlotUnsentAcquire(t *testing.T, addr string) {
 	armed.Store(true)
 	r.setCut(func(op int32) (bool, bool) { return op == opMulti && armed.CompareAndSwap(true, false), false })
 	c := r.snapshot()
-	l := mustAcquire(t, s, slotRequest(ns, "me", "run"))
+	req := slotRequest(ns, "me", "run")
+	req.Preferred = 1
+	l := mustAcquire(t, s, req)
 	_, reqs := r.since(c)
 	if l.Slot != 1 || l.Fence != 1 {
 		t.Errorf("lease slot %d fence %d, want slot 1 fence 1", l.Slot, l.Fence)
@@ -818,7 +857,9 @@ func testSlotAbandonedAcquire(t *testing.T, addr string) {
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := s.Acquire(ctx, slotRequest(ns, "me", "run"))
+		req := slotRequest(ns, "me", "run")
+		req.Preferred = 1
+		_, err := s.Acquire(ctx, req)
 		errc <- err
 	}()
 	<-held

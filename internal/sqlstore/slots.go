@@ -16,23 +16,15 @@ import (
 
 // Acquire leases a slot in one transaction: the owner's last slots, the
 // preferred slot, then the first free slot the database finds in the
-// search order (driver.SearchOrder): from 0, the lowest, until the
-// acquire loses a slot to a concurrent one; from then on, also in the
-// transaction's retries, from its own point (driver.SearchStart).
+// search order (driver.SearchOrder) from the acquire's own point
+// (driver.SearchStart).
 func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	var out driver.Lease
 	var exhausted error
-	crowded, tries := false, 0
 	err := s.nsTx(ctx, req.Namespace, func(tx Querier) error {
-		// A transaction tried again was aborted by a concurrent one (a
-		// lock it could not have at once): crowded too.
-		if tries++; tries > 1 {
-			crowded = true
-		}
-		a := &acquire{s: s, tx: tx, req: req, ns: req.Namespace.Name, crowded: &crowded}
+		a := &acquire{s: s, tx: tx, req: req, ns: req.Namespace.Name}
 		l, err := a.run(ctx)
 		if errors.Is(err, errNoNamespace) {
-			tries-- // not crowded: nsTx creates the row and runs it again
 			return err
 		}
 		if errors.Is(err, driver.ErrExhausted) {
@@ -69,17 +61,6 @@ type acquire struct {
 	now   int64
 	index []int // the owner's index, read at the start
 	floor int64 // the fence floor of the slots never used (Purge)
-	// crowded is set once a slot this acquire chose was taken by a
-	// concurrent one: the search then starts at the acquire's own point.
-	crowded *bool
-}
-
-// searchStart is where the free-slot search begins (driver.SearchStart).
-func (a *acquire) searchStart() int {
-	if !*a.crowded {
-		return 0
-	}
-	return driver.SearchStart(a.req.Owner, a.req.Incarnation, a.req.Namespace.Limit)
 }
 
 // judge applies the slot rule (docs/design.md, Slot leases) to a row (nil:
@@ -108,7 +89,6 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 	if taken >= 0 {
 		// Another acquire holds the preferred slot's row: it is taking it.
 		first = slices.DeleteFunc(first, func(n int) bool { return n == taken })
-		*a.crowded = true
 	}
 	// A live term of this owner and incarnation is returned as it is, even
 	// when the owner's index lists a free slot before it.
@@ -122,7 +102,6 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 			if l, ok, err := a.take(ctx, n, rows[n]); err != nil || ok {
 				return l, err
 			}
-			*a.crowded = true
 		}
 	}
 	for _, free := range a.s.q.SlotFree {
@@ -141,9 +120,7 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 			if err != nil || ok {
 				return l, err
 			}
-			// Another acquire created slot n meanwhile: look again, from
-			// this acquire's own point.
-			*a.crowded = true
+			// Another acquire created slot n meanwhile: look again.
 		}
 	}
 	return driver.Lease{}, a.exhausted(ctx)
@@ -256,11 +233,12 @@ func (s *Store) readRows(ctx context.Context, q Querier, ns, query string, args 
 	return out, rows.Err()
 }
 
-// firstFree finds the first slot in the search order (searchStart) this
+// firstFree finds the first slot in the search order (driver.SearchStart) this
 // request may take with statement free (one of SlotFree): a row, or, when
 // r is nil, a slot never used.
 func (a *acquire) firstFree(ctx context.Context, free string) (n int, r *slotRow, found bool, err error) {
-	start, limit := a.searchStart(), a.req.Namespace.Limit
+	limit := a.req.Namespace.Limit
+	start := driver.SearchStart(a.req.Owner, a.req.Incarnation, limit)
 	rows, err := a.s.readRows(ctx, a.tx, a.ns, free, a.ns, limit, a.now,
 		a.req.Owner, a.req.Incarnation, a.req.Reclaim, start)
 	if err != nil {

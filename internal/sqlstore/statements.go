@@ -140,14 +140,18 @@ func newStatements(d Dialect) (*statements, error) {
 		SlotFree: free,
 		// The first slot never used in the search order from $3
 		// (driver.SearchOrder): $3 itself, 0 after the wrap, or a slot
-		// right after a used one; from 0, the lowest.
+		// right after a used one, the first such from $3 and the first
+		// from 0: each walks the key's index from its point and stops at
+		// the first gap, so the cost is the distance to it, not the
+		// namespace's size (a fleet spread over it finds a gap near).
 		SlotGap: `SELECT s FROM (
 			SELECT CAST($3 AS BIGINT) AS s WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = $3)
 			UNION ALL
 			SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = 0)
 			UNION ALL
-			SELECT a.slot + 1 FROM {p}cosid_slot a WHERE a.namespace = $1 AND a.slot + 1 < $2
-			AND NOT EXISTS (SELECT 1 FROM {p}cosid_slot b WHERE b.namespace = $1 AND b.slot = a.slot + 1)
+			SELECT s FROM (` + SlotGapFrom + ` AND a.slot >= $3` + SlotGapEnd + `) above
+			UNION ALL
+			SELECT s FROM (` + SlotGapFrom + ` AND a.slot < $3` + SlotGapEnd + `) below
 			) g ORDER BY (s + $2 - $3) % $2 LIMIT 1`,
 		SlotList: `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 ORDER BY slot`,
 		SlotInsert: `INSERT INTO {p}cosid_slot (namespace, ` + slotCols + `)
@@ -181,8 +185,16 @@ func newStatements(d Dialect) (*statements, error) {
 	return st, d.Prepare(st)
 }
 
+// SlotGapFrom and SlotGapEnd enclose a condition on a.slot: the first slot
+// never used right after a used slot a that meets it (SlotGap).
+const (
+	SlotGapFrom = `SELECT a.slot + 1 AS s FROM {p}cosid_slot a WHERE a.namespace = $1 AND a.slot + 1 < $2
+		AND NOT EXISTS (SELECT 1 FROM {p}cosid_slot b WHERE b.namespace = $1 AND b.slot = a.slot + 1)`
+	SlotGapEnd = ` ORDER BY a.slot LIMIT 1`
+)
+
 // slotFree finds the first free slot in the search order from $7
-// (driver.SearchOrder; from 0, the lowest): released, expired, or one this
+// (driver.SearchOrder): released, expired, or one this
 // request may take or return (its own owner: the same incarnation, or a
 // reclaim). The pass's ending (Dialect.FreeSearch) goes after it.
 const slotFree = `SELECT ` + slotCols + ` FROM {p}cosid_slot

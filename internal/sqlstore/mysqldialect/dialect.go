@@ -218,8 +218,9 @@ var statements = map[string]string{
 		UNION ALL
 		SELECT 0 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = 0)
 		UNION ALL
-		SELECT a.slot + 1 FROM {p}cosid_slot a WHERE a.namespace = $1 AND a.slot + 1 < $2
-		AND NOT EXISTS (SELECT 1 FROM {p}cosid_slot b WHERE b.namespace = $1 AND b.slot = a.slot + 1)
+		SELECT s FROM (` + sqlstore.SlotGapFrom + ` AND a.slot >= $3` + sqlstore.SlotGapEnd + `) above
+		UNION ALL
+		SELECT s FROM (` + sqlstore.SlotGapFrom + ` AND a.slot < $3` + sqlstore.SlotGapEnd + `) below
 		) g ORDER BY (s + $2 - $3) % $2 LIMIT 1`,
 	"SlotInsert": `INSERT INTO {p}cosid_slot (namespace, slot, owner, incarnation, last_owner, fence, ttl_ms,
 		tolerance_ms, floor, expires_min, ceiling_min, next_floor, mtime, expires_at, ceiling, version)
