@@ -19,8 +19,9 @@ import (
 const upgraderEnv = "COSID_PG_UPGRADER"
 
 // TestUpgradeKilledMidway: a process that opens a version 1 schema is
-// killed in the middle of its upgrade (its ALTER TABLE sent and waiting
-// for a lock another session holds on the namespace table). Nothing of its
+// killed in the middle of its upgrade (its lock of the tables, or its
+// ALTER TABLE, sent and waiting for a lock another session holds on the
+// namespace table). Nothing of its
 // half-done upgrade stays: the schema is still version 1 without the
 // column, and the next open upgrades it; a term taken before renews, and
 // a seal then stops it.
@@ -64,14 +65,14 @@ func TestUpgradeKilledMidway(t *testing.T) {
 			line, _ := out.ReadString('\n')
 			said <- line
 		}()
-		poll.Until(t, time.Minute, "the child's ALTER TABLE waits for the lock", func() bool {
+		poll.Until(t, time.Minute, "the child's upgrade waits for the lock", func() bool {
 			// A transaction keeps one snapshot of the statistics: take a new one.
 			if _, err := c.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
 				return false
 			}
 			var n int
 			err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE wait_event_type = 'Lock' AND query LIKE 'ALTER TABLE%cosid_namespace%'`).Scan(&n)
+				WHERE wait_event_type = 'Lock' AND (query LIKE 'ALTER TABLE%cosid_namespace%' OR query LIKE 'LOCK TABLE%cosid_namespace%')`).Scan(&n)
 			return err == nil && n == 1
 		})
 		if err := cmd.Process.Kill(); err != nil {

@@ -29,8 +29,20 @@ type Dialect struct {
 	// ForShare ends a SELECT of the namespace row that Acquire and Renew
 	// read before they write a slot, so that a SealNamespace (which writes
 	// the row) waits for them and they for it; empty where a write
-	// transaction holds the whole database anyway.
+	// transaction holds the whole database anyway, or where SealLock
+	// keeps the seal out instead.
 	ForShare string
+	// SealLock, if set, runs first in SealNamespace's transaction: a lock
+	// on the namespace table that waits for every transaction that read
+	// it (an Acquire, a Renew, a Seed reads its namespace row first, and
+	// holds the table's weakest lock to its end) and keeps new ones out
+	// until the seal commits, so that they read the seal. It replaces
+	// ForShare's row lock, which every acquirer of a namespace took on its
+	// one row: a shared write every acquire of a fleet had to make
+	// (PostgreSQL records a row's many sharers in a MultiXact that grows
+	// with each new one). A database's PurgeLock must then take the same
+	// lock on the namespace table.
+	SealLock string
 	// Bytewise follows a text column where it is compared or sorted, so
 	// that both go by bytes, as Go compares strings: the keyset pages of
 	// ListRanges and ListLocks ask for the keys above the last one
@@ -128,6 +140,10 @@ func (d Dialect) check() error {
 	}
 	if missing != nil {
 		return fmt.Errorf("sqlstore: dialect %q has no %s", d.Name, strings.Join(missing, ", "))
+	}
+	if d.ForUpdate != "" && d.ForShare == "" && d.SealLock == "" {
+		// Row locks but nothing to keep a seal from passing an acquire.
+		return fmt.Errorf("sqlstore: dialect %q locks rows (ForUpdate) but has neither ForShare nor SealLock", d.Name)
 	}
 	return nil
 }

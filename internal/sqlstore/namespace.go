@@ -72,9 +72,10 @@ type nsState struct {
 
 // namespace reads namespace want's row, owner's index in it and the fence
 // floor, checks that the namespace is not sealed and then its settings. No
-// row gives errNoNamespace (see nsTx). The row stays share-locked until
-// q's transaction ends (Dialect.ForShare): a seal waits for the slot
-// writes that follow, or they see it.
+// row gives errNoNamespace (see nsTx). It is q's transaction's first
+// read: a seal waits for the slot writes that follow until the
+// transaction ends, or they see it (Dialect.SealLock, or the row's share
+// lock, Dialect.ForShare).
 func (s *Store) namespace(ctx context.Context, q Querier, want driver.Namespace, owner string) (nsState, error) {
 	var limit, tol int64
 	var sealed bool

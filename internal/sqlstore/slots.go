@@ -310,8 +310,8 @@ func sealedErr(ns string) error {
 }
 
 // Renew continues l's term, even after its expiry if nobody took the slot:
-// in one transaction, the namespace row read under a share lock (a sealed
-// namespace gives ErrSealed), then a read and a compare-and-set on the
+// in one transaction, the namespace row read first (a sealed namespace
+// gives ErrSealed; see Dialect.SealLock and ForShare), then a read and a compare-and-set on the
 // slot row's version.
 func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
 	var out driver.Lease
@@ -362,10 +362,16 @@ func (s *Store) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error)
 }
 
 // SealNamespace seals namespace ns (see driver.SlotLeaseStore), creating it
-// sealed (limit 0) if it is missing. Its write waits for the Acquires and
-// Renews that share-locked the row, and those after it see the seal.
+// sealed (limit 0) if it is missing. It waits for the Acquires and Renews
+// under way (Dialect.SealLock, or the row they share-locked), and those
+// after it see the seal.
 func (s *Store) SealNamespace(ctx context.Context, ns string) error {
 	err := s.db.Tx(ctx, func(tx Querier) error {
+		if s.d.SealLock != "" {
+			if _, err := tx.Exec(ctx, s.d.Rewrite(s.d.SealLock)); err != nil {
+				return err
+			}
+		}
 		_, err := tx.Exec(ctx, s.q.NamespaceSeal, ns)
 		return err
 	})

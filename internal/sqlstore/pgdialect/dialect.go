@@ -21,19 +21,23 @@ const Clock = "(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint"
 // The schema is created if missing.
 func New(schema string) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		Name:       "postgres",
-		Prefix:     pgx.Identifier{schema}.Sanitize() + ".",
-		Now:        Clock,
-		ForUpdate:  " FOR UPDATE",
-		ForShare:   " FOR SHARE",
+		Name:      "postgres",
+		Prefix:    pgx.Identifier{schema}.Sanitize() + ".",
+		Now:       Clock,
+		ForUpdate: " FOR UPDATE",
+		// No row lock on the namespace row: the seal locks the table.
+		SealLock:   "LOCK TABLE {p}cosid_namespace IN ACCESS EXCLUSIVE MODE",
 		Bytewise:   ` COLLATE "C"`,
 		FreeSearch: []string{" FOR UPDATE SKIP LOCKED", " FOR UPDATE NOWAIT"},
-		// In the order an Acquire writes them, so a purge waits for the
-		// acquires under way rather than deadlock with them; the ranges
-		// last (no slot transaction writes them), so that no key is sealed
-		// between the purge's check of seals and its deletion.
-		PurgeLock: "LOCK TABLE {p}cosid_namespace, {p}cosid_slot, {p}cosid_owner, {p}cosid_range IN EXCLUSIVE MODE",
-		HasMeta:   "SELECT to_regclass('" + pgx.Identifier{schema, "cosid_meta"}.Sanitize() + "') IS NOT NULL",
+		// In the order an Acquire uses them, so a purge waits for the
+		// acquires under way rather than deadlock with them; the
+		// namespaces as SealLock does, since an acquire only reads its
+		// row; the ranges last (no slot transaction writes them), so that
+		// no key is sealed between the purge's check of seals and its
+		// deletion.
+		PurgeLock: "LOCK TABLE {p}cosid_namespace IN ACCESS EXCLUSIVE MODE; " +
+			"LOCK TABLE {p}cosid_slot, {p}cosid_owner, {p}cosid_range IN EXCLUSIVE MODE",
+		HasMeta: "SELECT to_regclass('" + pgx.Identifier{schema, "cosid_meta"}.Sanitize() + "') IS NOT NULL",
 		Setup: func(ctx context.Context, tx sqlstore.Querier) error {
 			// Stores opening at once on a new schema would race to create
 			// the same tables; one at a time, per database.
