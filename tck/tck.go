@@ -110,7 +110,9 @@
 // harness lacks (ClockStepper: the store's clock stepped back). A harness
 // with ClockSetter lets the histories move time themselves and check lease
 // times and expiry exactly; without it they keep to what needs no clock. The section
-// Contracts and checks maps every contract sentence to its checks.
+// Contracts and checks maps every contract sentence to its checks, and a
+// check that fails logs, after its own messages, the map's rows it holds:
+// each rule's ID, its short form and the driver method stating it in full.
 //
 // # Time
 //
