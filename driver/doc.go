@@ -162,9 +162,8 @@
 // kept in its metadata), RangeLister and LockLister (keys and lock names
 // in pages, so that a store of any size is listed a page per call; a
 // driver without them is listed in one Keys or Locks call). Every driver
-// should accept the option create
-// (OptionCreate): false opens only an existing store, creating and
-// writing nothing. Messages that show an option use Redact.
+// should accept the option create (OptionCreate says what it means).
+// Messages that show an option use Redact.
 //
 // # Operating
 //
