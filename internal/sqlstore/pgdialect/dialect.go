@@ -64,6 +64,11 @@ const (
 	deadlockDetected     = "40P01"
 	lockNotAvailable     = "55P03"
 	foreignKeyViolation  = "23503"
+	// The server ended a transaction left idle past
+	// idle_in_transaction_session_timeout (and the session with it): rolled
+	// back, as the others. A loaded client stalls that long between two
+	// statements of its own.
+	idleInTransaction = "25P03"
 )
 
 // Classify reads the server's SQLSTATE code.
@@ -73,7 +78,7 @@ func Classify(err error) sqlstore.Kind {
 		return sqlstore.Other
 	}
 	switch e.Code {
-	case serializationFailure, deadlockDetected, lockNotAvailable:
+	case serializationFailure, deadlockDetected, lockNotAvailable, idleInTransaction:
 		return sqlstore.Aborted
 	case foreignKeyViolation:
 		return sqlstore.MissingParent
