@@ -20,11 +20,19 @@ type lockHold struct {
 
 	followed bool // its lock name is watched for it (lockStore.follow; lockSession.mu)
 
+	// Held through an Unlock: one at a time.
 	mu       sync.Mutex
 	unlocked bool
 	tried    bool // an Unlock's delete whose answer was lost (it may be applied)
 
-	gmu       sync.Mutex
+	state holdState // the key as the Lock call, the session's watch and Unlock saw it
+}
+
+// holdState is what is known of a hold's key. Its own mutex, not the
+// Unlock's: the session's watch reports a delete while an Unlock waits
+// for its answer.
+type holdState struct {
+	mu        sync.Mutex
 	rev       int64 // the key's create revision, once known
 	offset    int64 // the locks' fence offset its create or grant read (lock_seal.go)
 	granted   bool
@@ -35,19 +43,19 @@ type lockHold struct {
 
 // created sets the key's create revision.
 func (h *lockHold) created(rev int64) {
-	h.gmu.Lock()
-	defer h.gmu.Unlock()
-	h.rev = rev
+	h.state.mu.Lock()
+	defer h.state.mu.Unlock()
+	h.state.rev = rev
 }
 
 // grant makes h a hold. A delete of its key seen meanwhile came after the
 // grant (the grant read the key), so it ends the hold at once.
 func (h *lockHold) grant() *lockHold {
-	h.gmu.Lock()
-	defer h.gmu.Unlock()
-	h.granted = true
-	if h.deleted > h.rev {
-		h.loseLocked(fmt.Sprintf("deleted at revision %d", h.deleted))
+	h.state.mu.Lock()
+	defer h.state.mu.Unlock()
+	h.state.granted = true
+	if h.state.deleted > h.state.rev {
+		h.loseLocked(fmt.Sprintf("deleted at revision %d", h.state.deleted))
 	}
 	return h
 }
@@ -58,17 +66,17 @@ func (h *lockHold) grant() *lockHold {
 // is known, it is only noted: the watch can report a delete before the
 // Lock that created the key has its answer.
 func (h *lockHold) sawDelete(rev int64, what string) {
-	h.gmu.Lock()
-	defer h.gmu.Unlock()
-	if !h.granted {
-		h.deleted = max(h.deleted, rev)
+	h.state.mu.Lock()
+	defer h.state.mu.Unlock()
+	if !h.state.granted {
+		h.state.deleted = max(h.state.deleted, rev)
 		return
 	}
-	if rev <= h.rev {
+	if rev <= h.state.rev {
 		return // a delete of an earlier key of the same name
 	}
-	if h.releasing {
-		h.gone = true
+	if h.state.releasing {
+		h.state.gone = true
 		return
 	}
 	h.loseLocked(what)
@@ -101,7 +109,7 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 		select {
 		case <-h.s.closing:
 		default:
-			h.s.dropWaiter(h.key, h.rev, h.forget)
+			h.s.dropWaiter(h.key, h.state.rev, h.forget)
 		}
 		return fmt.Errorf("%v: %w", h.ss.lostErr(), driver.ErrLeaseLost)
 	}
@@ -109,7 +117,7 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 	// was lost and the number reused for a new key of the same name.
 	h.setReleasing(true)
 	for attempt := 1; ; attempt++ {
-		resp, err := h.s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(h.key), "=", h.rev)).
+		resp, err := h.s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(h.key), "=", h.state.rev)).
 			Then(clientv3.OpDelete(h.key)).Commit()
 		if err = h.s.check(ctx, err); err == nil {
 			if !resp.Succeeded && !h.tried {
@@ -143,7 +151,7 @@ func (h *lockHold) Unlock(ctx context.Context) error {
 		// answer costs this Unlock only, not the lock until the session
 		// ends. Releasing stays set: a delete the watch sees is this one.
 		h.unlocked = true
-		h.s.dropWaiter(h.key, h.rev, h.forget)
+		h.s.dropWaiter(h.key, h.state.rev, h.forget)
 		if (retryable(err) || ctx.Err() != nil) && !errors.Is(err, driver.ErrUnavailable) && !errors.Is(err, driver.ErrClosed) {
 			err = fmt.Errorf("%w (no answer): %w", driver.ErrUnavailable, err)
 		}
@@ -160,13 +168,13 @@ func (h *lockHold) forget() {
 // setReleasing marks Unlock's delete under way or over, and says whether
 // the session's watch saw the key deleted meanwhile.
 func (h *lockHold) setReleasing(on bool) (gone bool) {
-	h.gmu.Lock()
-	defer h.gmu.Unlock()
-	h.releasing = on
-	return h.gone
+	h.state.mu.Lock()
+	defer h.state.mu.Unlock()
+	h.state.releasing = on
+	return h.state.gone
 }
 
-func (h *lockHold) Fence() int64 { return h.rev + h.offset }
+func (h *lockHold) Fence() int64 { return h.state.rev + h.state.offset }
 
 // Lost checks the deadline on each call, besides the session's own timer.
 func (h *lockHold) Lost() <-chan struct{} {

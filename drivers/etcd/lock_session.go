@@ -291,9 +291,9 @@ func (s *lockStore) recheckHolds(ctx context.Context, ss *lockSession) (int64, e
 		if err != nil {
 			return 0, err
 		}
-		h.gmu.Lock()
-		rev := h.rev
-		h.gmu.Unlock()
+		h.state.mu.Lock()
+		rev := h.state.rev
+		h.state.mu.Unlock()
 		if len(resp.Kvs) == 0 {
 			h.sawDelete(resp.Header.Revision, "missing")
 		} else if rev != 0 && resp.Kvs[0].CreateRevision != rev {

@@ -104,7 +104,7 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 	}
 	h.created(rev)
 	s.follow(ss, h, s.lockPrefix(name), rev)
-	h.offset = offset // lock_seal.go
+	h.state.offset = offset // lock_seal.go
 	granted := false
 	defer func() {
 		if !granted {
@@ -163,11 +163,11 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 			if err != nil {
 				return nil, err
 			}
-			if offset > h.offset {
+			if offset > h.state.offset {
 				if _, err := offsetFence(rev, offset); err != nil {
 					return nil, err
 				}
-				h.offset = offset
+				h.state.offset = offset
 			}
 			granted = true
 			return h.grant(), nil

@@ -228,9 +228,9 @@ func TestLockDeletedBeforeAnswer(t *testing.T) {
 	poll.Until(t, 10*time.Second, "the session's watch reports the delete", func() bool {
 		ss := d.lastSession()
 		for _, h := range ss.watched() {
-			h.gmu.Lock()
-			seen := h.deleted != 0
-			h.gmu.Unlock()
+			h.state.mu.Lock()
+			seen := h.state.deleted != 0
+			h.state.mu.Unlock()
 			if seen {
 				return true
 			}

@@ -366,9 +366,9 @@ func TestUnlockLateDeleteSparesNextHold(t *testing.T) {
 			poll.Until(t, 10*time.Second, "the session's watch reports the operator's delete", func() bool {
 				ss := d.lastSession()
 				for _, h := range ss.watched() {
-					h.gmu.Lock()
-					gone := h.gone
-					h.gmu.Unlock()
+					h.state.mu.Lock()
+					gone := h.state.gone
+					h.state.mu.Unlock()
 					if gone {
 						return true
 					}
