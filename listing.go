@@ -54,9 +54,9 @@ func (r *RangeStore) All(ctx context.Context) iter.Seq2[KeyInfo, error] {
 			return
 		}
 		pages(ctx, r.s, "ListRanges", func(k KeyInfo) string { return k.Key },
-			func(ctx context.Context, d driver.RangeLister, after string) ([]KeyInfo, error) {
-				ks, err := d.ListRanges(ctx, after, r.s.listPage)
-				return convert(ks, func(k driver.KeyState) KeyInfo { return KeyInfo(k) }), err
+			func(ctx context.Context, d driver.RangeLister, after string) ([]KeyInfo, string, error) {
+				ks, next, err := d.ListRanges(ctx, after, r.s.listPage)
+				return convert(ks, func(k driver.KeyState) KeyInfo { return KeyInfo(k) }), next, err
 			}, yield)
 	}
 }
@@ -99,47 +99,65 @@ func (l *Locker) All(ctx context.Context) iter.Seq2[string, error] {
 			return
 		}
 		pages(ctx, l.s, "ListLocks", func(n string) string { return n },
-			func(ctx context.Context, d driver.LockLister, after string) ([]string, error) {
-				return d.ListLocks(ctx, after, l.s.listPage)
+			func(ctx context.Context, d driver.LockLister, after string) ([]string, string, error) {
+				names, err := d.ListLocks(ctx, after, l.s.listPage)
+				next := ""
+				if len(names) == l.s.listPage { // a short page is the end
+					next = names[len(names)-1]
+				}
+				return names, next, err
 			}, yield)
 	}
 }
 
-// pages reads pages of a driver listing, each after the last entry of the
-// one before, until a short page, and yields their entries. It refuses a
-// page that is not above the one before and in order: a driver listing
-// the same entry twice would make a caller count or move it twice.
+// pages reads pages of a driver listing, each after where the one before
+// said the listing goes on (next), until it says the end (""), and yields
+// their entries. It refuses a page that is not above the one before and
+// in order, or does not move on: a driver listing the same entry twice
+// would make a caller count or move it twice, one that stays in place
+// would never end.
 func pages[D, T any](ctx context.Context, s *Store, name string, keyOf func(T) string,
-	page func(context.Context, D, string) ([]T, error), yield func(T, error) bool) {
+	page func(context.Context, D, string) ([]T, string, error), yield func(T, error) bool) {
 	var zero T
-	after, first := "", true
+	after, last, first := "", "", true
 	for {
-		got, err := call(ctx, s, op{name: name, key: after}, func(ctx context.Context, d D) ([]T, error) {
-			return page(ctx, d, after)
+		type result struct {
+			got  []T
+			next string
+		}
+		r, err := call(ctx, s, op{name: name, key: after}, func(ctx context.Context, d D) (result, error) {
+			got, next, err := page(ctx, d, after)
+			return result{got, next}, err
 		})
 		if err != nil {
 			yield(zero, err)
 			return
 		}
-		if len(got) > s.listPage {
+		if len(r.got) > s.listPage {
 			yield(zero, &Error{Op: name, Key: after, Err: fmt.Errorf("%w: the driver returned %d entries for a page of %d",
-				ErrCorrupt, len(got), s.listPage)})
+				ErrCorrupt, len(r.got), s.listPage)})
 			return
 		}
-		for _, v := range got {
+		for _, v := range r.got {
 			k := keyOf(v)
-			if !first && k <= after {
+			if !first && k <= last || k <= after && after != "" {
 				yield(zero, &Error{Op: name, Key: after, Err: fmt.Errorf("%w: the driver listed %q after %q",
-					ErrCorrupt, k, after)})
+					ErrCorrupt, k, max(last, after))})
 				return
 			}
-			after, first = k, false
+			last, first = k, false
 			if !yield(v, nil) {
 				return
 			}
 		}
-		if len(got) < s.listPage {
+		if r.next == "" {
 			return
 		}
+		if r.next <= after || r.next < last {
+			yield(zero, &Error{Op: name, Key: after, Err: fmt.Errorf("%w: the driver's page after %q goes on at %q, not above it",
+				ErrCorrupt, max(last, after), r.next)})
+			return
+		}
+		after = r.next
 	}
 }

@@ -16,7 +16,7 @@ import (
 // the shared SQL layer's Keys did so under a mutant.
 type pagedKeysNil struct{ memDriver }
 
-func (s pagedKeysNil) ListRanges(ctx context.Context, after string, limit int) ([]driver.KeyState, error) {
+func (s pagedKeysNil) ListRanges(ctx context.Context, after string, limit int) ([]driver.KeyState, string, error) {
 	return s.memDriver.(driver.RangeLister).ListRanges(ctx, after, limit)
 }
 

@@ -82,25 +82,50 @@ func checkListPages(e *env) {
 		e.fatalIf(err, "Keys")
 		for _, limit := range []int{1, 4} {
 			for i, after := range append([]string{""}, all...) {
-				page, err := d.ListRanges(e.ctx, after, limit)
-				e.fatalIf(err, "driver ListRanges(%q, %d)", after, limit)
-				keys := []string{}
-				for _, k := range page {
-					keys = append(keys, k.Key)
-				}
+				keys := listFrom(e, d, after, limit)
 				rest := all[i:]
 				if diff := cmp.Diff(slices.Clip(rest[:min(limit, len(rest))]), keys); diff != "" {
-					e.t.Errorf("driver ListRanges(%q, %d): -want +got:\n%s", after, limit, diff)
+					e.t.Errorf("driver ListRanges(%q, %d), and the pages it goes on to: -want +got:\n%s", after, limit, diff)
 				}
 			}
 		}
-		page, err := d.ListRanges(e.ctx, "a/b", 100)
-		e.fatalIf(err, `driver ListRanges("a/b", 100)`)
-		if len(page) < 2 || page[0].Key != "a/b-d" || page[1].Key != "a/b/c" {
-			e.t.Errorf(`driver ListRanges after "a/b" = %v, want "a/b-d", then "a/b/c"`, page)
+		if keys := listFrom(e, d, "a/b", 2); !slices.Equal(keys, []string{"a/b-d", "a/b/c"}) {
+			e.t.Errorf(`driver ListRanges after "a/b" = %q, want "a/b-d", then "a/b/c"`, keys)
 		}
 		return nil
 	}), "Raw")
+}
+
+// listFrom reads the driver's pages from after, each from the next the
+// one before gave, until it has limit keys or the listing ends, and checks
+// each page's contract: at most limit keys, above where it starts and
+// sorted; next "" (the end) or above the start and at or above the page.
+// A page may stop short of limit with a next (a driver's work budget).
+func listFrom(e *env, d driver.RangeLister, after string, limit int) []string {
+	keys := []string{}
+	for start := after; len(keys) < limit; {
+		page, next, err := d.ListRanges(e.ctx, start, limit)
+		e.fatalIf(err, "driver ListRanges(%q, %d)", start, limit)
+		if len(page) > limit {
+			e.t.Fatalf("driver ListRanges(%q, %d) returned %d keys", start, limit, len(page))
+		}
+		prev := start
+		for _, k := range page {
+			if k.Key <= prev && (prev != "" || k.Key == "") {
+				e.t.Fatalf("driver ListRanges(%q, %d) listed %q after %q (see driver.RangeLister)", start, limit, k.Key, prev)
+			}
+			prev = k.Key
+			keys = append(keys, k.Key)
+		}
+		if next == "" {
+			break
+		}
+		if next <= start || next < prev {
+			e.t.Fatalf("driver ListRanges(%q, %d) goes on at %q, not above its keys and start (see driver.RangeLister)", start, limit, next)
+		}
+		start = next
+	}
+	return keys[:min(limit, len(keys))]
 }
 
 // checkLockPages: Locker.All lists the names List lists, once each and

@@ -9,9 +9,9 @@ import (
 )
 
 // ListRanges lists a page of keys with their state (driver.RangeLister).
-func (s *driverStore) ListRanges(ctx context.Context, after string, limit int) ([]driver.KeyState, error) {
+func (s *driverStore) ListRanges(ctx context.Context, after string, limit int) ([]driver.KeyState, string, error) {
 	if err := s.begin(ctx); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer s.st.mu.Unlock()
 	keys := page(&s.st.rangeIndex, s.st.ranges, s.st.purges, after, limit)
@@ -20,7 +20,7 @@ func (s *driverStore) ListRanges(ctx context.Context, after string, limit int) (
 		r := s.st.ranges[k]
 		out[i] = driver.KeyState{Key: k, Next: r.next, Sealed: r.sealed}
 	}
-	return out, nil
+	return out, driver.NextAfter(out, limit), nil
 }
 
 // ListLocks lists a page of lock names (driver.LockLister).

@@ -24,24 +24,49 @@ import (
 // queue: a page of nodes and the children of the nodes on its path (for
 // keys all under one node, that node's children, kept for the next page
 // while the node has not changed: childList), never the whole tree.
-func (s *rangeStore) ListRanges(ctx context.Context, after string, limit int) ([]driver.KeyState, error) {
+//
+// A page bounds its own work (pageBudget): a key 512 levels deep is 512
+// lists and reads one after the other, past any call bound on a loaded
+// machine. Past the budget, the page stops where it lists a node's
+// children next, and returns what it has and that node's path plus "/" as
+// next: no key is that string, every key below it was taken, and every
+// key above it is still to come. The next page lists the nodes on after's
+// path all at once, not level by level, so it goes on from there.
+func (s *rangeStore) ListRanges(ctx context.Context, after string, limit int) ([]driver.KeyState, string, error) {
 	base := s.root + "/range"
 	a := attempts{s: s.session}
 	if err := s.sync(ctx, base, &a); err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	path, err := s.pathChildren(ctx, base, after)
+	if err != nil {
+		return nil, "", err
+	}
+	work := 2 + len(path)/32 // the sync, and the lists of after's path, 32 at a time (parallel)
 	out := make([]driver.KeyState, 0, limit)
 	q := &keyQueue{{at: "", list: true}}
 	for q.Len() > 0 && len(out) < limit {
 		if top := (*q)[0]; top.list {
+			if work >= pageBudget && top.at > after {
+				return out, top.at, nil
+			}
 			heap.Pop(q)
-			names, err := s.sortedChildren(ctx, join(base, top.key), &a)
-			if err != nil {
-				return nil, err
+			names, ok := path[top.key]
+			if !ok {
+				work++
+				if names, err = s.sortedChildren(ctx, join(base, top.key), &a); err != nil {
+					return nil, "", err
+				}
 			}
 			start, extra := from(names, top.key, after)
 			for _, n := range extra {
 				k := join(top.key, n)
+				if strings.HasPrefix(after, k+"/") {
+					// On after's path: its keys down to after are
+					// passed, only its children are still to list.
+					heap.Push(q, walkItem{key: k, at: k + "/", list: true})
+					continue
+				}
 				heap.Push(q, walkItem{key: k, at: k})
 			}
 			if start < len(names) {
@@ -67,6 +92,7 @@ func (s *rangeStore) ListRanges(ctx context.Context, after string, limit int) ([
 				heap.Push(q, top)
 			}
 		}
+		work++
 		nodes := make([]rangeNode, len(batch))
 		err := parallel(ctx, len(batch), func(ctx context.Context, i int) error {
 			if batch[i].read != nil {
@@ -79,7 +105,7 @@ func (s *rangeStore) ListRanges(ctx context.Context, after string, limit int) ([
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		for i, n := range nodes {
 			k := batch[i].key
@@ -95,6 +121,55 @@ func (s *rangeStore) ListRanges(ctx context.Context, after string, limit int) ([
 				break
 			}
 		}
+	}
+	next := ""
+	if len(out) == limit {
+		next = out[len(out)-1].Key // the queue may hold more
+	}
+	return out, next, nil
+}
+
+// pageBudget is the round trips one page waits for in a row (reads and
+// lists of a level, each read of a batch at once) before it stops and
+// returns what it has: at a few milliseconds each on a loaded machine,
+// well within a store timeout.
+const pageBudget = 64
+
+// pathChildren lists, all at once, the children of every node on after's
+// path (the nodes whose keys are prefixes of after followed by "/"), by
+// key: a page that goes on from a deep after reads them in one go rather
+// than one level after the other.
+func (s *rangeStore) pathChildren(ctx context.Context, base, after string) (map[string][]string, error) {
+	var keys []string
+	for i := range len(after) {
+		if after[i] == '/' {
+			keys = append(keys, after[:i])
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	lists := make([][]string, len(keys))
+	err := parallel(ctx, len(keys), func(ctx context.Context, i int) error {
+		a := attempts{s: s.session}
+		if i == len(keys)-1 {
+			// The deepest, where a page of many keys under one node
+			// goes on: from the listing's kept list (childList).
+			names, err := s.sortedChildren(ctx, join(base, keys[i]), &a)
+			lists[i] = names
+			return err
+		}
+		names, err := s.children(ctx, join(base, keys[i]), &a)
+		slices.Sort(names)
+		lists[i] = names
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]string, len(keys))
+	for i, k := range keys {
+		out[k] = lists[i]
 	}
 	return out, nil
 }
