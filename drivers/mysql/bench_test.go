@@ -3,12 +3,15 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/mysqltest"
 	"github.com/cosid-go/store/internal/testing/rangebench"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // benchStore opens a store through the user API on a fresh database.
@@ -86,7 +89,8 @@ func BenchmarkNext(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// vs-raw-timeout-x: go-sql-driver watches a context that can end.
+	// vs-raw-timeout-x: raw under a per-call timeout, which go-sql-driver
+	// watches with a goroutine; the store's pool does not (cutconn.go).
 	rangebench.Paired(b, st, raw, leaf)
 }
 
@@ -104,4 +108,54 @@ func BenchmarkNextConcurrent(b *testing.B) {
 		}
 		return d
 	})
+}
+
+// BenchmarkNextLayers splits what a Next costs, as medians (a loaded
+// machine's stalls swing means): through the user API (store-med-ns), the
+// driver's Next alone with a context that cannot end (driver-med-ns), and
+// the statement Next runs on the store's pool (storepool-med-ns) and on a
+// plain go-sql-driver pool (plainpool-med-ns). store minus driver is the
+// store's layer and its per-call timeout (cutconn.go).
+//
+//	go test -run '^$' -bench NextLayers -benchtime 3s ./drivers/mysql/
+func BenchmarkNextLayers(b *testing.B) {
+	srv := mysqltest.Shared(b)
+	st, database := benchStore(b, srv)
+	d := rawdriver.Of(st).(*driverStore)
+	ctx := context.Background()
+	r := st.Ranges()
+	if _, err := r.Next(ctx, "bench", 1); err != nil {
+		b.Fatal(err)
+	}
+	pool, err := sql.Open("mysql", srv.DSN(database)+"&interpolateParams=true")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool.SetMaxOpenConns(4)
+	b.Cleanup(func() { pool.Close() })
+	upd := "UPDATE `" + database + "`.cosid_range SET next = LAST_INSERT_ID(next + ?) WHERE `key` = ? AND NOT sealed AND next <= 9223372036854775807 - ?"
+	layers := []struct {
+		name string
+		f    func() error
+	}{
+		{"store", func() error { _, err := r.Next(ctx, "bench", 1); return err }},
+		{"driver", func() error { _, err := d.Next(ctx, "bench", 1); return err }},
+		{"storepool", func() error { _, err := d.pool.ExecContext(ctx, upd, 1, "bench", 1); return err }},
+		{"plainpool", func() error { _, err := pool.ExecContext(ctx, upd, 1, "bench", 1); return err }},
+	}
+	ts := make([][]time.Duration, len(layers))
+	b.ResetTimer()
+	for range b.N {
+		for i, l := range layers {
+			t0 := time.Now()
+			if err := l.f(); err != nil {
+				b.Fatal(err)
+			}
+			ts[i] = append(ts[i], time.Since(t0))
+		}
+	}
+	for i, l := range layers {
+		slices.Sort(ts[i])
+		b.ReportMetric(float64(ts[i][len(ts[i])/2].Nanoseconds()), l.name+"-med-ns")
+	}
 }

@@ -17,7 +17,11 @@ type connector struct {
 }
 
 func newConnector(c *config) (*connector, error) {
-	mc, err := mysql.NewConnector(c.cfg)
+	cfg := c.cfg.Clone()
+	if cfg.DialFunc == nil && dialsItself(cfg.Net) {
+		cfg.DialFunc = dial // cutconn.go
+	}
+	mc, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -41,9 +45,13 @@ func sessionSetup(t time.Duration) []string {
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.c.Connect(ctx)
+	slot := &dialSlot{}
+	conn, err := c.c.Connect(context.WithValue(ctx, dialSlotKey{}, slot))
 	if err != nil {
 		return nil, err
+	}
+	if slot.c != nil {
+		conn = &cutConn{Conn: conn, sock: slot.c}
 	}
 	ex, ok := conn.(driver.ExecerContext)
 	if !ok {

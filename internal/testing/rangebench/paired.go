@@ -2,6 +2,7 @@ package rangebench
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,7 +17,10 @@ import (
 // with raw under a per-call timeout, as the store applies to each call,
 // which shows what the timeout itself costs. Each iteration runs one of
 // each, interleaved, so drift of a loaded machine biases none; the ratios
-// are throughputs (raw time / Next time). raw and leaf fail b themselves.
+// are throughputs (raw time / Next time). vs-raw-median-x is the median of
+// each iteration's raw/Next ratio: on a loaded machine a few stalls of
+// one side swing the sums' ratio (0.36x to 1.2x in three runs of one
+// build), the median much less. raw and leaf fail b themselves.
 func Paired(b *testing.B, st *store.Store, raw, leaf func(context.Context)) {
 	ctx := context.Background()
 	r := st.Ranges()
@@ -34,6 +38,7 @@ func Paired(b *testing.B, st *store.Store, raw, leaf func(context.Context)) {
 	raw(ctx)
 	leaf(ctx)
 	var inNext, inRaw, inRawTimeout, inLeaf time.Duration
+	ratios := make([]float64, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
@@ -44,6 +49,7 @@ func Paired(b *testing.B, st *store.Store, raw, leaf func(context.Context)) {
 		leaf(ctx)
 		t3 := time.Now()
 		rawTimeout()
+		ratios = append(ratios, float64(t2.Sub(t1))/float64(t1.Sub(t0)))
 		inNext += t1.Sub(t0)
 		inRaw += t2.Sub(t1)
 		inLeaf += t3.Sub(t2)
@@ -54,6 +60,8 @@ func Paired(b *testing.B, st *store.Store, raw, leaf func(context.Context)) {
 	b.ReportMetric(float64(inRaw.Nanoseconds())/n, "raw-ns/op")
 	b.ReportMetric(float64(inLeaf.Nanoseconds())/n, "leaf-ns/op")
 	b.ReportMetric(float64(inRaw)/float64(inNext), "vs-raw-x")
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "vs-raw-median-x")
 	b.ReportMetric(float64(inRawTimeout)/float64(inNext), "vs-raw-timeout-x")
 	b.ReportMetric(float64(inLeaf)/float64(inNext), "vs-leaf-x")
 }
