@@ -74,6 +74,13 @@ type RangeStore interface {
 	// no gap. A step below 1 gives ErrInvalidArgument and changes nothing:
 	// the store checks it first, and the driver checks it again (CheckStep),
 	// since (*store.Store).Driver hands the driver itself to callers.
+	//
+	// A key whose storage went back under the store (a backup restored, a
+	// replica promoted without its last commits, the record deleted or
+	// written back by hand) is never handed out again from below: a store
+	// that saw the key further ahead refuses it, with ErrCorrupt (or
+	// ErrRecreated for a key it used that is now missing, which it never
+	// creates again), or goes on above every value it handed out.
 	Next(ctx context.Context, key string, step int64) (start int64, err error)
 
 	// Current returns the next value of key and whether it is sealed,
@@ -208,6 +215,14 @@ type SlotLeaseStore interface {
 	// a short one) still gets Ceiling >= Floor. LastOwner becomes the
 	// taken-over term's owner on a takeover and is kept otherwise. The
 	// slot goes first in the owner's index in the same atomic write.
+	//
+	// A slot record that went back under running stores (a backup
+	// restored, a record written back or deleted by hand) starts no term
+	// at a fence or timestamps a term it cannot see may have had: a store
+	// that saw the slot further ahead refuses it (ErrCorrupt, or
+	// ErrRecreated), and a record deleted under a live term is not started
+	// again from zero by any store (refused, or a new term above the live
+	// one's fence and ceiling); that live term's Renew gives ErrLeaseLost.
 	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
 
 	// Renew continues l's term (SlotRecord.Renewed): ExpiresAt = max(old
@@ -305,7 +320,9 @@ type Lock interface {
 	// returns nil. After the hold was lost it reports ErrLeaseLost.
 	Unlock(ctx context.Context) error
 	// Fence is above every fence of every earlier holder of the name, in
-	// any store, across restarts and purges, and never wraps.
+	// any store, across restarts and purges, and never wraps; a store
+	// running across a restore of its storage grants no fence again (or
+	// refuses the lock: ErrCorrupt, ErrRecreated).
 	Fence() int64
 	// Lost is closed as soon as the holder can no longer be sure it holds
 	// the lock, and when the store closes; it closes before any other

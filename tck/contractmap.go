@@ -22,7 +22,7 @@ var contractMapSource string
 // that hold it.
 type contractRule struct {
 	id       string // "D68", "S4.12"
-	home     string // "SlotLeaseStore.Renew", "package driver"; "" for the S rows
+	home     string // D rows: "SlotLeaseStore.Renew", "package driver"; S rows: "D68", "store.Register", ...
 	sentence string
 	checks   string // the right column, its lines joined by spaces
 	section  int    // index into contractMap.sections
@@ -100,8 +100,45 @@ func parseContractMap(src string) (contractMap, error) {
 			r.checks += " " + parts[1]
 		}
 	}
+	// An S row ends its sentence with "= home": a D row stating the same
+	// rule, or the declaration or page that states it.
+	for i, r := range m.rules {
+		if strings.HasPrefix(r.id, "S") {
+			if at := strings.LastIndex(r.sentence, " = "); at >= 0 {
+				m.rules[i].sentence, m.rules[i].home = r.sentence[:at], r.sentence[at+3:]
+			}
+		}
+	}
 	return m, nil
 }
+
+// rule returns the row with ID id.
+func (m contractMap) rule(id string) (contractRule, bool) {
+	for _, r := range m.rules {
+		if r.id == id {
+			return r, true
+		}
+	}
+	return contractRule{}, false
+}
+
+// where says where r is stated in full.
+func (m contractMap) where(r contractRule) string {
+	if d, ok := m.rule(r.home); ok && r.id != d.id && strings.HasPrefix(d.id, "D") {
+		return m.where(d) + ", as " + d.id
+	}
+	switch {
+	case r.home == "package driver":
+		return "the driver package doc"
+	case strings.HasPrefix(r.id, "D") || driverDecl.MatchString(r.home):
+		return "driver." + r.home
+	}
+	return r.home
+}
+
+// driverDecl matches a home that names a declaration of package driver
+// (an S row's home may also name package store's, config's, a page).
+var driverDecl = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*(?:\.[A-Z][A-Za-z0-9]*)?$`)
 
 var theContractMap = sync.OnceValues(func() (contractMap, error) { return parseContractMap(contractMapSource) })
 
@@ -138,13 +175,7 @@ func rulesCited(name string) string {
 			if c != name {
 				continue
 			}
-			where := "a sentence of the specification; overview: " + m.sections[r.section].where
-			if r.home == "package driver" {
-				where = "stated in full: the driver package doc"
-			} else if r.home != "" {
-				where = "stated in full: driver." + r.home
-			}
-			fmt.Fprintf(&b, "\n    %s  %s  (%s)", r.id, r.sentence, where)
+			fmt.Fprintf(&b, "\n    %s  %s  (stated in full: %s)", r.id, r.sentence, m.where(r))
 			break
 		}
 	}

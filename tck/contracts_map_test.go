@@ -104,20 +104,75 @@ func TestContractMapRulesHaveChecks(t *testing.T) {
 	}
 }
 
-// TestContractMapHomesExist fails when a home line of the contract map
-// names nothing package driver declares, or a method of one of its
-// interfaces (the SPI: every rule a driver keeps lives on one), or its
-// interface, is the home of no row: a sentence written on the SPI that the map, and so the
+// TestContractMapHomesExist fails when a home of the contract map names
+// nothing: a D row's home line a declaration package driver lacks, an S
+// row's "= home" a D row, a declaration (of package driver, store, config
+// or tck) or a page section that does not exist, or an S row has none.
+// It also fails when a method of one of package driver's interfaces (the
+// SPI: every rule a driver keeps lives on one), or its interface, is the
+// home of no row: a sentence written on the SPI that the map, and so the
 // kit's failure messages, do not know.
 func TestContractMapHomesExist(t *testing.T) {
 	m := mustContractMap(t)
-	fset := token.NewFileSet()
-	dir := filepath.Join("..", "driver")
+	driverDecls, methods := declarations(t, filepath.Join("..", "driver"))
+	driverDecls["package driver"] = true
+	other := map[string]map[string]bool{}
+	for pkg, dir := range map[string]string{"store": "..", "config": filepath.Join("..", "config"), "tck": "."} {
+		other[pkg], _ = declarations(t, dir)
+	}
+	homes := map[string]bool{}
+	for _, r := range m.rules {
+		if strings.HasPrefix(r.id, "D") {
+			homes[r.home] = true
+			if !driverDecls[r.home] {
+				t.Errorf("%s: its home %s is not declared in package driver", r.id, r.home)
+			}
+			continue
+		}
+		if !homeExists(m, r.home, driverDecls, other) {
+			t.Errorf("%s: its home %q (after \" = \") is no D row, no declaration, no page section", r.id, r.home)
+		}
+	}
+	for _, name := range methods {
+		// The rules of a one-method interface may be its type's.
+		if !homes[name] && !homes[name[:strings.Index(name, ".")]] {
+			t.Errorf("driver.%s is the home of no row of the contract map: its rules have no ID and no check", name)
+		}
+	}
+}
+
+// homeExists reports whether an S row's home names something that is.
+func homeExists(m contractMap, home string, driverDecls map[string]bool, other map[string]map[string]bool) bool {
+	if d, ok := m.rule(home); ok {
+		return strings.HasPrefix(d.id, "D")
+	}
+	switch home {
+	case "":
+		return false
+	case "go.mod", "the repository", "package store":
+		return true
+	}
+	if page, section, ok := strings.Cut(home, ", "); ok && strings.HasPrefix(page, "docs/") {
+		text, err := os.ReadFile(filepath.Join("..", page))
+		return err == nil && regexp.MustCompile(`(?m)^#+ `+regexp.QuoteMeta(section)+`$`).Match(text)
+	}
+	if pkg, name, ok := strings.Cut(home, "."); ok && other[pkg] != nil {
+		return other[pkg][name]
+	}
+	return driverDecls[home]
+}
+
+// declarations returns what the Go files of dir declare (types, funcs,
+// values, "Type.Method" of methods and of interface methods) and the
+// methods of its exported interfaces.
+func declarations(t *testing.T, dir string) (map[string]bool, []string) {
+	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	declared := map[string]bool{"package driver": true}
+	fset := token.NewFileSet()
+	declared := map[string]bool{}
 	var methods []string
 	for _, e := range entries {
 		name := e.Name()
@@ -133,6 +188,14 @@ func TestContractMapHomesExist(t *testing.T) {
 			case *ast.FuncDecl:
 				if d.Recv == nil {
 					declared[d.Name.Name] = true
+					continue
+				}
+				recv := d.Recv.List[0].Type
+				if star, ok := recv.(*ast.StarExpr); ok {
+					recv = star.X
+				}
+				if id, ok := recv.(*ast.Ident); ok {
+					declared[id.Name+"."+d.Name.Name] = true
 				}
 			case *ast.GenDecl:
 				for _, s := range d.Specs {
@@ -158,29 +221,14 @@ func TestContractMapHomesExist(t *testing.T) {
 			}
 		}
 	}
-	homes := map[string]bool{}
-	for _, r := range m.rules {
-		if r.home == "" {
-			continue
-		}
-		homes[r.home] = true
-		if !declared[r.home] {
-			t.Errorf("%s: its home %s is not declared in package driver", r.id, r.home)
-		}
-	}
-	for _, name := range methods {
-		// The rules of a one-method interface may be its type's.
-		if !homes[name] && !homes[name[:strings.Index(name, ".")]] {
-			t.Errorf("driver.%s is the home of no row of the contract map: its rules have no ID and no check", name)
-		}
-	}
+	return declared, methods
 }
 
 // TestRulesCited checks what Run logs beside a failing check: each rule
 // the map gives the check, with its ID and its home.
 func TestRulesCited(t *testing.T) {
 	got := rulesCited("Slots/RenewClockBack")
-	for _, want := range []string{"D69", "driver.SlotLeaseStore.Renew", "S4.12", "docs/design.md, Slot leases"} {
+	for _, want := range []string{"D69", "driver.SlotLeaseStore.Renew", "S4.12", "driver.SlotLeaseStore.Renew, as D68"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rulesCited(Slots/RenewClockBack) = %q, want it to name %s", got, want)
 		}

@@ -6,8 +6,9 @@
 // (group/check). The short form is an index, not the rule: each D row
 // stands under a line "Declaration:" naming where package driver states the
 // sentence in full (go doc github.com/cosid-go/store/driver.Declaration),
-// and each S section names where its overview is (the S rows are the
-// specification's sentences; most are a D row's rule, said once more). A sentence the kit
+// and each S row (a sentence of the specification; its section names the
+// overview in docs/design.md) ends "= home": the D row that states the
+// same rule, or the declaration or page that does. A sentence the kit
 // cannot test from outside a driver (it needs a network fault, or it binds
 // the repository, the portable layer or the caller) names the tests that
 // do. "ZK X" is the ZooKeeper driver's TestServer/<version>/X, "ZK Locks/X"
@@ -16,10 +17,11 @@
 //
 // Run reads this map: a check that fails logs the rows that name it, with
 // their IDs and homes. The kit's own tests fail when a check is named by
-// no row, a row names no check (nor a test or a reason), or a method of
-// package driver's interfaces is the home of no row.
+// no row, a row names no check (nor a test or a reason), a home names
+// nothing, or a method of package driver's interfaces is the home of no
+// row.
 //
-// package driver (155 sentences)
+// package driver (158 sentences)
 //
 //	package driver:
 //	D1    a capability it lacks: the user's call fails with ErrUnsupported         Capabilities/Declared
@@ -251,6 +253,14 @@
 //	LockSealer.LocksSealed:
 //	D148  LocksSealed: true once SealLocks sealed, after a purge too; false        Locks/Seal, Locks/RaiseFences
 //	      after RaiseLockFences
+//	RangeStore.Next:
+//	D149  a key gone back under a store (restored, deleted, written back) is       Operator/RestoreRanges (needs Snapshotter), Operator/DeletedKey
+//	      refused (ErrCorrupt, ErrRecreated) or goes on above all handed out       (needs HandDeleter); ZK TestWrittenBack
+//	SlotLeaseStore.Acquire:
+//	D150  a slot record gone back under running stores starts no term at a         Operator/RestoreSlots (needs Snapshotter), Operator/DeletedSlot
+//	      fence or timestamps a term may have had; its live term: ErrLeaseLost     (needs HandDeleter); ZK TestSlotNodeDeletedUnderLiveTerm
+//	Lock.Fence:
+//	D151  a store running across a restore grants no lock fence again              Operator/RestoreLocks (needs Snapshotter)
 //
 // Interleavings: each Interleave check starts a read-modify-write of one
 // store and another store's write at one instant, in rounds, and checks
@@ -263,112 +273,128 @@
 //
 // S2, shape (17 sentences; package store: Register, Open, Drivers, Error)
 //
-//	S2.1  module path and root package                                    not a driver's: go.mod
-//	S2.2  top-level files and folders                                     not a driver's: the repository
-//	S2.3  required dependencies                                           not a driver's: go.mod
-//	S2.4  Register panics on a nil factory or a duplicate name            package store: TestRegisterPanics
-//	S2.5  drivers register in init(); applications blank-import them      memory TestOpen, ZK TestRegistered
-//	S2.6  Drivers() lists registered names, sorted                        package store: TestDriversSortedAndUnknownListed
-//	S2.7  an unknown driver name is an error listing the registered ones  package store: TestDriversSortedAndUnknownListed
-//	S2.8  an unknown option key is rejected, naming it                    Options/UnknownKey, Options/UnknownWithValid
-//	S2.9  a malformed value is rejected, naming key and value             Options/MalformedValue (needs Suite.MalformedOptions)
-//	S2.10 every operation takes a context.Context                         the API's signatures (compile time)
-//	S2.11 a store-wide timeout (default 3s) bounds each operation whole   package store: TestTimeoutIsADeadlineError; ZK RetryThenRecover
-//	S2.12 validation is portable: every driver accepts and refuses alike  Ranges/InvalidArguments, Slots/InvalidArguments, Locks/InvalidArguments,
-//	                                                                      Ranges/Keys (edge keys accepted); package store: TestInvalidKeysNeverReachTheDriver
-//	S2.13 errors are sentinels for errors.Is, wrapped with what failed    Errors/Wrapped, and every error a check expects
-//	S2.14 deadline errors satisfy errors.Is(err, DeadlineExceeded)        Errors/Deadline
-//	S2.15 a missing capability gives ErrUnsupported                       Capabilities/Declared; package store: TestMissingCapabilitiesAreUnsupported
-//	S2.16 the TCK skips what a driver declares it lacks                   Run (Suite.Ranges, Slots, Locks), with the reason
-//	S2.17 configuration (YAML, JSON) opens in one call; a failure         package config: TestParseYAML, TestParseJSONMatchesYAML, TestOpenAll,
-//	                                                                      TestOpenFailureClosesAndReportsEvery
+//	S2.1  module path and root package = go.mod                              not a driver's: go.mod
+//	S2.2  top-level files and folders = the repository                       not a driver's: the repository
+//	S2.3  required dependencies = go.mod                                     not a driver's: go.mod
+//	S2.4  Register panics on a nil factory or a duplicate name               package store: TestRegisterPanics
+//	      = store.Register
+//	S2.5  drivers register in init(); applications blank-import them         memory TestOpen, ZK TestRegistered
+//	      = store.Register
+//	S2.6  Drivers() lists registered names, sorted = store.Drivers           package store: TestDriversSortedAndUnknownListed
+//	S2.7  an unknown driver name is an error listing the registered ones     package store: TestDriversSortedAndUnknownListed
+//	      = store.Open
+//	S2.8  an unknown option key is rejected, naming it = D3                  Options/UnknownKey, Options/UnknownWithValid
+//	S2.9  a malformed value is rejected, naming key and value = D5           Options/MalformedValue (needs Suite.MalformedOptions)
+//	S2.10 every operation takes a context.Context = package store            the API's signatures (compile time)
+//	S2.11 a store-wide timeout (default 3s) bounds each operation whole      package store: TestTimeoutIsADeadlineError; ZK RetryThenRecover
+//	      = package store
+//	S2.12 validation is portable: every driver accepts and refuses alike     Ranges/InvalidArguments, Slots/InvalidArguments, Locks/InvalidArguments,
+//	      = package store                                                    Ranges/Keys (edge keys accepted); package store: TestInvalidKeysNeverReachTheDriver
+//	S2.13 errors are sentinels for errors.Is, wrapped with what failed = D2  Errors/Wrapped, and every error a check expects
+//	S2.14 deadline errors satisfy errors.Is(err, DeadlineExceeded)           Errors/Deadline
+//	      = package store
+//	S2.15 a missing capability gives ErrUnsupported = D1                     Capabilities/Declared; package store: TestMissingCapabilitiesAreUnsupported
+//	S2.16 the TCK skips what a driver declares it lacks = tck.Suite          Run (Suite.Ranges, Slots, Locks), with the reason
+//	S2.17 configuration (YAML, JSON) opens in one call; a failure            package config: TestParseYAML, TestParseJSONMatchesYAML, TestOpenAll,
+//	      closes what opened, reports each error = config.Config.Open        TestOpenFailureClosesAndReportsEvery
 //
 // S3, RangeStore (13 sentences; docs/design.md, Ranges)
 //
-//	S3.1  Next reserves step values and returns [start, end)            Ranges/FirstRange, Ranges/NeverTwice
-//	S3.2  a key that does not exist starts at 0                         Ranges/FirstRange
-//	S3.3  Current returns next and sealed, reserving nothing            Ranges/Current, Ranges/CurrentCreatesNothing
-//	S3.4  Seal returns the final next value; sealing twice is no error  Ranges/Seal
-//	S3.5  Next on a sealed key: ErrSealed                               Ranges/Seal, Errors/Wrapped
-//	S3.6  a key moves: Seal in the old store, start at that value       Ranges/Seal (Init at the sealed value), Ranges/Init; storectl TestMigrate
-//	S3.7  Init creates a key at a value; another existing value fails   Ranges/Init
-//	S3.8  step must be >= 1                                             Ranges/InvalidArguments
-//	S3.9  past the largest int64: ErrExhausted, nothing changed         Ranges/Overflow
-//	S3.10 never twice across goroutines, processes, stores, faults      Ranges/NeverTwice; faults: ZK LostAnswerIsAGap, ZK ContextEndsInFlight,
-//	                                                                    ZK SessionExpiry, TestEnsembleFaults
-//	S3.11 a gap only when a write's outcome was unknown                 Ranges/NeverTwice (no gap without faults); ZK LostAnswerIsAGap
-//	S3.12 the key rules (segments, characters, 1024 bytes)              Ranges/Keys, Ranges/InvalidArguments
-//	S3.13 a key whose storage went back (restored, deleted, recreated)  Operator/RestoreRanges (needs Snapshotter), Operator/DeletedKey (needs
-//	      is refused (ErrRecreated, ErrCorrupt) by a store that saw it  HandDeleter)
-//	      further ahead, never handed out again                         ZK TestWrittenBack
+//	S3.1  Next reserves step values and returns [start, end) = D16            Ranges/FirstRange, Ranges/NeverTwice
+//	S3.2  a key that does not exist starts at 0 = D17                         Ranges/FirstRange
+//	S3.3  Current returns next and sealed, reserving nothing = D24            Ranges/Current, Ranges/CurrentCreatesNothing
+//	S3.4  Seal returns the final next value; sealing twice is no error = D27  Ranges/Seal
+//	S3.5  Next on a sealed key: ErrSealed = D20                               Ranges/Seal, Errors/Wrapped
+//	S3.6  a key moves: Seal in the old store, start at that value             Ranges/Seal (Init at the sealed value), Ranges/Init; storectl TestMigrate
+//	      = store.RangeStore.Seal
+//	S3.7  Init creates a key at a value; another existing value fails = D31   Ranges/Init
+//	S3.8  step must be >= 1 = RangeStore.Next                                 Ranges/InvalidArguments
+//	S3.9  past the largest int64: ErrExhausted, nothing changed = D21         Ranges/Overflow
+//	S3.10 never twice across goroutines, processes, stores, faults = D18      Ranges/NeverTwice; faults: ZK LostAnswerIsAGap, ZK ContextEndsInFlight,
+//	                                                                          ZK SessionExpiry, TestEnsembleFaults
+//	S3.11 a gap only when a write's outcome was unknown = D19                 Ranges/NeverTwice (no gap without faults); ZK LostAnswerIsAGap
+//	S3.12 the key rules (segments, characters, 1024 bytes) = package store    Ranges/Keys, Ranges/InvalidArguments
+//	S3.13 a key whose storage went back (restored, deleted, recreated)        Operator/RestoreRanges (needs Snapshotter), Operator/DeletedKey (needs
+//	      is refused (ErrRecreated, ErrCorrupt) by a store that saw it        HandDeleter)
+//	      further ahead, never handed out again = D149                        ZK TestWrittenBack
 //
 // S4, SlotLeaseStore (32 sentences; docs/design.md, Slot leases)
 //
-//	S4.1  a namespace: a single segment, limit slots, a tolerance       Slots/InvalidArguments, Slots/ConcurrentAcquire, Slots/Exhaustion
-//	S4.2  an owner key is a single segment                              Slots/InvalidArguments
-//	S4.3  an incarnation is one run; random per Open, after any label   Slots/Reclaim, Slots/SameIncarnation; the default: package store (Open)
-//	S4.4  times are milliseconds in the store's clock                   Slots/FirstTerm, Slots/Renew (the lease checks of every Acquire and Renew)
-//	S4.5  a Lease carries namespace, slot, owner, incarnation, fence,   every Acquire (lease checks), Slots/Listing
-//	      ttl, tolerance, floor, expiresAt, ceiling
-//	S4.6  options: preferred, ttl (default 60s), reclaim (default off)  Slots/ChoiceOrder, Slots/FirstTerm (zero ttl), Slots/Reclaim
-//	S4.7  order: owner's last slots, preferred, lowest free             Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
+//	S4.1  a namespace: a single segment, limit slots, a tolerance = D38            Slots/InvalidArguments, Slots/ConcurrentAcquire, Slots/Exhaustion
+//	S4.2  an owner key is a single segment = package store                         Slots/InvalidArguments
+//	S4.3  an incarnation is one run; random per Open, after any label              Slots/Reclaim, Slots/SameIncarnation; the default: package store (Open)
+//	      = store.WithIncarnation
+//	S4.4  times are milliseconds in the store's clock = D42                        Slots/FirstTerm, Slots/Renew (the lease checks of every Acquire and Renew)
+//	S4.5  a Lease carries namespace, slot, owner, incarnation, fence,              every Acquire (lease checks), Slots/Listing
+//	      ttl, tolerance, floor, expiresAt, ceiling = Lease
+//	S4.6  options: preferred, ttl (default 60s), reclaim (default off)             Slots/ChoiceOrder, Slots/FirstTerm (zero ttl), Slots/Reclaim
+//	      = store.AcquireOptions
+//	S4.7  order: owner's last slots, preferred, lowest free                        Slots/ChoiceOrder, Slots/MostRecentFirst, Slots/ExpiredFoundBySearch
 //	      (changed by issue 40: the first free from the acquire's own point, D55)
-//	S4.8  free: never used, released, or expired (now >= expiresAt)     Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover, Slots/NoEarlyTakeover,
-//	                                                                    Slots/ExpiredFoundBySearch
-//	S4.9  a live term of the same owner and incarnation is returned     Slots/SameIncarnation
-//	S4.10 no free slot: ErrExhausted                                    Slots/Exhaustion, Slots/ConcurrentAcquire
-//	S4.11 ... and only then has every slot been read                    reads are not observable: ZK Slots/FullNamespace, ZK Slots/RoundTrips
-//	S4.12 Renew extends; expiresAt and ceiling never decrease           Slots/Renew, Slots/RenewClockBack
-//	S4.13 the slot holds another term: ErrLeaseLost                     Slots/Takeover, Slots/Reclaim
-//	S4.14 a renew after expiresAt of an untouched term continues it     Slots/RenewAfterExpiry
-//	S4.15 Release ends the term; used is optional                       Slots/ReleaseFloor, Slots/ReleaseExpired
-//	S4.16 Release comes after the holder stopped issuing                the caller's rule (package idgen), not a driver's
-//	S4.17 Slots lists used slots with owner and lease times             Slots/Listing, History/Listed
-//	S4.18 fence +1 with every new term, never decreasing                Slots/Fence, Slots/Takeover, Slots/Reclaim, History/SeedNeverLowers,
-//	                                                                    History/PurgeKeepsSlotFences, Restart/Survives
-//	S4.19 ... even if the slot node is recreated from a backup          Slots/Seed, Operator/RestoreSlots (needs Snapshotter); ZK Slots/RecreatedSlot,
-//	                                                                    ZK Slots/HandWrittenSlot
-//	S4.20 the holder issues floor <= t < ceiling, stops at expiresAt    the holder's rule (package idgen); floor <= ceiling: every lease,
-//	                                                                    Slots/HighFloor
-//	S4.21 after a release: clamp(used+1, floor, ceiling), or ceiling    Slots/ReleaseFloor, Slots/ReleaseExpired
-//	S4.22 after an expiry or reclaim: max(next floor, old ceiling)      Slots/Takeover, Slots/Reclaim, Slots/ExpiredFoundBySearch, Slots/RenewClockBack,
-//	                                                                    History/SeedAfterExpiry
-//	S4.23 a slot never used: floor 0                                    Slots/FirstTerm
-//	S4.24 expiresAt = max(expiresMin, mtime+ttl),                       Slots/FirstTerm, every lease (fresh times), Slots/HighFloor
+//	      = D55
+//	S4.8  free: never used, released, or expired (now >= expiresAt) = D56          Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover, Slots/NoEarlyTakeover,
+//	                                                                               Slots/ExpiredFoundBySearch
+//	S4.9  a live term of the same owner and incarnation is returned = D53          Slots/SameIncarnation
+//	S4.10 no free slot: ErrExhausted = D59                                         Slots/Exhaustion, Slots/ConcurrentAcquire
+//	S4.11 ... and only then has every slot been read = D59                         reads are not observable: ZK Slots/FullNamespace, ZK Slots/RoundTrips
+//	S4.12 Renew extends; expiresAt and ceiling never decrease = D68                Slots/Renew, Slots/RenewClockBack
+//	S4.13 the slot holds another term: ErrLeaseLost = D72                          Slots/Takeover, Slots/Reclaim
+//	S4.14 a renew after expiresAt of an untouched term continues it = D71          Slots/RenewAfterExpiry
+//	S4.15 Release ends the term; used is optional = D73                            Slots/ReleaseFloor, Slots/ReleaseExpired
+//	S4.16 Release comes after the holder stopped issuing                           the caller's rule (package idgen), not a driver's
+//	      = store.SlotLeaseStore.Release
+//	S4.17 Slots lists used slots with owner and lease times = D81                  Slots/Listing, History/Listed
+//	S4.18 fence +1 with every new term, never decreasing = D61                     Slots/Fence, Slots/Takeover, Slots/Reclaim, History/SeedNeverLowers,
+//	                                                                               History/PurgeKeepsSlotFences, Restart/Survives
+//	S4.19 ... even if the slot node is recreated from a backup = D150              Slots/Seed, Operator/RestoreSlots (needs Snapshotter); ZK Slots/RecreatedSlot,
+//	                                                                               ZK Slots/HandWrittenSlot
+//	S4.20 the holder issues floor <= t < ceiling, stops at expiresAt               the holder's rule (package idgen); floor <= ceiling: every lease,
+//	      = store.Lease                                                            Slots/HighFloor
+//	S4.21 after a release: clamp(used+1, floor, ceiling), or ceiling = D74         Slots/ReleaseFloor, Slots/ReleaseExpired
+//	S4.22 after an expiry or reclaim: max(next floor, old ceiling) = D64           Slots/Takeover, Slots/Reclaim, Slots/ExpiredFoundBySearch, Slots/RenewClockBack,
+//	                                                                               History/SeedAfterExpiry
+//	S4.23 a slot never used: floor 0 = D63                                         Slots/FirstTerm
+//	S4.24 expiresAt = max(expiresMin, mtime+ttl),                                  Slots/FirstTerm, every lease (fresh times), Slots/HighFloor
 //	      ceiling = max(ceilingMin, expiresAt+tolerance)
-//	S4.25 a renew writes its times as lower bounds: no going back       Slots/RenewClockBack (needs ClockStepper); ZK Slots/NodeLayout
-//	S4.26 a new term writes expiresMin 0, ceilingMin floor              Slots/HighFloor, Slots/FirstTerm
-//	S4.27 settings fixed at creation; others: ErrConfigMismatch         Slots/ConfigMismatch
-//	S4.28 a sealed namespace: Acquire and Renew give ErrSealed          Slots/Seal; Interleave/SealRace
-//	S4.29 ... checked with the write; Release still works               Interleave/SealRace; Slots/Seal; idgen TestSnowflakeStopsOnSeal
-//	S4.30 sealing a missing namespace creates it sealed, limit 0        Slots/Seal
-//	S4.31 a store running across a restore repeats no fence and no      Operator/RestoreSlots (needs Snapshotter)
-//	      term's timestamps: ErrCorrupt, or above what it saw           ZK TestWrittenBack
-//	S4.32 a slot record deleted by hand under a live term is not        Operator/DeletedSlot (needs HandDeleter);
-//	      started again from zero by any store                          ZK TestSlotNodeDeletedUnderLiveTerm
+//	      = SlotRecord.ExpiresAt
+//	S4.25 a renew writes its times as lower bounds: no going back                  Slots/RenewClockBack (needs ClockStepper); ZK Slots/NodeLayout
+//	      = SlotRecord.Renewed
+//	S4.26 a new term writes expiresMin 0, ceilingMin floor                         Slots/HighFloor, Slots/FirstTerm
+//	      = SlotRecord.NewTerm
+//	S4.27 settings fixed at creation; others: ErrConfigMismatch = D38              Slots/ConfigMismatch
+//	S4.28 a sealed namespace: Acquire and Renew give ErrSealed = D128              Slots/Seal; Interleave/SealRace
+//	S4.29 ... checked with the write; Release still works = D132                   Interleave/SealRace; Slots/Seal; idgen TestSnowflakeStopsOnSeal
+//	S4.30 sealing a missing namespace creates it sealed, limit 0 = D131            Slots/Seal
+//	S4.31 a store running across a restore repeats no fence and no                 Operator/RestoreSlots (needs Snapshotter)
+//	      term's timestamps: ErrCorrupt, or above what it saw = D150               ZK TestWrittenBack
+//	S4.32 a slot record deleted by hand under a live term is not                   Operator/DeletedSlot (needs HandDeleter);
+//	      started again from zero by any store = D150                              ZK TestSlotNodeDeletedUnderLiveTerm
 //
 // S5, Locker (18 sentences; docs/design.md, Locks)
 //
-//	S5.1  Lock blocks until held or the context ends                     Locks/Exclusion, Errors/Deadline, Locks/NotReentrant
-//	S5.2  TryLock never waits                                            Locks/TryLock, Locks/TryLockAtHandover
-//	S5.3  Unlock; Fence: 64-bit, grows with each holder, never wraps     Locks/Exclusion, Locks/TryLock, Locks/LostOnClose, Purge/Everything,
-//	                                                                     Restart/Survives
-//	S5.4  Lost closes when the holder cannot be sure (session expired,   store closed: Locks/LostOnClose, Locks/LostBeforeGrant;
-//	      connection lost, store closed)                                 faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
-//	S5.5  fair: arrival order                                            Locks/FIFO, Locks/FIFOArrival
-//	S5.6  a waiter whose context ends leaves no trace                    Locks/Cancel, Locks/MiddleCancel, Locks/CancelAtGrant, Close/Locks
-//	S5.7  not reentrant: a second Lock by the same store waits           Locks/NotReentrant
-//	S5.8  no waiter node left behind by a timeout                        Locks/Cancel, Errors/Deadline
-//	S5.9  no orphan node after a connection loss during the create       needs a fault: ZK Locks/CutDuringCreate, ZK Locks/CutDuringCreateThenGiveUp
-//	S5.10 the holder is told when its session expires                    needs a fault: ZK Locks/SessionExpiry
-//	S5.11 no endless wait on a predecessor already gone                  Locks/MiddleCancel, Locks/Cancel; ZK Locks/PredecessorGoneBeforeWatch
-//	S5.12 no herd: waiters do not all re-read on each change             not observable: ZK Locks/NoHerd
-//	S5.13 Lost closes before any other store is granted the lock         on Close: Locks/LostBeforeGrant (rounds); on faults:
-//	                                                                     ZK Locks/SessionExpiry, ZK Locks/SilentServer
-//	S5.14 the holder confirms its session through the leader every T/3   the driver's means: ZK Locks/SilentServer
-//	S5.15 the same rule bounds anything else trusting an ephemeral node  the driver's means: no other such use today
-//	S5.16 lock parents may vanish; Locks lists names with a node now     Locks/Names
-//	S5.17 a lock fence never repeats across a restore under a store      Operator/RestoreLocks (needs Snapshotter)
-//	S5.18 a holder whose session the backend ended (revoked, killed)     Operator/RevokedSession (needs SessionEnder)
-//	      learns Lost; its Unlock gives ErrLeaseLost
+//	S5.1  Lock blocks until held or the context ends = D85                   Locks/Exclusion, Errors/Deadline, Locks/NotReentrant
+//	S5.2  TryLock never waits = D91                                          Locks/TryLock, Locks/TryLockAtHandover
+//	S5.3  Unlock; Fence: 64-bit, grows with each holder, never wraps = D103  Locks/Exclusion, Locks/TryLock, Locks/LostOnClose, Purge/Everything,
+//	                                                                         Restart/Survives
+//	S5.4  Lost closes when the holder cannot be sure (session expired,       store closed: Locks/LostOnClose, Locks/LostBeforeGrant;
+//	      connection lost, store closed) = D105                              faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
+//	S5.5  fair: arrival order = D87                                          Locks/FIFO, Locks/FIFOArrival
+//	S5.6  a waiter whose context ends leaves no trace = D88                  Locks/Cancel, Locks/MiddleCancel, Locks/CancelAtGrant, Close/Locks
+//	S5.7  not reentrant: a second Lock by the same store waits = D93         Locks/NotReentrant
+//	S5.8  no waiter node left behind by a timeout = D88                      Locks/Cancel, Errors/Deadline
+//	S5.9  no orphan node after a connection loss during the create = D88     needs a fault: ZK Locks/CutDuringCreate, ZK Locks/CutDuringCreateThenGiveUp
+//	S5.10 the holder is told when its session expires = D105                 needs a fault: ZK Locks/SessionExpiry
+//	S5.11 no endless wait on a predecessor already gone = D89                Locks/MiddleCancel, Locks/Cancel; ZK Locks/PredecessorGoneBeforeWatch
+//	S5.12 no herd: waiters do not all re-read on each change                 not observable: ZK Locks/NoHerd
+//	      = docs/design.md, Lock liveness on ZooKeeper
+//	S5.13 Lost closes before any other store is granted the lock = D106a     on Close: Locks/LostBeforeGrant (rounds); on faults:
+//	                                                                         ZK Locks/SessionExpiry, ZK Locks/SilentServer
+//	S5.14 the holder confirms its session through the leader every T/3       the driver's means: ZK Locks/SilentServer
+//	      = docs/design.md, Lock liveness on ZooKeeper
+//	S5.15 the same rule bounds anything else trusting an ephemeral node      the driver's means: no other such use today
+//	      = docs/design.md, Lock liveness on ZooKeeper
+//	S5.16 lock parents may vanish; Locks lists names with a node now = D96   Locks/Names
+//	S5.17 a lock fence never repeats across a restore under a store = D151   Operator/RestoreLocks (needs Snapshotter)
+//	S5.18 a holder whose session the backend ended (revoked, killed)         Operator/RevokedSession (needs SessionEnder)
+//	      learns Lost; its Unlock gives ErrLeaseLost = D102
 package tck
