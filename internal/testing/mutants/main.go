@@ -123,12 +123,12 @@ func main() {
 				}
 				m := &ms[i]
 				t0 := time.Now()
-				m.verdict = judge(wdir, m, judgeCfg{dir: *dir, pkg: *pkg, run: *run, skip: *skip, explore: *explore,
+				m.verdict, m.why = judge(wdir, m, judgeCfg{dir: *dir, pkg: *pkg, run: *run, skip: *skip, explore: *explore,
 					own: *own, ownPkgs: splitList(*ownPkgs), timeout: *timeout})
 				m.took = time.Since(t0)
 				mu.Lock()
 				if m.verdict != notBuilt {
-					fmt.Printf("%-20s %5.1fs  %s\n", m.verdict, m.took.Seconds(), m.name)
+					fmt.Printf("%-20s %5.1fs  %s%s\n", m.verdict, m.took.Seconds(), m.name, m.why)
 				}
 				mu.Unlock()
 			}
@@ -187,6 +187,7 @@ type mutant struct {
 	file, name string
 	src        []byte
 	verdict    verdict
+	why        string // the first test that failed, to tell a kill from a flaky test
 	took       time.Duration
 }
 
@@ -205,7 +206,7 @@ type judgeCfg struct {
 // first, then with it when that missed the mutant, and then the package's
 // other tests (a driver's typed constructor is not the TCK's business)
 // and those of the -own-pkgs.
-func judge(wdir string, m *mutant, c judgeCfg) verdict {
+func judge(wdir string, m *mutant, c judgeCfg) (verdict, string) {
 	mfile := filepath.Join(wdir, "m.go")
 	check(os.WriteFile(mfile, m.src, 0o644))
 	overlay := filepath.Join(wdir, "overlay.json")
@@ -213,24 +214,27 @@ func judge(wdir string, m *mutant, c judgeCfg) verdict {
 	check(os.WriteFile(overlay, b, 0o644))
 	bin := filepath.Join(wdir, "t.test")
 	if !build(c.dir, bin, overlay, c.pkg) {
-		return notBuilt // an unused variable, a type error: not a mutant
+		return notBuilt, "" // an unused variable, a type error: not a mutant
 	}
 	at := pkgDir(c.dir, c.pkg)
-	if !passes(bin, at, c.timeout, "-test.run", c.run, "-test.skip", c.skip) {
-		return killedBefore
+	if why := fails(bin, at, c.timeout, "-test.run", c.run, "-test.skip", c.skip); why != "" {
+		return killedBefore, why
 	}
-	if !passes(bin, at, c.timeout, "-test.run", c.explore) {
-		return killedExplore
+	if why := fails(bin, at, c.timeout, "-test.run", c.explore); why != "" {
+		return killedExplore, why
 	}
-	if !passes(bin, at, 3*c.timeout, "-test.skip", c.own) {
-		return killedOwn
+	if why := fails(bin, at, 3*c.timeout, "-test.skip", c.own); why != "" {
+		return killedOwn, why
 	}
 	for _, p := range c.ownPkgs {
-		if !build(c.dir, bin, overlay, p) || !passes(bin, pkgDir(c.dir, p), 3*c.timeout) {
-			return killedOwn
+		if !build(c.dir, bin, overlay, p) {
+			return killedOwn, "  (" + p + " does not build)"
+		}
+		if why := fails(bin, pkgDir(c.dir, p), 3*c.timeout); why != "" {
+			return killedOwn, why
 		}
 	}
-	return survived
+	return survived, ""
 }
 
 // build builds pkg's test binary, in dir, with the overlay.
@@ -282,14 +286,38 @@ func relative(file string) string {
 	return file
 }
 
-// passes runs the test binary; a timeout counts as a failure (killed).
-func passes(bin, dir string, timeout time.Duration, args ...string) bool {
+// fails runs the test binary and says how it failed: "" when it passed,
+// else the first test that failed, or the timeout (a timeout is a kill).
+func fails(bin, dir string, timeout time.Duration, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	args = append([]string{"-test.count=1", "-test.timeout=" + timeout.String()}, args...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
-	return cmd.Run() == nil
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return ""
+	}
+	if ctx.Err() != nil || bytes.Contains(out, []byte("panic: test timed out")) {
+		return "  (timed out after " + timeout.String() + ")"
+	}
+	// The deepest failed test says most (a parent fails with its child).
+	deepest := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if i := strings.Index(line, "--- FAIL: "); i >= 0 {
+			if name := strings.TrimSpace(line[i+len("--- FAIL: "):]); strings.Count(name, "/") > strings.Count(deepest, "/") || deepest == "" {
+				deepest = name
+			}
+		}
+	}
+	if deepest != "" {
+		return "  (" + deepest + ")"
+	}
+	if i := bytes.Index(out, []byte("panic: ")); i >= 0 {
+		line, _, _ := strings.Cut(string(out[i:]), "\n")
+		return "  (" + line + ")"
+	}
+	return "  (" + err.Error() + ")"
 }
 
 var swaps = map[token.Token]token.Token{
