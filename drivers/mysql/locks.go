@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/sqlstore"
 	"github.com/cosid-go/store/internal/sqlstore/mysqldialect"
@@ -39,7 +41,7 @@ func pollEvery(t time.Duration) time.Duration {
 func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
 	se, err := s.locks.get(ctx)
 	if err != nil {
-		return nil, s.health.Unavailable(err)
+		return nil, s.lockErr(err)
 	}
 	if !wait {
 		// A holder whose session this store has seen stand still long
@@ -326,7 +328,7 @@ func (s *driverStore) ListLocks(ctx context.Context, after string, limit int) ([
 func (s *driverStore) names(ctx context.Context, q string, args ...any) ([]string, error) {
 	rows, err := s.pool.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, s.health.Unavailable(err)
+		return nil, s.lockErr(err)
 	}
 	defer rows.Close()
 	names := []string{}
@@ -344,7 +346,7 @@ func (s *driverStore) names(ctx context.Context, q string, args ...any) ([]strin
 func (s *driverStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
 	var exists bool
 	if err := s.pool.QueryRowContext(ctx, s.lq.LockRow, name).Scan(&exists); err != nil {
-		return nil, s.health.Unavailable(err)
+		return nil, s.lockErr(err)
 	}
 	if !exists {
 		return nil, fmt.Errorf("no lock %q: %w", name, driver.ErrNotFound)
@@ -412,6 +414,20 @@ func (h *hold) Unlock(ctx context.Context) error {
 		return fmt.Errorf("the hold's row was gone: %w", driver.ErrLeaseLost)
 	}
 	return nil
+}
+
+// noTable is the servers' ER_NO_SUCH_TABLE.
+const noTable = 1146
+
+// lockErr is err of a lock call, saying so when the lock tables are
+// missing: a store made before the driver had locks, opened since only
+// without create (which adds them).
+func (s *driverStore) lockErr(err error) error {
+	var e *mysql.MySQLError
+	if errors.As(err, &e) && e.Number == noTable {
+		return fmt.Errorf("mysql: the store's lock tables are missing (the store was made before the driver had locks): open it once with create=true to add them: %w", err)
+	}
+	return s.health.Unavailable(err)
 }
 
 // seenTicket is the highest ticket this store was given: a later one at

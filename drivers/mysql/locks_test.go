@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,5 +208,46 @@ func TestLockConfirmingHolderKept(t *testing.T) {
 	}
 	if err := la.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLockTablesAdded: a store made before the driver had locks (here,
+// its lock tables dropped) refuses a Lock opened without create, saying
+// what to do; opened with create, the tables are added and Lock works,
+// with the store's ranges kept.
+func TestLockTablesAdded(t *testing.T) {
+	t.Parallel()
+	srv := mysqltest.Shared(t)
+	database := srv.NewDatabase(t)
+	ctx := t.Context()
+	old := openAt(t, srv.Addr(), database, nil)
+	first, err := old.Next(ctx, "k", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = old.Close()
+	root := rootDB(t, srv)
+	for _, table := range []string{"cosid_lock_waiter", "cosid_lock_session", "cosid_lock", "cosid_lock_state"} {
+		if _, err := root.ExecContext(ctx, "DROP TABLE "+mysqldialect.Quote(database)+"."+table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	existing := openAt(t, srv.Addr(), database, map[string]string{"create": "false"})
+	if _, err := existing.Lock(ctx, "x", "a", true); err == nil || !strings.Contains(err.Error(), "open it once with create=true") {
+		t.Fatalf("Lock on a store without lock tables: %v; want an error saying to open it with create", err)
+	}
+	if _, err := existing.Locks(ctx); err == nil || !strings.Contains(err.Error(), "open it once with create=true") {
+		t.Fatalf("Locks on a store without lock tables: %v; want an error saying to open it with create", err)
+	}
+	upgraded := openAt(t, srv.Addr(), database, nil)
+	l, err := upgraded.Lock(ctx, "x", "a", true)
+	if err != nil {
+		t.Fatalf("Lock after an open with create: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if next, err := upgraded.Next(ctx, "k", 10); err != nil || next < first+10 {
+		t.Fatalf("Next after the upgrade: %d, %v; want at least %d", next, err, first+10)
 	}
 }
