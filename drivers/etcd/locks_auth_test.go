@@ -77,9 +77,11 @@ func TestLockAuthOncePerSession(t *testing.T) {
 		n := auths.Load() - before
 		t.Logf("%d authentications in %v (sessionTTL 2s; %d before)", n, span, before)
 		// A stream dropped for an answer slower than a third of the
-		// TTL (a loaded machine) opens again, authenticating once.
-		if n > 2 {
-			t.Errorf("%d authentications in %v while all went well, want at most 2", n, span)
+		// TTL (a loaded machine) opens again, authenticating once: at
+		// load 43 three did. What this catches is a stream per keep-alive
+		// or per wait, 15 or more; a third of that leaves the load room.
+		if n > 5 {
+			t.Errorf("%d authentications in %v while all went well, want at most 5 (a stream per keep-alive would make 15 or more)", n, span)
 		}
 	}
 	if err := held.Unlock(ctx); err != nil {
