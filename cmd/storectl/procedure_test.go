@@ -36,6 +36,30 @@ const docsDir = "../../docs"
 // comment lines, blank lines dropped.
 func procedure(t *testing.T, doc, name string) []string {
 	t.Helper()
+	var lines []string
+	cont := ""
+	for l := range strings.SplitSeq(docBlock(t, doc, name), "\n") {
+		l = strings.TrimSpace(l)
+		if c, ok := strings.CutSuffix(l, "\\"); ok {
+			cont += c
+			continue
+		}
+		l, cont = cont+l, ""
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatalf("docs/%s: the block of procedure %s is empty", doc, name)
+	}
+	return lines
+}
+
+// docBlock returns the text of the fenced block doc marks with
+// <!-- procedure: name --> on the line before its fence (a file the
+// procedure uses, such as a stores.yaml, is marked the same way).
+func docBlock(t *testing.T, doc, name string) string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(docsDir, doc))
 	if err != nil {
 		t.Fatal(err)
@@ -53,23 +77,7 @@ func procedure(t *testing.T, doc, name string) []string {
 	if !ok {
 		t.Fatalf("docs/%s: the block after %s does not end", doc, marker)
 	}
-	var lines []string
-	cont := ""
-	for l := range strings.SplitSeq(body, "\n") {
-		l = strings.TrimSpace(l)
-		if c, ok := strings.CutSuffix(l, "\\"); ok {
-			cont += c
-			continue
-		}
-		l, cont = cont+l, ""
-		if l != "" {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) == 0 {
-		t.Fatalf("docs/%s: the block after %s is empty", doc, marker)
-	}
-	return lines
+	return body + "\n"
 }
 
 // operator runs procedures: its bin directory, first on PATH, holds the

@@ -28,6 +28,9 @@ type inPlaceRestore struct {
 	op              *operator
 	// backupSteps and restoreSteps play the procedures' comment lines.
 	backupSteps, restoreSteps map[string]func()
+	// raise, if set, is run instead of the restore procedure's lines from
+	// its storectl restore on (the runbook's form of that step).
+	raise []string
 	// refusals are the errors a store open across the restore may get
 	// besides ErrCorrupt (ZooKeeper refuses the session of a client that
 	// saw a newer zxid than the restored servers have: ErrUnavailable).
@@ -91,10 +94,21 @@ func followRestore(t *testing.T, c inPlaceRestore) {
 	} else {
 		t.Logf("a store open across the restore, before storectl restore: %v", err)
 	}
-	res := c.op.follow(lines[i:], step)
+	rest := lines[i:]
+	if c.raise != nil {
+		rest = c.raise
+		step = stepper(t, map[string]func(){"stop every instance": func() {}, "start the instances": func() {}})
+	}
+	res := c.op.follow(rest, step)
+	var raised result
+	for l, r := range res {
+		if strings.HasPrefix(l, "storectl restore ") {
+			raised = r
+		}
+	}
 	// (The refused Next may have taken a range the store never handed out:
 	// a gap above the backup's 30.)
-	res[lines[i]].want(t, exitOK, "key orders: raised from ", "namespace workers: 2 slots raised", "locks: fences raised")
+	raised.want(t, exitOK, "key orders: raised from ", "namespace workers: 2 slots raised", "locks: fences raised")
 
 	if e := h.instanceOf(t, c.spec, restoreOps); e != "" {
 		t.Fatal(e)
@@ -259,5 +273,38 @@ func TestRestoreMySQLAsDocumented(t *testing.T) {
 			"stop every instance": func() {},
 			"start the instances": func() {},
 		},
+	})
+}
+
+// TestRestoreRunbookAsDocumented follows docs/operations.md's procedure for
+// a corrupt store (a backup restored), whose storectl restore names the
+// store in a stores.yaml: the one docs/drivers/postgres.md shows, after
+// the PostgreSQL page's backup and put-back.
+func TestRestoreRunbookAsDocumented(t *testing.T) {
+	srv := pgtest.Shared(t)
+	bin, err := pgtest.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := pgDatabase(t, srv, "runbook")
+	dir := t.TempDir()
+	op := newOperator(t,
+		"postgres://ids@db-1:5432/ids?sslmode=verify-full", url,
+		"postgres://ids@db-1:5432/ids", url,
+		"stores.yaml", filepath.Join(dir, "stores.yaml"),
+		"/backup/", dir+"/")
+	for _, tool := range []string{"pg_dump", "pg_restore", "psql"} {
+		op.tool(tool, filepath.Join(bin, tool))
+	}
+	yaml := op.replace(docBlock(t, "drivers/postgres.md", "postgres-stores.yaml"))
+	if err := os.WriteFile(filepath.Join(dir, "stores.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := storeSpec{driver: "postgres", options: map[string]string{"connString": url, "schema": "cosid", "poolSize": "4"}}
+	followRestore(t, inPlaceRestore{
+		doc: "drivers/postgres.md", backup: "postgres-backup", restore: "postgres-restore",
+		spec: spec, op: op,
+		restoreSteps: map[string]func(){"stop every instance": func() {}},
+		raise:        procedure(t, "operations.md", "corrupt"),
 	})
 }
