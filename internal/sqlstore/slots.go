@@ -239,25 +239,33 @@ func (s *Store) readRows(ctx context.Context, q Querier, ns, query string, args 
 func (a *acquire) firstFree(ctx context.Context, free string) (n int, r *slotRow, found bool, err error) {
 	limit := a.req.Namespace.Limit
 	start := driver.SearchStart(a.req.Owner, a.req.Incarnation, limit)
+	// The first slot never used comes first: a row the search may take
+	// lies before it in the search order or is not taken, so the rows are
+	// read only up to it, not the whole namespace (in a fleet spread over
+	// it, a gap is near; reading every row of the namespace per Acquire,
+	// many of them written by transactions still open, made a fleet's
+	// cost grow with the square of its size).
+	var gap int64
+	end := limit // the search order's positions read for rows: [0, end)
+	switch err := a.tx.QueryRow(ctx, a.s.q.SlotGap, a.ns, limit, start).Scan(&gap); {
+	case errors.Is(err, ErrNoRows):
+	case err != nil:
+		return 0, nil, false, err
+	default:
+		end = (int(gap) + limit - start) % limit
+	}
+	// Positions [0, end) are the slots [start, start+end), wrapping past
+	// limit to [0, start+end-limit).
 	rows, err := a.s.readRows(ctx, a.tx, a.ns, free, a.ns, limit, a.now,
-		a.req.Owner, a.req.Incarnation, a.req.Reclaim, start)
+		a.req.Owner, a.req.Incarnation, a.req.Reclaim, start, min(start+end, limit), max(start+end-limit, 0))
 	if err != nil {
 		return 0, nil, false, err
 	}
-	for _, row := range rows {
+	for _, row := range rows { // one at most (LIMIT 1)
 		n, r, found = row.slot, row, true
 	}
-	var gap int64
-	err = a.tx.QueryRow(ctx, a.s.q.SlotGap, a.ns, limit, start).Scan(&gap)
-	// Which comes first in the search order from start.
-	pos := func(n int) int { return (n + limit - start) % limit }
-	switch {
-	case errors.Is(err, ErrNoRows):
-		return n, r, found, nil
-	case err != nil:
-		return 0, nil, false, err
-	case !found || pos(int(gap)) < pos(n):
-		return int(gap), nil, true, nil
+	if !found && end < limit {
+		n, found = int(gap), true
 	}
 	return n, r, found, nil
 }

@@ -194,11 +194,12 @@ const (
 )
 
 // slotFree finds the first free slot in the search order from $7
-// (driver.SearchOrder): released, expired, or one this
-// request may take or return (its own owner: the same incarnation, or a
-// reclaim). The pass's ending (Dialect.FreeSearch) goes after it.
+// (driver.SearchOrder) among the slots in [$7, $8) or below $9 (a stretch
+// of the search order, see acquire.firstFree): released, expired, or one
+// this request may take or return (its own owner: the same incarnation,
+// or a reclaim). The pass's ending (Dialect.FreeSearch) goes after it.
 const slotFree = `SELECT ` + slotCols + ` FROM {p}cosid_slot
-	WHERE namespace = $1 AND slot < $2
+	WHERE namespace = $1 AND slot < $2 AND ((slot >= $7 AND slot < $8) OR slot < $9)
 	AND (owner = '' OR expires_at <= $3 OR (owner = $4 AND (incarnation = $5 OR $6)))
 	AND fence < 9223372036854775807
 	ORDER BY (slot + $2 - $7) % $2 LIMIT 1`
