@@ -46,6 +46,20 @@ func databases(t *testing.T) []database {
 	return []database{sqliteDB(t), postgresDB(t)}
 }
 
+// eachStore runs test once per database (databases), on a store opened
+// there.
+func eachStore(t *testing.T, test func(t *testing.T, db database, s *sqlstore.Store)) {
+	for _, db := range databases(t) {
+		t.Run(db.name, func(t *testing.T) {
+			s, err := sqlstore.Open(t.Context(), db.db, db.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			test(t, db, s)
+		})
+	}
+}
+
 func sqliteDB(t *testing.T) database {
 	path := filepath.Join(t.TempDir(), "store.db")
 	pool, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_txlock=immediate")

@@ -91,24 +91,18 @@ func (a *aborting) Tx(ctx context.Context, fn func(sqlstore.Querier) error) erro
 // ErrCorrupt, never read as 0: a purge's floor guessed low would start a
 // slot's fences again below the ones it purged.
 func TestCorruptFenceFloor(t *testing.T) {
-	for _, db := range databases(t) {
-		t.Run(db.name, func(t *testing.T) {
-			ctx := t.Context()
-			s, err := sqlstore.Open(ctx, db.db, db.d)
-			if err != nil {
+	eachStore(t, func(t *testing.T, db database, s *sqlstore.Store) {
+		ctx := t.Context()
+		ns := driver.Namespace{Name: "w", Limit: 4, Tolerance: time.Second}
+		for _, v := range []string{"-3", "seven", ""} {
+			if err := db.exec(ctx, `INSERT INTO {p}cosid_meta (name, value) VALUES ('slot_fence_floor', $1)
+				ON CONFLICT (name) DO UPDATE SET value = $1`, v); err != nil {
 				t.Fatal(err)
 			}
-			ns := driver.Namespace{Name: "w", Limit: 4, Tolerance: time.Second}
-			for _, v := range []string{"-3", "seven", ""} {
-				if err := db.exec(ctx, `INSERT INTO {p}cosid_meta (name, value) VALUES ('slot_fence_floor', $1)
-					ON CONFLICT (name) DO UPDATE SET value = $1`, v); err != nil {
-					t.Fatal(err)
-				}
-				l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute})
-				if !errors.Is(err, driver.ErrCorrupt) {
-					t.Errorf("Acquire under slot_fence_floor %q = slot %d fence %d, %v; want ErrCorrupt", v, l.Slot, l.Fence, err)
-				}
+			l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute})
+			if !errors.Is(err, driver.ErrCorrupt) {
+				t.Errorf("Acquire under slot_fence_floor %q = slot %d fence %d, %v; want ErrCorrupt", v, l.Slot, l.Fence, err)
 			}
-		})
-	}
+		}
+	})
 }

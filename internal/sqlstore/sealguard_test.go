@@ -16,35 +16,29 @@ import (
 // does not tell: it is the same (the ZooKeeper driver's TestWrittenBack,
 // a sealed key written back unsealed).
 func TestWrittenBackUnsealed(t *testing.T) {
-	for _, db := range databases(t) {
-		t.Run(db.name, func(t *testing.T) {
-			ctx := t.Context()
-			s, err := sqlstore.Open(ctx, db.db, db.d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Next(ctx, "k", 10); err != nil {
-				t.Fatal(err)
-			}
-			mustExec(t, db, `CREATE TABLE {p}snap AS SELECT * FROM {p}cosid_range`)
-			sealed, err := s.Seal(ctx, "k")
-			if err != nil {
-				t.Fatal(err)
-			}
-			mustExec(t, db, `DELETE FROM {p}cosid_range`)
-			mustExec(t, db, `INSERT INTO {p}cosid_range SELECT * FROM {p}snap`)
-			start, err := s.Next(ctx, "k", 10)
-			switch {
-			case errors.Is(err, driver.ErrSealed), errors.Is(err, driver.ErrCorrupt):
-				t.Logf("Next after the write-back: %v", err)
-			case err != nil:
-				t.Fatalf("Next after the write-back: %v; want ErrSealed or ErrCorrupt", err)
-			default:
-				t.Errorf("the store that sealed key k at %d handed out [%d, %d) once a copy from before the seal was written back: "+
-					"the store the key moved to starts at %d", sealed, start, start+10, sealed)
-			}
-		})
-	}
+	eachStore(t, func(t *testing.T, db database, s *sqlstore.Store) {
+		ctx := t.Context()
+		if _, err := s.Next(ctx, "k", 10); err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, db, `CREATE TABLE {p}snap AS SELECT * FROM {p}cosid_range`)
+		sealed, err := s.Seal(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, db, `DELETE FROM {p}cosid_range`)
+		mustExec(t, db, `INSERT INTO {p}cosid_range SELECT * FROM {p}snap`)
+		start, err := s.Next(ctx, "k", 10)
+		switch {
+		case errors.Is(err, driver.ErrSealed), errors.Is(err, driver.ErrCorrupt):
+			t.Logf("Next after the write-back: %v", err)
+		case err != nil:
+			t.Fatalf("Next after the write-back: %v; want ErrSealed or ErrCorrupt", err)
+		default:
+			t.Errorf("the store that sealed key k at %d handed out [%d, %d) once a copy from before the seal was written back: "+
+				"the store the key moved to starts at %d", sealed, start, start+10, sealed)
+		}
+	})
 }
 
 // A namespace row written back from a copy taken before the namespace was
@@ -52,39 +46,33 @@ func TestWrittenBackUnsealed(t *testing.T) {
 // it: that store must not start terms in it (ErrSealed or ErrCorrupt),
 // or two holders in two stores use one worker ID.
 func TestWrittenBackUnsealedNamespace(t *testing.T) {
-	for _, db := range databases(t) {
-		t.Run(db.name, func(t *testing.T) {
-			ctx := t.Context()
-			s, err := sqlstore.Open(ctx, db.db, db.d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ns := driver.Namespace{Name: "w", Limit: 1, Tolerance: time.Millisecond}
-			l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Release(ctx, l, -1); err != nil {
-				t.Fatal(err)
-			}
-			mustExec(t, db, `CREATE TABLE {p}snap AS SELECT * FROM {p}cosid_namespace`)
-			if err := s.SealNamespace(ctx, ns.Name); err != nil {
-				t.Fatal(err)
-			}
-			mustExec(t, db, `DELETE FROM {p}cosid_namespace`)
-			mustExec(t, db, `INSERT INTO {p}cosid_namespace SELECT * FROM {p}snap`)
-			got, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "1", TTL: time.Minute})
-			switch {
-			case errors.Is(err, driver.ErrSealed), errors.Is(err, driver.ErrCorrupt):
-				t.Logf("Acquire after the write-back: %v", err)
-			case err != nil:
-				t.Fatalf("Acquire after the write-back: %v; want ErrSealed or ErrCorrupt", err)
-			default:
-				t.Errorf("the store that sealed namespace %s started a term in it once a copy from before the seal was "+
-					"written back: slot %d fence %d", ns.Name, got.Slot, got.Fence)
-			}
-		})
-	}
+	eachStore(t, func(t *testing.T, db database, s *sqlstore.Store) {
+		ctx := t.Context()
+		ns := driver.Namespace{Name: "w", Limit: 1, Tolerance: time.Millisecond}
+		l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, l, -1); err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, db, `CREATE TABLE {p}snap AS SELECT * FROM {p}cosid_namespace`)
+		if err := s.SealNamespace(ctx, ns.Name); err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, db, `DELETE FROM {p}cosid_namespace`)
+		mustExec(t, db, `INSERT INTO {p}cosid_namespace SELECT * FROM {p}snap`)
+		got, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "1", TTL: time.Minute})
+		switch {
+		case errors.Is(err, driver.ErrSealed), errors.Is(err, driver.ErrCorrupt):
+			t.Logf("Acquire after the write-back: %v", err)
+		case err != nil:
+			t.Fatalf("Acquire after the write-back: %v; want ErrSealed or ErrCorrupt", err)
+		default:
+			t.Errorf("the store that sealed namespace %s started a term in it once a copy from before the seal was "+
+				"written back: slot %d fence %d", ns.Name, got.Slot, got.Fence)
+		}
+	})
 }
 
 // A namespace row deleted by hand while its slots remain is not created
@@ -92,33 +80,27 @@ func TestWrittenBackUnsealedNamespace(t *testing.T) {
 // may have carried is gone, so Acquire and SeedSlot give ErrCorrupt
 // (docs/design.md, Slot leases).
 func TestDeletedNamespaceRow(t *testing.T) {
-	for _, db := range databases(t) {
-		t.Run(db.name, func(t *testing.T) {
-			ctx := t.Context()
-			s, err := sqlstore.Open(ctx, db.db, db.d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ns := driver.Namespace{Name: "w", Limit: 2, Tolerance: time.Millisecond}
-			if _, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.SealNamespace(ctx, ns.Name); err != nil {
-				t.Fatal(err)
-			}
-			mustExec(t, db, `DELETE FROM {p}cosid_namespace`)
-			fresh, err := sqlstore.Open(ctx, db.db, db.d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := fresh.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "1", TTL: time.Minute})
-			if !errors.Is(err, driver.ErrCorrupt) {
-				t.Errorf("Acquire in namespace %s, sealed, then its row deleted by hand: slot %d fence %d, %v; want ErrCorrupt",
-					ns.Name, got.Slot, got.Fence, err)
-			}
-			if err := fresh.SeedSlot(ctx, ns, 1, 5, 5); !errors.Is(err, driver.ErrCorrupt) {
-				t.Errorf("SeedSlot in namespace %s, sealed, then its row deleted by hand: %v; want ErrCorrupt", ns.Name, err)
-			}
-		})
-	}
+	eachStore(t, func(t *testing.T, db database, s *sqlstore.Store) {
+		ctx := t.Context()
+		ns := driver.Namespace{Name: "w", Limit: 2, Tolerance: time.Millisecond}
+		if _, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SealNamespace(ctx, ns.Name); err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, db, `DELETE FROM {p}cosid_namespace`)
+		fresh, err := sqlstore.Open(ctx, db.db, db.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fresh.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "1", TTL: time.Minute})
+		if !errors.Is(err, driver.ErrCorrupt) {
+			t.Errorf("Acquire in namespace %s, sealed, then its row deleted by hand: slot %d fence %d, %v; want ErrCorrupt",
+				ns.Name, got.Slot, got.Fence, err)
+		}
+		if err := fresh.SeedSlot(ctx, ns, 1, 5, 5); !errors.Is(err, driver.ErrCorrupt) {
+			t.Errorf("SeedSlot in namespace %s, sealed, then its row deleted by hand: %v; want ErrCorrupt", ns.Name, err)
+		}
+	})
 }

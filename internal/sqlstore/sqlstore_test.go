@@ -72,45 +72,39 @@ func TestPlaceholders(t *testing.T) {
 // the store saw before, or a key it saw gone, is ErrCorrupt, on each
 // database.
 func TestGuards(t *testing.T) {
-	for _, db := range databases(t) {
-		t.Run(db.name, func(t *testing.T) {
-			ctx := t.Context()
-			s, err := sqlstore.Open(ctx, db.db, db.d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Next(ctx, "k", 10); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.exec(ctx, `UPDATE {p}cosid_range SET next = 5 WHERE key = 'k'`); err != nil {
-				t.Fatal(err)
-			}
-			if start, err := s.Next(ctx, "k", 1); !errors.Is(err, driver.ErrCorrupt) {
-				t.Errorf("Next after the key went back from 10 to 5 = %d, %v; want ErrCorrupt", start, err)
-			}
-			if _, _, err := s.Current(ctx, "k"); !errors.Is(err, driver.ErrCorrupt) {
-				t.Errorf("Current after the key went back: %v; want ErrCorrupt", err)
-			}
-			if err := db.exec(ctx, `DELETE FROM {p}cosid_range WHERE key = 'k'`); err != nil {
-				t.Fatal(err)
-			}
-			if start, err := s.Next(ctx, "k", 1); !errors.Is(err, driver.ErrCorrupt) {
-				t.Errorf("Next after the key's row was deleted = %d, %v; want ErrCorrupt", start, err)
-			}
+	eachStore(t, func(t *testing.T, db database, s *sqlstore.Store) {
+		ctx := t.Context()
+		if _, err := s.Next(ctx, "k", 10); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.exec(ctx, `UPDATE {p}cosid_range SET next = 5 WHERE key = 'k'`); err != nil {
+			t.Fatal(err)
+		}
+		if start, err := s.Next(ctx, "k", 1); !errors.Is(err, driver.ErrCorrupt) {
+			t.Errorf("Next after the key went back from 10 to 5 = %d, %v; want ErrCorrupt", start, err)
+		}
+		if _, _, err := s.Current(ctx, "k"); !errors.Is(err, driver.ErrCorrupt) {
+			t.Errorf("Current after the key went back: %v; want ErrCorrupt", err)
+		}
+		if err := db.exec(ctx, `DELETE FROM {p}cosid_range WHERE key = 'k'`); err != nil {
+			t.Fatal(err)
+		}
+		if start, err := s.Next(ctx, "k", 1); !errors.Is(err, driver.ErrCorrupt) {
+			t.Errorf("Next after the key's row was deleted = %d, %v; want ErrCorrupt", start, err)
+		}
 
-			ns := driver.Namespace{Name: "w", Limit: 2, Tolerance: time.Second}
-			l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.exec(ctx, `UPDATE {p}cosid_slot SET fence = fence - 1 WHERE slot = $1`, l.Slot); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Renew(ctx, l); !errors.Is(err, driver.ErrCorrupt) {
-				t.Errorf("Renew after the slot's fence went back: %v; want ErrCorrupt", err)
-			}
-		})
-	}
+		ns := driver.Namespace{Name: "w", Limit: 2, Tolerance: time.Second}
+		l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.exec(ctx, `UPDATE {p}cosid_slot SET fence = fence - 1 WHERE slot = $1`, l.Slot); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Renew(ctx, l); !errors.Is(err, driver.ErrCorrupt) {
+			t.Errorf("Renew after the slot's fence went back: %v; want ErrCorrupt", err)
+		}
+	})
 }
 
 // The free-slot search runs one pass per ending of the dialect, and no

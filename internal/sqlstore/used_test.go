@@ -71,36 +71,30 @@ func TestDeletedSlotRow(t *testing.T) {
 // A purge deletes the records of use with the slots: the namespace is
 // used again, each slot above the fences purged (slot_fence_floor).
 func TestPurgeThenSlotsAgain(t *testing.T) {
-	for _, db := range databases(t) {
-		t.Run(db.name, func(t *testing.T) {
-			ctx := t.Context()
-			s, err := sqlstore.Open(ctx, db.db, db.d)
-			if err != nil {
+	eachStore(t, func(t *testing.T, db database, s *sqlstore.Store) {
+		ctx := t.Context()
+		ns := driver.Namespace{Name: "w", Limit: 2, Tolerance: time.Second}
+		var top int64
+		for _, owner := range []string{"a", "b"} {
+			l := acquire(t, s, ns, owner)
+			top = max(top, l.Fence)
+			if err := s.Release(ctx, l, l.Floor); err != nil {
 				t.Fatal(err)
 			}
-			ns := driver.Namespace{Name: "w", Limit: 2, Tolerance: time.Second}
-			var top int64
-			for _, owner := range []string{"a", "b"} {
-				l := acquire(t, s, ns, owner)
-				top = max(top, l.Fence)
-				if err := s.Release(ctx, l, l.Floor); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// The released terms' next floor may be a millisecond ahead of
-			// the clock: a purge is refused (ErrLocked) until it passes.
-			poll.Succeeds(t, 10*time.Second, "purge", func() error {
-				_, err := s.Purge(ctx)
-				return err
-			})
-			for _, owner := range []string{"c", "d"} {
-				l := acquire(t, s, ns, owner)
-				if l.Fence <= top {
-					t.Errorf("slot %d after the purge has fence %d, not above %d purged", l.Slot, l.Fence, top)
-				}
-			}
+		}
+		// The released terms' next floor may be a millisecond ahead of
+		// the clock: a purge is refused (ErrLocked) until it passes.
+		poll.Succeeds(t, 10*time.Second, "purge", func() error {
+			_, err := s.Purge(ctx)
+			return err
 		})
-	}
+		for _, owner := range []string{"c", "d"} {
+			l := acquire(t, s, ns, owner)
+			if l.Fence <= top {
+				t.Errorf("slot %d after the purge has fence %d, not above %d purged", l.Slot, l.Fence, top)
+			}
+		}
+	})
 }
 
 func acquire(t *testing.T, s *sqlstore.Store, ns driver.Namespace, owner string) driver.Lease {
