@@ -20,6 +20,10 @@ func newConnector(c *config) (*connector, error) {
 	cfg := c.cfg.Clone()
 	if cfg.DialFunc == nil && dialsItself(cfg.Net) {
 		cfg.DialFunc = dial // cutconn.go
+		if cfg.Logger == nil {
+			cfg.Logger = mysql.NewConfig().Logger // the driver's default
+		}
+		cfg.Logger = quietLogger{cfg.Logger}
 	}
 	mc, err := mysql.NewConnector(cfg)
 	if err != nil {

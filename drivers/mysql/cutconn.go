@@ -3,9 +3,11 @@ package mysql
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"net"
 	"sync/atomic"
-	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // go-sql-driver watches the context of each call with a goroutine of the
@@ -16,9 +18,12 @@ import (
 // Next, 36-37 µs the statement; 37-39 µs a Next without them). So a statement run with
 // ExecContext goes to the driver with a context that cannot end, and the
 // call's own context is watched by context.AfterFunc, which costs no
-// goroutine: when it ends, the connection's socket gets a deadline in the
-// past, so the driver's read or write fails at once and the connection
-// is dropped, as the driver's watcher would do. Queries and transactions
+// goroutine: when it ends, the connection's socket is closed, so the
+// driver's read or write fails at once and the connection is dropped, as
+// the driver's watcher would do. The driver logs what its reads and
+// writes fail with, except after its own watcher closed the socket:
+// quietLogger keeps a socket cut here just as quiet (a closed socket,
+// net.ErrClosed, is only ever this side's doing). Queries and transactions
 // keep the driver's watcher (their rows outlive the call).
 
 // dialSlot carries the socket a Connect dials back to the connector.
@@ -82,7 +87,7 @@ func (c *cutConn) ExecContext(ctx context.Context, q string, args []driver.Named
 	}
 	stop := context.AfterFunc(ctx, func() {
 		c.broken.Store(true)
-		_ = c.sock.SetDeadline(time.Unix(1, 0))
+		_ = c.sock.Close()
 	})
 	res, err := ex.ExecContext(context.WithoutCancel(ctx), q, args)
 	if !stop() {
@@ -123,3 +128,16 @@ func (c *cutConn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 func (c *cutConn) Ping(ctx context.Context) error { return c.Conn.(driver.Pinger).Ping(ctx) }
+
+// quietLogger is the driver's logger without the errors of a socket cut
+// by cutConn (net.ErrClosed).
+type quietLogger struct{ l mysql.Logger }
+
+func (q quietLogger) Print(v ...any) {
+	for _, x := range v {
+		if err, ok := x.(error); ok && errors.Is(err, net.ErrClosed) {
+			return
+		}
+	}
+	q.l.Print(v...)
+}
