@@ -1,0 +1,136 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/mysqltest"
+	"github.com/cosid-go/store/internal/testing/poll"
+)
+
+// TestLocksUnderKills: three stores take turns on one lock while an
+// operator's KILL CONNECTION ends every connection of theirs (pools and
+// lock sessions), again and again. No store is ever granted the lock while
+// another's hold has its Lost open, fences only grow, every failure is
+// ErrUnavailable, ErrLeaseLost or the call's deadline, and once the kills
+// stop each store locks again.
+func TestLocksUnderKills(t *testing.T) {
+	srv := mysqltest.Shared(t)
+	database := srv.NewDatabase(t)
+	opts := map[string]string{"lockTimeout": "2s"}
+	const stores = 3
+	sts := make([]*driverStore, stores)
+	for i := range sts {
+		sts[i] = openAt(t, srv.Addr(), database, opts)
+	}
+	op, err := sql.Open("mysql", srv.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	op.SetMaxOpenConns(1)
+	var self int64
+	if err := op.QueryRowContext(t.Context(), "SELECT CONNECTION_ID()").Scan(&self); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var cur driver.Lock // the hold granted last and not yet given up
+	var last int64      // the highest fence granted
+	var grants, failures int
+	var bad []error
+	for i, s := range sts {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				l, err := s.Lock(lctx, "x", fmt.Sprint("s", i), true)
+				cancel()
+				if err != nil {
+					mu.Lock()
+					failures++
+					if ctx.Err() == nil && !errors.Is(err, driver.ErrUnavailable) && !errors.Is(err, driver.ErrLeaseLost) &&
+						!errors.Is(err, context.DeadlineExceeded) {
+						bad = append(bad, fmt.Errorf("store %d: Lock: %w", i, err))
+					}
+					mu.Unlock()
+					continue
+				}
+				mu.Lock()
+				if cur != nil && !closed(cur.Lost()) {
+					bad = append(bad, fmt.Errorf("store %d granted fence %d while fence %d was held with its Lost open", i, l.Fence(), cur.Fence()))
+				}
+				if l.Fence() <= last {
+					bad = append(bad, fmt.Errorf("store %d granted fence %d after fence %d", i, l.Fence(), last))
+				}
+				cur, last = l, max(last, l.Fence())
+				grants++
+				mu.Unlock()
+				time.Sleep(10 * time.Millisecond) // the hold's length, not a synchronisation
+				mu.Lock()
+				if cur == l {
+					cur = nil
+				}
+				mu.Unlock()
+				_ = l.Unlock(context.Background())
+			}
+		})
+	}
+	kills := 0
+	for range 20 {
+		ids, err := storeConnections(t.Context(), op, self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if _, err := op.ExecContext(t.Context(), "KILL CONNECTION ?", id); err == nil {
+				kills++
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // the pace of the faults, not a synchronisation
+	}
+	stop()
+	wg.Wait()
+	for i, s := range sts {
+		poll.Succeeds(t, 30*time.Second, "Lock after the kills", func() error {
+			lctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			l, err := s.Lock(lctx, "x", fmt.Sprint("s", i), true)
+			if err != nil {
+				return err
+			}
+			return l.Unlock(t.Context())
+		})
+	}
+	t.Logf("%d connections killed; %d grants, %d failed Locks", kills, grants, failures)
+	if kills == 0 || grants == 0 {
+		t.Fatalf("nothing proven: %d kills, %d grants", kills, grants)
+	}
+	for _, err := range bad {
+		t.Error(err)
+	}
+}
+
+// storeConnections lists the server's client connections but self's.
+func storeConnections(ctx context.Context, op *sql.DB, self int64) ([]int64, error) {
+	rows, err := op.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE id <> ? AND command <> 'Daemon' AND user <> 'system user'", self)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
