@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/internal/testing/etcdtest"
+	"github.com/cosid-go/store/internal/testing/netproxy"
 	"github.com/cosid-go/store/internal/testing/poll"
 	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
@@ -120,4 +122,30 @@ func openBeforeTxn(t *testing.T, prefix string, armed *atomic.Bool, nth int64, h
 		})}
 	})
 	return rawdriver.Of(st).(*driverStore)
+}
+
+// proxiedStores opens three stores on prefix of cluster c, each through
+// proxies to every member and preferring another member first, with
+// their call bound timeout; the proxies cut or freeze the connections.
+func proxiedStores(t *testing.T, c *etcdtest.Cluster, prefix string, timeout time.Duration) ([]*store.Store, []*netproxy.Proxy) {
+	t.Helper()
+	var proxies []*netproxy.Proxy
+	var eps []string
+	for _, m := range c.Members {
+		p := netproxy.New(t, strings.TrimPrefix(m.ClientURL, "http://"))
+		proxies = append(proxies, p)
+		eps = append(eps, p.Addr())
+	}
+	var stores []*store.Store
+	for i := range 3 {
+		order := append(append([]string(nil), eps[i:]...), eps[:i]...)
+		st, err := store.Open("etcd", map[string]string{"endpoints": strings.Join(order, ","), "prefix": prefix, "dialTimeout": "1s"},
+			store.WithTimeout(timeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		stores = append(stores, st)
+	}
+	return stores, proxies
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/etcdtest"
-	"github.com/cosid-go/store/internal/testing/netproxy"
 	"github.com/cosid-go/store/internal/testing/poll"
 )
 
@@ -64,25 +63,7 @@ func TestNextThroughClusterFaults(t *testing.T) {
 	c := etcdtest.Start(t, 3)
 	ctx := t.Context()
 	prefix := freshPrefix("faults")
-	var proxies []*netproxy.Proxy
-	var eps []string
-	for _, m := range c.Members {
-		p := netproxy.New(t, strings.TrimPrefix(m.ClientURL, "http://"))
-		proxies = append(proxies, p)
-		eps = append(eps, p.Addr())
-	}
-	var stores []*store.Store
-	for i := range 3 {
-		// Each store prefers another member first.
-		order := append(append([]string(nil), eps[i:]...), eps[:i]...)
-		st, err := store.Open("etcd", map[string]string{"endpoints": strings.Join(order, ","), "prefix": prefix, "dialTimeout": "1s"},
-			store.WithTimeout(3*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		stores = append(stores, st)
-	}
+	stores, proxies := proxiedStores(t, c, prefix, 3*time.Second)
 	var mu sync.Mutex
 	var got []store.Range
 	var failed int

@@ -22,7 +22,6 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/etcdtest"
-	"github.com/cosid-go/store/internal/testing/netproxy"
 	"github.com/cosid-go/store/internal/testing/poll"
 )
 
@@ -510,24 +509,7 @@ func TestSeedRacesPurge(t *testing.T) {
 func TestSlotsThroughClusterFaults(t *testing.T) {
 	c := etcdtest.Start(t, 3)
 	prefix := freshPrefix("slotfaults")
-	var proxies []*netproxy.Proxy
-	var eps []string
-	for _, m := range c.Members {
-		p := netproxy.New(t, strings.TrimPrefix(m.ClientURL, "http://"))
-		proxies = append(proxies, p)
-		eps = append(eps, p.Addr())
-	}
-	var stores []*store.Store
-	for i := range 3 {
-		order := append(append([]string(nil), eps[i:]...), eps[:i]...)
-		st, err := store.Open("etcd", map[string]string{"endpoints": strings.Join(order, ","), "prefix": prefix, "dialTimeout": "1s"},
-			store.WithTimeout(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		stores = append(stores, st)
-	}
+	stores, proxies := proxiedStores(t, c, prefix, 2*time.Second)
 	var stop atomic.Bool
 	var held atomic.Int64
 	done := make(chan []slotTerm, 1)
