@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -222,5 +223,47 @@ func stepper(t *testing.T, steps map[string]func()) func(string) {
 		}
 		played[c] = true
 		f()
+	}
+}
+
+// TestEveryProcedureIsRun: every block docs/ marks as a procedure is read
+// by a test of this package (its name appears quoted in a test file), so
+// a procedure added to the docs without a test that runs it fails here.
+func TestEveryProcedureIsRun(t *testing.T) {
+	var tests strings.Builder
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests.Write(b)
+	}
+	marker := regexp.MustCompile(`<!-- procedure: ([a-z0-9][a-z0-9.-]*) -->`) // NAME in prose is no marker
+	found := 0
+	err = filepath.WalkDir(docsDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".md") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range marker.FindAllStringSubmatch(string(b), -1) {
+			found++
+			if !strings.Contains(tests.String(), `"`+m[1]+`"`) {
+				t.Errorf("%s marks the procedure %q, which no test of cmd/storectl runs", path, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Fatalf("no procedure marked in %s", docsDir)
 	}
 }
