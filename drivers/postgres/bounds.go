@@ -69,9 +69,13 @@ func (b bounds) dialer() pgconn.DialFunc {
 }
 
 // begin starts every transaction of the driver with the bounds set for it
-// alone, so they hold on a pool the caller made too (New).
+// alone, so they hold on a pool the caller made too (New), and in read
+// committed whatever the database's default: a transaction that waits for
+// a table lock (a seal's, a purge's) must read what its holder committed,
+// and in repeatable read its snapshot is its first statement's, taken
+// before the wait (an Acquire then started a term after a seal returned).
 func (b bounds) begin() pgx.TxOptions {
-	return pgx.TxOptions{BeginQuery: fmt.Sprintf("BEGIN; SET LOCAL lock_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d",
+	return pgx.TxOptions{BeginQuery: fmt.Sprintf("BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d",
 		b.lock.Milliseconds(), b.idle.Milliseconds())}
 }
 
