@@ -112,10 +112,12 @@ func BenchmarkNextConcurrent(b *testing.B) {
 
 // BenchmarkNextLayers splits what a Next costs, as medians (a loaded
 // machine's stalls swing means): through the user API (store-med-ns), the
-// driver's Next alone with a context that cannot end (driver-med-ns), and
-// the statement Next runs on the store's pool (storepool-med-ns) and on a
-// plain go-sql-driver pool (plainpool-med-ns). store minus driver is the
-// store's layer and its per-call timeout (cutconn.go).
+// driver's Next alone with a context that cannot end (driver-med-ns), that
+// can be cancelled (drivercancel-med-ns: cutconn.go's watch) and that has
+// a deadline as the store's timeout gives each call (drivertimeout-med-ns:
+// the watch and a runtime timer), and the statement Next runs on the
+// store's pool (storepool-med-ns) and on a plain go-sql-driver pool
+// (plainpool-med-ns). Each layer takes every place in the order in turn.
 //
 //	go test -run '^$' -bench NextLayers -benchtime 3s ./drivers/mysql/
 func BenchmarkNextLayers(b *testing.B) {
@@ -140,15 +142,28 @@ func BenchmarkNextLayers(b *testing.B) {
 	}{
 		{"store", func() error { _, err := r.Next(ctx, "bench", 1); return err }},
 		{"driver", func() error { _, err := d.Next(ctx, "bench", 1); return err }},
+		{"drivercancel", func() error {
+			c, cancel := context.WithCancel(ctx)
+			defer cancel()
+			_, err := d.Next(c, "bench", 1)
+			return err
+		}},
+		{"drivertimeout", func() error {
+			c, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			_, err := d.Next(c, "bench", 1)
+			return err
+		}},
 		{"storepool", func() error { _, err := d.pool.ExecContext(ctx, upd, 1, "bench", 1); return err }},
 		{"plainpool", func() error { _, err := pool.ExecContext(ctx, upd, 1, "bench", 1); return err }},
 	}
 	ts := make([][]time.Duration, len(layers))
 	b.ResetTimer()
-	for range b.N {
-		for i, l := range layers {
+	for n := range b.N {
+		for j := range layers {
+			i := (n + j) % len(layers)
 			t0 := time.Now()
-			if err := l.f(); err != nil {
+			if err := layers[i].f(); err != nil {
 				b.Fatal(err)
 			}
 			ts[i] = append(ts[i], time.Since(t0))
