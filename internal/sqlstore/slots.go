@@ -22,6 +22,10 @@ func (s *Store) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.
 	var out driver.Lease
 	var exhausted error
 	err := s.nsTx(ctx, req.Namespace, func(tx Querier) error {
+		// A transaction tried again (its COMMIT refused: SQLSTATE 25P03)
+		// forgets what the attempt before found: that one's ErrExhausted
+		// beside this one's committed term would hide the term.
+		out, exhausted = driver.Lease{}, nil
 		a := &acquire{s: s, tx: tx, req: req, ns: req.Namespace.Name}
 		l, err := a.run(ctx)
 		if errors.Is(err, errNoNamespace) {
