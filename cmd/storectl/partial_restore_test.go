@@ -31,6 +31,23 @@ func bothSlots(t *testing.T, h *handedOutLog, spec storeSpec) {
 	}
 }
 
+// slotZero takes and releases a term of slot 0 of restoreNS (an Acquire
+// without a preference searches from a point of its owner's, so an
+// instance's term may be of either slot).
+func slotZero(t *testing.T, h *handedOutLog, spec storeSpec) {
+	t.Helper()
+	st, err := store.Open(spec.driver, spec.options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l := acquire(t, st, restoreNS, "host-x", 0, time.Second)
+	h.lease(l)
+	if err := st.Slots().Release(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // lease records a term as handed out.
 func (h *handedOutLog) lease(l store.Lease) {
 	slot := l.Namespace + "/" + itoa(int64(l.Slot))
@@ -84,9 +101,10 @@ func TestPartialRestoreAsDocumented(t *testing.T) {
 		}
 		spec := storeSpec{driver: "postgres", options: map[string]string{"connString": url, "schema": "cosid", "poolSize": "4"}}
 		h := newHandedOut()
-		if e := h.instanceOf(t, spec, "next:orders:10:3,term:a"); e != "" {
+		if e := h.instanceOf(t, spec, "next:orders:10:3"); e != "" {
 			t.Fatal(e)
 		}
+		slotZero(t, h, spec) // slot 1 is first taken after the backup
 		op.follow(procedure(t, "drivers/postgres.md", "postgres-backup"), nil)
 		bothSlots(t, h, spec) // slot 1's first term, after the backup
 		// The partial restore: every table of the backup but cosid_slot_used.
@@ -106,9 +124,10 @@ func TestPartialRestoreAsDocumented(t *testing.T) {
 		spec := storeSpec{driver: "zookeeper", options: map[string]string{
 			"connectString": srv.Addr(), "root": "/cosid", "sessionTimeout": "10s", "blockUntilConnectedWait": "20s"}}
 		h := newHandedOut()
-		if e := h.instanceOf(t, spec, "next:orders:10:3,term:a"); e != "" {
+		if e := h.instanceOf(t, spec, "next:orders:10:3"); e != "" {
 			t.Fatal(e)
 		}
+		slotZero(t, h, spec)
 		bothSlots(t, h, spec) // slot 1's first term
 		// The partial restore: the slot nodes as they were before slot 1
 		// was first taken, the made/ markers as they are.
