@@ -22,6 +22,7 @@ func slotChecks() []check {
 		{"ChoiceOrder", needSlots, checkChoiceOrder},
 		{"Exhaustion", needSlots, checkExhaustion},
 		{"ConcurrentAcquire", needSlots, checkConcurrentAcquire},
+		{"Churn", needSlots, checkSlotChurn},
 		{"Renew", needSlots, checkRenew},
 		{"RenewAfterExpiry", needSlots, checkRenewAfterExpiry},
 		{"ReleaseFloor", needSlots, checkReleaseFloor},

@@ -103,12 +103,12 @@
 //	D56   free: never used, released, or expired (now >= ExpiresAt), any holder's  Slots/FirstTerm, Slots/Exhaustion, Slots/Takeover,
 //	                                                                               Slots/ExpiredFoundBySearch, Slots/OwnExpired, Slots/ExpiryBoundary
 //	                                                                               (needs ClockSetter); driver TestSlotJudge
-//	D57   never a live term of another owner, however close its expiry             Slots/NoEarlyTakeover, Slots/Exhaustion, Interleave/AcquireAcquire
+//	D57   never a live term of another owner, however close its expiry             Slots/NoEarlyTakeover, Slots/Exhaustion, Interleave/AcquireAcquire, Slots/Churn
 //	D58   another incarnation without Reclaim gets another slot                    Slots/Reclaim
 //	D59   no free slot: ErrExhausted, only after every slot was judged             Slots/Exhaustion, Slots/ConcurrentAcquire, Slots/Reclaim;
 //	                                                                               reads: ZK Slots/FullNamespace
 //	D60   a slot at fence MaxInt64, or corrupt, is passed over and named           History/FenceAtMax; driver TestSlotJudge; ZK Slots/CorruptSlot
-//	D61   fence: previous term's plus one, 1 for a slot never used                 Slots/Fence, Slots/FirstTerm, Slots/Takeover, Slots/Reclaim
+//	D61   fence: previous term's plus one, 1 for a slot never used                 Slots/Fence, Slots/FirstTerm, Slots/Takeover, Slots/Reclaim, Slots/Churn
 //	D62   ... above the purged fences after a purge                                History/PurgeKeepsSlotFences; ZK TestPurgeFences
 //	D63   floor: 0 never used; the next floor after a release or a seed;           Slots/FirstTerm, Slots/ReleaseFloor, Slots/Seed, History/SeedNeverLowers
 //	D64   ... max(next floor, old ceiling) on taking an expired or reclaimed term  Slots/Takeover, Slots/Reclaim, Slots/ExpiredFoundBySearch,
