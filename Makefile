@@ -112,8 +112,11 @@ mutants-memory:
 
 # The shared SQL layer, judged by the SQLite driver's TCK (then the SQLite
 # driver's and the SQL layer's own tests, for a mutant the TCK misses).
+# SQL_JUDGE=./drivers/postgres judges it by PostgreSQL's instead, which
+# reaches what SQLite has not: pool events, row locks, lock tables.
+SQL_JUDGE ?= ./drivers/sqlite
 mutants-sqlstore:
-	$(MUTANTS) -pkg ./drivers/sqlite -timeout 90s -own-pkgs ./internal/sqlstore \
+	$(MUTANTS) -pkg $(SQL_JUDGE) -timeout 90s -own-pkgs ./internal/sqlstore \
 		$(filter-out %_test.go,$(wildcard internal/sqlstore/*.go))
 
 # The etcd driver's slots and ranges, judged by its TCK's sections that

@@ -97,6 +97,33 @@ func TestPurgeThenSlotsAgain(t *testing.T) {
 	})
 }
 
+// A purge of one term at fence 1, the lowest there is, still leaves a
+// floor: the slot's next term is at fence 2. A mutant that read a missing
+// floor as 1 kept none (make mutants-sqlstore).
+func TestPurgeOfTheFirstFence(t *testing.T) {
+	for _, db := range databases(t) {
+		t.Run(db.name, func(t *testing.T) {
+			ctx := t.Context()
+			s, err := sqlstore.Open(ctx, db.db, db.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns := driver.Namespace{Name: "w", Limit: 1, Tolerance: time.Second}
+			l := acquire(t, s, ns, "a")
+			if err := s.Release(ctx, l, l.Floor); err != nil {
+				t.Fatal(err)
+			}
+			poll.Succeeds(t, 10*time.Second, "purge", func() error {
+				_, err := s.Purge(ctx)
+				return err
+			})
+			if l2 := acquire(t, s, ns, "b"); l2.Fence <= l.Fence {
+				t.Errorf("slot %d after the purge of fence %d has fence %d", l2.Slot, l.Fence, l2.Fence)
+			}
+		})
+	}
+}
+
 func acquire(t *testing.T, s *sqlstore.Store, ns driver.Namespace, owner string) driver.Lease {
 	t.Helper()
 	l, err := s.Acquire(t.Context(), driver.AcquireRequest{Namespace: ns, Owner: owner, Incarnation: "1", TTL: time.Minute})
