@@ -36,14 +36,18 @@ var equivalent = map[string]string{
 	`drivers/zookeeper/range_store.go: line 95:10: 0 -> 1`: "Next: the start returned with CheckStep's error",
 
 	// The shared SQL layer (make mutants-sqlstore).
-	`internal/sqlstore/dialect.go: line 107:16: || -> &&`: "Kind: every dialect sets Classify, and each classifies nil as Other",
-	`internal/sqlstore/dialect.go: line 158:27: >= -> >`:  "Rewrite: no statement has a placeholder $0 (they count from $1), and a later digit 0 is read by the loop below",
-	`internal/sqlstore/dialect.go: line 229:45: 0 -> 1`:   "override: no statement's name is one letter, so its '[' is never at index 1",
+	`internal/sqlstore/dialect.go: line 119:16: || -> &&`: "Kind: every dialect sets Classify, and each classifies nil as Other",
+	`internal/sqlstore/dialect.go: line 174:27: >= -> >`:  "Rewrite: no statement has a placeholder $0 (they count from $1), and a later digit 0 is read by the loop below",
+	`internal/sqlstore/dialect.go: line 245:45: 0 -> 1`:   "override: no statement's name is one letter, so its '[' is never at index 1",
 	`internal/sqlstore/purge.go: line 163:23: 0 -> 1`:     "parseFenceFloor: slot_fence_floor is only written above the floor read (raiseFenceFloor), so never 0",
 
+	`internal/sqlstore/dialect.go: line 245:47: && -> ||`: "override: a name with only one of '[' and ']' is refused either way, with another message",
+
 	// The etcd driver (make mutants-etcd).
-	`drivers/etcd/slot_acquire.go: line 211:31: >= -> >`:  "read: no slot key at the limit is ever written (a namespace's limit never changes), as FirstSlots above",
-	`drivers/etcd/slot_acquire.go: line 270:17: || -> &&`: "search: batches from slot 0, or an empty batch at the end, then the whole namespace: more round trips, the same slot (S4.11 reads are not observable)",
-	`drivers/etcd/slot_store.go: line 89:8: > -> >=`:      "formatIndex: a leading comma, which parseIndex skips as an empty field",
-	`drivers/etcd/slot_tally.go: line 72:99: + -> -`:      "hole: the count shown in the ErrCorrupt message",
+	`drivers/etcd/slot_acquire.go: line 205:31: >= -> >`: "read: no slot key at the limit is ever written (a namespace's limit never changes), as FirstSlots above",
+	`drivers/etcd/slot_store.go: line 89:8: > -> >=`:     "formatIndex: a leading comma, which parseIndex skips as an empty field",
+	`drivers/etcd/slot_tally.go: line 72:99: + -> -`:     "hole: the count shown in the ErrCorrupt message",
+
+	// The ZooKeeper driver (make mutants-zookeeper).
+	`drivers/zookeeper/slot_store.go: line 80:37: 0 -> 1`: "the clock node's maker: 1 is no session id either, so the node is made again as with 0",
 }
