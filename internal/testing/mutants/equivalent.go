@@ -9,8 +9,8 @@ var equivalent = map[string]string{
 	// A slot's fence grows with every term, so equal fences already mean
 	// one term, with one owner and incarnation; and a lease always names
 	// an owner (the portable layer refuses one without).
-	`driver/slot.go: line 53:23: && -> ||`: `Holds: owner != "" || owner == l.Owner: l.Owner is never empty`,
-	`driver/slot.go: line 53:45: && -> ||`: `Holds: (owner and owner match) || incarnation matches, then fence matches: equal fences are one term`,
+	`driver/slot.go: line 58:23: && -> ||`: `Holds: owner != "" || owner == l.Owner: l.Owner is never empty`,
+	`driver/slot.go: line 58:45: && -> ||`: `Holds: (owner and owner match) || incarnation matches, then fence matches: equal fences are one term`,
 
 	// Message text only: the error kind and the decision are unchanged.
 	`driver/slot.go: line 199:94: 0 -> 1`:   "Agrees: the value shown in the message",
@@ -22,9 +22,9 @@ var equivalent = map[string]string{
 	// purge), and the preferred slot is checked below the limit: nothing
 	// is ever out of range. A repeat is tried twice: busy twice, or taken
 	// the first time.
-	`driver/slot.go: line 300:13: && -> ||`: "FirstSlots: n >= 0 || n < limit: no slot is ever out of range",
-	`driver/slot.go: line 300:18: < -> <=`:  "FirstSlots: n <= limit: no slot is ever at the limit",
-	`driver/slot.go: line 300:26: && -> ||`: "FirstSlots: in range || not yet listed: repeats are harmless, nothing is out of range",
+	`driver/slot.go: line 286:13: && -> ||`: "FirstSlots: n >= 0 || n < limit: no slot is ever out of range",
+	`driver/slot.go: line 286:18: < -> <=`:  "FirstSlots: n <= limit: no slot is ever at the limit",
+	`driver/slot.go: line 286:26: && -> ||`: "FirstSlots: in range || not yet listed: repeats are harmless, nothing is out of range",
 
 	// The value returned beside an error: the contract gives it no
 	// meaning (Go's convention), and no caller in the repository reads it.
