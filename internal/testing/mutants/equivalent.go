@@ -33,6 +33,7 @@ var equivalent = map[string]string{
 	`internal/sqlstore/ranges.go: line 102:12: 0 -> 1`:     "Seal: the value returned with the error of Current after a refused seal",
 	`drivers/etcd/slot_renew.go: line 45:33: 0 -> 1`:       "rewrite: the revision returned with a slot key's parse error",
 	`drivers/etcd/range_advance.go: line 28:12: 0 -> 1`:    "Advance: the value returned with a read's error",
+	`internal/sqlstore/slots.go: line 185:16: 1 -> 0`:      "lockFirst: the slot returned (-1 or -0) with lockRows's error",
 	`drivers/zookeeper/range_store.go: line 95:10: 0 -> 1`: "Next: the start returned with CheckStep's error",
 
 	// The shared SQL layer (make mutants-sqlstore).
@@ -41,6 +42,7 @@ var equivalent = map[string]string{
 	`internal/sqlstore/dialect.go: line 245:45: 0 -> 1`:   "override: no statement's name is one letter, so its '[' is never at index 1",
 	`internal/sqlstore/purge.go: line 163:23: 0 -> 1`:     "parseFenceFloor: slot_fence_floor is only written above the floor read (raiseFenceFloor), so never 0",
 
+	`internal/sqlstore/slots.go: line 455:59: < -> <=`:    "Namespaces: sorted by names, which are unique, so <= orders them alike",
 	`internal/sqlstore/dialect.go: line 245:47: && -> ||`: "override: a name with only one of '[' and ']' is refused either way, with another message",
 
 	// The etcd driver (make mutants-etcd).
@@ -49,5 +51,7 @@ var equivalent = map[string]string{
 	`drivers/etcd/slot_tally.go: line 72:99: + -> -`:     "hole: the count shown in the ErrCorrupt message",
 
 	// The ZooKeeper driver (make mutants-zookeeper).
-	`drivers/zookeeper/slot_store.go: line 80:37: 0 -> 1`: "the clock node's maker: 1 is no session id either, so the node is made again as with 0",
+	`drivers/zookeeper/slot_store.go: line 80:37: 0 -> 1`:  "the clock node's maker: 1 is no session id either, so the node is made again as with 0",
+	`drivers/zookeeper/slot_store.go: line 206:8: <= -> <`: "seeSlotZxid: at z == old the swap stores the same value",
+	`drivers/zookeeper/slot_term.go: line 92:47: 1 -> 0`:   "guardVersions: which node's data the ErrCorrupt message shows",
 }
