@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/poll"
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
@@ -157,8 +158,22 @@ func testLockRootUnreadable(t *testing.T, addr string) {
 	const timeout = 5 * time.Second
 	conn := rawConn(t, addr)
 	root := randomRoot()
-	if _, err := conn.Create(root, nil, 0, zk.WorldACL(zk.PermCreate|zk.PermWrite|zk.PermDelete|zk.PermAdmin)); err != nil {
-		t.Fatal(err)
+	// A loaded machine can cost conn its link (it failed with "zk:
+	// connection closed"): the create is tried again; the root is this
+	// test's own, so finding it there means an earlier try made it.
+	var failed error
+	poll.Succeeds(t, 30*time.Second, "Create("+root+")", func() error {
+		_, err := conn.Create(root, nil, 0, zk.WorldACL(zk.PermCreate|zk.PermWrite|zk.PermDelete|zk.PermAdmin))
+		switch {
+		case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionExpired):
+			return err
+		case err != nil && !errors.Is(err, zk.ErrNodeExists):
+			failed = err
+		}
+		return nil
+	})
+	if failed != nil {
+		t.Fatalf("Create(%s): %v", root, failed)
 	}
 	opts := testOptions(addr, map[string]string{"root": root, "sessionTimeout": timeout.String()})
 	a, b := openTest(t, opts, nil), openTest(t, opts, nil)
