@@ -473,12 +473,18 @@ func TestChoiceOrder(t *testing.T) {
 		return l
 	}
 	l5 := acquire(a1, "host-a", 5, 5) // the preferred slot
-	// The preferred slot is held: the first free from host-b's own point.
-	searched := driver.SearchStart("host-b", sts[3].Incarnation(), space.Limit)
-	if searched == 5 {
-		searched = 6
+	// The preferred slot is held: the first free from the other owner's
+	// own point. Its name is picked so that point is none of the slots 5
+	// to 7 host-a uses below (the incarnation is random: with a fixed name
+	// one run in four collided).
+	other := "host-b"
+	for i := 0; ; i++ {
+		if n := driver.SearchStart(other, sts[3].Incarnation(), space.Limit); n < 5 || n > 7 {
+			break
+		}
+		other = fmt.Sprintf("host-b%d", i)
 	}
-	acquire(b, "host-b", 5, searched)
+	acquire(b, other, 5, driver.SearchStart(other, sts[3].Incarnation(), space.Limit))
 	l6 := acquire(a2, "host-a", 6, 6) // own last slot is held by run a1
 	if err := a1.Release(ctx, l5); err != nil {
 		t.Fatal(err)
