@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -99,7 +100,10 @@ type Liveness struct {
 // sent at sent; late says why it was lost when the deadline passed.
 func NewLiveness(sent time.Time, life time.Duration, late func() error) *Liveness {
 	l := &Liveness{life: life, late: late, lost: make(chan struct{}), deadline: sent.Add(life)}
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	// The timer is set before it may fire: a deadline already passed (a
+	// process stalled since sent) runs expire at once, which stops l.timer.
+	l.timer = time.AfterFunc(time.Duration(math.MaxInt64), l.expire)
+	l.timer.Reset(time.Until(l.deadline))
 	return l
 }
 
