@@ -2,6 +2,7 @@ package idgen_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestSessionReportsItsLease(t *testing.T) {
 	stA, _ := open(t, b, ev.Options()...)
 	stB, _ := open(t, b)
 	a := newSession(t, stA, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: 2 * time.Second}})
-	key := "workers/0"
+	key := fmt.Sprintf("workers/%d", a.Lease().Slot) // the search start is the owner's own
 	if got := ev.Await(t, store.LeaseAcquired, 30*time.Second); got.Key != key || got.Fence != a.Lease().Fence || time.Until(got.Deadline) <= 0 {
 		t.Errorf("acquired: %+v, want %s, its fence and a deadline ahead", got, key)
 	}
@@ -37,8 +38,8 @@ func TestSessionReportsItsLease(t *testing.T) {
 		t.Errorf("a lost lease was reported released")
 	}
 	log := ev.Log()
-	for _, want := range []string{`level=INFO msg="store: lease acquired" key=workers/0`, `level=DEBUG msg="store: lease renewed" key=workers/0`,
-		`level=ERROR msg="store: lease lost" key=workers/0`} {
+	for _, want := range []string{`level=INFO msg="store: lease acquired" key=` + key, `level=DEBUG msg="store: lease renewed" key=` + key,
+		`level=ERROR msg="store: lease lost" key=` + key} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}

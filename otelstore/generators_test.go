@@ -31,7 +31,7 @@ func TestGeneratorCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer seg.Close(ctx)
-	sf, err := idgen.NewSnowflake(ctx, st, store.Namespace{Name: "w", Limit: 4}, "host", idgen.SnowflakeOptions{})
+	sf, err := idgen.NewSnowflake(ctx, st, store.Namespace{Name: "w", Limit: 4}, "host", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{Preferred: new(0)}}) // the slot the labels name
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -214,7 +214,7 @@ func TestSnowflakeLeaseRemaining(t *testing.T) {
 	defer st.Close()
 	ctx := context.Background()
 	ns := store.Namespace{Name: "w", Limit: 4}
-	g, err := idgen.NewSnowflake(ctx, st, ns, "host", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: time.Minute}})
+	g, err := idgen.NewSnowflake(ctx, st, ns, "host", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: time.Minute, Preferred: new(0)}})
 	if err != nil {
 		t.Fatal(err)
 	}
