@@ -78,7 +78,7 @@ func TestLockLostBeforeTakeover(t *testing.T) {
 				root := rootDB(t, srv)
 				var conn int64
 				err := root.QueryRowContext(t.Context(), "SELECT conn_id FROM "+mysqldialect.Quote(database)+
-					".cosid_lock_session WHERE id = ?", a().locks.cur.id).Scan(&conn)
+					".cosid_lock_session WHERE id = ?", a().locks.Current().id).Scan(&conn)
 				if err != nil {
 					t.Fatalf("the session's connection id: %v", err)
 				}

@@ -290,6 +290,6 @@ func open(ctx context.Context, c *config) (*driverStore, error) {
 // Close ends the lock session, deleting its rows (its holds are lost and
 // the next waiters get their turn), then closes the connections.
 func (s *driverStore) Close() error {
-	err := s.locks.close()
+	err := s.locks.Close()
 	return errors.Join(err, s.locks.conns.Close(), s.pool.Close())
 }

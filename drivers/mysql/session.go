@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	sqldriver "database/sql/driver"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -164,9 +163,9 @@ func (se *session) halt() {
 	<-se.done
 }
 
-// end stops the session and deletes its rows (the foreign key takes its
+// End stops the session and deletes its rows (the foreign key takes its
 // waiter rows): the next waiters are granted at their next look.
-func (se *session) end(ctx context.Context) error {
+func (se *session) End(ctx context.Context) error {
 	se.halt()
 	if _, err := se.ls.s.pool.ExecContext(ctx, se.ls.s.lq.SessionEnd, se.id); err != nil {
 		return fmt.Errorf("ending lock session %d (its rows expire after %v): %w", se.id, se.t, err)
@@ -177,25 +176,18 @@ func (se *session) end(ctx context.Context) error {
 // lockSession gives a store its current session, making one when needed,
 // and wakes the store's own waiters when the store frees a name.
 type lockSession struct {
-	s       *driverStore
-	conns   *sql.DB       // the sessions' connections, beside the pool
-	done    chan struct{} // closed by close: lock waits end
-	ctx     context.Context
-	cancel  context.CancelFunc // ends a session's start and the removals
-	removes sync.WaitGroup     // removals retried in the background
+	*sqlstore.Sessions[*session]
+	s     *driverStore
+	conns *sql.DB // the sessions' connections, beside the pool
 
-	mu       sync.Mutex
-	cur      *session
-	starting chan struct{} // closed when the session being started is ready or failed
-	closed   bool
-	ended    []*session // lost sessions whose goroutines close must await
-	wakes    map[string]map[chan struct{}]bool
+	mu    sync.Mutex // guards wakes
+	wakes map[string]map[chan struct{}]bool
 }
 
 func newLockSession(s *driverStore, conns *sql.DB) *lockSession {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &lockSession{s: s, conns: conns, done: make(chan struct{}), ctx: ctx, cancel: cancel,
-		wakes: map[string]map[chan struct{}]bool{}}
+	ls := &lockSession{s: s, conns: conns, wakes: map[string]map[chan struct{}]bool{}}
+	ls.Sessions = sqlstore.NewSessions(ls.startSession, s.connected)
+	return ls
 }
 
 // watch returns what wakes a waiter of name when this store frees it,
@@ -230,132 +222,19 @@ func (ls *lockSession) kick(name string) {
 	}
 }
 
-// get returns a live session. Only one Lock starts a session at a time;
-// the others wait for it, each within its own context.
-func (ls *lockSession) get(ctx context.Context) (*session, error) {
-	for {
-		ls.mu.Lock()
-		if ls.closed {
-			ls.mu.Unlock()
-			return nil, driver.ErrClosed
-		}
-		if ls.cur != nil && !ls.cur.IsLost() {
-			se := ls.cur
-			ls.mu.Unlock()
-			return se, nil
-		}
-		if ch := ls.starting; ch != nil {
-			ls.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		if ls.cur != nil {
-			ls.ended = append(ls.ended, ls.cur)
-			ls.cur = nil
-		}
-		ch := make(chan struct{})
-		ls.starting = ch
-		ls.mu.Unlock()
-
-		sctx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(ls.ctx, cancel)
-		se, err := ls.startSession(sctx)
-		stop()
-		cancel()
-		ls.mu.Lock()
-		ls.starting = nil
-		close(ch)
-		if err == nil && ls.closed {
-			ls.ended = append(ls.ended, se)
-			err = driver.ErrClosed
-		} else if err == nil {
-			ls.cur = se
-			ls.s.connected(se)
-		}
-		ls.mu.Unlock()
-		if err != nil {
-			if ls.ctx.Err() != nil {
-				return nil, driver.ErrClosed
-			}
-			return nil, err
-		}
-		return se, nil
-	}
-}
-
 // fail gives up a session whose rows may be in an unknown state: it stops
 // confirming (so its rows can be taken over after T) and deletes them if
 // it can.
 func (ls *lockSession) fail(se *session) {
 	ctx, cancel := context.WithTimeout(context.Background(), se.t)
 	defer cancel()
-	_ = se.end(ctx)
+	_ = se.End(ctx)
 }
 
-// removeLater retries the removal of a row of se in the background until
-// it succeeds, the session is lost (its rows are then taken over) or the
-// store closes (which ends the session and its rows).
+// removeLater removes a row of se in the background (sqlstore.Sessions.RemoveLater).
 func (ls *lockSession) removeLater(se *session, name string, ticket int64) {
-	ls.removes.Add(1)
-	go func() {
-		defer ls.removes.Done()
-		pause := 50 * time.Millisecond
-		for {
-			t := time.NewTimer(pause)
-			select {
-			case <-t.C:
-			case <-se.Lost():
-				t.Stop()
-				return
-			case <-ls.done:
-				t.Stop()
-				return
-			}
-			ctx, cancel := context.WithTimeout(ls.ctx, se.t)
-			_, err := ls.s.leave(ctx, se, name, ticket)
-			cancel()
-			if err == nil {
-				return
-			}
-			pause = min(2*pause, se.t/3)
-		}
-	}()
-}
-
-// close ends the current session, deleting its rows: the holds are lost
-// and the next waiters get their turn.
-func (ls *lockSession) close() error {
-	ls.mu.Lock()
-	if ls.closed {
-		ls.mu.Unlock()
-		return nil
-	}
-	ls.closed = true
-	close(ls.done)
-	ls.cancel()
-	starting := ls.starting
-	ls.mu.Unlock()
-	if starting != nil {
-		<-starting // its start ends with ls.ctx
-	}
-	ls.removes.Wait()
-	ls.mu.Lock()
-	cur, ended := ls.cur, ls.ended
-	ls.mu.Unlock()
-	var errs []error
-	for _, se := range append(ended, cur) {
-		if se == nil {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := se.end(ctx); err != nil && se == cur {
-			errs = append(errs, err)
-		}
-		cancel()
-	}
-	return errors.Join(errs...)
+	ls.RemoveLater(se, se.t, func(ctx context.Context) error {
+		_, err := ls.s.leave(ctx, se, name, ticket)
+		return err
+	})
 }

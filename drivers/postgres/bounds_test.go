@@ -33,7 +33,7 @@ func TestSilentClientInEnqueue(t *testing.T) {
 	for {
 		var expired bool
 		err := su.QueryRow(ctx, `SELECT bool_and(confirmed_at + timeout_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM `+
-			pgx.Identifier{schema}.Sanitize()+`.cosid_lock_session WHERE id = $1`, a.locks.cur.id).Scan(&expired)
+			pgx.Identifier{schema}.Sanitize()+`.cosid_lock_session WHERE id = $1`, a.locks.Current().id).Scan(&expired)
 		if err != nil {
 			t.Fatal(err)
 		}

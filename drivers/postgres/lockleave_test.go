@@ -32,7 +32,7 @@ func TestLeaveWaitsForFirstEnqueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Unlock(ctx)
-	se, err := s.locks.get(ctx)
+	se, err := s.locks.Get(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ var (
 // background if the server does not answer), and the lock session with
 // every other hold of the store lives on.
 func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	se, err := s.locks.get(ctx)
+	se, err := s.locks.Get(ctx)
 	if err != nil {
 		return nil, s.unavailable(err)
 	}
@@ -46,7 +46,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 		// lost, and this call, which holds nothing yet, joins again on a
 		// new session.
 		se.Lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
-		if se, err = s.locks.get(ctx); err != nil {
+		if se, err = s.locks.Get(ctx); err != nil {
 			return nil, s.unavailable(err)
 		}
 		ticket, err = s.enqueue(ctx, se, name, owner, wait)
@@ -89,7 +89,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 				err = ctx.Err()
 			case <-se.Lost():
 				err = fmt.Errorf("lock session lost while waiting: %w", driver.ErrLeaseLost)
-			case <-s.locks.done:
+			case <-s.locks.Done():
 				err = driver.ErrClosed
 			}
 			timer.Stop()

@@ -59,7 +59,7 @@ func TestLockLostBeforeTakeover(t *testing.T) {
 				c := superuser(t, srv)
 				var n int
 				err := c.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM `+
-					pgx.Identifier{a().cfg.Schema}.Sanitize()+`.cosid_lock_session WHERE id = $1`, a().locks.cur.id).Scan(&n)
+					pgx.Identifier{a().cfg.Schema}.Sanitize()+`.cosid_lock_session WHERE id = $1`, a().locks.Current().id).Scan(&n)
 				if err != nil || n != 1 {
 					t.Fatalf("pg_terminate_backend: %d, %v", n, err)
 				}

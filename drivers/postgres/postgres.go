@@ -371,11 +371,11 @@ const closeGrace = 2 * time.Second
 // Close ends the lock session and, if the store opened the pool, the pool.
 func (s *driverStore) Close() error {
 	if !s.ownPool {
-		return s.locks.close()
+		return s.locks.Close()
 	}
 	done := make(chan error, 1)
 	go func() {
-		err := s.locks.close()
+		err := s.locks.Close()
 		s.pool.Close()
 		done <- err
 	}()

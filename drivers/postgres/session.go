@@ -204,8 +204,8 @@ func (se *session) halt() {
 	<-se.done
 }
 
-// end stops the session and deletes its rows, waking the next holders.
-func (se *session) end(ctx context.Context) error {
+// End stops the session and deletes its rows, waking the next holders.
+func (se *session) End(ctx context.Context) error {
 	se.halt()
 	b := &pgx.Batch{}
 	b.Queue(se.ls.s.lq.LockSessions, se.id)
@@ -218,18 +218,9 @@ func (se *session) end(ctx context.Context) error {
 
 // lockSession gives a store its current session, making one when needed.
 type lockSession struct {
+	*sqlstore.Sessions[*session]
 	s       *driverStore
 	channel string
-	done    chan struct{} // closed by close: lock waits end
-	ctx     context.Context
-	cancel  context.CancelFunc // ends a session's start and the removals
-	removes sync.WaitGroup     // removals retried in the background
-
-	mu       sync.Mutex
-	cur      *session
-	starting chan struct{} // closed when the session being started is ready or failed
-	closed   bool
-	ended    []*session // lost sessions whose goroutines close must await
 
 	// heard counts the notifications the sessions received that woke
 	// none of the store's waiters (tests measure what an Unlock costs the
@@ -254,65 +245,9 @@ func sessionChannel(base string, id int64) string {
 }
 
 func newLockSession(s *driverStore) *lockSession {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &lockSession{s: s, channel: channelOf(s.cfg.Schema), done: make(chan struct{}), ctx: ctx, cancel: cancel}
-}
-
-// get returns a live session. Only one Lock starts a session at a time;
-// the others wait for it, each within its own context.
-func (ls *lockSession) get(ctx context.Context) (*session, error) {
-	for {
-		ls.mu.Lock()
-		if ls.closed {
-			ls.mu.Unlock()
-			return nil, driver.ErrClosed
-		}
-		if ls.cur != nil && !ls.cur.IsLost() {
-			se := ls.cur
-			ls.mu.Unlock()
-			return se, nil
-		}
-		if ch := ls.starting; ch != nil {
-			ls.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		if ls.cur != nil {
-			ls.ended = append(ls.ended, ls.cur)
-			ls.cur = nil
-		}
-		ch := make(chan struct{})
-		ls.starting = ch
-		ls.mu.Unlock()
-
-		sctx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(ls.ctx, cancel)
-		se, err := ls.startSession(sctx)
-		stop()
-		cancel()
-		ls.mu.Lock()
-		ls.starting = nil
-		close(ch)
-		if err == nil && ls.closed {
-			ls.ended = append(ls.ended, se)
-			err = driver.ErrClosed
-		} else if err == nil {
-			ls.cur = se
-			ls.s.connected(se)
-		}
-		ls.mu.Unlock()
-		if err != nil {
-			if ls.ctx.Err() != nil {
-				return nil, driver.ErrClosed
-			}
-			return nil, err
-		}
-		return se, nil
-	}
+	ls := &lockSession{s: s, channel: channelOf(s.cfg.Schema)}
+	ls.Sessions = sqlstore.NewSessions(ls.startSession, s.connected)
+	return ls
 }
 
 // fail gives up a session whose rows may be in an unknown state: it stops
@@ -321,69 +256,13 @@ func (ls *lockSession) get(ctx context.Context) (*session, error) {
 func (ls *lockSession) fail(se *session) {
 	ctx, cancel := context.WithTimeout(context.Background(), se.t)
 	defer cancel()
-	_ = se.end(ctx)
+	_ = se.End(ctx)
 }
 
-// removeLater retries the removal of a row of se in the background until
-// it succeeds, the session is lost (its rows are then taken over) or the
-// store closes (which ends the session and its rows).
+// removeLater removes a row of se in the background (sqlstore.Sessions.RemoveLater).
 func (ls *lockSession) removeLater(se *session, name string, ticket int64) {
-	ls.removes.Add(1)
-	go func() {
-		defer ls.removes.Done()
-		pause := 50 * time.Millisecond
-		for {
-			t := time.NewTimer(pause)
-			select {
-			case <-t.C:
-			case <-se.Lost():
-				t.Stop()
-				return
-			case <-ls.done:
-				t.Stop()
-				return
-			}
-			ctx, cancel := context.WithTimeout(ls.ctx, se.t)
-			_, err := ls.s.leave(ctx, se, name, ticket)
-			cancel()
-			if err == nil {
-				return
-			}
-			pause = min(2*pause, se.t/3)
-		}
-	}()
-}
-
-// close ends the current session, deleting its rows: the holds are lost
-// and the next waiters get their turn.
-func (ls *lockSession) close() error {
-	ls.mu.Lock()
-	if ls.closed {
-		ls.mu.Unlock()
-		return nil
-	}
-	ls.closed = true
-	close(ls.done)
-	ls.cancel()
-	starting := ls.starting
-	ls.mu.Unlock()
-	if starting != nil {
-		<-starting // its start ends with ls.ctx
-	}
-	ls.removes.Wait()
-	ls.mu.Lock()
-	cur, ended := ls.cur, ls.ended
-	ls.mu.Unlock()
-	var errs []error
-	for _, se := range append(ended, cur) {
-		if se == nil {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := se.end(ctx); err != nil && se == cur {
-			errs = append(errs, err)
-		}
-		cancel()
-	}
-	return errors.Join(errs...)
+	ls.RemoveLater(se, se.t, func(ctx context.Context) error {
+		_, err := ls.s.leave(ctx, se, name, ticket)
+		return err
+	})
 }

@@ -129,9 +129,7 @@ func (h harness) EndSession(ctx context.Context, d driver.Store) error {
 	if !ok {
 		return fmt.Errorf("EndSession of %T, not a store of this harness", d)
 	}
-	s.locks.mu.Lock()
-	cur := s.locks.cur
-	s.locks.mu.Unlock()
+	cur := s.locks.Current()
 	if cur == nil {
 		return fmt.Errorf("the store has no lock session to end")
 	}
