@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"database/sql"
-	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/cosid-go/store/internal/testing/mysqltest"
@@ -42,48 +38,19 @@ func TestImportLeafInterrupted(t *testing.T) {
 		}
 	}
 	dst := storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(t.TempDir(), "ids.db")}}
-	cmd := exec.CommandContext(t.Context(), storectlBinary(t), with(args("import-leaf", "--leaf", dsn, "--leaf-stopped"), dst.flags())...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	printed := 0
-	for lines.Scan() {
-		printed++
-		if strings.HasPrefix(lines.Text(), "k000100:") {
-			break
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	for lines.Scan() {
-		if strings.HasPrefix(lines.Text(), "k") {
-			printed++
-		}
-	}
-	err = cmd.Wait()
-	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != exitInterrupted {
-		t.Fatalf("import-leaf after SIGINT: %v, want exit code %d\n%s", err, exitInterrupted, stderr.String())
-	}
-	if want := fmt.Sprintf("stopped after %d of %d biz_tags", printed, tags); !strings.Contains(stderr.String(), want) || printed >= tags {
-		t.Fatalf("import-leaf's message lacks %q:\n%s", want, stderr.String())
+	printed, stderr := interruptAt(t, with(args("import-leaf", "--leaf", dsn, "--leaf-stopped"), dst.flags()), "k000100:", "k")
+	if want := fmt.Sprintf("stopped after %d of %d biz_tags", printed, tags); !strings.Contains(stderr, want) || printed >= tags {
+		t.Fatalf("import-leaf's message lacks %q:\n%s", want, stderr)
 	}
 	if got := len(keysOf(t, dst.open(t))); got != printed {
 		t.Fatalf("%d keys in the store after the interrupted import; %d biz_tags were printed", got, printed)
 	}
-	i := strings.Index(stderr.String(), "\n  storectl import-leaf ")
+	i := strings.Index(stderr, "\n  storectl import-leaf ")
 	if i < 0 {
-		t.Fatalf("no command to run next:\n%s", stderr.String())
+		t.Fatalf("no command to run next:\n%s", stderr)
 	}
 	// As an operator pastes it into a shell: the DSN is quoted.
-	line, _, _ := strings.Cut(stderr.String()[i+3:], "\n")
+	line, _, _ := strings.Cut(stderr[i+3:], "\n")
 	newOperator(t).run(line).want(t, exitOK,
 		"k000000: already at 10", "k002999: initialised at 30000", "3000 biz_tags read from leaf_alloc, 0 refused")
 	if got := len(keysOf(t, dst.open(t))); got != tags {

@@ -166,36 +166,9 @@ func TestSealInterrupted(t *testing.T) {
 	for i := range keys {
 		names = append(names, fmt.Sprintf("k%06d", i))
 	}
-	cmd := exec.CommandContext(t.Context(), storectlBinary(t), with(args("seal"), src.flags(), names)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	printed := 0
-	for lines.Scan() {
-		printed++
-		if strings.HasPrefix(lines.Text(), "k000100:") {
-			break
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	for lines.Scan() {
-		printed++
-	}
-	err = cmd.Wait()
-	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != exitInterrupted {
-		t.Fatalf("seal after SIGINT: %v, want exit code %d\n%s", err, exitInterrupted, stderr.String())
-	}
-	if want := fmt.Sprintf("stopped after sealing %d of %d keys", printed, keys); !strings.Contains(stderr.String(), want) {
-		t.Fatalf("seal's message lacks %q:\n%s", want, stderr.String())
+	printed, stderr := interruptAt(t, with(args("seal"), src.flags(), names), "k000100:", "")
+	if want := fmt.Sprintf("stopped after sealing %d of %d keys", printed, keys); !strings.Contains(stderr, want) {
+		t.Fatalf("seal's message lacks %q:\n%s", want, stderr)
 	}
 	s := src.open(t)
 	for i, k := range names {
@@ -203,11 +176,11 @@ func TestSealInterrupted(t *testing.T) {
 			t.Fatalf("%s sealed %v (%v); %d keys were printed", k, sealed, err, printed)
 		}
 	}
-	i := strings.Index(stderr.String(), "\n  storectl seal ")
+	i := strings.Index(stderr, "\n  storectl seal ")
 	if i < 0 {
-		t.Fatalf("no command to run next:\n%s", stderr.String())
+		t.Fatalf("no command to run next:\n%s", stderr)
 	}
-	line, _, _ := strings.Cut(stderr.String()[i+3:], "\n")
+	line, _, _ := strings.Cut(stderr[i+3:], "\n")
 	exe(t, strings.Fields(line)[1:]...).want(t, exitOK, "k002999: sealed at 30000")
 	if _, sealed, err := s.Ranges().Current(t.Context(), "k002999"); err != nil || !sealed {
 		t.Fatalf("k002999 after the rerun: sealed %v (%v)", sealed, err)

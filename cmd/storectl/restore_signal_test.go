@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -26,50 +22,21 @@ func TestRestoreInterrupted(t *testing.T) {
 	exe(t, "backup", populatedSQLite(t, keys), backup).want(t, exitOK, "backed up ")
 	flags := storeSpec{driver: "sqlite", options: map[string]string{"path": backup}}.flags()
 
-	cmd := exec.CommandContext(t.Context(), storectlBinary(t), with(args("restore", "--raise", "1000", "--no-moves"), flags)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	raised := 0
-	for lines.Scan() {
-		raised++
-		if strings.HasPrefix(lines.Text(), "key k000100:") {
-			break
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	for lines.Scan() {
-		if strings.HasPrefix(lines.Text(), "key ") {
-			raised++
-		}
-	}
-	err = cmd.Wait()
-	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != exitInterrupted {
-		t.Fatalf("restore after SIGINT: %v, want exit code %d\n%s", err, exitInterrupted, stderr.String())
-	}
-	m := regexp.MustCompile(`stopped after raising (\d+) of 3000 keys`).FindStringSubmatch(stderr.String())
+	raised, stderr := interruptAt(t, with(args("restore", "--raise", "1000", "--no-moves"), flags), "key k000100:", "key ")
+	m := regexp.MustCompile(`stopped after raising (\d+) of 3000 keys`).FindStringSubmatch(stderr)
 	if m == nil || m[1] != strconv.Itoa(raised) || raised >= keys {
-		t.Fatalf("restore printed %d keys raised; its message:\n%s", raised, stderr.String())
+		t.Fatalf("restore printed %d keys raised; its message:\n%s", raised, stderr)
 	}
 	r := exe(t, with(args("inspect"), flags)...)
 	r.want(t, exitOK, "hands out nothing until storectl restore raises it")
 	wantRow(t, r.stdout, fmt.Sprintf("k%06d", raised-1), 10*raised+1000) // the last raised
 	wantRow(t, r.stdout, fmt.Sprintf("k%06d", raised), 10*(raised+1))    // the first not raised
 
-	i := strings.Index(stderr.String(), "\n  storectl restore ")
+	i := strings.Index(stderr, "\n  storectl restore ")
 	if i < 0 {
-		t.Fatalf("no command to run next:\n%s", stderr.String())
+		t.Fatalf("no command to run next:\n%s", stderr)
 	}
-	line, _, _ := strings.Cut(stderr.String()[i+3:], "\n")
+	line, _, _ := strings.Cut(stderr[i+3:], "\n")
 	exe(t, strings.Fields(line)[1:]...).want(t, exitOK, "backup mark cleared", "k002999: raised from 30000 to 31000")
 	// Raised twice at most: never below what the original may have
 	// handed out, and the copy is live again.
