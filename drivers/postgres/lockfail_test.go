@@ -45,9 +45,9 @@ func TestFailedLockCostsItself(t *testing.T) {
 	}
 	// A store's holds end at its lock session's end: wait past a
 	// confirmation or two, so that a session given up would show.
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) && !closed(la.Lost()) {
-		time.Sleep(50 * time.Millisecond) // watching for a loss that must not come
+	select {
+	case <-time.After(2 * time.Second):
+	case <-la.Lost():
 	}
 	if closed(la.Lost()) {
 		t.Fatalf("the hold of \"a\" was lost after a failed Lock of \"b\": %v", la.(*hold).LostErr())
