@@ -25,11 +25,7 @@ BIN=$DIR/etcd
 CTL=$DIR/etcdctl
 UTL=$DIR/etcdutl
 
-log() { echo "install-etcd: $*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 command -v go >/dev/null || die "go not found on PATH"
 

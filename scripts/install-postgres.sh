@@ -12,33 +12,8 @@
 # Usage: bash scripts/install-postgres.sh [--no-check]
 set -euo pipefail
 
-check=1
-for arg in "$@"; do
-	case $arg in
-	--no-check) check=0 ;;
-	*)
-		echo "usage: $0 [--no-check]" >&2
-		exit 2
-		;;
-	esac
-done
-
-log() { echo "install-postgres: $*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
-
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null; then
-		sudo DEBIAN_FRONTEND=noninteractive "$@"
-	else
-		die "run as root: '$*' needs it"
-	fi
-}
-export DEBIAN_FRONTEND=noninteractive
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+parse_check_args "$@"
 
 # bindir prints the newest installed server's bin directory, if any.
 bindir() {

@@ -26,34 +26,8 @@ ZKDIR=$ROOT/.zk
 ZK39_DIR=$ZKDIR/3.9
 JAVA_DIR=/usr/share/java
 
-check=1
-for arg in "$@"; do
-	case $arg in
-	--no-check) check=0 ;;
-	*)
-		echo "usage: $0 [--no-check]" >&2
-		exit 2
-		;;
-	esac
-done
-
-log() { echo "install-zookeeper: $*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
-
-# Only installing needs root; a machine that has everything needs no sudo.
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null; then
-		sudo DEBIAN_FRONTEND=noninteractive "$@"
-	else
-		die "run as root: '$*' needs it"
-	fi
-}
-export DEBIAN_FRONTEND=noninteractive
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+parse_check_args "$@"
 
 # The jars the zookeeper jar's manifest names (jline is only used by the CLI
 # and is absent here), plus slf4j-simple so the server logs to stderr, which
