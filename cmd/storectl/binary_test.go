@@ -52,7 +52,7 @@ func storectlBinary(t *testing.T) string {
 }
 
 func removeBinary() {
-	for _, dir := range []string{binary.dir, previousVersion.dir} {
+	for _, dir := range []string{binary.dir, previousVersion.dir, nextVersion.dir} {
 		if dir != "" {
 			os.RemoveAll(dir)
 		}

@@ -4,14 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/testing/etcdtest"
-	"github.com/cosid-go/store/internal/testing/mysqltest"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
@@ -242,30 +240,7 @@ func TestRestoreEtcdAsDocumented(t *testing.T) {
 // the mysql client, then storectl restore) on a database of its own of the
 // shared MariaDB server.
 func TestRestoreMySQLAsDocumented(t *testing.T) {
-	srv := mysqltest.Shared(t)
-	db := srv.NewDatabase(t)
-	host, port, _ := strings.Cut(srv.Addr(), ":")
-	dir := t.TempDir()
-	cnf := filepath.Join(dir, "admin.cnf")
-	if err := os.WriteFile(cnf, []byte("[client]\nhost="+host+"\nport="+port+"\nuser=root\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dsn := "root@tcp(" + srv.Addr() + ")/"
-	op := newOperator(t,
-		"/etc/cosid/admin.cnf", cnf,
-		"ids:secret@tcp(db-1:3306)/", dsn,
-		"--databases cosid", "--databases "+db,
-		"DROP DATABASE cosid", "DROP DATABASE "+db,
-		"-o database=cosid", "-o database="+db,
-		"/backup/", dir+"/")
-	for _, tool := range []string{"mysqldump", "mysql"} {
-		path, err := exec.LookPath(tool)
-		if err != nil {
-			t.Fatalf("%v (make mariadb installs the client tools)", err)
-		}
-		op.tool(tool, path)
-	}
-	spec := storeSpec{driver: "mysql", options: map[string]string{"dsn": dsn, "database": db, "poolSize": "4"}}
+	op, spec := mysqlOperator(t)
 	followRestore(t, inPlaceRestore{
 		doc: "drivers/mysql.md", backup: "mysql-backup", restore: "mysql-restore",
 		spec: spec, op: op,
