@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/poll"
 	"github.com/cosid-go/store/internal/testing/zktest"
@@ -39,6 +41,30 @@ func lockAsync(t *testing.T, ctx context.Context, s *driverStore, name, owner st
 		ch <- lockResult{l, err, monoNow()}
 	})
 	return ch
+}
+
+// awaitHeld waits for a wire hook's signal that the request it holds was
+// sent, and stops the test, saying what, when none comes within 10s.
+func awaitHeld(t *testing.T, held <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal(what)
+	}
+}
+
+// steeredLock opens a store whose wire the test steers and a raw
+// connection to look at name's lock nodes, and locks and unlocks name once
+// so that its parents exist. It returns the nodes' parent and the fence of
+// that first hold.
+func steeredLock(t *testing.T, addr, name string) (s *driverStore, w *wire, conn *zk.Conn, parent string, first int64) {
+	t.Helper()
+	w = new(wire)
+	s = openTest(t, testOptions(addr, nil), w)
+	conn = rawConn(t, addr)
+	parent = s.lockParent(name)
+	return s, w, conn, parent, lockOnce(t, s, name, "o")
 }
 
 func awaitLock(t *testing.T, ch <-chan lockResult, d time.Duration, what string) lockResult {

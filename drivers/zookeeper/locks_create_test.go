@@ -66,12 +66,8 @@ func deleteParent(t *testing.T, conn *zk.Conn, parent string) {
 // make the parent and create again, not fail with "not found".
 func testLockParentGoneAnswerLost(t *testing.T, addr string) {
 	const name = "gone"
-	var w wire
-	s := openTest(t, testOptions(addr, nil), &w)
-	conn := rawConn(t, addr)
+	s, w, conn, parent, first := steeredLock(t, addr, name)
 	ctx := t.Context()
-	parent := s.lockParent(name)
-	first := lockOnce(t, s, name, "o") // creates the parents
 	deleteParent(t, conn, parent)
 	sent := w.dropFirstAnswer(opLockCreate)
 	long, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -127,20 +123,12 @@ func testLockContainerRecreatedFence(t *testing.T, addr string) {
 // node of that second create.
 func testLockNoNodeRetryFence(t *testing.T, addr string) {
 	const name = "nonode"
-	var w wire
-	s := openTest(t, testOptions(addr, nil), &w)
-	conn := rawConn(t, addr)
+	s, w, conn, parent, first := steeredLock(t, addr, name)
 	ctx := t.Context()
-	parent := s.lockParent(name)
-	first := lockOnce(t, s, name, "o") // creates the parents
 	multis := w.requests(opLockCreate)
 	held, release := w.holdFirst(opLockCreate)
 	ch := lockAsync(t, ctx, s, name, "o")
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no create was sent")
-	}
+	awaitHeld(t, held, "no create was sent")
 	deleteParent(t, conn, parent)
 	close(release)
 	r := awaitLock(t, ch, 20*time.Second, "Lock whose parent was deleted under its create")
@@ -228,19 +216,12 @@ func testLockEarlyListingHeld(t *testing.T, addr string) {
 	ctx := t.Context()
 	parent := s.lockParent(name)
 	lockOnce(t, s, name, "o") // creates the parents
-	waitHeld := func(held <-chan struct{}) {
-		select {
-		case <-held:
-		case <-time.After(10 * time.Second):
-			t.Fatal("no listing was sent")
-		}
-	}
 
 	// The context ends while the listing is held.
 	held, release := w.holdFirst(opcodeChildren2)
 	cctx, cancel := context.WithCancel(ctx)
 	ch := lockAsync(t, cctx, s, name, "o")
-	waitHeld(held)
+	awaitHeld(t, held, "no listing was sent")
 	lockEventually(t, 10*time.Second, "the create applied", func() bool { return len(lockNodes(t, conn, parent)) == 1 })
 	cancel()
 	r := awaitLock(t, ch, 5*time.Second, "Lock cancelled while its first listing is held")
@@ -253,7 +234,7 @@ func testLockEarlyListingHeld(t *testing.T, addr string) {
 	// The store closes while the listing is held.
 	held, release = w.holdFirst(opcodeChildren2)
 	ch = lockAsync(t, ctx, s, name, "o")
-	waitHeld(held)
+	awaitHeld(t, held, "no listing was sent")
 	closeWhileHeld(t, s, ch, release, "Lock whose store closes while its first listing is held")
 }
 
@@ -342,11 +323,7 @@ func testLockEarlyListingAcrossExpiry(t *testing.T, addr string) {
 		return false
 	})
 	chB := lockAsync(t, ctx, b, name, "b")
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no read was held behind b's create")
-	}
+	awaitHeld(t, held, "no read was held behind b's create")
 	select {
 	case <-created:
 	case <-time.After(30 * time.Second):
@@ -419,11 +396,7 @@ func testLockCreateNeverWritten(t *testing.T, addr string) {
 		return false
 	})
 	ch := lockAsync(t, ctx, s, name, "o")
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no create was sent")
-	}
+	awaitHeld(t, held, "no create was sent")
 	if n := s.wire.writes.pending.Load(); n != 1 {
 		t.Errorf("%d create watches while the create is on its way, want 1", n)
 	}

@@ -71,11 +71,7 @@ func testLockLateCreate(t *testing.T, version string) {
 		return false
 	})
 	go s.conn.Get("/") // fails with the cut below
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the read was not sent")
-	}
+	awaitHeld(t, held, "the read was not sent")
 	creates := w.requests(opLockCreate)
 	oldSID := s.conn.SessionID()
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)

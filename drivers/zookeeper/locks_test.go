@@ -277,11 +277,7 @@ func testLockFenceFirstNotAlone(t *testing.T, addr string) {
 	stats := w.requests(opcodeExists)
 	held, release := w.holdFirst(opcodeChildren2)
 	chA := lockAsync(t, ctx, a, name, "a")
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a sent no listing")
-	}
+	awaitHeld(t, held, "a sent no listing")
 	// The listing leaves right behind the create (lock_create.go): b's
 	// create is sent once the server has a's node, so that b queues behind.
 	lockEventually(t, 10*time.Second, "a's node created", func() bool { return nodes() == 1 })
@@ -513,11 +509,7 @@ func testLockPredecessorGone(t *testing.T, addr string) {
 	}
 	held, release := w.holdFirst(opGetData)
 	ch := lockAsync(t, ctx, b, name, "b")
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter sent no watch request")
-	}
+	awaitHeld(t, held, "the waiter sent no watch request")
 	if err := la.Unlock(ctx); err != nil {
 		close(release)
 		t.Fatal(err)
@@ -542,12 +534,8 @@ func testLockPredecessorGone(t *testing.T, addr string) {
 // nothing behind.
 func testLockCutDuringCreate(t *testing.T, addr string) {
 	const name = "cut"
-	var w wire
-	s := openTest(t, testOptions(addr, nil), &w)
-	conn := rawConn(t, addr)
+	s, w, conn, parent, _ := steeredLock(t, addr, name)
 	ctx := t.Context()
-	parent := s.lockParent(name)
-	lockOnce(t, s, name, "o") // creates the parents
 	sid := s.conn.SessionID()
 	creates := w.requests(opLockCreate)
 	sent := w.dropFirstAnswer(opLockCreate)
@@ -622,24 +610,17 @@ func testLockCutThenGiveUp(t *testing.T, addr string) {
 // remove the node before it returns.
 func testLockCancelDuringCreate(t *testing.T, addr string) {
 	const name = "cancelled"
-	var w wire
-	s := openTest(t, testOptions(addr, nil), &w)
-	conn := rawConn(t, addr)
+	s, w, conn, parent, _ := steeredLock(t, addr, name)
 	ctx := t.Context()
-	lockOnce(t, s, name, "o") // creates the parents
 	held, release := w.holdFirst(opLockCreate)
 	cctx, cancel := context.WithCancel(ctx)
 	ch := lockAsync(t, cctx, s, name, "o")
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no create was sent")
-	}
+	awaitHeld(t, held, "no create was sent")
 	cancel()
 	close(release)
 	r := awaitLock(t, ch, 5*time.Second, "Lock cancelled with its create in flight")
 	wantIs(t, r.err, context.Canceled, "Lock cancelled with its create in flight")
-	if nodes := lockNodes(t, conn, s.lockParent(name)); len(nodes) != 0 {
+	if nodes := lockNodes(t, conn, parent); len(nodes) != 0 {
 		t.Errorf("nodes right after the cancelled Lock returned: %q, want none", nodes)
 	}
 }

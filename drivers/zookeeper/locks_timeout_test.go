@@ -328,11 +328,7 @@ func testTryLockSlowDelete(t *testing.T, addr string) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("TryLock on a held lock did not return while its node's delete was held: it waits for the removal")
 	}
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the try's node was not being deleted")
-	}
+	awaitHeld(t, held, "the try's node was not being deleted")
 	letGo()
 	conn := rawConn(t, addr)
 	lockEventually(t, 10*time.Second, "the try's node removed", func() bool {
