@@ -87,6 +87,28 @@ func (s tryLockGap) Lock(ctx context.Context, name, owner string, wait bool) (dr
 	return gapLock{l, s, name}, nil
 }
 
+// detachedWait is the memory driver's waiting Lock run on a context of
+// its own, so that a variant decides what its caller's leaving does.
+type detachedWait struct {
+	cancel func()
+	ch     <-chan lockResult
+}
+
+func waitDetached(ctx context.Context, d memDriver, name, owner string) detachedWait {
+	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return detachedWait{cancel, lockAsync(inner, d, name, owner)}
+}
+
+// leave ends the wait as the memory driver does: a lock granted as the
+// caller left is kept.
+func (w detachedWait) leave(ctx context.Context) (driver.Lock, error) {
+	w.cancel()
+	if r := <-w.ch; r.err == nil {
+		return r.l, nil
+	}
+	return nil, ctx.Err()
+}
+
 // dropAtGrant: a waiter whose context ends as it is handed the lock
 // returns the context's error and keeps the lock, for nobody.
 type dropAtGrant struct{ memDriver }
@@ -95,29 +117,20 @@ func (s dropAtGrant) Lock(ctx context.Context, name, owner string, wait bool) (d
 	if !wait {
 		return s.memDriver.Lock(ctx, name, owner, wait)
 	}
-	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	ch := make(chan lockResult, 1)
-	go func() {
-		l, err := s.memDriver.Lock(inner, name, owner, true)
-		ch <- lockResult{l, err}
-	}()
+	w := waitDetached(ctx, s.memDriver, name, owner)
 	select {
-	case r := <-ch:
-		cancel()
+	case r := <-w.ch:
+		w.cancel()
 		return r.l, r.err
 	case <-ctx.Done():
 	}
 	ws, err := s.Waiters(context.WithoutCancel(ctx), name)
 	if err == nil && len(ws) > 0 && ws[0].Owner == owner {
 		// The bug: handed the lock, the wait goes on to take it, for nobody.
-		go func() { <-ch; cancel() }()
+		go func() { <-w.ch; w.cancel() }()
 		return nil, ctx.Err()
 	}
-	cancel()
-	if r := <-ch; r.err == nil {
-		return r.l, nil // granted as it left
-	}
-	return nil, ctx.Err()
+	return w.leave(ctx)
 }
 
 // wakeBehind: a waiter leaving the middle of the queue wakes the one
@@ -184,32 +197,23 @@ func (s wakeBehind) Lock(ctx context.Context, name, owner string, wait bool) (dr
 	kick := make(chan struct{})
 	s.k.set(name, owner, kick)
 	defer s.k.set(name, owner, nil)
-	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	ch := make(chan lockResult, 1)
-	go func() {
-		l, err := s.memDriver.Lock(inner, name, owner, true)
-		ch <- lockResult{l, err}
-	}()
+	w := waitDetached(ctx, s.memDriver, name, owner)
 	select {
-	case r := <-ch:
-		cancel()
+	case r := <-w.ch:
+		w.cancel()
 		return r.l, r.err
 	case <-kick:
-		return wokenLock{cancel, ch}, nil
+		return wokenLock{w.cancel, w.ch}, nil
 	case <-ctx.Done():
 	}
 	// Leaving the queue: the bug wakes the waiter behind.
 	if ws, err := s.Waiters(context.WithoutCancel(ctx), name); err == nil {
-		i := slices.IndexFunc(ws, func(w driver.Waiter) bool { return w.Owner == owner })
+		i := slices.IndexFunc(ws, func(x driver.Waiter) bool { return x.Owner == owner })
 		if i > 0 && i+1 < len(ws) {
 			s.k.kick(name, ws[i+1].Owner)
 		}
 	}
-	cancel()
-	if r := <-ch; r.err == nil {
-		return r.l, nil // granted as it left
-	}
-	return nil, ctx.Err()
+	return w.leave(ctx)
 }
 
 // sortedQueue: waiters queue in owner order, not arrival order. The queue

@@ -328,21 +328,34 @@ func probeSeedLowers(ctx context.Context, tg target) (string, error) {
 	return fmt.Sprintf("fence %d after seeds 10 then 3", in.Fence), err
 }
 
-// probeSeedFloorIgnored: the floor of the term after a seed of a high next
-// floor over an expired term.
-func probeSeedFloorIgnored(ctx context.Context, tg target) (string, error) {
+// kitExpiredTerm opens tg with its clock at 1000 ms, lets a acquire the
+// slot (its term expires at 1100, its ceiling 1150) and moves the clock to
+// 2000, past both. The caller closes d.
+func kitExpiredTerm(ctx context.Context, tg target) (driver.Store, driver.SlotLeaseStore, error) {
 	d, base := tg.open()
-	defer d.Close()
 	var now atomicMillis
 	now.Store(1000)
 	if err := setClock(ctx, base, now.Load); err != nil {
-		return "", err
+		d.Close()
+		return nil, nil, err
 	}
 	s := d.(driver.SlotLeaseStore)
-	if _, err := s.Acquire(ctx, kitReq("a")); err != nil { // expires at 1100, ceiling 1150
-		return "", err
+	if _, err := s.Acquire(ctx, kitReq("a")); err != nil {
+		d.Close()
+		return nil, nil, err
 	}
 	now.Store(2000)
+	return d, s, nil
+}
+
+// probeSeedFloorIgnored: the floor of the term after a seed of a high next
+// floor over an expired term.
+func probeSeedFloorIgnored(ctx context.Context, tg target) (string, error) {
+	d, s, err := kitExpiredTerm(ctx, tg)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
 	if err := d.(driver.SlotSeeder).SeedSlot(ctx, kitNS, 0, 0, 1_000_000_000); err != nil {
 		return "", err
 	}
@@ -352,18 +365,11 @@ func probeSeedFloorIgnored(ctx context.Context, tg target) (string, error) {
 
 // probeTakeoverLastOwner: LastOwner after b took over a's expired term.
 func probeTakeoverLastOwner(ctx context.Context, tg target) (string, error) {
-	d, base := tg.open()
+	d, s, err := kitExpiredTerm(ctx, tg)
+	if err != nil {
+		return "", err
+	}
 	defer d.Close()
-	var now atomicMillis
-	now.Store(1000)
-	if err := setClock(ctx, base, now.Load); err != nil {
-		return "", err
-	}
-	s := d.(driver.SlotLeaseStore)
-	if _, err := s.Acquire(ctx, kitReq("a")); err != nil {
-		return "", err
-	}
-	now.Store(2000)
 	if _, err := s.Acquire(ctx, kitReq("b")); err != nil {
 		return "", err
 	}
