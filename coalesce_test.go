@@ -145,6 +145,16 @@ func holdFirst(t *testing.T, g *gate, st *store.Store, key string) (<-chan outco
 	return first, release
 }
 
+// heldGate opens a store on a gate and starts a call on key "k" whose
+// write is held: the calls queued next wait for one write together.
+func heldGate(t *testing.T, opts ...store.Option) (g *gate, st *store.Store, first <-chan outcome, release chan struct{}) {
+	t.Helper()
+	g = newGate("")
+	st = openGate(t, g, opts...)
+	first, release = holdFirst(t, g, st, "k")
+	return g, st, first, release
+}
+
 func want(t *testing.T, what string, got outcome, start, end int64) {
 	t.Helper()
 	if got.err != nil || got.r != (store.Range{Start: start, End: end}) {
@@ -153,9 +163,7 @@ func want(t *testing.T, what string, got outcome, start, end int64) {
 }
 
 func TestCoalescedNextSplitsOneWriteInArrivalOrder(t *testing.T) {
-	g := newGate("")
-	st := openGate(t, g)
-	first, release := holdFirst(t, g, st, "k")
+	g, st, first, release := heldGate(t)
 	b := queue(t, t.Context(), st, "k", 2)
 	c := queue(t, t.Context(), st, "k", 3)
 	d := queue(t, t.Context(), st, "k", 4)
@@ -189,9 +197,7 @@ func TestCoalescingOff(t *testing.T) {
 }
 
 func TestCoalescedCallerLeavesBeforeWrite(t *testing.T) {
-	g := newGate("")
-	st := openGate(t, g)
-	first, release := holdFirst(t, g, st, "k")
+	g, st, first, release := heldGate(t)
 	b := queue(t, t.Context(), st, "k", 10)
 	ctx, cancel := context.WithCancel(t.Context())
 	c := queue(t, ctx, st, "k", 100)
@@ -213,9 +219,7 @@ func TestCoalescedCallerLeavesBeforeWrite(t *testing.T) {
 }
 
 func TestCoalescedCallerLeavesDuringWrite(t *testing.T) {
-	g := newGate("")
-	st := openGate(t, g)
-	first, release := holdFirst(t, g, st, "k")
+	g, st, first, release := heldGate(t)
 	// The call that leaves comes first in the batch: the write must not
 	// depend on its context.
 	ctx, cancel := context.WithCancel(t.Context())
@@ -241,9 +245,7 @@ func TestCoalescedCallerLeavesDuringWrite(t *testing.T) {
 }
 
 func TestCoalescedLostAnswerSkipsTheBatch(t *testing.T) {
-	g := newGate("")
-	st := openGate(t, g)
-	first, release := holdFirst(t, g, st, "k")
+	g, st, first, release := heldGate(t)
 	var calls []<-chan outcome
 	for _, step := range []int64{2, 3, 4} {
 		calls = append(calls, queue(t, t.Context(), st, "k", step))
@@ -291,9 +293,7 @@ func TestCoalescedExhaustionInArrivalOrder(t *testing.T) {
 
 func TestCoalescedStepsPastInt64(t *testing.T) {
 	const half = math.MaxInt64 / 2
-	g := newGate("")
-	st := openGate(t, g, store.WithMaxStep(math.MaxInt64))
-	first, release := holdFirst(t, g, st, "k")
+	g, st, first, release := heldGate(t, store.WithMaxStep(math.MaxInt64))
 	x := queue(t, t.Context(), st, "k", half)
 	y := queue(t, t.Context(), st, "k", half)
 	z := queue(t, t.Context(), st, "k", 5)
@@ -312,9 +312,7 @@ func TestCoalescedStepsPastInt64(t *testing.T) {
 }
 
 func TestCoalescedSealReachesEveryCaller(t *testing.T) {
-	g := newGate("")
-	st := openGate(t, g)
-	first, release := holdFirst(t, g, st, "k")
+	_, st, first, release := heldGate(t)
 	b := queue(t, t.Context(), st, "k", 2)
 	c := queue(t, t.Context(), st, "k", 3)
 	if _, err := st.Ranges().Seal(t.Context(), "k"); err != nil {
@@ -500,9 +498,9 @@ func TestCoalescedManyCallersSeveralStores(t *testing.T) {
 	}
 }
 
-// TestCoalescedRangesTile: without faults, the ranges of many callers of
-// several stores tile [0, next) with no gap.
-func TestCoalescedRangesTile(t *testing.T) {
+// fourStores opens four stores on one fresh shared state, each write
+// taking 100µs so that calls queue behind it.
+func fourStores(t *testing.T) []*store.Store {
 	name := fmt.Sprintf("coalesce-%d", rand.Int64())
 	var sts []*store.Store
 	for range 4 {
@@ -510,6 +508,13 @@ func TestCoalescedRangesTile(t *testing.T) {
 		g.delay = 100 * time.Microsecond
 		sts = append(sts, openGate(t, g))
 	}
+	return sts
+}
+
+// TestCoalescedRangesTile: without faults, the ranges of many callers of
+// several stores tile [0, next) with no gap.
+func TestCoalescedRangesTile(t *testing.T) {
+	sts := fourStores(t)
 	var got rangecheck.Handed
 	var wg sync.WaitGroup
 	for i, st := range sts {
@@ -747,13 +752,7 @@ func TestCoalescedCloseUnderLoad(t *testing.T) {
 // share writes on it: every range handed out ends by the sealed value, and
 // once Seal returned, no call that starts gets a range.
 func TestCoalescedSealRacesNext(t *testing.T) {
-	name := fmt.Sprintf("coalesce-%d", rand.Int64())
-	var sts []*store.Store
-	for range 4 {
-		g := newGate(name)
-		g.delay = 100 * time.Microsecond
-		sts = append(sts, openGate(t, g))
-	}
+	sts := fourStores(t)
 	var got rangecheck.Handed
 	var sealedAt atomic.Int64
 	sealedAt.Store(-1)
