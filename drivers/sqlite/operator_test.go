@@ -273,6 +273,42 @@ func replaceWithCopy(t *testing.T, path string) {
 	}
 }
 
+// changedInUse runs a first process on a new store at ids.db, takes 5
+// ranges from it and lets change alter its files as an operator would;
+// change returns what a second process opening the path meanwhile must be
+// refused with, and what names that open in a failure. The first process
+// must then stop, saying stopped; changedInUse ends it and returns the
+// path and the ranges handed out, for a process opening the path next.
+func changedInUse(t *testing.T, stopped string, change func(path string, first *proc) (refusal, what string)) (string, *handedOut) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ids.db")
+	h := &handedOut{t: t}
+	p1 := h.spawnNext("first process", path, 5)
+	refusal, what := change(path, p1)
+	h.wantRefused("second process", path, refusal, what)
+	wantStopped(t, "first process", p1, h, stopped)
+	p1.close()
+	return path, h
+}
+
+// remove removes a file an operator removes.
+func remove(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// firstOnA runs a first process on a new store at a.db and takes 5 ranges
+// from it; b is b.db beside it, the second name an operator gives the file.
+func firstOnA(t *testing.T) (h *handedOut, p1 *proc, a, b string) {
+	t.Helper()
+	dir := t.TempDir()
+	a, b = filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+	h = &handedOut{t: t}
+	return h, h.spawnNext("first process on a.db", a, 5), a, b
+}
+
 // A hard link to a store's file is refused by every process opening
 // either name, and the store running when the link appeared stops: SQLite
 // would give each name a WAL of its own, two databases over the same pages.
@@ -280,10 +316,7 @@ func TestHardLink(t *testing.T) {
 	if serveChild() {
 		return
 	}
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
-	h := &handedOut{t: t}
-	p1 := h.spawnNext("first process on a.db", a, 5)
+	h, p1, a, b := firstOnA(t)
 	if err := os.Link(a, b); err != nil {
 		t.Fatal(err)
 	}
@@ -304,16 +337,12 @@ func TestReplacedFile(t *testing.T) {
 	if serveChild() {
 		return
 	}
-	path := filepath.Join(t.TempDir(), "ids.db")
-	h := &handedOut{t: t}
-	p1 := h.spawnNext("first process", path, 5)
-	replaceWithCopy(t, path)
-	want := fmt.Sprintf("ids.db-shm is in use by process %d, which does not have this file open", p1.cmd.Process.Pid)
-	h.wantRefused("second process", path, want, "opening the replaced file while the first process runs")
-	wantStopped(t, "first process", p1, h, "the file was replaced while in use")
-	p1.close()
-	p2 := h.spawnNext("second process", path, 5)
-	p2.close()
+	path, h := changedInUse(t, "the file was replaced while in use", func(path string, p1 *proc) (string, string) {
+		replaceWithCopy(t, path)
+		return fmt.Sprintf("ids.db-shm is in use by process %d, which does not have this file open", p1.cmd.Process.Pid),
+			"opening the replaced file while the first process runs"
+	})
+	h.spawnNext("second process", path, 5).close()
 }
 
 // A file replaced under a running store by an operator who also removed
@@ -329,9 +358,7 @@ func TestReplacedFileAndCompanions(t *testing.T) {
 	p1 := h.spawnNext("first process", path, 5)
 	replaceWithCopy(t, path)
 	for _, c := range []string{"-wal", "-shm"} {
-		if err := os.Remove(path + c); err != nil {
-			t.Fatal(err)
-		}
+		remove(t, path+c)
 	}
 	p2 := h.spawnNext("second process", path, 5)
 	wantStopped(t, "first process", p1, h, "the file was replaced while in use")
@@ -347,15 +374,10 @@ func TestDeletedFile(t *testing.T) {
 	if serveChild() {
 		return
 	}
-	path := filepath.Join(t.TempDir(), "ids.db")
-	h := &handedOut{t: t}
-	p1 := h.spawnNext("first process", path, 5)
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	h.wantRefused("second process", path, "the store was deleted or moved while in use", "opening the path of a deleted store in use")
-	wantStopped(t, "first process", p1, h, "the file was deleted or moved while in use")
-	p1.close()
+	changedInUse(t, "the file was deleted or moved while in use", func(path string, _ *proc) (string, string) {
+		remove(t, path)
+		return "the store was deleted or moved while in use", "opening the path of a deleted store in use"
+	})
 }
 
 // The -shm or the -wal file deleted under a running store: the store
@@ -367,29 +389,20 @@ func TestCompanionDeleted(t *testing.T) {
 		return
 	}
 	t.Run("shm", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "ids.db")
-		h := &handedOut{t: t}
-		p1 := h.spawnNext("first process", path, 5)
-		if err := os.Remove(path + "-shm"); err != nil {
-			t.Fatal(err)
-		}
-		want := fmt.Sprintf("process %d has this file open with another -wal and -shm", p1.cmd.Process.Pid)
-		h.wantRefused("second process", path, want, "opening the file after its -shm was deleted")
-		wantStopped(t, "first process", p1, h, "ids.db-shm was") // deleted, or made again by the second process
-		p1.close()
-		p2 := h.spawnNext("second process", path, 5)
-		p2.close()
+		// The first stops as its -shm was deleted, or made again by the
+		// second process.
+		path, h := changedInUse(t, "ids.db-shm was", func(path string, p1 *proc) (string, string) {
+			remove(t, path+"-shm")
+			return fmt.Sprintf("process %d has this file open with another -wal and -shm", p1.cmd.Process.Pid),
+				"opening the file after its -shm was deleted"
+		})
+		h.spawnNext("second process", path, 5).close()
 	})
 	t.Run("wal", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "ids.db")
-		h := &handedOut{t: t}
-		p1 := h.spawnNext("first process", path, 5)
-		if err := os.Remove(path + "-wal"); err != nil {
-			t.Fatal(err)
-		}
-		h.wantRefused("second process", path, "ids.db-shm exists and ids.db-wal does not", "opening the file after its -wal was deleted")
-		wantStopped(t, "first process", p1, h, "ids.db-wal was deleted while in use")
-		p1.close()
+		changedInUse(t, "ids.db-wal was deleted while in use", func(path string, _ *proc) (string, string) {
+			remove(t, path+"-wal")
+			return "ids.db-shm exists and ids.db-wal does not", "opening the file after its -wal was deleted"
+		})
 	})
 	// After a crash the -wal holds commits not yet in the file: deleting it
 	// would start the store below values handed out.
@@ -398,9 +411,7 @@ func TestCompanionDeleted(t *testing.T) {
 		h := &handedOut{t: t}
 		p1 := h.spawnNext("first process", path, 5)
 		p1.kill()
-		if err := os.Remove(path + "-wal"); err != nil {
-			t.Fatal(err)
-		}
+		remove(t, path+"-wal")
 		h.wantRefused("second process", path, "ids.db-shm exists and ids.db-wal does not: the WAL was deleted", "opening the file after a crash and its -wal deleted")
 	})
 }
@@ -412,16 +423,12 @@ func TestEmptiedFile(t *testing.T) {
 	if serveChild() {
 		return
 	}
-	path := filepath.Join(t.TempDir(), "ids.db")
-	h := &handedOut{t: t}
-	p1 := h.spawnNext("first process", path, 5)
-	if err := os.Truncate(path, 0); err != nil {
-		t.Fatal(err)
-	}
-	want := "the file exists and is empty: remove it to start a new store"
-	h.wantRefused("second process", path, want, "opening the emptied file")
-	wantStopped(t, "first process", p1, h, "the file was emptied while in use")
-	p1.close()
+	changedInUse(t, "the file was emptied while in use", func(path string, _ *proc) (string, string) {
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		return "the file exists and is empty: remove it to start a new store", "opening the emptied file"
+	})
 }
 
 // Processes creating one new store at once share it: none sees a
@@ -464,10 +471,7 @@ func TestRenamedFile(t *testing.T) {
 	if serveChild() {
 		return
 	}
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
-	h := &handedOut{t: t}
-	p1 := h.spawnNext("first process on a.db", a, 5)
+	h, p1, a, b := firstOnA(t)
 	if err := os.Rename(a, b); err != nil {
 		t.Fatal(err)
 	}
