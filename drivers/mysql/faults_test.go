@@ -88,16 +88,7 @@ func TestConnectionsKilled(t *testing.T) {
 	for i := range sts {
 		sts[i] = openStore(t, srv.Addr(), database, nil)
 	}
-	op, err := sql.Open("mysql", srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close()
-	op.SetMaxOpenConns(1)
-	var self int64
-	if err := op.QueryRowContext(t.Context(), "SELECT CONNECTION_ID()").Scan(&self); err != nil {
-		t.Fatal(err)
-	}
+	op, self := operator(t, srv)
 	ctx, stop := context.WithCancel(t.Context())
 	var h rangecheck.Handed
 	var wg sync.WaitGroup

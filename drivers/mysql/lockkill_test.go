@@ -29,16 +29,7 @@ func TestLocksUnderKills(t *testing.T) {
 	for i := range sts {
 		sts[i] = openAt(t, srv.Addr(), database, opts)
 	}
-	op, err := sql.Open("mysql", srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close()
-	op.SetMaxOpenConns(1)
-	var self int64
-	if err := op.QueryRowContext(t.Context(), "SELECT CONNECTION_ID()").Scan(&self); err != nil {
-		t.Fatal(err)
-	}
+	op, self := operator(t, srv)
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -115,6 +106,18 @@ func TestLocksUnderKills(t *testing.T) {
 	for _, err := range bad {
 		t.Error(err)
 	}
+}
+
+// operator is one connection of the server's root user, as an operator's
+// session, with its connection id; it is closed when the test ends.
+func operator(t *testing.T, srv *mysqltest.Server) (op *sql.DB, self int64) {
+	t.Helper()
+	op = rootDB(t, srv)
+	op.SetMaxOpenConns(1)
+	if err := op.QueryRowContext(t.Context(), "SELECT CONNECTION_ID()").Scan(&self); err != nil {
+		t.Fatal(err)
+	}
+	return op, self
 }
 
 // storeConnections lists the server's client connections but self's.

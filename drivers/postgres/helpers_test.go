@@ -3,17 +3,11 @@ package postgres
 // Small helpers of this package's tests.
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 	"github.com/cosid-go/store/internal/testing/poll"
 )
@@ -65,40 +59,4 @@ func silenceAt(t *testing.T, p *pgtest.Proxy, a *driverStore, at func(point stri
 	case <-ended:
 		t.Fatal("the call ended before it reached the point to silence")
 	}
-}
-
-// startChild runs this test binary again as a child process for the
-// running test, with env set to "connString|schema" (childLock reads it),
-// and returns it with its output; it is killed when the test ends.
-func startChild(t *testing.T, env string, srv *pgtest.Server, schema string) (*exec.Cmd, *bufio.Reader) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
-	cmd.Env = append(os.Environ(), env+"="+srv.ConnString()+"|"+schema)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, bufio.NewReader(out)
-}
-
-// childLock is a child process's Lock of "x" as owner, on the store that
-// v ("connString|schema", from startChild) names, with a 2s lock timeout.
-// It prints the error and exits 2 when it cannot.
-func childLock(v, owner string) driver.Lock {
-	connString, schema, _ := strings.Cut(v, "|")
-	d, err := fromOptions(map[string]string{"connString": connString, "schema": schema, "lockTimeout": "2s"})
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(2)
-	}
-	l, err := d.(*driverStore).Lock(context.Background(), "x", owner, true)
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(2)
-	}
-	return l
 }

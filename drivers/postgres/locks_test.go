@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/sqllocks"
 )
 
 // openAt opens a store on connString and schema, closed when the test ends.
@@ -30,95 +29,30 @@ func openAt(t *testing.T, connString, schema string, extra map[string]string) *d
 	return s
 }
 
-type lockResult struct {
-	l       driver.Lock
-	err     error
-	aLost   bool // whether the old holder's Lost was closed when this Lock returned
-	granted time.Time
-}
-
-// TestLockLostBeforeTakeover proves the lock rule of docs/design.md (Locks on PostgreSQL):
-// when the holder's session fails (its network goes silent, its backend is
-// terminated, the server is killed and restarted), another store gets the
-// lock, and only after the holder's Lost has closed.
-func TestLockLostBeforeTakeover(t *testing.T) {
-	const lockTimeout = 2 * time.Second
-	opts := map[string]string{"lockTimeout": lockTimeout.String()}
-	faults := []struct {
-		name string
-		// setup returns the holder's connection string and the fault.
-		setup func(t *testing.T, srv *pgtest.Server, a func() *driverStore) (string, func())
-		own   bool // needs a server of its own
-	}{
-		{"silent network", func(t *testing.T, srv *pgtest.Server, _ func() *driverStore) (string, func()) {
-			p := pgtest.NewProxy(t, srv.Addr())
-			return pgtest.ConnStringAt(p.Addr()), p.Freeze
-		}, false},
-		{"backend terminated", func(t *testing.T, srv *pgtest.Server, a func() *driverStore) (string, func()) {
-			return srv.ConnString(), func() {
-				c := superuser(t, srv)
-				var n int
-				err := c.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM `+
-					pgx.Identifier{a().cfg.Schema}.Sanitize()+`.cosid_lock_session WHERE id = $1`, a().locks.Current().id).Scan(&n)
-				if err != nil || n != 1 {
-					t.Fatalf("pg_terminate_backend: %d, %v", n, err)
-				}
+// TestLockScenarios runs the lock scenarios both SQL drivers share
+// (package sqllocks) on PostgreSQL.
+func TestLockScenarios(t *testing.T) {
+	sqllocks.Run(t, sqllocks.Dialect{
+		Shared:    func(t testing.TB) sqllocks.Server { return pgtest.Shared(t) },
+		Start:     func(t testing.TB) sqllocks.Server { return pgtest.Start(t) },
+		Namespace: func(testing.TB, sqllocks.Server) string { return freshSchema("locks") },
+		Open: func(t *testing.T, addr, schema string, extra map[string]string) sqllocks.Store {
+			return openAt(t, pgtest.ConnStringAt(addr), schema, extra)
+		},
+		SetHook: func(s sqllocks.Store, f func(string)) { setHook(s.(*driverStore), f) },
+		// Its backend terminated, as pg_terminate_backend by an operator.
+		KillSession: func(t *testing.T, srv sqllocks.Server, schema string, s sqllocks.Store) {
+			var n int
+			err := superuser(t, srv.(*pgtest.Server)).QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM `+
+				pgx.Identifier{schema}.Sanitize()+`.cosid_lock_session WHERE id = $1`, s.(*driverStore).locks.Current().id).Scan(&n)
+			if err != nil || n != 1 {
+				t.Fatalf("pg_terminate_backend: %d, %v", n, err)
 			}
-		}, false},
-		{"server killed and restarted", func(t *testing.T, srv *pgtest.Server, _ func() *driverStore) (string, func()) {
-			return srv.ConnString(), func() { srv.Kill(); srv.Restart(t) }
-		}, true},
-	}
-	for _, f := range faults {
-		t.Run(f.name, func(t *testing.T) {
-			var srv *pgtest.Server
-			if f.own {
-				srv = pgtest.Start(t)
-			} else {
-				t.Parallel()
-				srv = pgtest.Shared(t)
-			}
-			schema := freshSchema("lost")
-			var a *driverStore
-			connA, fault := f.setup(t, srv, func() *driverStore { return a })
-			a = openAt(t, connA, schema, opts)
-			ctx := t.Context()
-			la, err := a.Lock(ctx, "x", "a", true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			fault()
-			b := openAt(t, srv.ConnString(), schema, opts)
-			ch := make(chan lockResult, 1)
-			go func() {
-				l, err := b.Lock(ctx, "x", "b", true)
-				ch <- lockResult{l: l, err: err, aLost: closed(la.Lost()), granted: time.Now()}
-			}()
-			var r lockResult
-			select {
-			case r = <-ch:
-			case <-time.After(10 * lockTimeout):
-				t.Fatalf("the other store was not granted the lock within %v of the fault", 10*lockTimeout)
-			}
-			if r.err != nil {
-				t.Fatalf("the other store's Lock: %v", r.err)
-			}
-			if !r.aLost {
-				t.Fatalf("the other store was granted the lock %v after the fault while the holder's Lost was still open", r.granted.Sub(start))
-			}
-			if r.l.Fence() <= la.Fence() {
-				t.Errorf("fence %d of the new holder is not above %d", r.l.Fence(), la.Fence())
-			}
-			t.Logf("granted to the other store %v after the fault", r.granted.Sub(start))
-			if err := la.Unlock(ctx); !errors.Is(err, driver.ErrLeaseLost) {
-				t.Errorf("Unlock of the lost hold: %v, want ErrLeaseLost", err)
-			}
-			if err := r.l.Unlock(ctx); err != nil {
-				t.Errorf("Unlock of the new hold: %v", err)
-			}
-		})
-	}
+		},
+		KillSessionName:     "backend terminated",
+		InFlightLockTimeout: 4 * time.Second, // the server's idle bound: 1s
+		TakeoverWithin:      20 * time.Second,
+	})
 }
 
 // superuser connects to srv as the superuser until the test ends.

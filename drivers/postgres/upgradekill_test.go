@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/childproc"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 	"github.com/cosid-go/store/internal/testing/poll"
 )
@@ -59,7 +60,7 @@ func TestUpgradeKilledMidway(t *testing.T) {
 		if _, err := tx.Exec(ctx, "LOCK TABLE "+q+".cosid_namespace IN ACCESS SHARE MODE"); err != nil {
 			return err
 		}
-		cmd, out := startChild(t, upgraderEnv, srv, schema)
+		cmd, out := childproc.Start(t, upgraderEnv, srv.ConnString()+"|"+schema)
 		said := make(chan string, 1)
 		go func() {
 			line, _ := out.ReadString('\n')
