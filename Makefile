@@ -12,7 +12,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?=
 NESTED := otelstore examples/prometheus drivers/etcd cmd/storectl tools storehttp/browser
 
-.PHONY: test check zookeeper postgres etcd mariadb chromium example bench sizing histories mutants mutants-memory mutants-sqlstore mutants-etcd mutants-zookeeper release release-test
+.PHONY: test check zookeeper postgres etcd mariadb sqlite3 chromium example bench sizing histories mutants mutants-memory mutants-sqlstore mutants-etcd mutants-zookeeper release release-test
 
 # The parts of make test run at once, as the tests mostly wait on servers
 # and timers: the root module without the ZooKeeper driver, the ZooKeeper
@@ -32,7 +32,7 @@ GO_TEST := go test -race -count=1 -p $(TEST_P)
 
 .PHONY: $(TEST_PARTS) $(addprefix test-zk/,$(ZK_VERSIONS))
 
-test: zookeeper postgres etcd mariadb
+test: zookeeper postgres etcd mariadb sqlite3
 	@$(MAKE) --no-print-directory -k -j $(words $(TEST_PARTS)) --output-sync=target $(TEST_PARTS)
 
 test-root:
@@ -70,6 +70,11 @@ postgres:
 # starting the system service: the tests run their own servers).
 mariadb:
 	bash scripts/install-mariadb.sh
+
+# Installs the sqlite3 shell, which a documented SQLite procedure runs
+# (docs/operations.md, a partial restore), when it is missing.
+sqlite3:
+	bash scripts/install-sqlite3.sh
 
 check:
 	bash scripts/check-tree.sh

@@ -59,11 +59,21 @@ func (h *handedOutLog) lease(l store.Lease) {
 // slots did not go back with its slots stops at the slot with ErrCorrupt,
 // naming the partial restore; the recovery of docs/operations.md, followed
 // as written, raises it, and the slots are then handed out with no fence
-// twice and no overlapping terms.
-func followPartialRestore(t *testing.T, h *handedOutLog, spec storeSpec, op *operator, name, corrupt string) {
+// twice and no overlapping terms. skip, if set, is the start of a line of
+// the recovery not followed (an operator's mistake): it then returns what
+// was handed out without judging it.
+func followPartialRestore(t *testing.T, h *handedOutLog, spec storeSpec, op *operator, name, corrupt, skip string) *handedOutLog {
 	t.Helper()
 	exe(t, with(args("restore", "--raise", "1000000", "--no-moves"), spec.flags())...).want(t, exitFailed, corrupt)
-	res := op.follow(procedure(t, "operations.md", name), nil)
+	var lines []string
+	for _, l := range procedure(t, "operations.md", name) {
+		if skip != "" && strings.HasPrefix(l, skip) {
+			op.replace(l) // read, not run: its names are the doc's still
+			continue
+		}
+		lines = append(lines, l)
+	}
+	res := op.follow(lines, nil)
 	for l, r := range res {
 		if strings.HasPrefix(l, "storectl restore ") {
 			r.want(t, exitOK, "namespace workers: 2 slots raised")
@@ -75,10 +85,14 @@ func followPartialRestore(t *testing.T, h *handedOutLog, spec storeSpec, op *ope
 		}
 		bothSlots(t, h, spec)
 	}
+	if skip != "" {
+		return h
+	}
 	if v, f, o := h.duplicates(); v+f+o > 0 {
 		t.Fatalf("after the documented recovery: %d values handed out twice (of %d), %d fences twice, %d overlapping terms",
 			v, h.total(), f, o)
 	}
+	return h
 }
 
 // TestPartialRestoreAsDocumented: PostgreSQL, a pg_restore of every table
@@ -113,8 +127,31 @@ func TestPartialRestoreAsDocumented(t *testing.T) {
 		op.run("pg_restore -l "+dump+" | grep -v -e cosid_slot_used -e ' SCHEMA ' > "+list).want(t, exitOK)
 		op.run("pg_restore --clean --if-exists --single-transaction -L "+list+" --dbname='"+url+"' "+dump).want(t, exitOK)
 		followPartialRestore(t, h, spec, op, "partial-restore-postgres",
-			"slot workers/1 was used before and its row is gone (deleted by hand, or a partial restore)")
+			"slot workers/1 was used before and its row is gone (deleted by hand, or a partial restore)", "")
 	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		partialSQLite(t, "")
+	})
+	t.Run("mysql", func(t *testing.T) {
+		t.Parallel()
+		partialMySQL(t, "")
+	})
+	// The recovery without its storectl restore: the records deleted,
+	// the instances started on the store as the partial restore left it
+	// (its keys were raised already by the restore that stopped at the
+	// slot, so no value comes twice: slot terms do).
+	for name, f := range map[string]func(*testing.T, string) *handedOutLog{"sqlite": partialSQLite, "mysql": partialMySQL} {
+		t.Run(name+"/SkipRestore", func(t *testing.T) {
+			t.Parallel()
+			h := f(t, "storectl restore ")
+			v, fences, o := h.duplicates()
+			t.Logf("without storectl restore: %d values handed out twice (of %d), %d fences twice, %d overlapping terms", v, h.total(), fences, o)
+			if fences == 0 || o == 0 {
+				t.Fatalf("the recovery without storectl restore handed out %d fences twice, %d overlapping terms: the test cannot tell a skipped step", fences, o)
+			}
+		})
+	}
 	t.Run("zookeeper", func(t *testing.T) {
 		t.Parallel()
 		versions := zktest.Versions()
@@ -140,6 +177,6 @@ func TestPartialRestoreAsDocumented(t *testing.T) {
 			t.Fatal(err)
 		}
 		followPartialRestore(t, h, spec, op, "partial-restore-zookeeper",
-			"/cosid/slot/workers/1 is gone but /cosid/made/workers/1 says it was made")
+			"/cosid/slot/workers/1 is gone but /cosid/made/workers/1 says it was made", "")
 	})
 }

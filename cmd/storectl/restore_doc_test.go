@@ -240,7 +240,7 @@ func TestRestoreEtcdAsDocumented(t *testing.T) {
 // the mysql client, then storectl restore) on a database of its own of the
 // shared MariaDB server.
 func TestRestoreMySQLAsDocumented(t *testing.T) {
-	op, spec := mysqlOperator(t)
+	op, spec := mysqlOperator(t, true)
 	followRestore(t, inPlaceRestore{
 		doc: "drivers/mysql.md", backup: "mysql-backup", restore: "mysql-restore",
 		spec: spec, op: op,

@@ -13,11 +13,17 @@ import (
 // mysqlOperator is an operator of a database of its own on the shared
 // MariaDB server, with the mysql and mysqldump clients on its PATH and the
 // docs' names (options file, DSN, database, backup directory) replaced by
-// the test's, and the store's spec.
-func mysqlOperator(t *testing.T) (*operator, storeSpec) {
+// the test's, and the store's spec. drop: the procedures drop the
+// database (DROP DATABASE cosid), else they name it to the mysql client
+// (--database=cosid).
+func mysqlOperator(t *testing.T, drop bool) (*operator, storeSpec) {
 	t.Helper()
 	srv := mysqltest.Shared(t)
 	db := srv.NewDatabase(t)
+	extra := []string{"--database=cosid", "--database=" + db}
+	if drop {
+		extra = []string{"DROP DATABASE cosid", "DROP DATABASE " + db}
+	}
 	host, port, _ := strings.Cut(srv.Addr(), ":")
 	dir := t.TempDir()
 	cnf := filepath.Join(dir, "admin.cnf")
@@ -25,13 +31,12 @@ func mysqlOperator(t *testing.T) (*operator, storeSpec) {
 		t.Fatal(err)
 	}
 	dsn := "root@tcp(" + srv.Addr() + ")/"
-	op := newOperator(t,
+	op := newOperator(t, append([]string{
 		"/etc/cosid/admin.cnf", cnf,
 		"ids:secret@tcp(db-1:3306)/", dsn,
-		"--databases cosid", "--databases "+db,
-		"DROP DATABASE cosid", "DROP DATABASE "+db,
-		"-o database=cosid", "-o database="+db,
-		"/backup/", dir+"/")
+		"--databases cosid", "--databases " + db,
+		"-o database=cosid", "-o database=" + db,
+		"/backup/", dir + "/"}, extra...)...)
 	for _, tool := range []string{"mysqldump", "mysql"} {
 		path, err := exec.LookPath(tool)
 		if err != nil {
@@ -51,7 +56,7 @@ func mysqlOperator(t *testing.T) (*operator, storeSpec) {
 func TestRollbackMySQLAsDocumented(t *testing.T) {
 	nextInstance := nextBuild(t)
 	run := func(t *testing.T, skip string) *handedOutLog {
-		op, spec := mysqlOperator(t)
+		op, spec := mysqlOperator(t, true)
 		return followRollback(t, rollback{spec: spec, op: op, backupDoc: "drivers/mysql.md", backup: "mysql-backup",
 			revert: "rollback-mysql", ops: restoreOps, new: nextInstance, refused: nextSchema, skip: skip})
 	}
