@@ -1,13 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -20,9 +15,7 @@ import (
 // continues above everything handed out; and a rerun finishes the move:
 // every key continues in the target at or above its sealed value.
 func TestMigrateKilled(t *testing.T) {
-	dir := t.TempDir()
-	src := storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(dir, "src.db")}}
-	dst := storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(dir, "dst.db")}}
+	src, dst := sqlitePair(t)
 	const keys = 12
 	st := src.open(t)
 	for i := range keys {
@@ -30,23 +23,11 @@ func TestMigrateKilled(t *testing.T) {
 	}
 	st.Close()
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, storectlBinary(t), "migrate", "--from", src.spec(), "--to", dst.spec())
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	m := startMigrate(t, src, dst, 2*time.Minute, "key k02:")
+	if err := m.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() && !strings.HasPrefix(lines.Text(), "key k02:") {
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	m.cmd.Wait()
 
 	// After the kill: each key open in the source is absent from the
 	// target; each key in the target is sealed in the source at or below.

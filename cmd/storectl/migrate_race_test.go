@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"maps"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -23,9 +20,7 @@ import (
 // The migrate process is stopped (SIGSTOP) after its first key, so the
 // instance's Next lands between the plan and the move of the last key.
 func TestMigrateTargetUsedMeanwhile(t *testing.T) {
-	dir := t.TempDir()
-	src := storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(dir, "src.db")}}
-	dst := storeSpec{driver: "sqlite", options: map[string]string{"path": filepath.Join(dir, "dst.db")}}
+	src, dst := sqlitePair(t)
 	// Many keys, so that a loaded machine, where the stop often lands
 	// inside a write of the target, still stops migrate before the last.
 	const keys = 200
@@ -41,26 +36,7 @@ func TestMigrateTargetUsedMeanwhile(t *testing.T) {
 	if err := srcStore.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, storectlBinary(t), "migrate", "--from", src.spec(), "--to", dst.spec())
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	var out strings.Builder
-	for lines.Scan() {
-		out.WriteString(lines.Text() + "\n")
-		if strings.HasPrefix(lines.Text(), "key k0:") {
-			break
-		}
-	}
+	m := startMigrate(t, src, dst, 2*time.Minute, "key k0:")
 	// The stop may land inside migrate's write of the next key, with the
 	// target's file locked: then the instance's open or Next finds it busy,
 	// and the test lets migrate finish that key and stops it after it,
@@ -68,7 +44,7 @@ func TestMigrateTargetUsedMeanwhile(t *testing.T) {
 	last := fmt.Sprintf("k%d", keys-1)
 	var r store.Range
 	for attempt := 1; ; attempt++ {
-		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := m.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
 		var err error
@@ -80,31 +56,27 @@ func TestMigrateTargetUsedMeanwhile(t *testing.T) {
 			t.Fatalf("the instance on the target (attempt %d): %v", attempt, err)
 		}
 		t.Logf("the target was busy (attempt %d, migrate stopped inside a write): %v", attempt, err)
-		if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		if err := m.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
-		if !lines.Scan() {
-			t.Fatalf("migrate ended before the instance's call:\n%s%s", out.String(), stderr.String())
+		if !m.scan() {
+			t.Fatalf("migrate ended before the instance's call:\n%s%s", m.out.String(), m.stderr.String())
 		}
-		out.WriteString(lines.Text() + "\n")
 	}
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := m.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	for lines.Scan() {
-		out.WriteString(lines.Text() + "\n")
-	}
-	err = cmd.Wait()
+	err = m.finish()
 	if r.Start >= 100 {
-		t.Fatalf("the instance on the target got %v for %s: the move of %s came first (the stop was too late)\n%s", r, last, last, out.String())
+		t.Fatalf("the instance on the target got %v for %s: the move of %s came first (the stop was too late)\n%s", r, last, last, m.out.String())
 	}
 	if err == nil {
 		t.Fatalf("migrate reported success after the target handed out %v of %s, below 100 where the source stopped:\nstdout:\n%s\nstderr:\n%s",
-			r, last, out.String(), stderr.String())
+			r, last, m.out.String(), m.stderr.String())
 	}
 	for _, want := range []string{"key " + last + ":", "created in the target during the migration", "repeat"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Fatalf("migrate's errors lack %q:\nstdout:\n%s\nstderr:\n%s", want, out.String(), stderr.String())
+		if !strings.Contains(m.stderr.String(), want) {
+			t.Fatalf("migrate's errors lack %q:\nstdout:\n%s\nstderr:\n%s", want, m.out.String(), m.stderr.String())
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -57,43 +55,21 @@ func testMigrateInterrupted(t *testing.T, sig syscall.Signal, dst storeSpec) {
 	}
 	s.Close()
 
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, storectlBinary(t), "migrate", "--from", src.spec(), "--to", dst.spec())
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	mig := startMigrate(t, src, dst, 3*time.Minute, "key k000100:")
+	if err := mig.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	var out strings.Builder
-	for lines.Scan() {
-		out.WriteString(lines.Text() + "\n")
-		if strings.HasPrefix(lines.Text(), "key k000100:") {
-			break
-		}
-	}
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	for lines.Scan() {
-		out.WriteString(lines.Text() + "\n")
-	}
-	err = cmd.Wait()
+	err := mig.finish()
 	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != exitInterrupted {
-		t.Fatalf("migrate after %v: %v, want exit code %d\nstdout:\n%s\nstderr:\n%s", sig, err, exitInterrupted, out.String(), stderr.String())
+		t.Fatalf("migrate after %v: %v, want exit code %d\nstdout:\n%s\nstderr:\n%s", sig, err, exitInterrupted, mig.out.String(), mig.stderr.String())
 	}
-	m := regexp.MustCompile(`stopped after moving (\d+) of (\d+) keys and 0 of 1 namespaces`).FindStringSubmatch(stderr.String())
+	m := regexp.MustCompile(`stopped after moving (\d+) of (\d+) keys and 0 of 1 namespaces`).FindStringSubmatch(mig.stderr.String())
 	if m == nil || m[2] != strconv.Itoa(keys) {
-		t.Fatalf("migrate's message lacks how many of %d keys moved:\n%s", keys, stderr.String())
+		t.Fatalf("migrate's message lacks how many of %d keys moved:\n%s", keys, mig.stderr.String())
 	}
 	moved, _ := strconv.Atoi(m[1])
-	if printed := strings.Count(out.String(), "\nkey k"); moved != printed || moved < 101 || moved >= keys {
-		t.Fatalf("migrate says %d keys moved, printed %d, want between 101 and %d\n%s", moved, printed, keys-1, stderr.String())
+	if printed := strings.Count(mig.out.String(), "\nkey k"); moved != printed || moved < 101 || moved >= keys {
+		t.Fatalf("migrate says %d keys moved, printed %d, want between 101 and %d\n%s", moved, printed, keys-1, mig.stderr.String())
 	}
 
 	// Each key is either moved (sealed in the source, in the target at
@@ -133,11 +109,11 @@ func testMigrateInterrupted(t *testing.T, sig syscall.Signal, dst storeSpec) {
 	}
 
 	// The advice, followed as printed.
-	i := strings.Index(stderr.String(), "\n  storectl migrate ")
+	i := strings.Index(mig.stderr.String(), "\n  storectl migrate ")
 	if i < 0 {
-		t.Fatalf("no command to run next:\n%s", stderr.String())
+		t.Fatalf("no command to run next:\n%s", mig.stderr.String())
 	}
-	line, _, _ := strings.Cut(stderr.String()[i+3:], "\n")
+	line, _, _ := strings.Cut(mig.stderr.String()[i+3:], "\n")
 	rerun := exe(t, strings.Fields(line)[1:]...)
 	rerun.want(t, exitOK, fmt.Sprintf("done: %d keys, 1 slot", keys), "namespace workers: sealed in source")
 	if n := check("after the rerun"); n != keys {
