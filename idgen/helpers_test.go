@@ -12,6 +12,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	_ "github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/idgen"
 	"github.com/cosid-go/store/internal/testing/leakcheck"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 	"github.com/cosid-go/store/internal/testing/poll"
@@ -254,6 +255,34 @@ func increasing(t *testing.T, what string, ids []int64) {
 	}
 }
 
+// closedAtEnd returns a generator just opened, closed when the test ends,
+// or stops the test on the error that refused it.
+func closedAtEnd[G idgen.Generator](t *testing.T, g G, err error) G {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(context.Background()) })
+	return g
+}
+
+// takeInOrder is one goroutine's share of a no-duplicates test: n IDs from
+// g, each above the one before. A failing NextID is reported, and then
+// none of the goroutine's IDs are (the test's count comes up short).
+func takeInOrder(t *testing.T, g idgen.Generator, n int) []int64 {
+	ids := make([]int64, 0, n)
+	for range n {
+		id, err := g.NextID(t.Context())
+		if err != nil {
+			t.Errorf("NextID: %v", err)
+			return nil
+		}
+		ids = append(ids, id)
+	}
+	increasing(t, "one goroutine's IDs", ids)
+	return ids
+}
+
 // collector gathers IDs from goroutines.
 type collector struct {
 	mu  sync.Mutex
@@ -270,4 +299,14 @@ func (c *collector) all() []int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.ids)
+}
+
+// wantUnique wants n IDs gathered, none twice.
+func (c *collector) wantUnique(t *testing.T, what string, n int) {
+	t.Helper()
+	ids := c.all()
+	if len(ids) != n {
+		t.Fatalf("got %d IDs, want %d", len(ids), n)
+	}
+	unique(t, what, ids)
 }

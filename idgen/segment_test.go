@@ -17,11 +17,7 @@ import (
 func newSegment(t *testing.T, st *store.Store, key string, opts idgen.SegmentOptions) *idgen.Segment {
 	t.Helper()
 	g, err := idgen.NewSegment(t.Context(), st, key, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close(context.Background()) })
-	return g
+	return closedAtEnd(t, g, err)
 }
 
 // take calls NextID n times, failing the test on an error.
@@ -73,28 +69,12 @@ func testSegmentNoDuplicates(t *testing.T, b backend) {
 			// Small, unlike steps make ranges of generators interleave.
 			g := newSegment(t, st, "shared/key", idgen.SegmentOptions{Step: int64(7 + 3*s + n)})
 			for range workers {
-				wg.Go(func() {
-					ids := make([]int64, 0, each)
-					for range each {
-						v, err := g.NextID(t.Context())
-						if err != nil {
-							t.Errorf("NextID: %v", err)
-							return
-						}
-						ids = append(ids, v)
-					}
-					increasing(t, "one goroutine's IDs", ids)
-					all.add(ids...)
-				})
+				wg.Go(func() { all.add(takeInOrder(t, g, each)...) })
 			}
 		}
 	}
 	wg.Wait()
-	ids := all.all()
-	if len(ids) != stores*gens*workers*each {
-		t.Fatalf("got %d IDs, want %d", len(ids), stores*gens*workers*each)
-	}
-	unique(t, "segment IDs", ids)
+	all.wantUnique(t, "segment IDs", stores*gens*workers*each)
 }
 
 func TestSegmentPrefetchServesWhileStoreBlocked(t *testing.T) {

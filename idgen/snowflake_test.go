@@ -15,11 +15,7 @@ import (
 func newSnowflake(t *testing.T, st *store.Store, ns store.Namespace, owner string, opts idgen.SnowflakeOptions) *idgen.Snowflake {
 	t.Helper()
 	g, err := idgen.NewSnowflake(t.Context(), st, ns, owner, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close(context.Background()) })
-	return g
+	return closedAtEnd(t, g, err)
 }
 
 // issue calls NextID n times, failing the test on an error.
@@ -101,16 +97,7 @@ func testSnowflakeNoDuplicates(t *testing.T, b backend) {
 			seen[g.Worker()] = true
 			for range workers {
 				wg.Go(func() {
-					ids := make([]int64, 0, each)
-					for range each {
-						id, err := g.NextID(t.Context())
-						if err != nil {
-							t.Errorf("NextID: %v", err)
-							return
-						}
-						ids = append(ids, id)
-					}
-					increasing(t, "one goroutine's IDs", ids)
+					ids := takeInOrder(t, g, each)
 					lease := g.Session().Lease()
 					within(t, g, ids, lease.Floor, lease.Ceiling)
 					all.add(ids...)
@@ -119,11 +106,7 @@ func testSnowflakeNoDuplicates(t *testing.T, b backend) {
 		}
 	}
 	wg.Wait()
-	ids := all.all()
-	if len(ids) != stores*gens*workers*each {
-		t.Fatalf("got %d IDs, want %d", len(ids), stores*gens*workers*each)
-	}
-	unique(t, "snowflake IDs", ids)
+	all.wantUnique(t, "snowflake IDs", stores*gens*workers*each)
 }
 
 func TestSnowflakePausedHolder(t *testing.T) { testSnowflakePausedHolder(t, memoryBackend(t)) }
