@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/cosid-go/store"
-	"github.com/cosid-go/store/drivers/memory"
 	"github.com/cosid-go/store/idgen"
 	"github.com/cosid-go/store/otelstore"
 )
@@ -20,11 +19,7 @@ import (
 func TestGeneratorCounters(t *testing.T) {
 	r := newReader(t)
 	m := newMetrics(t, r)
-	st, err := memory.OpenStore(nil, store.WithObserver(m.Observer()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := observed(t, m)
 	ctx := context.Background()
 	seg, err := idgen.NewSegment(ctx, st, "orders", idgen.SegmentOptions{Step: 5})
 	if err != nil {
@@ -82,11 +77,7 @@ func TestStoresApart(t *testing.T) {
 	ctx := context.Background()
 	for range 2 {
 		m := newMetrics(t, r)
-		st, err := memory.OpenStore(nil, store.WithObserver(m.Observer()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := observed(t, m)
 		if _, err := st.Ranges().Next(ctx, "k", 1); err != nil {
 			t.Fatal(err)
 		}
@@ -121,11 +112,7 @@ func TestStoresApart(t *testing.T) {
 func TestScopeVersion(t *testing.T) {
 	r := newReader(t)
 	m := newMetrics(t, r, attribute.String("store", "orders"))
-	st, err := memory.OpenStore(nil, store.WithObserver(m.Observer()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := observed(t, m)
 	if _, err := st.Ranges().Next(context.Background(), "k", 1); err != nil {
 		t.Fatal(err)
 	}

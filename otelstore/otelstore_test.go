@@ -119,13 +119,22 @@ func newMetrics(t *testing.T, r *reader, attrs ...attribute.KeyValue) *otelstore
 	return m
 }
 
-func TestOperationsLocksAndLeases(t *testing.T) {
-	r := newReader(t)
-	m := newMetrics(t, r, attribute.String("store", "orders"))
+// observed opens a memory store that m observes, closed when the test
+// ends.
+func observed(t *testing.T, m *otelstore.Metrics) *store.Store {
+	t.Helper()
 	st, err := memory.OpenStore(nil, store.WithObserver(m.Observer()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestOperationsLocksAndLeases(t *testing.T) {
+	r := newReader(t)
+	m := newMetrics(t, r, attribute.String("store", "orders"))
+	st := observed(t, m)
 	ctx := context.Background()
 	for range 2 {
 		if _, err := st.Ranges().Next(ctx, "k", 10); err != nil {
@@ -162,11 +171,7 @@ func TestOperationsLocksAndLeases(t *testing.T) {
 func TestGeneratorEvents(t *testing.T) {
 	r := newReader(t)
 	m := newMetrics(t, r)
-	st, err := memory.OpenStore(nil, store.WithObserver(m.Observer()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := observed(t, m)
 	st.Report(store.Event{Kind: store.LeaseAcquired, Key: "w/3", Deadline: time.Now().Add(time.Hour)})
 	st.Report(store.Event{Kind: store.FloorWait, Key: "w/3", Wait: 250 * time.Millisecond})
 	st.Report(store.Event{Kind: store.PrefetchGrown, Key: "orders", Count: 400})
@@ -207,11 +212,7 @@ func TestCoreModuleDoesNotImportOpenTelemetry(t *testing.T) {
 func TestSnowflakeLeaseRemaining(t *testing.T) {
 	r := newReader(t)
 	m := newMetrics(t, r)
-	st, err := memory.OpenStore(nil, store.WithObserver(m.Observer()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := observed(t, m)
 	ctx := context.Background()
 	ns := store.Namespace{Name: "w", Limit: 4}
 	g, err := idgen.NewSnowflake(ctx, st, ns, "host", idgen.SnowflakeOptions{Acquire: store.AcquireOptions{TTL: time.Minute, Preferred: new(0)}})
