@@ -52,7 +52,7 @@ func storectlBinary(t *testing.T) string {
 }
 
 func removeBinary() {
-	for _, dir := range []string{binary.dir, previousVersion.dir, nextVersion.dir} {
+	for _, dir := range append([]string{binary.dir, nextVersion.dir}, versions.dirs...) {
 		if dir != "" {
 			os.RemoveAll(dir)
 		}

@@ -175,6 +175,9 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stderr, "warning: --force: carrying %s; its holder must not renew it\n", l)
 		}
 	}
+	if err := queuedBeforeSeal(e, p, *force); err != nil {
+		return err
+	}
 	return m.apply(ctx, p)
 }
 
@@ -228,6 +231,9 @@ type plan struct {
 	namespaces []nsStep
 	locks      *lockStep // the source's locks, when every key and namespace moves
 	live       []string  // source leases that may be in use
+	// queued: holders and waiters of the target's locks, sealed when
+	// they moved out of it, queued before that (queuedBeforeSeal).
+	queued []string
 	// moved: something sealed in the source is in the target already,
 	// which proves the target is where an earlier run moved things.
 	moved   bool

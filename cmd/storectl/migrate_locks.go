@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cosid-go/store"
 )
@@ -65,6 +66,20 @@ func (m *migration) planLocks(ctx context.Context, p *plan) error {
 	switch {
 	case err == nil:
 		ls.canRaise, ls.reopens = true, dstSealed
+		if dstSealed {
+			err = eachLock(ctx, m.dst, func(name string, ws []store.Waiter, err error) error {
+				if errors.Is(err, store.ErrNotFound) {
+					return nil
+				}
+				for _, w := range ws {
+					p.queued = append(p.queued, fmt.Sprintf("lock %s: %s (fence %d)", name, w.Owner, w.Fence))
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
 	case errors.Is(err, store.ErrUnsupported):
 		_, lerr := m.dst.Locks().List(ctx)
 		ls.noLocker = errors.Is(lerr, store.ErrUnsupported)
@@ -108,4 +123,28 @@ func (m *migration) moveLocks(ctx context.Context, ls *lockStep) (string, error)
 		msg += " (its locks, sealed when they moved out of it before, are open again)"
 	}
 	return msg, nil
+}
+
+// queuedBeforeSeal refuses (exit code 3) to move locks back into a target
+// whose locks a holder or waiter queued before they moved out: raising
+// the target's fences opens its locks again, and a process of a version
+// that looks at the seal only when it grants (before locks_unsealed)
+// would then grant such a waiter a fence below those handed out in the
+// store the locks went to. This version refuses that waiter (ErrSealed);
+// --force, once every instance runs it, carries on.
+func queuedBeforeSeal(e *env, p *plan, force bool) error {
+	if len(p.queued) == 0 {
+		return nil
+	}
+	if !force {
+		return refusedf("nothing changed: the target's locks, sealed when they moved out of it, have %d holders and waiters queued before that:\n  %s\n"+
+			"Moving the locks back in opens them again, and an instance of a version before locks_unsealed grants such a waiter "+
+			"a fence below those handed out meanwhile. Stop these instances (left on the target when its locks moved out), "+
+			"or give --force once every instance is upgraded: this version refuses them (ErrSealed).",
+			len(p.queued), strings.Join(p.queued, "\n  "))
+	}
+	for _, q := range p.queued {
+		fmt.Fprintf(e.stderr, "warning: --force: %s was queued before the target's locks moved out; an instance of a version before locks_unsealed would be granted it\n", q)
+	}
+	return nil
 }

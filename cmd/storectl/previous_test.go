@@ -14,62 +14,82 @@ import (
 // procedures go from it and back to it.
 const previousSchema = "c89911b^"
 
-// previousVersion is the storectl binary and an instance program of
-// previousSchema, built once per test binary from the repository's history
-// (git archive), as an operator keeps the binaries of the version they
-// upgrade from.
-var previousVersion struct {
+// previous is the storectl binary and an instance program of
+// previousSchema (built by versionAt).
+func previous(t *testing.T) (storectl, instance string) {
+	t.Helper()
+	return versionAt(t, previousSchema)
+}
+
+// versions are the storectl binaries and instance programs of commits of
+// the repository's history, built once per test binary (git archive), as
+// an operator keeps the binaries of the version they upgrade from.
+var versions struct {
+	sync.Mutex
+	built map[string]*version
+	dirs  []string // removed by removeBinary
+}
+
+type version struct {
 	once               sync.Once
-	dir                string // removed by removeBinary
 	storectl, instance string
 	err                error
 }
 
-// previous builds previousVersion's binaries on first use.
-func previous(t *testing.T) (storectl, instance string) {
+// versionAt builds commit's storectl and instance program (previousInstance)
+// on first use.
+func versionAt(t *testing.T, commit string) (storectl, instance string) {
 	t.Helper()
-	previousVersion.once.Do(func() {
-		dir, err := os.MkdirTemp("", "storectl-previous-")
-		if err != nil {
-			previousVersion.err = err
-			return
-		}
-		previousVersion.dir = dir
-		src := filepath.Join(dir, "src")
-		if err := os.Mkdir(src, 0o755); err != nil {
-			previousVersion.err = err
-			return
-		}
-		archive := exec.Command("bash", "-c", `cd "$(git rev-parse --show-toplevel)" && git archive --format=tar `+previousSchema+" | tar -x -C "+src)
-		if out, err := archive.CombinedOutput(); err != nil {
-			previousVersion.err = &previousError{"git archive " + previousSchema + " (the test needs the repository's history)", err, out}
-			return
-		}
-		ctl := filepath.Join(src, "cmd", "storectl")
-		if err := os.Mkdir(filepath.Join(ctl, "previnstance"), 0o755); err != nil {
-			previousVersion.err = err
-			return
-		}
-		if err := os.WriteFile(filepath.Join(ctl, "previnstance", "main.go"), []byte(previousInstance), 0o644); err != nil {
-			previousVersion.err = err
-			return
-		}
-		previousVersion.storectl = filepath.Join(dir, "storectl")
-		previousVersion.instance = filepath.Join(dir, "instance")
-		for _, b := range [][2]string{{previousVersion.storectl, "."}, {previousVersion.instance, "./previnstance"}} {
-			build := exec.Command("go", "build", "-o", b[0], b[1])
-			build.Dir = ctl
-			build.Env = append(os.Environ(), "GOWORK=off")
-			if out, err := build.CombinedOutput(); err != nil {
-				previousVersion.err = &previousError{"go build of " + previousSchema + "'s " + b[1], err, out}
-				return
-			}
-		}
-	})
-	if previousVersion.err != nil {
-		t.Fatal(previousVersion.err)
+	versions.Lock()
+	if versions.built == nil {
+		versions.built = map[string]*version{}
 	}
-	return previousVersion.storectl, previousVersion.instance
+	v := versions.built[commit]
+	if v == nil {
+		v = &version{}
+		versions.built[commit] = v
+	}
+	versions.Unlock()
+	v.once.Do(func() { v.storectl, v.instance, v.err = buildVersion(commit) })
+	if v.err != nil {
+		t.Fatal(v.err)
+	}
+	return v.storectl, v.instance
+}
+
+func buildVersion(commit string) (storectl, instance string, err error) {
+	dir, err := os.MkdirTemp("", "storectl-version-")
+	if err != nil {
+		return "", "", err
+	}
+	versions.Lock()
+	versions.dirs = append(versions.dirs, dir)
+	versions.Unlock()
+	src := filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		return "", "", err
+	}
+	archive := exec.Command("bash", "-c", `cd "$(git rev-parse --show-toplevel)" && git archive --format=tar `+commit+" | tar -x -C "+src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		return "", "", &previousError{"git archive " + commit + " (the test needs the repository's history)", err, out}
+	}
+	ctl := filepath.Join(src, "cmd", "storectl")
+	if err := os.Mkdir(filepath.Join(ctl, "previnstance"), 0o755); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(ctl, "previnstance", "main.go"), []byte(previousInstance), 0o644); err != nil {
+		return "", "", err
+	}
+	storectl, instance = filepath.Join(dir, "storectl"), filepath.Join(dir, "instance")
+	for _, b := range [][2]string{{storectl, "."}, {instance, "./previnstance"}} {
+		build := exec.Command("go", "build", "-o", b[0], b[1])
+		build.Dir = ctl
+		build.Env = append(os.Environ(), "GOWORK=off")
+		if out, err := build.CombinedOutput(); err != nil {
+			return "", "", &previousError{"go build of " + commit + "'s " + b[1], err, out}
+		}
+	}
+	return storectl, instance, nil
 }
 
 type previousError struct {
