@@ -45,19 +45,29 @@ func openDriverOn(t testing.TB, endpoints []string, prefix string, set func(d *d
 	return st
 }
 
+// interceptCalls has a store's unary calls go through f first: set for
+// openDriver, for the faults a test puts on the wire.
+func interceptCalls(f grpc.UnaryClientInterceptor) func(d *driverStore) {
+	return func(d *driverStore) { d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(f)} }
+}
+
+// openPlain opens a store on prefix of the shared member, with no test
+// hooks, closed when the test ends.
+func openPlain(t testing.TB, prefix string) *store.Store {
+	t.Helper()
+	st, err := OpenStore(t.Context(), &Options{Endpoints: sharedServer(t).Endpoints(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // openPair opens two stores on prefix of the shared member, a holder and a
 // waiter of the same locks, each closed when the test ends.
 func openPair(t testing.TB, prefix string) (holder, waiter *store.Store) {
 	t.Helper()
-	open := func() *store.Store {
-		st, err := OpenStore(t.Context(), &Options{Endpoints: sharedServer(t).Endpoints(), Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	return open(), open()
+	return openPlain(t, prefix), openPlain(t, prefix)
 }
 
 // waitQueued polls Waiters until the lock has n entries (bounded).
@@ -112,15 +122,13 @@ func awaitLock(t *testing.T, got <-chan lockResult) lockResult {
 func openBeforeTxn(t *testing.T, prefix string, armed *atomic.Bool, nth int64, hook func()) *driverStore {
 	t.Helper()
 	var txns atomic.Int64
-	st := openDriver(t, prefix, func(d *driverStore) {
-		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == nth {
-				hook()
-			}
-			return invoker(ctx, method, req, reply, cc, opts...)
-		})}
-	})
+	st := openDriver(t, prefix, interceptCalls(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == nth {
+			hook()
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}))
 	return rawdriver.Of(st).(*driverStore)
 }
 

@@ -23,15 +23,13 @@ func TestLockCallsBoundedFrozen(t *testing.T) {
 	ep := sharedServer(t).Endpoints()[0]
 	p := netproxy.New(t, strings.TrimPrefix(ep, "http://"))
 	var grants atomic.Int64
-	st := openDriverOn(t, []string{p.Addr()}, freshPrefix("bound"), func(d *driverStore) {
-		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ictx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if strings.HasSuffix(method, "/LeaseGrant") {
-				grants.Add(1)
-			}
-			return invoker(ictx, method, req, reply, cc, opts...)
-		})}
-	})
+	st := openDriverOn(t, []string{p.Addr()}, freshPrefix("bound"), interceptCalls(func(ictx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if strings.HasSuffix(method, "/LeaseGrant") {
+			grants.Add(1)
+		}
+		return invoker(ictx, method, req, reply, cc, opts...)
+	}))
 	p.Freeze()
 	first := make(chan error, 1)
 	go func() {

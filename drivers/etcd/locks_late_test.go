@@ -28,31 +28,25 @@ func TestLockLateCleanupDelete(t *testing.T) {
 	prefix := freshPrefix("late-delete")
 	var loseTxn, holdDelete atomic.Bool
 	late := make(chan func(), 1)
-	st := openDriver(t, prefix, func(s *driverStore) {
-		s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ictx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			switch {
-			case loseTxn.Load() && strings.HasSuffix(method, "/Txn"):
-				invoker(ictx, method, req, reply, cc, opts...) // applied
-				<-ictx.Done()                                  // the answer never comes
-				return status.Error(codes.DeadlineExceeded, "answer lost (test)")
-			case strings.HasSuffix(method, "/DeleteRange") && holdDelete.CompareAndSwap(true, false):
-				late <- func() { invoker(context.Background(), method, req, reply, cc, opts...) }
-				return status.Error(codes.Unavailable, "answer lost (test)")
-			}
-			return invoker(ictx, method, req, reply, cc, opts...)
-		})}
-	})
+	st := openDriver(t, prefix, interceptCalls(func(ictx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		switch {
+		case loseTxn.Load() && strings.HasSuffix(method, "/Txn"):
+			invoker(ictx, method, req, reply, cc, opts...) // applied
+			<-ictx.Done()                                  // the answer never comes
+			return status.Error(codes.DeadlineExceeded, "answer lost (test)")
+		case strings.HasSuffix(method, "/DeleteRange") && holdDelete.CompareAndSwap(true, false):
+			late <- func() { invoker(context.Background(), method, req, reply, cc, opts...) }
+			return status.Error(codes.Unavailable, "answer lost (test)")
+		}
+		return invoker(ictx, method, req, reply, cc, opts...)
+	}))
 	// A session first, so that the lossy Txn is the waiter's create.
-	l, err := st.Locks().Lock(ctx, "warm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Unlock(ctx)
+	warmSession(t, st)
 	loseTxn.Store(true)
 	holdDelete.Store(true)
 	lctx, cancel := context.WithTimeout(ctx, time.Second)
-	_, err = st.Locks().Lock(lctx, "o")
+	_, err := st.Locks().Lock(lctx, "o")
 	cancel()
 	loseTxn.Store(false)
 	if err == nil {
@@ -70,11 +64,7 @@ func TestLockLateCleanupDelete(t *testing.T) {
 		send() // the first cleanup delete arrives late
 	default: // no delete by name was made
 	}
-	other, err := OpenStore(ctx, &Options{Endpoints: sharedServer(t).Endpoints(), Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openPlain(t, prefix)
 	l2, err := other.Locks().TryLock(ctx, "o")
 	if err == nil {
 		lost := "open"
@@ -89,11 +79,7 @@ func TestLockLateCleanupDelete(t *testing.T) {
 	if !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("TryLock of a held lock: %v, want ErrLocked", err)
 	}
-	select {
-	case <-held.Lost():
-		t.Fatalf("the hold was lost: %v", held.Unlock(ctx))
-	default:
-	}
+	wantHeld(t, held)
 }
 
 // TestLockLateCreateOrphan: a Lock's create loses its answer and the Lock
@@ -107,27 +93,21 @@ func TestLockLateCreateOrphan(t *testing.T) {
 	prefix := freshPrefix("late-create")
 	var armed atomic.Bool
 	late := make(chan func(), 1)
-	st := openDriver(t, prefix, func(s *driverStore) {
-		s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ictx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if armed.Load() && strings.HasSuffix(method, "/Txn") {
-				armed.Store(false)
-				late <- func() { invoker(context.Background(), method, req, reply, cc, opts...) }
-				<-ictx.Done() // the answer never comes; the Lock gives up
-				return status.Error(codes.DeadlineExceeded, "answer lost (test)")
-			}
-			return invoker(ictx, method, req, reply, cc, opts...)
-		})}
-	})
+	st := openDriver(t, prefix, interceptCalls(func(ictx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if armed.Load() && strings.HasSuffix(method, "/Txn") {
+			armed.Store(false)
+			late <- func() { invoker(context.Background(), method, req, reply, cc, opts...) }
+			<-ictx.Done() // the answer never comes; the Lock gives up
+			return status.Error(codes.DeadlineExceeded, "answer lost (test)")
+		}
+		return invoker(ictx, method, req, reply, cc, opts...)
+	}))
 	// A session first, so that the armed Txn is the waiter's create.
-	l, err := st.Locks().Lock(ctx, "warm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Unlock(ctx)
+	warmSession(t, st)
 	armed.Store(true)
 	lctx, cancel := context.WithTimeout(ctx, time.Second)
-	_, err = st.Locks().Lock(lctx, "o")
+	_, err := st.Locks().Lock(lctx, "o")
 	cancel()
 	if err == nil {
 		t.Fatal("the Lock whose create lost its answer succeeded")
@@ -135,11 +115,7 @@ func TestLockLateCreateOrphan(t *testing.T) {
 	send := <-late
 	waitForgotten(t, st, "o")
 	send() // the create arrives late
-	other, err := OpenStore(ctx, &Options{Endpoints: sharedServer(t).Endpoints(), Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openPlain(t, prefix)
 	octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
 	defer ocancel()
 	l2, err := other.Locks().Lock(octx, "o")
@@ -148,6 +124,27 @@ func TestLockLateCreateOrphan(t *testing.T) {
 		t.Fatalf("another store cannot lock %q for 10s while nobody holds it: %v (queue: %+v, an orphan of the live session first)", "o", err, ws)
 	}
 	l2.Unlock(ctx)
+}
+
+// warmSession locks and unlocks a name on st, so that its session exists
+// and the next transaction is a lock's create.
+func warmSession(t *testing.T, st *store.Store) {
+	t.Helper()
+	l, err := st.Locks().Lock(t.Context(), "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock(t.Context())
+}
+
+// wantHeld stops the test if held was lost.
+func wantHeld(t *testing.T, held *store.Lock) {
+	t.Helper()
+	select {
+	case <-held.Lost():
+		t.Fatalf("the hold was lost: %v", held.Unlock(t.Context()))
+	default:
+	}
 }
 
 // waitForgotten waits until the store lists nobody holding or waiting for
@@ -169,18 +166,16 @@ func TestLockCreateRefusedOnce(t *testing.T) {
 	ctx := t.Context()
 	var refuse atomic.Bool
 	var grants atomic.Int64
-	st := openDriver(t, freshPrefix("refused"), func(s *driverStore) {
-		s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ictx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			switch {
-			case strings.HasSuffix(method, "/LeaseGrant"):
-				grants.Add(1)
-			case refuse.Load() && strings.HasSuffix(method, "/Txn"):
-				return status.Error(codes.PermissionDenied, "refused (test)")
-			}
-			return invoker(ictx, method, req, reply, cc, opts...)
-		})}
-	})
+	st := openDriver(t, freshPrefix("refused"), interceptCalls(func(ictx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		switch {
+		case strings.HasSuffix(method, "/LeaseGrant"):
+			grants.Add(1)
+		case refuse.Load() && strings.HasSuffix(method, "/Txn"):
+			return status.Error(codes.PermissionDenied, "refused (test)")
+		}
+		return invoker(ictx, method, req, reply, cc, opts...)
+	}))
 	refuse.Store(true)
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -205,22 +200,16 @@ func TestLockLateComparedDelete(t *testing.T) {
 	prefix := freshPrefix("late-compared")
 	var holdDelete atomic.Bool
 	late := make(chan func(), 1)
-	st := openDriver(t, prefix, func(s *driverStore) {
-		s.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ictx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if tr, ok := req.(*pb.TxnRequest); ok && len(tr.Success) == 1 && tr.Success[0].GetRequestDeleteRange() != nil &&
-				holdDelete.CompareAndSwap(true, false) {
-				late <- func() { invoker(context.Background(), method, req, reply, cc, opts...) }
-				return status.Error(codes.Unavailable, "answer lost (test)")
-			}
-			return invoker(ictx, method, req, reply, cc, opts...)
-		})}
-	})
-	other, err := OpenStore(ctx, &Options{Endpoints: sharedServer(t).Endpoints(), Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	st := openDriver(t, prefix, interceptCalls(func(ictx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if tr, ok := req.(*pb.TxnRequest); ok && len(tr.Success) == 1 && tr.Success[0].GetRequestDeleteRange() != nil &&
+			holdDelete.CompareAndSwap(true, false) {
+			late <- func() { invoker(context.Background(), method, req, reply, cc, opts...) }
+			return status.Error(codes.Unavailable, "answer lost (test)")
+		}
+		return invoker(ictx, method, req, reply, cc, opts...)
+	}))
+	other := openPlain(t, prefix)
 	first, err := other.Locks().Lock(ctx, "o")
 	if err != nil {
 		t.Fatal(err)
@@ -249,9 +238,5 @@ func TestLockLateComparedDelete(t *testing.T) {
 		}
 		t.Fatalf("TryLock of a held lock after a late delete: %v, want ErrLocked", err)
 	}
-	select {
-	case <-held.Lost():
-		t.Fatalf("the hold was lost: %v", held.Unlock(ctx))
-	default:
-	}
+	wantHeld(t, held)
 }

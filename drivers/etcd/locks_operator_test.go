@@ -37,11 +37,7 @@ func TestLockOperatorEndsHold(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer holder.Close()
-			other, err := OpenStore(ctx, &Options{Endpoints: []string{ep}, Prefix: prefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer other.Close()
+			other := openPlain(t, prefix) // on the shared member, ep
 			l, err := holder.Locks().Lock(ctx, "op")
 			if err != nil {
 				t.Fatal(err)

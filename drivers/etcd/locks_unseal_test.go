@@ -59,21 +59,19 @@ func TestLockWaiterAcrossSealAndRaise(t *testing.T) {
 // the function sent on late.
 func openLateWrite(t *testing.T, prefix string, armed *atomic.Bool, late chan<- func()) *store.Store {
 	t.Helper()
-	return openDriver(t, prefix, func(d *driverStore) {
-		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if tr, ok := req.(*pb.TxnRequest); ok && strings.HasSuffix(method, "/Txn") && len(tr.Success) > 0 &&
-				isWrite(tr.Success[0]) && armed.CompareAndSwap(true, false) {
-				late <- func() {
-					if err := invoker(context.Background(), method, req, new(pb.TxnResponse), cc, opts...); err != nil {
-						t.Errorf("the late write: %v", err)
-					}
+	return openDriver(t, prefix, interceptCalls(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if tr, ok := req.(*pb.TxnRequest); ok && strings.HasSuffix(method, "/Txn") && len(tr.Success) > 0 &&
+			isWrite(tr.Success[0]) && armed.CompareAndSwap(true, false) {
+			late <- func() {
+				if err := invoker(context.Background(), method, req, new(pb.TxnResponse), cc, opts...); err != nil {
+					t.Errorf("the late write: %v", err)
 				}
-				return status.Error(codes.Unavailable, "answer lost (test)")
 			}
-			return invoker(ctx, method, req, reply, cc, opts...)
-		})}
-	})
+			return status.Error(codes.Unavailable, "answer lost (test)")
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}))
 }
 
 func isWrite(op *pb.RequestOp) bool {

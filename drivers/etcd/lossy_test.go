@@ -22,17 +22,15 @@ import (
 func openLossy(t testing.TB, prefix string, lost *atomic.Int64) *store.Store {
 	t.Helper()
 	var n atomic.Int64
-	return openDriver(t, prefix, func(d *driverStore) {
-		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			err := invoker(ctx, method, req, reply, cc, opts...)
-			if err == nil && strings.HasSuffix(method, "/Txn") && n.Add(1)%3 == 0 {
-				lost.Add(1)
-				return status.Error(codes.Unavailable, "answer lost (test)")
-			}
-			return err
-		})}
-	})
+	return openDriver(t, prefix, interceptCalls(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if err == nil && strings.HasSuffix(method, "/Txn") && n.Add(1)%3 == 0 {
+			lost.Add(1)
+			return status.Error(codes.Unavailable, "answer lost (test)")
+		}
+		return err
+	}))
 }
 
 // TestNextLostAnswers: two stores whose Next transactions lose every third

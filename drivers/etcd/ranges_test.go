@@ -19,13 +19,11 @@ import (
 func openCounting(t testing.TB, prefix string) (*store.Store, *atomic.Int64) {
 	t.Helper()
 	var calls atomic.Int64
-	st := openDriver(t, prefix, func(d *driverStore) {
-		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			calls.Add(1)
-			return invoker(ctx, method, req, reply, cc, opts...)
-		})}
-	})
+	st := openDriver(t, prefix, interceptCalls(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		calls.Add(1)
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}))
 	return st, &calls
 }
 

@@ -22,20 +22,18 @@ import (
 // Then it runs after (if not nil) before the client sees the loss.
 func openLoseNextWrite(t *testing.T, prefix string, armed *atomic.Bool, after func()) *driverStore {
 	t.Helper()
-	st := openDriver(t, prefix, func(d *driverStore) {
-		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			err := invoker(ctx, method, req, reply, cc, opts...)
-			if tr, ok := req.(*pb.TxnRequest); ok && err == nil && strings.HasSuffix(method, "/Txn") && len(tr.Compare) > 0 &&
-				armed.CompareAndSwap(true, false) {
-				if after != nil {
-					after()
-				}
-				return status.Error(codes.Unavailable, "answer lost (test)")
+	st := openDriver(t, prefix, interceptCalls(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if tr, ok := req.(*pb.TxnRequest); ok && err == nil && strings.HasSuffix(method, "/Txn") && len(tr.Compare) > 0 &&
+			armed.CompareAndSwap(true, false) {
+			if after != nil {
+				after()
 			}
-			return err
-		})}
-	})
+			return status.Error(codes.Unavailable, "answer lost (test)")
+		}
+		return err
+	}))
 	return rawdriver.Of(st).(*driverStore)
 }
 

@@ -236,17 +236,15 @@ func pausedChild() {
 func openLossyEvery(t testing.TB, prefix string, nth int64, lost *atomic.Int64) *store.Store {
 	t.Helper()
 	var n atomic.Int64
-	return openDriver(t, prefix, func(d *driverStore) {
-		d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			err := invoker(ctx, method, req, reply, cc, opts...)
-			if err == nil && strings.HasSuffix(method, "/Txn") && n.Add(1)%nth == 0 {
-				lost.Add(1)
-				return status.Error(codes.Unavailable, "answer lost (test)")
-			}
-			return err
-		})}
-	})
+	return openDriver(t, prefix, interceptCalls(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if err == nil && strings.HasSuffix(method, "/Txn") && n.Add(1)%nth == 0 {
+			lost.Add(1)
+			return status.Error(codes.Unavailable, "answer lost (test)")
+		}
+		return err
+	}))
 }
 
 // TestSlotsLostAnswers: three stores whose transactions lose every 4th to
@@ -404,6 +402,20 @@ func TestRenewClockStepsBack(t *testing.T) {
 	}
 }
 
+// oHolds opens a store on a fresh prefix named after what, in which owner
+// o holds a slot of namespace n (two slots) for a minute.
+func oHolds(t *testing.T, what string) (s *driverStore, prefix string, ns driver.Namespace, l driver.Lease) {
+	t.Helper()
+	prefix = freshPrefix(what)
+	s = openShifted(t, prefix, 0)
+	ns = driver.Namespace{Name: "n", Limit: 2, Tolerance: time.Millisecond}
+	l, err := s.Acquire(t.Context(), driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "i", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, prefix, ns, l
+}
+
 // TestNamespaceDeletedByHand: an operator deletes a namespace's keys (its
 // settings, slots and owner indexes) while a store that used it runs:
 // that store's Acquire refuses (ErrCorrupt) rather than start its slots
@@ -411,14 +423,8 @@ func TestRenewClockStepsBack(t *testing.T) {
 // term it held is ErrLeaseLost.
 func TestNamespaceDeletedByHand(t *testing.T) {
 	ctx := t.Context()
-	prefix := freshPrefix("nsdel")
-	s := openShifted(t, prefix, 0)
+	s, prefix, ns, l := oHolds(t, "nsdel")
 	cli := rawClient(t)
-	ns := driver.Namespace{Name: "n", Limit: 2, Tolerance: time.Millisecond}
-	l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "i", TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, p := range []string{"/ns/n", "/slot/n/", "/owner/n/"} {
 		if _, err := cli.Delete(ctx, prefix+p, clientv3.WithPrefix()); err != nil {
 			t.Fatal(err)
@@ -545,14 +551,8 @@ func TestSlotsThroughClusterFaults(t *testing.T) {
 // nothing, rather than delete it without keeping its fence.
 func TestPurgeUndecodableSlot(t *testing.T) {
 	ctx := t.Context()
-	prefix := freshPrefix("purgecorrupt")
-	s := openShifted(t, prefix, 0)
+	s, prefix, _, l := oHolds(t, "purgecorrupt")
 	cli := rawClient(t)
-	ns := driver.Namespace{Name: "n", Limit: 2, Tolerance: time.Millisecond}
-	l, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "i", TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := s.Release(ctx, l, l.Floor); err != nil {
 		t.Fatal(err)
 	}
