@@ -227,7 +227,7 @@ func (d db) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
 			_ = t.tx.Rollback()
 			return err
 		}
-		return t.tx.Commit()
+		return commit(ctx, t.tx)
 	}))
 }
 
@@ -248,6 +248,18 @@ func (d db) retry(ctx context.Context, fn func() error) error {
 		}
 		pause = min(2*pause, 200*time.Millisecond)
 	}
+}
+
+// commit commits tx, begun with ctx. A context that ended first is the
+// error: database/sql rolls a transaction back when its context ends, and
+// a Commit after that rollback only says ErrTxDone (a Lock whose context
+// ended inside its enqueue failed so, not with the context's error).
+func commit(ctx context.Context, tx *sql.Tx) error {
+	err := tx.Commit()
+	if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
+		return fmt.Errorf("%w (the transaction was rolled back)", ctx.Err())
+	}
+	return err
 }
 
 // check records the outcome with health and marks an error of no server

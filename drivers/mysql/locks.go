@@ -156,7 +156,7 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 			return err
 		}
 		s.hook("enqueue")
-		return tx.Commit()
+		return commit(ctx, tx)
 	})
 	if errors.Is(err, driver.ErrLocked) || errors.Is(err, driver.ErrSealed) {
 		return 0, err
@@ -304,7 +304,7 @@ func (s *driverStore) leave(ctx context.Context, se *session, name string, ticke
 			return err
 		}
 		found = n == 1
-		return tx.Commit()
+		return commit(ctx, tx)
 	})
 	if err == nil {
 		s.locks.kick(name)

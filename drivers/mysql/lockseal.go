@@ -34,7 +34,7 @@ func (s *driverStore) SealLocks(ctx context.Context) (int64, error) {
 		if err := tx.QueryRowContext(ctx, s.lq.StateRead).Scan(&floor, &sealed); err != nil {
 			return err
 		}
-		return tx.Commit()
+		return commit(ctx, tx)
 	})
 	if err != nil {
 		return 0, s.health.Unavailable(err)
@@ -68,7 +68,7 @@ func (s *driverStore) RaiseLockFences(ctx context.Context, floor int64) error {
 		if _, err := tx.ExecContext(ctx, s.lq.RaiseLockFences, floor); err != nil {
 			return err
 		}
-		return tx.Commit()
+		return commit(ctx, tx)
 	})
 	return s.health.Unavailable(err)
 }
