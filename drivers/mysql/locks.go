@@ -50,7 +50,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 			return nil, s.health.Unavailable(err)
 		}
 	}
-	floor := s.seenTicket()
+	floor := s.tickets.Seen()
 	ticket, err := s.enqueue(ctx, se, name, owner, wait)
 	if mysqldialect.Classify(err) == sqlstore.MissingParent {
 		// The session row is gone (taken over or purged): its holds are
@@ -82,7 +82,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 		return nil, fmt.Errorf("lock ticket %d is not above %d, seen earlier by this store: the database went back (restored from a backup, or a replica promoted without the last commits): %w",
 			ticket, floor, driver.ErrCorrupt)
 	}
-	s.sawTicket(ticket)
+	s.tickets.Saw(ticket)
 	wake, unwatch := s.locks.watch(name)
 	defer unwatch()
 	for {
@@ -146,7 +146,7 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 			return err
 		}
 		if sealed {
-			return errSealed(name)
+			return sqlstore.LocksSealed(name)
 		}
 		if !wait && fence.Valid {
 			return fmt.Errorf("held by %s with fence %d: %w", holder.String, fence.Int64, driver.ErrLocked)
@@ -180,86 +180,39 @@ func newID(ctx context.Context, e execer, q string) (int64, error) {
 	return res.LastInsertId()
 }
 
-// pass looks at the queue up to ticket: granted when it is the head, else
-// how long until it should look again. It watches the sessions ahead and
-// takes over those this store has seen stand still for their T.
+// pass looks at the queue up to ticket (sqlstore.Observations.Pass):
+// nothing wakes a waiter of another store's Unlock, so it polls.
 func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket int64) (bool, time.Duration, error) {
 	s.hook("pass")
 	rows, err := s.pool.QueryContext(ctx, s.lq.Pass, ticket, name, ticket)
 	if err != nil {
 		return false, 0, err
 	}
-	type ahead struct{ session, count, timeoutMS int64 }
-	var before []ahead
-	mine, sealed := false, false
+	var q []sqlstore.QueueEntry
 	for rows.Next() {
-		var t int64
-		var a ahead
-		if err := rows.Scan(&t, &a.session, &a.count, &a.timeoutMS, &sealed); err != nil {
+		var e sqlstore.QueueEntry
+		if err := rows.Scan(&e.Ticket, &e.Session, &e.Count, &e.TimeoutMS, &e.Sealed); err != nil {
 			rows.Close()
 			return false, 0, err
 		}
-		if t == ticket {
-			mine = true
-			continue
-		}
-		before = append(before, a)
+		q = append(q, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return false, 0, err
 	}
-	at := time.Now()
-	if !mine && ticket != math.MaxInt64 {
-		err := fmt.Errorf("the lock's queue no longer has ticket %d (its session was taken over): %w", ticket, driver.ErrLeaseLost)
-		se.Lose(err)
-		return false, 0, err
-	}
-	if sealed && mine {
-		// Queued before the seal: never granted after it.
-		return false, 0, errSealed(name)
-	}
-	if len(before) == 0 {
-		return true, 0, nil
-	}
-	wait := pollEvery(se.t)
-	tookOver := false
-	done := map[int64]bool{se.id: true} // its own session: an earlier Lock of this store
-	for _, a := range before {
-		if done[a.session] {
-			continue
-		}
-		done[a.session] = true
-		s.obs.See(a.session, a.count, time.Duration(a.timeoutMS)*time.Millisecond, at)
-		left := s.obs.StillFor(a.session, a.count, at)
-		if left > 0 {
-			wait = min(wait, left+10*time.Millisecond)
-			continue
-		}
-		switch err := s.takeover(ctx, a.session, a.count); {
-		case err == nil:
-			tookOver = true
-		case mysqldialect.Classify(err) == sqlstore.Aborted:
-			// Its rows are locked by a transaction (innodb_lock_wait_timeout):
-			// the server ends a silent one within its bound.
-		default:
-			return false, 0, err
-		}
-	}
-	if tookOver {
-		return false, 0, nil // look again at once
-	}
-	return false, wait, nil
+	return s.obs.Pass(ctx, sqlstore.PassRules{
+		Takeover:  s.takeover,
+		IsAborted: func(err error) bool { return mysqldialect.Classify(err) == sqlstore.Aborted },
+		Most:      pollEvery(se.t), Margin: 10 * time.Millisecond,
+	}, se, se.id, name, ticket, q)
 }
 
 // takeover deletes session id, with its rows, if its counter is still
 // count.
 func (s *driverStore) takeover(ctx context.Context, id, count int64) error {
-	if _, err := s.pool.ExecContext(ctx, s.lq.Takeover, id, count); err != nil {
-		return err
-	}
-	s.obs.Forget(id)
-	return nil
+	_, err := s.pool.ExecContext(ctx, s.lq.Takeover, id, count)
+	return err
 }
 
 // abandon removes the row of a waiter that gives up, or of a Lock that
@@ -428,20 +381,6 @@ func (s *driverStore) lockErr(err error) error {
 		return fmt.Errorf("mysql: the store's lock tables are missing (the store was made before the driver had locks): open it once with create=true to add them: %w", err)
 	}
 	return s.health.Unavailable(err)
-}
-
-// seenTicket is the highest ticket this store was given: a later one at
-// or below it means the database went back.
-func (s *driverStore) seenTicket() int64 {
-	s.ticketMu.Lock()
-	defer s.ticketMu.Unlock()
-	return s.lastTicket
-}
-
-func (s *driverStore) sawTicket(t int64) {
-	s.ticketMu.Lock()
-	defer s.ticketMu.Unlock()
-	s.lastTicket = max(s.lastTicket, t)
 }
 
 // connected reports a new lock session, with its id and T.

@@ -2,16 +2,11 @@ package mysql
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cosid-go/store/driver"
 )
 
 var _ driver.LockSealer = (*driverStore)(nil)
-
-func errSealed(name string) error {
-	return fmt.Errorf("lock %q: the store's locks are sealed (they moved to another store): %w", name, driver.ErrSealed)
-}
 
 // SealLocks sets the seal on the state row (driver.LockSealer). Every
 // enqueue updates that row before it reads the seal and holds it until it

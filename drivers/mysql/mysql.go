@@ -178,7 +178,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -205,8 +204,7 @@ type driverStore struct {
 	obs         sqlstore.Observations // other lock sessions' counters, seen by this store
 	testHook    atomic.Pointer[func(point string)]
 
-	ticketMu   sync.Mutex
-	lastTicket int64 // the regression guard of lock fences
+	tickets sqlstore.TicketFloor // the regression guard of lock fences
 }
 
 var (

@@ -39,7 +39,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 			return nil, s.unavailable(err)
 		}
 	}
-	floor := s.seenTicket()
+	floor := s.tickets.Seen()
 	ticket, err := s.enqueue(ctx, se, name, owner, wait)
 	if pgdialect.Classify(err) == sqlstore.MissingParent {
 		// The session row is gone (taken over or purged): its holds are
@@ -72,7 +72,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 		return nil, fmt.Errorf("lock ticket %d is not above %d, seen earlier by this store: the database went back (restored from a backup, or a replica promoted without the last commits): %w",
 			ticket, floor, driver.ErrCorrupt)
 	}
-	s.sawTicket(ticket)
+	s.tickets.Saw(ticket)
 	wake := se.watch(ticket)
 	defer se.unwatch(ticket)
 	for {
@@ -144,7 +144,7 @@ func (s *driverStore) enqueueOnce(ctx context.Context, se *session, name, owner 
 					return err
 				}
 				if sealed {
-					return errSealed(name)
+					return sqlstore.LocksSealed(name)
 				}
 				return errNoName
 			}
@@ -155,7 +155,7 @@ func (s *driverStore) enqueueOnce(ctx context.Context, se *session, name, owner 
 				return err
 			}
 			if sealed {
-				return errSealed(name)
+				return sqlstore.LocksSealed(name)
 			}
 			if !wait {
 				var holder string
@@ -182,77 +182,25 @@ func (s *driverStore) enqueueOnce(ctx context.Context, se *session, name, owner 
 	return ticket, err
 }
 
-// pass looks at the queue up to ticket: granted when it is the head, else
-// how long until it should look again. It watches the sessions ahead and
-// takes over those this store has seen stand still for their T.
+// pass looks at the queue up to ticket (sqlstore.Observations.Pass): a
+// notification usually wakes a waiter first, so the wait is long.
 func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket int64) (bool, time.Duration, error) {
 	s.hook("pass")
 	rows, err := s.pool.Query(ctx, s.lq.Pass, name, ticket)
 	if err != nil {
 		return false, 0, err
 	}
-	type ahead struct{ session, count, timeoutMS int64 }
-	var before []ahead
-	mine, sealed := false, false
-	for rows.Next() {
-		var t int64
-		var a ahead
-		if err := rows.Scan(&t, &a.session, &a.count, &a.timeoutMS, &sealed); err != nil {
-			rows.Close()
-			return false, 0, err
-		}
-		if t == ticket {
-			mine = true
-			continue
-		}
-		before = append(before, a)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	q, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (e sqlstore.QueueEntry, err error) {
+		err = row.Scan(&e.Ticket, &e.Session, &e.Count, &e.TimeoutMS, &e.Sealed)
+		return e, err
+	})
+	if err != nil {
 		return false, 0, err
 	}
-	at := time.Now()
-	if !mine && ticket != math.MaxInt64 {
-		err := fmt.Errorf("the lock's queue no longer has ticket %d (its session was taken over): %w", ticket, driver.ErrLeaseLost)
-		se.Lose(err)
-		return false, 0, err
-	}
-	if sealed && mine {
-		// Queued before the seal: never granted after it.
-		return false, 0, errSealed(name)
-	}
-	if len(before) == 0 {
-		return true, 0, nil
-	}
-	wait := se.t // a notification usually comes first
-	tookOver := false
-	done := map[int64]bool{se.id: true} // its own session: an earlier Lock of this store
-	for _, a := range before {
-		if done[a.session] {
-			continue
-		}
-		done[a.session] = true
-		s.obs.See(a.session, a.count, time.Duration(a.timeoutMS)*time.Millisecond, at)
-		left := s.obs.StillFor(a.session, a.count, at)
-		if left > 0 {
-			wait = min(wait, left)
-			continue
-		}
-		switch err := s.takeover(ctx, a.session, a.count); {
-		case err == nil:
-			tookOver = true
-		case aborted(err):
-			// Its rows are locked by a transaction (lock_timeout): the
-			// server ends a silent one within its bound.
-			wait = min(wait, 100*time.Millisecond)
-		default:
-			return false, 0, err
-		}
-	}
-	if tookOver {
-		return false, 0, nil // look again at once
-	}
-	return false, wait + 20*time.Millisecond, nil
+	return s.obs.Pass(ctx, sqlstore.PassRules{
+		Takeover: s.takeover, IsAborted: aborted,
+		Most: se.t + 20*time.Millisecond, Margin: 20 * time.Millisecond, Aborted: 120 * time.Millisecond,
+	}, se, se.id, name, ticket, q)
 }
 
 // takeover deletes session id, with its rows, if its counter is still
@@ -261,11 +209,8 @@ func (s *driverStore) takeover(ctx context.Context, id, count int64) error {
 	b := &pgx.Batch{}
 	b.Queue(s.lq.LockSessions, id)
 	b.Queue(s.lq.Takeover, id, count, s.locks.channel)
-	if _, err := countSecond(s.pool.SendBatch(ctx, b)); err != nil {
-		return err
-	}
-	s.obs.Forget(id)
-	return nil
+	_, err := countSecond(s.pool.SendBatch(ctx, b))
+	return err
 }
 
 // abandon removes the row of a waiter that gives up, or of a Lock that

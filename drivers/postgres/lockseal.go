@@ -2,17 +2,12 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cosid-go/store/driver"
 	"github.com/jackc/pgx/v5"
 )
 
 var _ driver.LockSealer = (*driverStore)(nil)
-
-func errSealed(name string) error {
-	return fmt.Errorf("lock %q: the store's locks are sealed (they moved to another store): %w", name, driver.ErrSealed)
-}
 
 // SealLocks writes the seal row (driver.LockSealer) with cosid_lock locked,
 // so no enqueue is in flight: each one before has its ticket, each one

@@ -123,7 +123,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -161,20 +160,7 @@ type driverStore struct {
 
 	lq *lockStatements
 
-	ticketMu   sync.Mutex
-	lastTicket int64 // the regression guard of lock fences
-}
-
-func (s *driverStore) seenTicket() int64 {
-	s.ticketMu.Lock()
-	defer s.ticketMu.Unlock()
-	return s.lastTicket
-}
-
-func (s *driverStore) sawTicket(t int64) {
-	s.ticketMu.Lock()
-	defer s.ticketMu.Unlock()
-	s.lastTicket = max(s.lastTicket, t)
+	tickets sqlstore.TicketFloor // the regression guard of lock fences
 }
 
 var (
