@@ -54,11 +54,7 @@ func checkCancelAtGrant(e *env) {
 	sb := e.open(store.WithOwner("b"))
 	for round := range raceRounds {
 		h := e.lock(holder, name)
-		ctxA, cancelA := context.WithCancel(e.ctx)
-		chA := e.lockAsync(ctxA, sa, name)
-		e.awaitWaiters(holder, name, "holder", "a")
-		chB := e.lockAsync(e.timeout(e.lockWait), sb, name)
-		e.awaitWaiters(holder, name, "holder", "a", "b")
+		cancelA, chA, chB := e.queueAB(holder, sa, sb, name)
 		if round%2 == 0 {
 			cancelA()
 			e.unlock(h)
@@ -91,12 +87,8 @@ func checkMiddleCancel(e *env) {
 	sb := e.open(store.WithOwner("b"))
 	sc := e.open(store.WithOwner("c"))
 	h := e.lock(holder, name)
-	ctxA, cancelA := context.WithCancel(e.ctx)
+	cancelA, chA, chB := e.queueAB(holder, sa, sb, name)
 	defer cancelA()
-	chA := e.lockAsync(ctxA, sa, name)
-	e.awaitWaiters(holder, name, "holder", "a")
-	chB := e.lockAsync(e.timeout(e.lockWait), sb, name)
-	e.awaitWaiters(holder, name, "holder", "a", "b")
 	chC := e.lockAsync(e.timeout(e.lockWait), sc, name)
 	e.awaitWaiters(holder, name, "holder", "a", "b", "c")
 

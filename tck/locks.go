@@ -282,6 +282,19 @@ func checkTryLock(e *env) {
 	e.unlock(lc)
 }
 
+// queueAB queues a (its Lock ends with cancelA) and then b behind it for
+// name, held by the owner "holder": each is in the queue before queueAB
+// returns. b waits at most the lock wait.
+func (e *env) queueAB(holder, sa, sb *store.Store, name string) (cancelA func(), chA, chB <-chan lockResult) {
+	e.t.Helper()
+	ctxA, cancelA := context.WithCancel(e.ctx)
+	chA = e.lockAsync(ctxA, sa, name)
+	e.awaitWaiters(holder, name, "holder", "a")
+	chB = e.lockAsync(e.timeout(e.lockWait), sb, name)
+	e.awaitWaiters(holder, name, "holder", "a", "b")
+	return cancelA, chA, chB
+}
+
 // checkCancel: a waiter whose context ends returns promptly with the
 // context's error, leaves the queue, and does not hold up the next waiter.
 func checkCancel(e *env) {
@@ -290,12 +303,8 @@ func checkCancel(e *env) {
 	sa := e.open(store.WithOwner("a"))
 	sb := e.open(store.WithOwner("b"))
 	h := e.lock(holder, name)
-	ctxA, cancelA := context.WithCancel(e.ctx)
+	cancelA, chA, chB := e.queueAB(holder, sa, sb, name)
 	defer cancelA()
-	chA := e.lockAsync(ctxA, sa, name)
-	e.awaitWaiters(holder, name, "holder", "a")
-	chB := e.lockAsync(e.timeout(e.lockWait), sb, name)
-	e.awaitWaiters(holder, name, "holder", "a", "b")
 
 	cancelA()
 	ra := e.await(chA, "Lock whose context was cancelled")
