@@ -1,6 +1,7 @@
 // Package netproxy is a loopback TCP proxy for tests: put in front of one
-// server, it can cut a client's connections, or freeze them (a network gone
-// silent, as in a partition), without touching the server. Told how to name
+// server, it can cut a client's connections, freeze them (a network gone
+// silent, as in a partition), or delay the server's answers (a slow or
+// crowded server), without touching the server. Told how to name
 // who opened each connection (SetOrigin), it can cut one dialer's
 // connections and leave the others' alone.
 //
@@ -9,6 +10,7 @@ package netproxy
 
 import (
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ type Proxy struct {
 	mu       sync.Mutex
 	thawed   *sync.Cond // signalled by Thaw and close
 	frozen   bool
+	delay    time.Duration // of the server's bytes (Delay)
 	cut      bool
 	closed   bool
 	accepted int
@@ -126,6 +129,15 @@ func (p *Proxy) Thaw() {
 	p.thawed.Broadcast()
 }
 
+// Delay holds every byte the server sends for d before forwarding it to
+// the client (0: at once), in order, on open and new connections: to the
+// client, the server answers each request d late.
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
 // Conns returns how many connections the proxy has accepted to forward so
 // far; those closed at once while cut are not counted.
 func (p *Proxy) Conns() int {
@@ -196,10 +208,57 @@ func (p *Proxy) forward(client net.Conn, origin string) {
 		server.Close()
 		close(done)
 	}()
-	p.copy(client, server)
+	p.copyDelayed(client, server)
 	client.Close()
 	server.Close()
 	<-done
+}
+
+// copyDelayed is copy, each read forwarded no sooner than the proxy's
+// delay after it was read: a reader stamps what it reads, and this
+// goroutine writes it when due.
+func (p *Proxy) copyDelayed(dst, src net.Conn) {
+	type chunk struct {
+		b  []byte
+		at time.Time
+	}
+	chunks := make(chan chunk, 64)
+	go func() {
+		defer close(chunks)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				chunks <- chunk{slices.Clone(buf[:n]), time.Now()}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	failed := false
+	for c := range chunks { // drained to the end, so the reader never blocks
+		p.mu.Lock()
+		for p.frozen && !p.closed && !p.cut {
+			p.thawed.Wait()
+		}
+		d := p.delay
+		p.mu.Unlock()
+		if wait := time.Until(c.at.Add(d)); wait > 0 && !failed {
+			<-time.After(wait)
+		}
+		if !failed {
+			if _, err := dst.Write(c.b); err != nil {
+				failed = true
+				src.Close() // ends the reader
+			}
+		}
+	}
+	p.mu.Lock() // the end of src is held while frozen, as in copy
+	for p.frozen && !p.closed && !p.cut {
+		p.thawed.Wait()
+	}
+	p.mu.Unlock()
 }
 
 // copy forwards src to dst, holding what it read, and the end of src, while

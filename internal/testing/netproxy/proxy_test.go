@@ -287,3 +287,23 @@ func TestDialedBy(t *testing.T) {
 		t.Fatalf("DialedBy(accepted, 1) = %d; want an error: pid 1 did not open it", pid)
 	}
 }
+
+// Delay forwards the server's bytes d late, in order, and no later than
+// needed once the delay is lifted.
+func TestDelay(t *testing.T) {
+	s := startServer(t)
+	p := New(t, s.ln.Addr().String())
+	c := dial(t, p.Addr())
+	echo(t, c, "before")
+	const d = 200 * time.Millisecond
+	p.Delay(d)
+	for _, msg := range []string{"one", "two"} {
+		start := time.Now()
+		echo(t, c, msg)
+		if took := time.Since(start); took < d {
+			t.Errorf("echo of %q took %v with a delay of %v", msg, took, d)
+		}
+	}
+	p.Delay(0)
+	echo(t, c, "after") // within wait, as before
+}
