@@ -59,15 +59,30 @@ func seenCuts(ctx context.Context) context.Context {
 
 // latency keeps the latencies of the last answers, and the attempt
 // deadline they give, recomputed every few answers (off the calls' path).
+//
+// A cut widens the deadline: a server that answers, but later than the
+// deadline (a fleet of stores acquiring at once queues thousands of
+// requests), would otherwise have every attempt cut and sent again, each
+// resend one more request in its queue, until the calls' own deadlines:
+// a load that feeds itself. So each cut doubles the next attempts'
+// deadline (within attemptMax), as TCP backs off its retransmission
+// timeout, and answers bring it down again, halving it at most per answer
+// and never below attemptFactor times that answer's latency: a slow
+// server keeps it wide, a fast one (a failover's new member) closes it in
+// a few answers.
 type latency struct {
-	mu   sync.Mutex
-	last [31]time.Duration
-	n    int          // answers noted
-	cur  atomic.Int64 // the attempt deadline; 0: none computed yet
+	mu    sync.Mutex
+	last  [31]time.Duration
+	n     int          // answers noted
+	cur   atomic.Int64 // the attempt deadline; 0: none computed yet
+	widen atomic.Int64 // the deadline after cuts, while above cur; 0: none
 }
 
 // observe notes an answer that took d.
 func (l *latency) observe(d time.Duration) {
+	if l.widen.Load() > 0 {
+		l.narrow(d)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.last[l.n%len(l.last)] = d
@@ -81,10 +96,31 @@ func (l *latency) observe(d time.Duration) {
 	l.cur.Store(int64(min(max(attemptFactor*ds[n/2], attemptMin), attemptMax)))
 }
 
+// cut notes an attempt cut at its deadline d: the next ones get twice d.
+func (l *latency) cut(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.widen.Store(int64(min(max(2*d, time.Duration(l.widen.Load())), attemptMax)))
+}
+
+// narrow brings a widened deadline down after an answer that took d.
+func (l *latency) narrow(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := time.Duration(l.widen.Load())
+	if w = max(w/2, attemptFactor*d); w < time.Duration(l.widen.Load()) {
+		if w <= max(attemptMin, time.Duration(l.cur.Load())) {
+			w = 0 // back to the answers' median
+		}
+		l.widen.Store(int64(w))
+	}
+}
+
 // deadline is the next attempt's.
 func (l *latency) deadline() time.Duration {
-	if d := l.cur.Load(); d > 0 {
-		return time.Duration(d)
+	d := max(time.Duration(l.cur.Load()), time.Duration(l.widen.Load()))
+	if d > 0 {
+		return d
 	}
 	return attemptMin
 }
@@ -96,11 +132,13 @@ func (s *etcdStore) attemptInterceptor(ctx context.Context, method string, req, 
 	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	start := time.Now()
 	call := ctx
+	var bound time.Duration
 	if ctx.Value(attemptsKey{}) != nil {
 		var cancel context.CancelFunc
 		// clientv3.WithRequireLeader, without copying the metadata.
 		ctx = metadata.AppendToOutgoingContext(ctx, rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader)
-		ctx, cancel = context.WithTimeout(ctx, s.latency.deadline())
+		bound = s.latency.deadline()
+		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
@@ -111,7 +149,11 @@ func (s *etcdStore) attemptInterceptor(ctx context.Context, method string, req, 
 	if err == nil {
 		s.latency.observe(time.Since(start))
 	}
-	if err != nil && ctx != call && ctx.Err() != nil && call.Err() == nil && call.Value(seenCutsKey{}) != nil {
+	cut := err != nil && ctx != call && ctx.Err() != nil && call.Err() == nil
+	if cut {
+		s.latency.cut(bound)
+	}
+	if cut && call.Value(seenCutsKey{}) != nil {
 		// Cut by the attempt's deadline, not the call's: clientv3's retry
 		// would take a deadline error for a cut of its own and send the
 		// write again, unseen by the store, whose handling of the unknown

@@ -37,3 +37,37 @@ func TestAttemptDeadline(t *testing.T) {
 		t.Errorf("answers of 1s: %v, want %v", d, attemptMax)
 	}
 }
+
+// TestAttemptDeadlineAfterCuts: each cut doubles the next attempts'
+// deadline (within attemptMax); slow answers keep it wide, fast ones
+// bring it back to the median's in a few answers.
+func TestAttemptDeadlineAfterCuts(t *testing.T) {
+	var l latency
+	for range 40 {
+		l.observe(2 * time.Millisecond)
+	}
+	l.cut(l.deadline())
+	if d := l.deadline(); d != 2*attemptMin {
+		t.Fatalf("after a cut: %v, want %v", d, 2*attemptMin)
+	}
+	l.cut(l.deadline())
+	if d := l.deadline(); d != 4*attemptMin {
+		t.Fatalf("after two cuts: %v, want %v", d, 4*attemptMin)
+	}
+	for range 10 {
+		l.cut(l.deadline())
+	}
+	if d := l.deadline(); d != attemptMax {
+		t.Fatalf("after many cuts: %v, want %v", d, attemptMax)
+	}
+	l.observe(150 * time.Millisecond) // slow: 10x is 1.5s
+	if d := l.deadline(); d != 1500*time.Millisecond {
+		t.Errorf("after a slow answer: %v, want 1.5s", d)
+	}
+	for range 3 {
+		l.observe(2 * time.Millisecond)
+	}
+	if d := l.deadline(); d != attemptMin {
+		t.Errorf("after fast answers: %v, want %v", d, attemptMin)
+	}
+}

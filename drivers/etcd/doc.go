@@ -164,6 +164,9 @@
 // Failover: a call that retries (Next) gives each round trip a deadline
 // of its own, ten times the median latency of the last answers, within
 // 300ms and 2s (and the call's), and asks for a member with a leader. A
+// round trip cut by that deadline doubles it for the next ones (up to 2s),
+// until answers come fast again: a server that answers late (many stores
+// acquiring at once) is then waited for, not sent each request again. A
 // write a follower forwarded to a leader that died is lost, and a hung
 // member answers nothing; either costs that round trip, not the call's
 // whole timeout: the retry goes to a member that answers, and resolves the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,10 +241,12 @@ func retryable(err error) bool {
 // backoff sleeps before retry n (1, 2, ...), within ctx: at most 100ms,
 // as a retry follows a member's failure (no leader, an attempt cut at its
 // deadline, attempts.go) and writes should resume about when a new leader
-// is elected, not a long sleep later.
+// is elected, not a long sleep later. Half of it is drawn at random, so
+// stores that failed together (a fleet's) do not retry together.
 func (s *etcdStore) backoff(ctx context.Context, n int, err error) error {
 	driver.Retried(ctx, s.emit, n, err)
 	d := min(10*time.Millisecond<<min(n, 6), 100*time.Millisecond)
+	d = d/2 + rand.N(d/2+1)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
