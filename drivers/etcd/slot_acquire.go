@@ -13,11 +13,12 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// Acquire reads the namespace and the owner index, then the owner's slots
-// and the preferred one, then, only if none is free, the others as search
-// says; then it
-// writes the new term and the index in one transaction that compares every
-// key it read. A lost race starts over.
+// Acquire reads the namespace and the owner index (with the preferred slot
+// and the search's first few, prefetch), then the owner's slots, then,
+// only if none is free, the others as search says; then it writes the new
+// term and the index in one transaction that compares every key it read.
+// A lost race starts over, unless only the slot was taken (or the missing
+// namespace created as this pass would have): it goes on from there.
 func (s *slotStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	ctx = attempts(ctx) // failover: a cut term write is found by owner (attempts.go)
 	name := req.Namespace.Name
@@ -44,7 +45,7 @@ func (s *slotStore) acquireOnce(ctx context.Context, req driver.AcquireRequest, 
 		return driver.Lease{}, false, err
 	}
 	first := driver.FirstSlots(a.index, req.Preferred, req.Namespace.Limit)
-	if purged, err := a.read(ctx, first); purged || err != nil {
+	if purged, err := a.read(ctx, a.unread(first)); purged || err != nil {
 		return driver.Lease{}, false, err
 	}
 	a.now = s.now()
@@ -89,12 +90,21 @@ type acquisition struct {
 }
 
 // startAcquire reads the namespace (checking its settings), the owner
-// index and the purge's fence floor, in one transaction.
+// index and the purge's fence floor, in one transaction, with the slots
+// known to be looked at before the index is read: the preferred one and
+// the search's first batch (prefetch). A fresh acquire in a crowded
+// namespace then takes a slot in two round trips: this read and its write.
 func (s *slotStore) startAcquire(ctx context.Context, req driver.AcquireRequest, nk, ok string) (*acquisition, error) {
-	slots := s.key("slot", req.Namespace.Name) + "/"
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(nk), clientv3.OpGet(ok), clientv3.OpGet(s.key("purged")),
+	name := req.Namespace.Name
+	slots := s.key("slot", name) + "/"
+	pre := prefetch(req)
+	ops := []clientv3.Op{clientv3.OpGet(nk), clientv3.OpGet(ok), clientv3.OpGet(s.key("purged")),
 		clientv3.OpGet(slots, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1)),
-		clientv3.OpGet(s.tallyKey(req.Namespace.Name))).Commit()
+		clientv3.OpGet(s.tallyKey(name))}
+	for _, n := range pre {
+		ops = append(ops, clientv3.OpGet(s.slotKey(name, n)))
+	}
+	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
 	if err = s.check(ctx, err); err != nil {
 		return nil, err
 	}
@@ -136,7 +146,44 @@ func (s *slotStore) startAcquire(ctx context.Context, req driver.AcquireRequest,
 		}
 		a.ownerMod = kvs[0].ModRevision
 	}
+	if !a.createNS { // a missing namespace has no slots: each is a.missing
+		for i, n := range pre {
+			if kvs := resp.Responses[5+i].GetResponseRange().Kvs; len(kvs) == 1 {
+				a.slots[n] = withRev(slotFrom(s.slotKey(name, n), kvs[0], a.floor), a.rev)
+			} else {
+				a.slots[n] = a.missing(a.rev)
+			}
+		}
+	}
 	return a, nil
+}
+
+// prefetch is what startAcquire reads of the slots: the preferred slot
+// and the search's first batch (searchBatches).
+func prefetch(req driver.AcquireRequest) []int {
+	limit := req.Namespace.Limit
+	pre := driver.FirstSlots(nil, req.Preferred, limit)
+	i := 0
+	for n := range driver.SearchOrder(driver.SearchStart(req.Owner, req.Incarnation, limit), limit) {
+		if i++; i > searchBatches[0] {
+			break
+		}
+		if !slices.Contains(pre, n) {
+			pre = append(pre, n)
+		}
+	}
+	return pre
+}
+
+// unread are the slots of ns this pass has not read yet.
+func (a *acquisition) unread(ns []int) []int {
+	var out []int
+	for _, n := range ns {
+		if _, ok := a.slots[n]; !ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // slot returns slot n as read, or as a slot never stored.
@@ -152,7 +199,7 @@ func (a *acquisition) slot(n int) slotState {
 // came since the first read (start over), so a slot found missing is
 // judged by the floor of its own time.
 func (a *acquisition) read(ctx context.Context, ns []int) (purged bool, err error) {
-	if a.createNS {
+	if a.createNS || len(ns) == 0 {
 		return false, nil
 	}
 	name := a.req.Namespace.Name
@@ -257,7 +304,7 @@ func (a *acquisition) search(ctx context.Context) (l driver.Lease, taken, lost b
 			break
 		}
 		batch := order[i:min(i+size, limit)]
-		if purged, err := a.read(ctx, batch); purged || err != nil {
+		if purged, err := a.read(ctx, a.unread(batch)); purged || err != nil {
 			return driver.Lease{}, false, purged, err
 		}
 		for _, n := range batch {
@@ -302,7 +349,7 @@ func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lo
 		case driver.SlotOwn:
 			return st.r.Lease(name, n), true, false, nil
 		case driver.SlotFree:
-			l, ok, fresh, err := a.s.writeTerm(ctx, a.req, n, st, a.index, a.ownerMod, a.nsMod, a.purged, a.tally, a.now)
+			l, ok, fresh, err := a.writeTerm(ctx, n, st)
 			if ok || err != nil {
 				return l, ok, false, err
 			}
@@ -322,17 +369,6 @@ func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lo
 	}
 }
 
-// createNamespace writes the missing namespace; created is false when
-// another store created it meanwhile.
-func (a *acquisition) createNamespace(ctx context.Context) (created bool, err error) {
-	tr, err := a.s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(a.nk), "=", 0)).
-		Then(clientv3.OpPut(a.nk, formatNamespace(a.req.Namespace, false))).Commit()
-	if err = a.s.check(ctx, err); err != nil {
-		return false, err
-	}
-	return tr.Succeeded, nil
-}
-
 // exhausted is the error of a pass that found no slot to take; ErrCorrupt
 // too when missing slots were passed over for a hole in the tally.
 func (a *acquisition) exhausted() error {
@@ -344,73 +380,4 @@ func (a *acquisition) exhausted() error {
 		return fmt.Errorf("all %d slots are held or missing%s: %w: %w", a.req.Namespace.Limit, why, driver.ErrExhausted, a.holed)
 	}
 	return fmt.Errorf("all %d slots are held%s: %w", a.req.Namespace.Limit, why, driver.ErrExhausted)
-}
-
-// writeTerm writes slot n's new term and the owner index, comparing both
-// and the namespace key (at nsMod; 0: missing, created here) with what was
-// read, so no term starts after a seal, and the purged fence floor's key
-// (at purged): a slot a purge deleted meanwhile is missing either way, but
-// its fence is then in the floor, not in what was read. When another store
-// wrote first, fresh is the slot as it is now if only the slot changed, nil
-// if anything else did.
-func (s *slotStore) writeTerm(ctx context.Context, req driver.AcquireRequest, n int, st slotState,
-	index []int, ownerMod, nsMod, purged int64, tl tally, now int64) (l driver.Lease, ok bool, fresh *slotState, err error) {
-	createNS := nsMod == 0
-	name := req.Namespace.Name
-	r := st.r.NewTerm(req, now)
-	data, err := r.MarshalBinary()
-	if err != nil {
-		return driver.Lease{}, false, nil, err
-	}
-	sk, ok2, nk := s.slotKey(name, n), s.ownerKey(name, req.Owner), s.nsKey(name)
-	pk := s.key("purged")
-	cmps := []clientv3.Cmp{
-		clientv3.Compare(clientv3.ModRevision(sk), "=", st.mod),
-		clientv3.Compare(clientv3.ModRevision(ok2), "=", ownerMod),
-		clientv3.Compare(clientv3.ModRevision(pk), "=", purged),
-	}
-	ops := []clientv3.Op{
-		clientv3.OpPut(sk, string(data)),
-		clientv3.OpPut(ok2, formatIndex(driver.RememberSlot(index, n))),
-	}
-	if st.mod == 0 {
-		ops = append(ops, s.bump(name, tl)) // a slot key created: counted
-	}
-	if createNS {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
-		ops = append(ops, clientv3.OpPut(nk, formatNamespace(req.Namespace, false)))
-	} else {
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(nk), "=", nsMod))
-	}
-	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).
-		Else(clientv3.OpGet(sk), clientv3.OpGet(ok2, clientv3.WithKeysOnly()), clientv3.OpGet(nk, clientv3.WithKeysOnly()),
-			clientv3.OpGet(pk, clientv3.WithKeysOnly())).Commit()
-	if err = s.check(ctx, err); err != nil {
-		// Unknown outcome: a retried acquire finds the term by owner and
-		// incarnation (SlotOwn) if it was written.
-		return driver.Lease{}, false, nil, err
-	}
-	if resp.Succeeded {
-		s.guardFence(sk, slotState{r: r, rev: resp.Header.Revision})
-		l = r.Lease(name, n)
-		l.State = resp.Header.Revision
-		return l, true, nil, nil
-	}
-	var ownerNow int64
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
-		ownerNow = kvs[0].ModRevision
-	}
-	var nsNow int64
-	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) == 1 {
-		nsNow = kvs[0].ModRevision
-	}
-	if ownerNow != ownerMod || nsNow != nsMod || modOf(resp.Responses[3].GetResponseRange().Kvs) != purged {
-		return driver.Lease{}, false, nil, nil // start over: reads the seal, if that was it
-	}
-	kvs := resp.Responses[0].GetResponseRange().Kvs
-	if len(kvs) == 0 {
-		return driver.Lease{}, false, nil, nil // deleted meanwhile: start over
-	}
-	now2 := withRev(slotFrom(sk, kvs[0], driver.SlotRecord{}), resp.Header.Revision)
-	return driver.Lease{}, false, &now2, nil
 }
