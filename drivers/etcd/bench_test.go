@@ -5,11 +5,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
@@ -168,15 +174,73 @@ func pair(i int, base, ours time.Duration, baseline, mine func()) (time.Duration
 // BenchmarkFleet: a fleet of instances, each a store with a client of its
 // own, acquiring slots of one namespace at once (package fleetbench), on a
 // member of its own. Goal: 1,000 all held within 10 s, at most 3x the
-// time of 250.
+// time of 250. With -v it logs, per acquire, the round trips, cuts and
+// lost races (tripCounts).
 //
-//	COSID_FLEET=250,1000 go test -run '^$' -bench Fleet -benchtime 1x ./
+//	COSID_FLEET=250,1000 go test -run '^$' -bench Fleet -benchtime 1x -v ./
 func BenchmarkFleet(b *testing.B) {
 	endpoints := strings.Join(etcdtest.Start(b, 1).Endpoints(), ",")
 	prefix := freshPrefix("fleet")
+	var counts []*tripCounts
+	b.Cleanup(func() { logTrips(b, counts) })
 	fleetbench.Run(b, func() (driver.Store, error) {
-		return fromOptions(map[string]string{"endpoints": endpoints, "prefix": prefix})
+		d, err := fromOptions(map[string]string{"endpoints": endpoints, "prefix": prefix})
+		if err != nil {
+			return nil, err
+		}
+		c := &tripCounts{}
+		d.(*driverStore).dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(c.intercept)}
+		countsMu.Lock()
+		counts = append(counts, c)
+		countsMu.Unlock()
+		return d, nil
 	})
+}
+
+var countsMu sync.Mutex
+
+// tripCounts counts one fleet store's round trips of calls with attempt
+// deadlines (Acquire's), those cut by their attempt deadline, and the
+// transactions whose compares failed (a race lost).
+type tripCounts struct {
+	trips, cuts, lost, write atomic.Int64
+}
+
+func (c *tripCounts) intercept(ctx context.Context, method string, req, reply any,
+	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	marked := ctx.Value(attemptsKey{}) != nil
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if !marked {
+		return err
+	}
+	c.trips.Add(1)
+	if code := status.Code(err); err != nil && ctx.Err() == nil && (code == codes.DeadlineExceeded || code == codes.Unavailable) {
+		c.cuts.Add(1)
+	}
+	if r, ok := req.(*pb.TxnRequest); ok && len(r.Compare) > 0 {
+		c.write.Add(1)
+		if t, ok := reply.(*pb.TxnResponse); ok && err == nil && !t.Succeeded {
+			c.lost.Add(1)
+		}
+	}
+	return err
+}
+
+// logTrips logs the counts per fleet size, the stores being opened in
+// the order of the sizes.
+func logTrips(b *testing.B, counts []*tripCounts) {
+	for _, n := range fleetbench.Sizes(b) {
+		if len(counts) < n {
+			return
+		}
+		var trips, cuts, lost, write int64
+		for _, c := range counts[:n] {
+			trips, cuts, lost, write = trips+c.trips.Load(), cuts+c.cuts.Load(), lost+c.lost.Load(), write+c.write.Load()
+		}
+		counts = counts[n:]
+		b.Logf("n=%d: per acquire %.2f round trips, %.2f cut, %.2f writes, %.2f lost races",
+			n, float64(trips)/float64(n), float64(cuts)/float64(n), float64(write)/float64(n), float64(lost)/float64(n))
+	}
 }
 
 // BenchmarkManyLockHolders: stores holding lock names of their own, with
