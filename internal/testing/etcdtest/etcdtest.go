@@ -311,6 +311,25 @@ func (c *Cluster) Restart(t testing.TB, m *Member) {
 	}
 }
 
+// RestartAll starts the stopped members again on their data, all before
+// waiting for any (a member of a cluster is healthy only once a quorum of
+// them is up), and waits until each is healthy: every member of a cluster
+// restored from a snapshot, say.
+func (c *Cluster) RestartAll(t testing.TB) {
+	t.Helper()
+	for _, m := range c.Members {
+		m.Stop()
+		if err := m.run(c.bin); err != nil {
+			t.Fatalf("etcdtest: %v", err)
+		}
+	}
+	for _, m := range c.Members {
+		if err := m.waitHealthy(startWait); err != nil {
+			t.Fatalf("etcdtest: restart of every member: %v", err)
+		}
+	}
+}
+
 // Close stops every member.
 func (c *Cluster) Close() {
 	for _, m := range c.Members {
