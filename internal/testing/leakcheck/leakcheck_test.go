@@ -17,8 +17,11 @@ func TestWaitsForAGoroutineEnding(t *testing.T) {
 	go func() {
 		<-done
 	}()
-	time.AfterFunc(time.Second, func() { close(done) })
+	// Timed from before the timer is set: the goroutine ends a second
+	// after this at the earliest (at load 19 a start read after it was
+	// 2 ms late, and the check's 998 ms looked too short).
 	start := time.Now()
+	time.AfterFunc(time.Second, func() { close(done) })
 	if err := find(Wait, []goleak.Option{ignore}); err != nil {
 		t.Fatalf("a goroutine ending after 1s reported: %v", err)
 	}
