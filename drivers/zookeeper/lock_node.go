@@ -80,6 +80,7 @@ type lockNode struct {
 	lostErr   error
 	gone      bool // session sid ended (or the store's own connection closed)
 	releasing bool // Unlock deletes it: confirmations leave it out
+	stray     bool // abandoned before it was ever held (see strays)
 }
 
 // dead reports a node known to have died with its session: nothing to
@@ -140,6 +141,9 @@ func (s *lockStore) abandonLockNode(n *lockNode, wait time.Duration) {
 		return
 	}
 	done := s.sess.spawn(func() {
+		if s.sess.beforeRemove != nil {
+			s.sess.beforeRemove()
+		}
 		ctx, cancel := s.sess.cleanupContext()
 		defer cancel()
 		s.removeLockNode(ctx, n)

@@ -44,6 +44,7 @@ type lockSession struct {
 	confirmWake   chan struct{}        // wakes the confirmation loop when the timeout changed
 	sessionDown   chan struct{}        // closed when the connection loses its session (TryLock)
 	beforeCreate  func()               // a test's: runs in sendCreate between counting the call in and marking the create in flight
+	beforeRemove  func()               // a test's: runs in an abandoned node's removal before it starts
 	deadlineTimer *time.Timer
 	deadlineGen   int                     // invalidates a timer that fired too late to be stopped
 	confirming    bool                    // the confirmation loop runs
@@ -279,6 +280,29 @@ func (ss *lockSession) markAbandoned(n *lockNode) bool {
 	if n.phase == abandoned {
 		return false
 	}
+	n.stray = n.phase == waiting
 	n.phase = abandoned
 	return true
+}
+
+// strays returns the GUIDs of this store's nodes under parent that are
+// being removed and were never held: a failed Lock's or TryLock's. They
+// are nobody's hold or wait, so the store's own next attempt on the name
+// does not queue behind them (a TryLock does not wait for their delete,
+// and would otherwise report ErrLocked with nobody holding or waiting).
+// Other stores see them as nodes ahead until they are gone, which only
+// makes them wait longer.
+func (ss *lockSession) strays(parent string) map[string]bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var guids map[string]bool
+	for n := range ss.nodes {
+		if n.stray && n.phase == abandoned && n.parent == parent {
+			if guids == nil {
+				guids = map[string]bool{}
+			}
+			guids[n.guid] = true
+		}
+	}
+	return guids
 }

@@ -186,7 +186,7 @@ func (s *lockStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, early
 		if err := s.lockUsable(n); err != nil {
 			return 0, err
 		}
-		q := queuePlace(kids, own, n.guid, mySeq)
+		q := queuePlace(kids, own, n.guid, mySeq, s.sess.strays(n.parent))
 		if !q.found {
 			return 0, fmt.Errorf("the node vanished: %w", errRequeue)
 		}
@@ -265,8 +265,9 @@ type queue struct {
 }
 
 // queuePlace finds the place of own (guid, seq mySeq) among kids, ordered
-// by sequence number; children that are not lock nodes are not in the queue.
-func queuePlace(kids []string, own, guid string, mySeq int32) queue {
+// by sequence number; children that are not lock nodes, and the store's
+// strays (GUIDs in strays), are not in the queue.
+func queuePlace(kids []string, own, guid string, mySeq int32, strays map[string]bool) queue {
 	var q queue
 	predSeq := int32(0)
 	for _, k := range kids {
@@ -276,7 +277,7 @@ func queuePlace(kids []string, own, guid string, mySeq int32) queue {
 		}
 		g, seq, ok := parseLockNode(k)
 		switch {
-		case !ok:
+		case !ok, strays[g]:
 		case g == guid:
 			q.twins = append(q.twins, k)
 		case seqCompare(seq, mySeq) < 0:
