@@ -625,6 +625,22 @@ func testLockCancelDuringCreate(t *testing.T, addr string) {
 	}
 }
 
+// watchHolderNode watches the only node under parent, the holder's: the
+// event comes when the server removes it, as it does when the holder's
+// session expires.
+func watchHolderNode(t *testing.T, conn *zk.Conn, parent string) <-chan zk.Event {
+	t.Helper()
+	nodes := lockNodes(t, conn, parent)
+	if len(nodes) != 1 {
+		t.Fatalf("nodes: %q, want the holder's", nodes)
+	}
+	_, _, deleted, err := conn.ExistsW(parent + "/" + nodes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return deleted
+}
+
 // testLockSessionExpiry: the holder's connection is cut (through a proxy)
 // for longer than its 2s session timeout. Lost must close within the
 // session timeout of the cut, and before the server expires the session
@@ -648,14 +664,7 @@ func testLockSessionExpiry(t *testing.T, addr string) {
 	if timeout != 2*time.Second {
 		t.Errorf("negotiated session timeout read as %v, want 2s", timeout)
 	}
-	nodes := lockNodes(t, conn, parent)
-	if len(nodes) != 1 {
-		t.Fatalf("nodes: %q, want the holder's", nodes)
-	}
-	_, _, deleted, err := conn.ExistsW(parent + "/" + nodes[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	deleted := watchHolderNode(t, conn, parent)
 	chB := lockAsync(t, ctx, other, name, "b")
 	lockEventually(t, 10*time.Second, "b queued", func() bool { return queueLength(ctx, other, name) == 2 })
 	oldSID := s.conn.SessionID()
@@ -741,14 +750,7 @@ func testLockSilentServer(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	timeout := s.sessionTimeout()
-	nodes := lockNodes(t, conn, s.lockParent(name))
-	if len(nodes) != 1 {
-		t.Fatalf("nodes: %q, want the holder's", nodes)
-	}
-	_, _, deleted, err := conn.ExistsW(s.lockParent(name) + "/" + nodes[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	deleted := watchHolderNode(t, conn, s.lockParent(name))
 	silent := time.Now()
 	proxy.Freeze()
 	var lostAfter, noticedAfter time.Duration
