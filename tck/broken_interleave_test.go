@@ -21,7 +21,7 @@ func init() {
 	all := []string{
 		"Interleave/NextSeal", "Interleave/NextInit", "Interleave/AcquireAcquire", "Interleave/RenewTakeover",
 		"Interleave/ReleaseAcquire", "Interleave/ReleaseRenew", "Interleave/SealNamespace", "Interleave/SeedAcquire",
-		"Interleave/SeedRenew", "Interleave/PurgeAcquire", "Interleave/PurgeLock",
+		"Interleave/SeedRenew", "Interleave/PurgeAcquire", "Interleave/PurgeLock", "Interleave/ReleaseTakeover",
 	}
 	variants = append(variants,
 		variant{name: "interleave-memory", checks: all, suite: racySuite("")},
@@ -32,6 +32,7 @@ func init() {
 		variant{name: "seal-read-first", checks: all[6:7], broken: true, suite: racySuite("seal")},
 		variant{name: "seed-over-term", checks: all[7:9], broken: true, suite: racySuite("seed")},
 		variant{name: "purge-deletes-live", checks: all[9:11], broken: true, suite: racySuite("purge")},
+		variant{name: "release-over-takeover", checks: all[11:12], broken: true, suite: racySuite("release")},
 	)
 }
 
@@ -262,4 +263,24 @@ func (s *racyStore) Purge(ctx context.Context) ([]string, error) {
 		}
 	}
 	return s.Purger.Purge(ctx)
+}
+
+func (s *racyStore) Release(ctx context.Context, l driver.Lease, used int64) error {
+	if s.h.mode != "release" {
+		return s.SlotLeaseStore.Release(ctx, l, used)
+	}
+	pre, _ := s.slot0(ctx, l.Namespace)
+	time.Sleep(racyWait)
+	err := s.SlotLeaseStore.Release(ctx, l, used)
+	if !errors.Is(err, driver.ErrLeaseLost) || pre.Owner != l.Owner || pre.Fence != l.Fence {
+		return err
+	}
+	// The term was l's when read: the release is written over what the
+	// slot holds now, as a write without a compare-and-set would.
+	if now, ok := s.slot0(ctx, l.Namespace); ok && now.Owner != "" {
+		_ = s.SlotLeaseStore.Release(ctx, driver.Lease{Namespace: l.Namespace, Slot: now.Slot, Owner: now.Owner,
+			Incarnation: now.Incarnation, Fence: now.Fence, TTL: now.TTL, Tolerance: now.Tolerance, Floor: now.Floor,
+			ExpiresAt: now.ExpiresAt, Ceiling: now.Ceiling}, used)
+	}
+	return nil
 }

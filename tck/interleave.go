@@ -42,6 +42,7 @@ func interleaveChecks() []check {
 		{"RenewTakeover", needSlots, checkInterleaveRenewTakeover},
 		{"ReleaseAcquire", needSlots, checkInterleaveReleaseAcquire},
 		{"ReleaseRenew", needSlots, checkInterleaveReleaseRenew},
+		{"ReleaseTakeover", needSlots, checkInterleaveReleaseTakeover},
 		{"SealNamespace", needSlots, checkInterleaveSealNamespace},
 		{"SealRace", needSlots, checkSealRace},
 		{"SealRaceUncreated", needSlots, checkSealRaceUncreated},

@@ -130,6 +130,7 @@
 //	D76   the slot is then free; its fence and LastOwner (the releaser) stay       Slots/ReleaseFloor, Slots/Fence, History/Listed, Interleave/ReleaseAcquire
 //	D77   releasing an expired term nobody took succeeds                           Slots/ReleaseExpired
 //	D78   Release of a term no longer the slot's, or a second one: ErrLeaseLost    Slots/ReleaseFloor, Slots/Takeover, Slots/Reclaim, Slots/ReleaseExpired
+//	                                                                               Interleave/ReleaseTakeover (a takeover racing a late Release)
 //	SlotLeaseStore.Namespaces:
 //	D79   Namespaces lists every namespace with its settings, sorted by name       Slots/Listing, Slots/ConfigMismatch
 //	D80   ... as an empty, non-nil slice when there is none                        Slots/InvalidArguments, Purge/Everything
