@@ -25,6 +25,7 @@ func init() {
 		faulty("own-expired-returned", "Slots/OwnExpired", acquire(acquireBug{ownExpired: true}), nil),
 		faulty("index-by-incarnation", "Slots/MostRecentFirst", acquire(acquireBug{byIncarnation: true}), nil),
 		faulty("late-expiry", "Slots/ExpiryBoundary", acquire(acquireBug{lateExpiry: true}), nil),
+		faulty("edge-early", "Slots/ExpiryEdge", acquire(acquireBug{edgeEarly: true}), nil),
 		faulty("reclaim-own", "Slots/SameIncarnation", acquire(acquireBug{reclaimOwn: true}), nil),
 		faulty("index-highest-first", "Slots/MostRecentFirst", acquire(acquireBug{highestFirst: true}), nil),
 		faulty("release-expired-noop", "Slots/ReleaseExpired",
@@ -49,6 +50,7 @@ type acquireBug struct {
 	ownExpired         bool // returns the owner's own expired term as it is, as a live one
 	byIncarnation      bool // keeps the owner index per incarnation: a restarted owner has none
 	lateExpiry         bool // judges a term live at its ExpiresAt (now > ExpiresAt to expire)
+	edgeEarly          bool // judges a term expired at ExpiresAt - 1 (now + 1 >= ExpiresAt)
 	reclaimOwn         bool // with Reclaim, takes over the caller's own live term too
 	highestFirst       bool // tries the owner's last slots highest number first
 }
@@ -67,6 +69,9 @@ func (b acquireBug) Acquire(ctx context.Context, req driver.AcquireRequest) (dri
 		}
 		if b.lateExpiry {
 			judgeNow--
+		}
+		if b.edgeEarly {
+			judgeNow++
 		}
 		indexKey := req.Owner
 		if b.byIncarnation {

@@ -272,3 +272,36 @@ func checkIndexLength(e *env) {
 	e.wantSlot(l, n+1, fmt.Sprintf("its %d most recent slots are taken, and its older ones are no longer in its index: the preferred slot %s",
 		driver.OwnerIndexLen, rule))
 }
+
+// checkExpiryEdge: in rounds, another owner tries to take a term over
+// without pause from a few milliseconds before its ExpiresAt until it
+// succeeds; the takeover's store time (its ExpiresAt less its TTL, the
+// now it was judged at) is never before the old term's ExpiresAt, not
+// even by one millisecond (driver.SlotLeaseStore.Acquire: expired when
+// now >= ExpiresAt). NoEarlyTakeover catches a tolerance early; this,
+// without a ClockSetter (ExpiryBoundary), an expiry judged at now+1.
+func checkExpiryEdge(e *env) {
+	const rounds = 20
+	a, b := e.open(), e.open()
+	tries := 0
+	for round := range rounds {
+		ns := store.Namespace{Name: fmt.Sprintf("edge-%d", round), Limit: 1, Tolerance: e.tol}
+		la := e.acquire(a, ns, "a", store.AcquireOptions{TTL: e.ttl})
+		e.waitUntil(la.ExpiresAt - 3)
+		deadline := time.UnixMilli(la.ExpiresAt).Add(e.prompt)
+		for {
+			tries++
+			lb, err := e.tryAcquire(b, ns, "b", e.long())
+			if errors.Is(err, store.ErrExhausted) && time.Now().Before(deadline) && e.ctx.Err() == nil {
+				continue // at once: the last milliseconds are the ones tried
+			}
+			e.fatalIf(err, "Acquire by another owner of %s, whose term expires at %d (local clock now %d)", ns.Name, la.ExpiresAt, nowMillis())
+			if at := lb.ExpiresAt - lb.TTL.Milliseconds(); at < la.ExpiresAt {
+				e.t.Fatalf("round %d: another owner took the slot at store time %d, %dms before the live term's ExpiresAt %d "+
+					"(see driver.SlotLeaseStore.Acquire: expired when now >= ExpiresAt)", round, at, la.ExpiresAt-at, la.ExpiresAt)
+			}
+			break
+		}
+	}
+	e.t.Logf("%d acquires tried over %d rounds", tries, rounds)
+}

@@ -42,6 +42,7 @@ func slotChecks() []check {
 		{"ForgedLease", needSlots, checkForgedLease},
 		{"OwnExpired", needSlots, checkOwnExpired},
 		{"ExpiryBoundary", needSlots, checkExpiryBoundary},
+		{"ExpiryEdge", needSlots, checkExpiryEdge},
 		{"IndexLength", needSlots, checkIndexLength},
 		{"Seal", needSlots, checkSlotSeal},
 	}

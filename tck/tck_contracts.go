@@ -104,6 +104,7 @@
 //	                                                                               Slots/ExpiredFoundBySearch, Slots/OwnExpired, Slots/ExpiryBoundary
 //	                                                                               (needs ClockSetter); driver TestSlotJudge
 //	D57   never a live term of another owner, however close its expiry             Slots/NoEarlyTakeover, Slots/Exhaustion, Interleave/AcquireAcquire, Slots/Churn
+//	                                                                               Slots/ExpiryEdge (tries in the last milliseconds, in rounds)
 //	D58   another incarnation without Reclaim gets another slot                    Slots/Reclaim
 //	D59   no free slot: ErrExhausted, only after every slot was judged             Slots/Exhaustion, Slots/ConcurrentAcquire, Slots/Reclaim;
 //	                                                                               reads: ZK Slots/FullNamespace
