@@ -313,6 +313,7 @@ func checkPurge(e *env) {
 			break
 		}
 	}
+	e.wantPurged(deleted, released)
 
 	fresh := e.open()
 	if e.suite.Ranges {
