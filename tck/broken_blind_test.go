@@ -6,6 +6,8 @@ package tck_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/cosid-go/store/driver"
@@ -17,6 +19,7 @@ func init() {
 	}
 	variants = append(variants,
 		wrapped("purge-report-no-owners", "Purge/Everything", func(s memDriver) driver.Store { return purgeReportNoOwners{s} }),
+		wrapped("exhausted-names-only-all", "History/FenceAtMax", func(s memDriver) driver.Store { return exhaustedNamesOnlyAll{s} }),
 	)
 }
 
@@ -33,4 +36,23 @@ func (s purgeReportNoOwners) Purge(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, err
+}
+
+// exhaustedNamesOnlyAll names the slots it passed over (a fence at
+// MaxInt64) only when it passed over every slot: beside a held slot, its
+// ErrExhausted says only that the slots are held.
+type exhaustedNamesOnlyAll struct{ memDriver }
+
+func (s exhaustedNamesOnlyAll) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	l, err := s.memDriver.Acquire(ctx, req)
+	if !errors.Is(err, driver.ErrExhausted) {
+		return l, err
+	}
+	infos, _ := s.Slots(ctx, req.Namespace.Name)
+	for _, in := range infos {
+		if in.Owner != "" {
+			return l, fmt.Errorf("all %d slots are held: %w", req.Namespace.Limit, driver.ErrExhausted)
+		}
+	}
+	return l, err
 }

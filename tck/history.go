@@ -227,4 +227,16 @@ func checkFenceAtMax(e *env) {
 		e.t.Errorf("Acquire passing over slot 0 (fence MaxInt64) says %q; the contract (driver.SlotLeaseStore.Acquire) "+
 			"wants a slot passed over named in the ErrExhausted error, with why", err)
 	}
+	// Named too beside a slot that is only held: the slot passed over is
+	// why a namespace with no live term left to expire stays full.
+	two := e.namespace("fence-max-two", 2)
+	e.fatalIf(st.Slots().Seed(e.ctx, two, 1, math.MaxInt64, 0), "Seed(slot 1, fence MaxInt64)")
+	held := e.acquire(st, two, "a", e.long())
+	e.wantSlot(held, 0, "the one slot whose fence can grow")
+	_, err = st.Slots().Acquire(e.ctx, two, "b", e.long())
+	e.wantIs(err, store.ErrExhausted, "Acquire of a namespace with slot 0 held and slot 1 at fence MaxInt64")
+	if err != nil && !strings.Contains(err.Error(), "9223372036854775807") {
+		e.t.Errorf("Acquire passing over slot 1 (fence MaxInt64) beside a held slot 0 says %q; the contract "+
+			"(driver.SlotLeaseStore.Acquire) wants a slot passed over named in the ErrExhausted error, with why", err)
+	}
 }
