@@ -20,6 +20,9 @@ func init() {
 	variants = append(variants,
 		wrapped("purge-report-no-owners", "Purge/Everything", func(s memDriver) driver.Store { return purgeReportNoOwners{s} }),
 		wrapped("exhausted-names-only-all", "History/FenceAtMax", func(s memDriver) driver.Store { return exhaustedNamesOnlyAll{s} }),
+		wrapped("driver-keys-unsealed", "Ranges/KeysSealed", func(s memDriver) driver.Store {
+			return driverKeysUnsealed{s, s.(driver.RangeLister)}
+		}),
 	)
 }
 
@@ -55,4 +58,29 @@ func (s exhaustedNamesOnlyAll) Acquire(ctx context.Context, req driver.AcquireRe
 		}
 	}
 	return l, err
+}
+
+// driverKeysUnsealed pages its keys right (driver.RangeLister, what the
+// store lists with) but its own Keys leaves sealed keys out.
+type driverKeysUnsealed struct {
+	memDriver
+	lister driver.RangeLister
+}
+
+func (s driverKeysUnsealed) ListRanges(ctx context.Context, after string, limit int) ([]driver.KeyState, string, error) {
+	return s.lister.ListRanges(ctx, after, limit)
+}
+
+func (s driverKeysUnsealed) Keys(ctx context.Context) ([]string, error) {
+	keys, err := s.memDriver.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, k := range keys {
+		if _, sealed, err := s.Current(ctx, k); err == nil && !sealed {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cosid-go/store/driver"
 )
 
 // checkCurrentCreatesNothing: Current of a missing key reserves and creates
@@ -40,5 +42,18 @@ func checkKeysSealed(e *env) {
 		if diff := cmp.Diff(want, keys); diff != "" {
 			e.t.Errorf("Keys from store %d, with two keys sealed: -want +got:\n%s", s, diff)
 		}
+	}
+	// The driver's own Keys too: the store lists a driver.RangeLister's
+	// keys by pages, but (*store.Store).Raw hands the driver to callers,
+	// and its Keys is bound by the same sentence.
+	var keys []string
+	err = st.Raw(func(d driver.Store) error {
+		var err error
+		keys, err = d.(driver.RangeStore).Keys(e.ctx)
+		return err
+	})
+	e.fatalIf(err, "the driver's own Keys")
+	if diff := cmp.Diff(want, keys); diff != "" {
+		e.t.Errorf("the driver's own Keys (driver.RangeStore.Keys), with two keys sealed: -want +got:\n%s", diff)
 	}
 }
