@@ -46,6 +46,17 @@ func printedEveryWay(v any) []string {
 	return append(outs, buf.String())
 }
 
+// errorPrintedEveryWay is err printed every way, and so is the
+// OptionError it wraps, if any: a %#v of it shows its fields.
+func errorPrintedEveryWay(err error) []string {
+	outs := printedEveryWay(err)
+	var oe *driver.OptionError
+	if errors.As(err, &oe) {
+		outs = append(outs, printedEveryWay(oe)...)
+	}
+	return outs
+}
+
 func showsSecret(out string) bool {
 	for _, m := range secretMarkers {
 		if strings.Contains(out, m) {
@@ -70,12 +81,7 @@ func TestEndpointCredentialsNeverPrinted(t *testing.T) {
 					t.Errorf("Open of %q: %v; want ErrInvalidArgument naming endpoints", ep, err)
 					continue
 				}
-				outs := printedEveryWay(err)
-				var oe *driver.OptionError
-				if errors.As(err, &oe) {
-					outs = append(outs, printedEveryWay(oe)...)
-				}
-				for _, out := range outs {
+				for _, out := range errorPrintedEveryWay(err) {
 					if showsSecret(out) {
 						t.Errorf("Open of %q: the error shows the password: %s", ep, out)
 						break
@@ -125,12 +131,7 @@ func TestRefusedPasswordNotKept(t *testing.T) {
 		authErr := s.clientError(rpctypes.ErrAuthFailed)
 		s.Close()
 		for _, e := range []error{err, authErr} {
-			outs := printedEveryWay(e)
-			var oe *driver.OptionError
-			if errors.As(e, &oe) {
-				outs = append(outs, printedEveryWay(oe)...)
-			}
-			for _, out := range outs {
+			for _, out := range errorPrintedEveryWay(e) {
 				if showsSecret(out) {
 					t.Errorf("the error shows the password: %s", out)
 				}
