@@ -13,9 +13,7 @@ import (
 // ErrSealed leaving it as it was, and is seen by another store's Next.
 func checkAdvance(e *env) {
 	st, other := e.open(), e.open()
-	if !has[driver.RangeAdvancer](st) {
-		e.t.Skip("the driver does not implement the optional driver.RangeAdvancer")
-	}
+	needDriver[driver.RangeAdvancer](e, st)
 	r := st.Ranges()
 	adv := func(key string, next, wantPrev int64) {
 		e.t.Helper()

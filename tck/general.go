@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"strings"
 	"time"
 
@@ -86,6 +87,15 @@ func has[T any](st *store.Store) bool {
 	var ok bool
 	_ = st.Raw(func(d driver.Store) error { _, ok = d.(T); return nil })
 	return ok
+}
+
+// needDriver skips the check unless st's driver implements the optional
+// interface D.
+func needDriver[D any](e *env, st *store.Store) {
+	e.t.Helper()
+	if !has[D](st) {
+		e.t.Skipf("the driver does not implement the optional %v", reflect.TypeFor[D]())
+	}
 }
 
 // driverType names st's driver's type, for messages.
@@ -283,9 +293,7 @@ func checkDeadline(e *env) {
 // store finds nothing, and lock fences still grow.
 func checkPurge(e *env) {
 	st := e.open()
-	if !has[driver.Purger](st) {
-		e.t.Skip("the driver does not implement the optional driver.Purger")
-	}
+	needDriver[driver.Purger](e, st)
 	var fence int64
 	if e.suite.Ranges {
 		e.next(st, "purge/key", 5)
@@ -374,9 +382,7 @@ func checkPing(e *env) {
 // holder may be paused). Once the lock is free the purge goes through.
 func checkPurgeLocked(e *env) {
 	a, b := e.open(), e.open()
-	if !has[driver.Purger](a) {
-		e.t.Skip("the driver does not implement the optional driver.Purger")
-	}
+	needDriver[driver.Purger](e, a)
 	var before store.Range
 	if e.suite.Ranges {
 		before = e.next(a, "purge-locked", 1)

@@ -23,12 +23,6 @@ func historyChecks() []check {
 	}
 }
 
-func (e *env) needSeeder(st *store.Store) {
-	if !has[driver.SlotSeeder](st) {
-		e.t.Skip("the driver does not implement the optional driver.SlotSeeder")
-	}
-}
-
 // wantHistory checks a slot's listed fence and next floor.
 func (e *env) wantHistory(st *store.Store, ns string, slot int, fence, nextFloor int64, why string) {
 	e.t.Helper()
@@ -44,7 +38,7 @@ func (e *env) wantHistory(st *store.Store, ns string, slot int, fence, nextFloor
 // seed raising one of them leaves the other.
 func checkSeedNeverLowers(e *env) {
 	st := e.open()
-	e.needSeeder(st)
+	needDriver[driver.SlotSeeder](e, st)
 	s, ns := st.Slots(), e.namespace("seed-lower", 1)
 	e.fatalIf(s.Seed(e.ctx, ns, 0, 10, 5000), "Seed(fence 10, next floor 5000)")
 	e.fatalIf(s.Seed(e.ctx, ns, 0, 3, 100), "Seed with lower values")
@@ -70,7 +64,7 @@ func checkSeedNeverLowers(e *env) {
 // starts at the seeded next floor even though it is above the old ceiling.
 func checkSeedAfterExpiry(e *env) {
 	a, b := e.open(), e.open()
-	e.needSeeder(a)
+	needDriver[driver.SlotSeeder](e, a)
 	ns := e.namespace("seed-expired", 1)
 	la := e.acquire(a, ns, "a", store.AcquireOptions{TTL: e.ttl})
 	seeded := la.Ceiling + 3_600_000 // an hour above anything the term could issue
@@ -109,9 +103,7 @@ func (e *env) releaseUsed(st *store.Store, l store.Lease) {
 // out again.
 func checkPurgeSlotFences(e *env) {
 	st := e.open()
-	if !has[driver.Purger](st) {
-		e.t.Skip("the driver does not implement the optional driver.Purger")
-	}
+	needDriver[driver.Purger](e, st)
 	ns := e.namespace("purge-fence", 1)
 	var last int64
 	for range 3 {
@@ -155,9 +147,7 @@ func checkPurgeSlotFences(e *env) {
 // rather than in the rare random history that purges a released slot.
 func checkPurgeSlotFloor(e *env) {
 	st := e.open()
-	if !has[driver.Purger](st) {
-		e.t.Skip("the driver does not implement the optional driver.Purger")
-	}
+	needDriver[driver.Purger](e, st)
 	ns := e.namespace("purge-floor", 1)
 	l := e.acquire(st, ns, "a", e.long())
 	// Used up to just before the term began: the next floor, the term's
@@ -216,7 +206,7 @@ func checkHistoryListed(e *env) {
 // with no other slot, gives ErrExhausted.
 func checkFenceAtMax(e *env) {
 	st := e.open()
-	e.needSeeder(st)
+	needDriver[driver.SlotSeeder](e, st)
 	ns := e.namespace("fence-max", 1)
 	e.fatalIf(st.Slots().Seed(e.ctx, ns, 0, math.MaxInt64, 0), "Seed(fence MaxInt64)")
 	l, err := st.Slots().Acquire(e.ctx, ns, "a", e.long())

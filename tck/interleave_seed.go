@@ -12,21 +12,13 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-// seeder skips the check unless the store implements driver.SlotSeeder.
-func (e *env) seeder(st *store.Store) {
-	e.t.Helper()
-	if !has[driver.SlotSeeder](st) {
-		e.t.Skip("the driver does not implement the optional driver.SlotSeeder")
-	}
-}
-
 // checkInterleaveSeedAcquire: a Seed of a slot never used (fence 50, a
 // next floor an hour ahead) races an Acquire of it. The Seed comes first
 // (the term starts above both) or finds the term live (ErrLocked, the
 // term at fence 1).
 func checkInterleaveSeedAcquire(e *env) {
 	a, b := e.open(), e.open()
-	e.seeder(b)
+	needDriver[driver.SlotSeeder](e, b)
 	e.interleave(func(i int, at func(f, g func())) string {
 		ns := e.namespace(fmt.Sprintf("il-seed-%d", i), 1)
 		floor := nowMillis() + time.Hour.Milliseconds()
@@ -58,7 +50,7 @@ func checkInterleaveSeedAcquire(e *env) {
 // Seed ends it (the Renew then gives ErrLeaseLost).
 func checkInterleaveSeedRenew(e *env) {
 	a, b := e.open(), e.open()
-	e.seeder(b)
+	needDriver[driver.SlotSeeder](e, b)
 	e.interleave(func(i int, at func(f, g func())) string {
 		ns := e.namespace(fmt.Sprintf("il-seed-renew-%d", i), 1)
 		l := e.acquire(a, ns, "a", store.AcquireOptions{TTL: e.ttl})
@@ -87,14 +79,6 @@ func checkInterleaveSeedRenew(e *env) {
 	})
 }
 
-// purger skips the check unless the store implements driver.Purger.
-func (e *env) purger(st *store.Store) {
-	e.t.Helper()
-	if !has[driver.Purger](st) {
-		e.t.Skip("the driver does not implement the optional driver.Purger")
-	}
-}
-
 // purgeOrder names the order a Purge's outcome shows: first (it
 // succeeded), after the other call (ErrLocked: it found the term or hold),
 // or refused otherwise (a write it saw change under it: ZooKeeper's
@@ -116,7 +100,7 @@ func purgeOrder(err error, after string) string {
 // the purge, and renews.
 func checkInterleavePurgeAcquire(e *env) {
 	a, b := e.open(), e.open()
-	e.purger(b)
+	needDriver[driver.Purger](e, b)
 	e.interleave(func(i int, at func(f, g func())) string {
 		ns := e.namespace(fmt.Sprintf("il-purge-%d", i), 1)
 		var l store.Lease
@@ -144,7 +128,7 @@ func checkInterleavePurgeAcquire(e *env) {
 // it: a third store's TryLock finds the lock taken.
 func checkInterleavePurgeLock(e *env) {
 	a, b, c := e.open(), e.open(), e.open()
-	e.purger(b)
+	needDriver[driver.Purger](e, b)
 	e.interleave(func(i int, at func(f, g func())) string {
 		name := fmt.Sprintf("il-purge-%d", i)
 		var l *store.Lock

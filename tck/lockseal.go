@@ -7,13 +7,6 @@ import (
 	"github.com/cosid-go/store/driver"
 )
 
-func (e *env) needLockSealer(st *store.Store) {
-	e.t.Helper()
-	if !has[driver.LockSealer](st) {
-		e.t.Skip("the driver does not implement the optional driver.LockSealer")
-	}
-}
-
 // checkLockSeal: SealLocks (driver.LockSealer) refuses every later Lock
 // and TryLock with ErrSealed, of names used and never used, from every
 // store; a waiter queued before the seal is never granted (ErrSealed once
@@ -24,7 +17,7 @@ func checkLockSeal(e *env) {
 	a := e.open(store.WithOwner("a"))
 	b := e.open(store.WithOwner("b"))
 	c := e.open(store.WithOwner("c"))
-	e.needLockSealer(a)
+	needDriver[driver.LockSealer](e, a)
 	const name = "sealed-held"
 	e.unlock(e.lock(b, "sealed-used"))
 	held := e.lock(a, name)
@@ -104,7 +97,7 @@ func checkLockSeal(e *env) {
 // lowers nothing.
 func checkRaiseLockFences(e *env) {
 	a, b := e.open(store.WithOwner("a")), e.open(store.WithOwner("b"))
-	e.needLockSealer(a)
+	needDriver[driver.LockSealer](e, a)
 	l := e.lock(a, "raise-used")
 	first := l.Fence()
 	e.unlock(l)
@@ -142,7 +135,7 @@ func checkLockSealRaiseQueued(e *env) {
 	a := e.open(store.WithOwner("a"))
 	b := e.open(store.WithOwner("b"))
 	c := e.open(store.WithOwner("c"))
-	e.needLockSealer(a)
+	needDriver[driver.LockSealer](e, a)
 	const name = "sealed-raised"
 	held := e.lock(a, name)
 	waiting := e.lockAsync(e.timeout(e.lockWait), b, name)

@@ -21,9 +21,7 @@ import (
 // harness's ClockSetter, else by waiting.
 func checkPurgeLiveLease(e *env) {
 	a := e.open()
-	if !has[driver.Purger](a) {
-		e.t.Skip("the driver does not implement the optional driver.Purger")
-	}
+	needDriver[driver.Purger](e, a)
 	ns := e.namespace("purge-live", 2)
 	l := e.acquire(a, ns, "a", e.long())
 	var before store.Range

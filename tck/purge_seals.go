@@ -16,9 +16,7 @@ import (
 // ErrSealed) and the rest of the store is as it was.
 func checkPurgeSeals(e *env) {
 	st := e.open()
-	if !has[driver.Purger](st) {
-		e.t.Skip("the driver does not implement the optional driver.Purger")
-	}
+	needDriver[driver.Purger](e, st)
 	if !e.suite.Ranges && !e.suite.Slots {
 		e.t.Skip("nothing to seal: the driver has neither ranges nor slots")
 	}
@@ -73,9 +71,7 @@ func checkPurgeSeals(e *env) {
 // floor.
 func checkPurgeFloorAhead(e *env) {
 	a := e.open()
-	if !has[driver.Purger](a) {
-		e.t.Skip("the driver does not implement the optional driver.Purger")
-	}
+	needDriver[driver.Purger](e, a)
 	ns := e.namespace("purge-floor", 1)
 	l := e.acquire(a, ns, "a", e.long())
 	e.fatalIf(a.Slots().Release(e.ctx, l), "Release without a used timestamp")

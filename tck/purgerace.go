@@ -21,9 +21,7 @@ import (
 // makes its check of live terms with the deletion.
 func checkPurgeLiveLeaseRace(e *env) {
 	a, op := e.open(), e.open()
-	if !has[driver.Purger](op) {
-		e.t.Skip("the driver does not implement the optional driver.Purger")
-	}
+	needDriver[driver.Purger](e, op)
 	e.fatalIf(rawAll([]*store.Store{a, op}, func(ds []driver.Store) error {
 		purgeRace(e, ds[0].(driver.SlotLeaseStore), ds[1].(driver.Purger), 10, 2*time.Minute)
 		return nil

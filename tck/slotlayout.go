@@ -12,9 +12,7 @@ import (
 // once sealed; a purge forgets it.
 func checkLayout(e *env) {
 	a, b := e.open(), e.open()
-	if !has[driver.LayoutKeeper](a) {
-		e.t.Skip("the driver does not implement the optional driver.LayoutKeeper")
-	}
+	needDriver[driver.LayoutKeeper](e, a)
 	const rule = " (see driver.LayoutKeeper: the first layout is recorded and never replaced)"
 	ns := e.namespace("layout", 2)
 	keep := func(st *store.Store, ns store.Namespace, layout, want string) {

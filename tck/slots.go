@@ -748,9 +748,7 @@ func checkListing(e *env) {
 // next floor) without lowering anything, and refuses a live term.
 func checkSeed(e *env) {
 	st := e.open()
-	if !has[driver.SlotSeeder](st) {
-		e.t.Skip("the driver does not implement the optional driver.SlotSeeder")
-	}
+	needDriver[driver.SlotSeeder](e, st)
 	s := st.Slots()
 	ns := e.namespace("seed", 3)
 	pref := func(slot int) store.AcquireOptions { return store.AcquireOptions{TTL: e.longTTL, Preferred: new(slot)} }
