@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/cosid-go/store/driver"
 )
@@ -20,6 +21,9 @@ func init() {
 	variants = append(variants,
 		wrapped("purge-report-no-owners", "Purge/Everything", func(s memDriver) driver.Store { return purgeReportNoOwners{s} }),
 		wrapped("exhausted-names-only-all", "History/FenceAtMax", func(s memDriver) driver.Store { return exhaustedNamesOnlyAll{s} }),
+		wrapped("init-unread-sealed", "Ranges/Seal", func(s memDriver) driver.Store {
+			return &initUnreadSealed{memDriver: s, read: map[string]bool{}}
+		}),
 		wrapped("driver-keys-unsealed", "Ranges/KeysSealed", func(s memDriver) driver.Store {
 			return driverKeysUnsealed{s, s.(driver.RangeLister)}
 		}),
@@ -83,4 +87,47 @@ func (s driverKeysUnsealed) Keys(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// initUnreadSealed is right about a key it has read (it remembers it) but,
+// for a key it has not, takes the stored value with its seal suffix for
+// the next value: Init at a sealed key's value is a mismatch.
+type initUnreadSealed struct {
+	memDriver
+	mu   sync.Mutex
+	read map[string]bool
+}
+
+func (s *initUnreadSealed) saw(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read[key] = true
+}
+
+func (s *initUnreadSealed) Next(ctx context.Context, key string, step int64) (int64, error) {
+	s.saw(key)
+	return s.memDriver.Next(ctx, key, step)
+}
+
+func (s *initUnreadSealed) Current(ctx context.Context, key string) (int64, bool, error) {
+	s.saw(key)
+	return s.memDriver.Current(ctx, key)
+}
+
+func (s *initUnreadSealed) Seal(ctx context.Context, key string) (int64, error) {
+	s.saw(key)
+	return s.memDriver.Seal(ctx, key)
+}
+
+func (s *initUnreadSealed) Init(ctx context.Context, key string, next int64) error {
+	s.mu.Lock()
+	read := s.read[key]
+	s.mu.Unlock()
+	if !read {
+		if cur, sealed, err := s.memDriver.Current(ctx, key); err == nil && sealed {
+			return fmt.Errorf("key holds \"%d:sealed\", not %d: %w", cur, next, driver.ErrConfigMismatch)
+		}
+	}
+	s.saw(key)
+	return s.memDriver.Init(ctx, key, next)
 }

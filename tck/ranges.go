@@ -211,6 +211,9 @@ func checkSeal(e *env) {
 	}
 	// Init at the sealed value is the same key; at another it is not.
 	e.fatalIf(other.Ranges().Init(e.ctx, "sealed", 10), "Init at the sealed value")
+	// So too from a store that never read the key: it learns the seal from
+	// the storage, not from what it remembers.
+	e.fatalIf(e.open().Ranges().Init(e.ctx, "sealed", 10), "Init at the sealed value from a store that never read the key")
 	e.wantIs(other.Ranges().Init(e.ctx, "sealed", 11), store.ErrConfigMismatch, "Init at another value than the sealed one")
 	e.wantCurrent(st, "sealed", 10, true)
 
