@@ -24,6 +24,7 @@ func init() {
 		wrapped("init-unread-sealed", "Ranges/Seal", func(s memDriver) driver.Store {
 			return &initUnreadSealed{memDriver: s, read: map[string]bool{}}
 		}),
+		wrapped("search-misses-last", "Slots/LastFree", func(s memDriver) driver.Store { return searchMissesLast{s} }),
 		wrapped("driver-keys-unsealed", "Ranges/KeysSealed", func(s memDriver) driver.Store {
 			return driverKeysUnsealed{s, s.(driver.RangeLister)}
 		}),
@@ -130,4 +131,24 @@ func (s *initUnreadSealed) Init(ctx context.Context, key string, next int64) err
 	}
 	s.saw(key)
 	return s.memDriver.Init(ctx, key, next)
+}
+
+// searchMissesLast never finds a namespace's last slot by its search (a
+// read of the rest of the namespace that stops one short): only as the
+// preferred slot or the owner's own.
+type searchMissesLast struct{ memDriver }
+
+func (s searchMissesLast) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	l, err := s.memDriver.Acquire(ctx, req)
+	last := req.Namespace.Limit - 1
+	if err != nil || l.Slot != last || req.Preferred == last || req.Namespace.Limit < 2 {
+		return l, err
+	}
+	if infos, _ := s.Slots(ctx, req.Namespace.Name); len(infos) < req.Namespace.Limit {
+		return l, err // only in a namespace whose every slot was used
+	}
+	if err := s.memDriver.Release(ctx, l, -1); err != nil {
+		return driver.Lease{}, err
+	}
+	return driver.Lease{}, fmt.Errorf("all %d slots are held: %w", req.Namespace.Limit, driver.ErrExhausted)
 }

@@ -43,6 +43,7 @@ func slotChecks() []check {
 		{"OwnExpired", needSlots, checkOwnExpired},
 		{"ExpiryBoundary", needSlots, checkExpiryBoundary},
 		{"ExpiryEdge", needSlots, checkExpiryEdge},
+		{"LastFree", needSlots, checkLastFree},
 		{"IndexLength", needSlots, checkIndexLength},
 		{"Seal", needSlots, checkSlotSeal},
 	}

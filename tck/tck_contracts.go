@@ -107,6 +107,7 @@
 //	                                                                               Slots/ExpiryEdge (tries in the last milliseconds, in rounds)
 //	D58   another incarnation without Reclaim gets another slot                    Slots/Reclaim
 //	D59   no free slot: ErrExhausted, only after every slot was judged             Slots/Exhaustion, Slots/ConcurrentAcquire, Slots/Reclaim;
+//	                                                                               Slots/LastFree (one slot free, last in the search order);
 //	                                                                               reads: ZK Slots/FullNamespace
 //	D60   a slot at fence MaxInt64, or corrupt, is passed over and named           History/FenceAtMax; driver TestSlotJudge; ZK Slots/CorruptSlot
 //	D61   fence: previous term's plus one, 1 for a slot never used                 Slots/Fence, Slots/FirstTerm, Slots/Takeover, Slots/Reclaim, Slots/Churn
