@@ -163,16 +163,7 @@ type driverStore struct {
 	tickets sqlstore.TicketFloor // the regression guard of lock fences
 }
 
-var (
-	_ driver.RangeStore     = (*driverStore)(nil)
-	_ driver.RangeAdvancer  = (*driverStore)(nil)
-	_ driver.SlotLeaseStore = (*driverStore)(nil)
-	_ driver.SlotSeeder     = (*driverStore)(nil)
-	_ driver.LayoutKeeper   = (*driverStore)(nil)
-	_ driver.Purger         = (*driverStore)(nil)
-	_ driver.Pinger         = (*driverStore)(nil)
-	_ driver.Identifier     = (*driverStore)(nil)
-)
+var _ sqlstore.Capabilities = (*driverStore)(nil)
 
 // fromOptions opens a store from options (see the package documentation). It is
 // the driver's factory.

@@ -184,16 +184,7 @@ type driverStore struct {
 	mark    marked // a backup copy (backupmark.go)
 }
 
-var (
-	_ driver.RangeStore     = (*driverStore)(nil)
-	_ driver.RangeAdvancer  = (*driverStore)(nil)
-	_ driver.SlotLeaseStore = (*driverStore)(nil)
-	_ driver.SlotSeeder     = (*driverStore)(nil)
-	_ driver.LayoutKeeper   = (*driverStore)(nil)
-	_ driver.Purger         = (*driverStore)(nil)
-	_ driver.Pinger         = (*driverStore)(nil)
-	_ driver.Identifier     = (*driverStore)(nil)
-)
+var _ sqlstore.Capabilities = (*driverStore)(nil)
 
 // The busyTimeout option's default and bound (SQLite keeps milliseconds
 // in an int32).

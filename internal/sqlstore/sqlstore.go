@@ -92,6 +92,22 @@ type DB interface {
 	Tx(ctx context.Context, fn func(Querier) error) error
 }
 
+// Capabilities are the driver interfaces a SQL driver's store has through
+// its Store; each driver asserts that its store keeps them all (a method
+// of its own with another signature would hide one).
+type Capabilities interface {
+	driver.RangeStore
+	driver.RangeAdvancer
+	driver.SlotLeaseStore
+	driver.SlotSeeder
+	driver.LayoutKeeper
+	driver.Purger
+	driver.Pinger
+	driver.Identifier
+}
+
+var _ Capabilities = (*Store)(nil)
+
 // Store is the shared part of an open SQL store.
 type Store struct {
 	db DB
