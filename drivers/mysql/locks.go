@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -20,7 +18,7 @@ import (
 var (
 	_ driver.Locker     = (*driverStore)(nil)
 	_ driver.LockLister = (*driverStore)(nil)
-	_ driver.LostCause  = (*hold)(nil)
+	_ driver.LostCause  = (*sqlstore.Hold[*session])(nil)
 )
 
 // pollEvery is how long a waiter sleeps at most between two looks at its
@@ -32,89 +30,12 @@ func pollEvery(t time.Duration) time.Duration {
 	return min(100*time.Millisecond, max(10*time.Millisecond, t/10))
 }
 
-// Lock joins name's queue with a ticket (its fence) and waits, if wait,
-// until it is the head. It looks again every pollEvery, at once when this
-// store frees the name, and when a session ahead of it may be taken over.
-// A failed or cancelled Lock costs nothing but itself: a row it may have
-// written is removed (in the background if the server does not answer),
-// and the lock session with every other hold of the store lives on.
+// Lock joins name's queue and waits, if wait, until it is the head
+// (sqlstore.Sessions.Lock). A waiter looks again every pollEvery, at once
+// when this store frees the name, and when a session ahead of it may be
+// taken over.
 func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	se, err := s.locks.Get(ctx)
-	if err != nil {
-		return nil, s.lockErr(err)
-	}
-	if !wait {
-		// A holder whose session this store has seen stand still long
-		// enough is taken over first, as a waiter would.
-		if _, _, err := s.pass(ctx, se, name, math.MaxInt64); err != nil {
-			return nil, s.health.Unavailable(err)
-		}
-	}
-	floor := s.tickets.Seen()
-	ticket, err := s.enqueue(ctx, se, name, owner, wait)
-	if mysqldialect.Classify(err) == sqlstore.MissingParent {
-		// The session row is gone (taken over or purged): its holds are
-		// lost, and this call, which holds nothing yet, joins again on a
-		// new session.
-		se.Lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
-		if se, err = s.locks.Get(ctx); err != nil {
-			return nil, s.health.Unavailable(err)
-		}
-		ticket, err = s.enqueue(ctx, se, name, owner, wait)
-	}
-	if errors.Is(err, driver.ErrSealed) || errors.Is(err, driver.ErrLocked) || errors.Is(err, driver.ErrCorrupt) {
-		return nil, err
-	}
-	if err != nil {
-		if mysqldialect.Classify(err) == sqlstore.MissingParent {
-			se.Lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
-			return nil, fmt.Errorf("lock session expired while joining the queue: %w", driver.ErrLeaseLost)
-		}
-		if ticket != 0 {
-			// The row may have been written (a commit with an unknown
-			// outcome): remove it.
-			s.abandon(se, name, ticket)
-		}
-		return nil, s.health.Unavailable(err)
-	}
-	if ticket <= floor {
-		s.locks.fail(se)
-		return nil, fmt.Errorf("lock ticket %d is not above %d, seen earlier by this store: the database went back (restored from a backup, or a replica promoted without the last commits): %w",
-			ticket, floor, driver.ErrCorrupt)
-	}
-	s.tickets.Saw(ticket)
-	wake, unwatch := s.locks.watch(name)
-	defer unwatch()
-	for {
-		granted, wait, err := s.pass(ctx, se, name, ticket)
-		if granted {
-			return &hold{s: s, se: se, name: name, ticket: ticket}, nil
-		}
-		if err == nil && wait > 0 {
-			timer := time.NewTimer(wait)
-			select {
-			case <-wake:
-			case <-timer.C:
-			case <-ctx.Done():
-				err = ctx.Err()
-			case <-se.Lost():
-				err = fmt.Errorf("lock session lost while waiting: %w", driver.ErrLeaseLost)
-			case <-s.locks.Done():
-				err = driver.ErrClosed
-			}
-			timer.Stop()
-		}
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err != nil {
-			s.abandon(se, name, ticket)
-			if errors.Is(err, driver.ErrSealed) {
-				return nil, err
-			}
-			return nil, s.health.Unavailable(err)
-		}
-	}
+	return s.locks.Lock(ctx, name, owner, wait)
 }
 
 // enqueue writes the waiter row; without wait only if nobody holds or
@@ -215,24 +136,6 @@ func (s *driverStore) takeover(ctx context.Context, id, count int64) error {
 	return err
 }
 
-// abandon removes the row of a waiter that gives up, or of a Lock that
-// failed after taking its ticket, on a context of its own (the caller's
-// may have ended). A removal cannot miss a row whose enqueue is still in
-// flight: that transaction holds the name's row, which leave locks first.
-// If the server does not answer, the removal goes on in the background
-// until it succeeds or the session is lost or closed: the session, and
-// the store's other holds, live on.
-func (s *driverStore) abandon(se *session, name string, ticket int64) {
-	if se.IsLost() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), se.t)
-	defer cancel()
-	if _, err := s.leave(ctx, se, name, ticket); err != nil {
-		s.locks.removeLater(se, name, ticket)
-	}
-}
-
 // leave deletes the ticket's row, with the name's row locked first, and
 // wakes this store's waiters of the name; it reports whether the row was
 // there. A transaction the server aborted is tried again within ctx.
@@ -318,55 +221,6 @@ func (s *driverStore) Waiters(ctx context.Context, name string) ([]driver.Waiter
 		out = append(out, w)
 	}
 	return out, s.health.Unavailable(rows.Err())
-}
-
-// hold is a held lock.
-type hold struct {
-	s      *driverStore
-	se     *session
-	name   string
-	ticket int64
-
-	mu       sync.Mutex
-	unlocked bool
-}
-
-func (h *hold) Fence() int64 { return h.ticket }
-
-// Lost looks at the session's deadline itself (sqlstore.Liveness).
-func (h *hold) Lost() <-chan struct{} { return h.se.Lost() }
-
-// LostErr says why the hold was lost, once Lost is closed
-// (driver.LostCause).
-func (h *hold) LostErr() error { return h.se.Err() }
-
-// Unlock deletes this hold's row only, whatever ctx says: a hold left
-// behind would block everyone until its session expires.
-func (h *hold) Unlock(ctx context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.unlocked {
-		return nil
-	}
-	if h.se.IsLost() {
-		h.unlocked = true
-		return fmt.Errorf("lock session lost while held: %w", driver.ErrLeaseLost)
-	}
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.se.t)
-	defer cancel()
-	found, err := h.s.leave(uctx, h.se, h.name, h.ticket)
-	if err != nil {
-		// The row stays until the removal, retried in the background,
-		// succeeds; the store's other holds are not touched.
-		h.s.locks.removeLater(h.se, h.name, h.ticket)
-		h.unlocked = true
-		return fmt.Errorf("unlock: %w; the removal of the hold goes on in the background", h.s.health.Unavailable(err))
-	}
-	h.unlocked = true
-	if !found {
-		return fmt.Errorf("the hold's row was gone: %w", driver.ErrLeaseLost)
-	}
-	return nil
 }
 
 // noTable is the servers' ER_NO_SUCH_TABLE.

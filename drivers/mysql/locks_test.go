@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/sqlstore/mysqldialect"
 	"github.com/cosid-go/store/internal/testing/mysqltest"
 	"github.com/cosid-go/store/internal/testing/poll"
@@ -117,7 +118,7 @@ func TestLockConfirmingHolderKept(t *testing.T) {
 		}
 	}
 	if closed(la.Lost()) {
-		t.Fatalf("a confirming holder lost its hold: %v", la.(*hold).LostErr())
+		t.Fatalf("a confirming holder lost its hold: %v", la.(driver.LostCause).LostErr())
 	}
 	if err := la.Unlock(ctx); err != nil {
 		t.Fatal(err)

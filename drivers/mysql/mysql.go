@@ -203,8 +203,6 @@ type driverStore struct {
 	locks       *lockSession
 	obs         sqlstore.Observations // other lock sessions' counters, seen by this store
 	testHook    atomic.Pointer[func(point string)]
-
-	tickets sqlstore.TicketFloor // the regression guard of lock fences
 }
 
 var _ sqlstore.Capabilities = (*driverStore)(nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/sqlstore"
+	"github.com/cosid-go/store/internal/sqlstore/mysqldialect"
 )
 
 // session is a store's lock session: one connection of its own, whose row
@@ -156,6 +157,12 @@ func (se *session) confirm(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// ID is the session's row id (sqlstore.LockSession).
+func (se *session) ID() int64 { return se.id }
+
+// T is the session's lock timeout (sqlstore.LockSession).
+func (se *session) T() time.Duration { return se.t }
+
 // halt loses the session and waits until run has returned.
 func (se *session) halt() {
 	se.Lose(driver.ErrClosed)
@@ -186,7 +193,14 @@ type lockSession struct {
 
 func newLockSession(s *driverStore, conns *sql.DB) *lockSession {
 	ls := &lockSession{s: s, conns: conns, wakes: map[string]map[chan struct{}]bool{}}
-	ls.Sessions = sqlstore.NewSessions(ls.startSession, s.connected)
+	ls.Sessions = sqlstore.NewSessions(ls.startSession, s.connected, sqlstore.LockQueue[*session]{
+		Enqueue: s.enqueue, Pass: s.pass, Leave: s.leave,
+		Watch: func(_ *session, name string, _ int64) (<-chan struct{}, func()) {
+			return ls.watch(name)
+		},
+		MissingParent: func(err error) bool { return mysqldialect.Classify(err) == sqlstore.MissingParent },
+		SessionErr:    s.lockErr, Unavailable: s.health.Unavailable,
+	})
 	return ls
 }
 
@@ -220,21 +234,4 @@ func (ls *lockSession) kick(name string) {
 		default:
 		}
 	}
-}
-
-// fail gives up a session whose rows may be in an unknown state: it stops
-// confirming (so its rows can be taken over after T) and deletes them if
-// it can.
-func (ls *lockSession) fail(se *session) {
-	ctx, cancel := context.WithTimeout(context.Background(), se.t)
-	defer cancel()
-	_ = se.End(ctx)
-}
-
-// removeLater removes a row of se in the background (sqlstore.Sessions.RemoveLater).
-func (ls *lockSession) removeLater(se *session, name string, ticket int64) {
-	ls.RemoveLater(se, se.t, func(ctx context.Context) error {
-		_, err := ls.s.leave(ctx, se, name, ticket)
-		return err
-	})
 }

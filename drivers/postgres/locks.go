@@ -4,107 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/sqlstore"
-	"github.com/cosid-go/store/internal/sqlstore/pgdialect"
 )
 
 var (
 	_ driver.Locker    = (*driverStore)(nil)
-	_ driver.LostCause = (*hold)(nil)
+	_ driver.LostCause = (*sqlstore.Hold[*session])(nil)
 )
 
-// Lock joins name's queue with a ticket (its fence) and waits, if wait,
-// until it is the head. It wakes on a notification naming its ticket, or
-// when a session ahead of it may be taken over. A failed or cancelled Lock
-// costs nothing but itself: a row it may have written is removed (in the
-// background if the server does not answer), and the lock session with
-// every other hold of the store lives on.
+// Lock joins name's queue and waits, if wait, until it is the head
+// (sqlstore.Sessions.Lock). A waiter wakes on a notification naming its
+// ticket, or when a session ahead of it may be taken over.
 func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	se, err := s.locks.Get(ctx)
-	if err != nil {
-		return nil, s.unavailable(err)
-	}
-	if !wait {
-		// A holder whose session this store has seen stand still long
-		// enough is taken over first, as a waiter would.
-		if _, _, err := s.pass(ctx, se, name, math.MaxInt64); err != nil {
-			return nil, s.unavailable(err)
-		}
-	}
-	floor := s.tickets.Seen()
-	ticket, err := s.enqueue(ctx, se, name, owner, wait)
-	if pgdialect.Classify(err) == sqlstore.MissingParent {
-		// The session row is gone (taken over or purged): its holds are
-		// lost, and this call, which holds nothing yet, joins again on a
-		// new session.
-		se.Lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
-		if se, err = s.locks.Get(ctx); err != nil {
-			return nil, s.unavailable(err)
-		}
-		ticket, err = s.enqueue(ctx, se, name, owner, wait)
-	}
-	if errors.Is(err, driver.ErrSealed) {
-		return nil, err
-	}
-	if err != nil {
-		if pgdialect.Classify(err) == sqlstore.MissingParent {
-			// The session row is gone again: taken over or purged.
-			se.Lose(fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost))
-			return nil, fmt.Errorf("lock session expired while joining the queue: %w", driver.ErrLeaseLost)
-		}
-		if ticket != 0 {
-			// The row may have been written (a commit with an unknown
-			// outcome): remove it.
-			s.abandon(se, name, ticket)
-		}
-		return nil, s.unavailable(err)
-	}
-	if ticket <= floor {
-		s.locks.fail(se)
-		return nil, fmt.Errorf("lock ticket %d is not above %d, seen earlier by this store: the database went back (restored from a backup, or a replica promoted without the last commits): %w",
-			ticket, floor, driver.ErrCorrupt)
-	}
-	s.tickets.Saw(ticket)
-	wake := se.watch(ticket)
-	defer se.unwatch(ticket)
-	for {
-		granted, wait, err := s.pass(ctx, se, name, ticket)
-		if granted {
-			return &hold{s: s, se: se, name: name, ticket: ticket}, nil
-		}
-		if err == nil && wait > 0 {
-			timer := time.NewTimer(wait)
-			select {
-			case <-wake:
-			case <-timer.C:
-			case <-ctx.Done():
-				err = ctx.Err()
-			case <-se.Lost():
-				err = fmt.Errorf("lock session lost while waiting: %w", driver.ErrLeaseLost)
-			case <-s.locks.Done():
-				err = driver.ErrClosed
-			}
-			timer.Stop()
-		}
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err != nil {
-			s.abandon(se, name, ticket)
-			if errors.Is(err, driver.ErrSealed) {
-				return nil, err
-			}
-			return nil, s.unavailable(err)
-		}
-	}
+	return s.locks.Lock(ctx, name, owner, wait)
 }
 
 // enqueue writes the waiter row; without wait only if nobody holds or
@@ -213,32 +131,23 @@ func (s *driverStore) takeover(ctx context.Context, id, count int64) error {
 	return err
 }
 
-// abandon removes the row of a waiter that gives up, or of a Lock that
-// failed after taking its ticket, on a context of its own (the caller's
-// may have ended). A removal cannot miss a row whose enqueue is still in
-// flight: the ticket came from that transaction, which holds the name's
-// row lock, and leave locks that row first, so it waits for the commit
-// (or for the server to end the transaction). If the server does not answer, the removal goes on in
-// the background until it succeeds or the session is lost or closed: the
-// session, and the store's other holds, live on.
-func (s *driverStore) abandon(se *session, name string, ticket int64) {
-	if se.IsLost() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), se.t)
-	defer cancel()
-	if _, err := s.leave(ctx, se, name, ticket); err != nil {
-		s.locks.removeLater(se, name, ticket)
-	}
-}
-
-// leave deletes the ticket's row and wakes the next head, in one round
-// trip; it reports whether the row was there.
+// leave deletes the ticket's row, with the name's row locked first, and
+// wakes the next head, in one round trip; it reports whether the row was
+// there. The ticket came from the enqueue's transaction, which holds the
+// name's row lock, so a removal waits for an enqueue still in flight. A
+// deadlock or lock_timeout abort rolled the whole batch back (the row is
+// still there): it is tried again within ctx.
 func (s *driverStore) leave(ctx context.Context, se *session, name string, ticket int64) (bool, error) {
-	b := &pgx.Batch{}
-	b.Queue(s.lq.LockNameRow, name)
-	b.Queue(s.lq.Leave, ticket, se.id, s.locks.channel)
-	return countSecond(s.pool.SendBatch(ctx, b))
+	var found bool
+	err := retryAborted(ctx, func() error {
+		b := &pgx.Batch{}
+		b.Queue(s.lq.LockNameRow, name)
+		b.Queue(s.lq.Leave, ticket, se.id, s.locks.channel)
+		var err error
+		found, err = countSecond(s.pool.SendBatch(ctx, b))
+		return err
+	})
+	return found, err
 }
 
 // countSecond reads a batch of two queries and counts the second's rows.
@@ -320,60 +229,4 @@ func (s *driverStore) Waiters(ctx context.Context, name string) ([]driver.Waiter
 		out = append(out, w)
 	}
 	return out, rows.Err()
-}
-
-// hold is a held lock.
-type hold struct {
-	s      *driverStore
-	se     *session
-	name   string
-	ticket int64
-
-	mu       sync.Mutex
-	unlocked bool
-}
-
-func (h *hold) Fence() int64 { return h.ticket }
-
-// Lost looks at the session's deadline itself (sqlstore.Liveness).
-func (h *hold) Lost() <-chan struct{} { return h.se.Lost() }
-
-// LostErr says why the hold was lost, once Lost is closed
-// (driver.LostCause).
-func (h *hold) LostErr() error { return h.se.Err() }
-
-// Unlock deletes this hold's row only, whatever ctx says: a hold left
-// behind would block everyone until its session expires.
-func (h *hold) Unlock(ctx context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.unlocked {
-		return nil
-	}
-	if h.se.IsLost() {
-		h.unlocked = true
-		return fmt.Errorf("lock session lost while held: %w", driver.ErrLeaseLost)
-	}
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.se.t)
-	defer cancel()
-	// A deadlock or lock_timeout abort rolled the whole batch back (the
-	// row is still there): trying again re-reads, so it is safe.
-	var found bool
-	err := retryAborted(uctx, func() error {
-		var err error
-		found, err = h.s.leave(uctx, h.se, h.name, h.ticket)
-		return err
-	})
-	if err != nil {
-		// The row stays until the removal, retried in the background,
-		// succeeds; the store's other holds are not touched.
-		h.s.locks.removeLater(h.se, h.name, h.ticket)
-		h.unlocked = true
-		return fmt.Errorf("unlock: %w; the removal of the hold goes on in the background", h.s.unavailable(err))
-	}
-	h.unlocked = true
-	if !found {
-		return fmt.Errorf("the hold's row was gone: %w", driver.ErrLeaseLost)
-	}
-	return nil
 }

@@ -159,8 +159,6 @@ type driverStore struct {
 	obs     sqlstore.Observations // other lock sessions' counters, seen by this store
 
 	lq *lockStatements
-
-	tickets sqlstore.TicketFloor // the regression guard of lock fences
 }
 
 var _ sqlstore.Capabilities = (*driverStore)(nil)

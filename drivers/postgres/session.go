@@ -16,6 +16,7 @@ import (
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/sqlstore"
+	"github.com/cosid-go/store/internal/sqlstore/pgdialect"
 )
 
 // session is a store's lock session: one connection of its own, whose row
@@ -197,6 +198,12 @@ func (se *session) unwatch(ticket int64) {
 	se.mu.Unlock()
 }
 
+// ID is the session's row id (sqlstore.LockSession).
+func (se *session) ID() int64 { return se.id }
+
+// T is the session's lock timeout (sqlstore.LockSession).
+func (se *session) T() time.Duration { return se.t }
+
 // halt loses the session and waits until run has returned.
 func (se *session) halt() {
 	se.Lose(driver.ErrClosed)
@@ -246,23 +253,13 @@ func sessionChannel(base string, id int64) string {
 
 func newLockSession(s *driverStore) *lockSession {
 	ls := &lockSession{s: s, channel: channelOf(s.cfg.Schema)}
-	ls.Sessions = sqlstore.NewSessions(ls.startSession, s.connected)
-	return ls
-}
-
-// fail gives up a session whose rows may be in an unknown state: it stops
-// confirming (so its rows can be taken over after T) and deletes them if
-// it can.
-func (ls *lockSession) fail(se *session) {
-	ctx, cancel := context.WithTimeout(context.Background(), se.t)
-	defer cancel()
-	_ = se.End(ctx)
-}
-
-// removeLater removes a row of se in the background (sqlstore.Sessions.RemoveLater).
-func (ls *lockSession) removeLater(se *session, name string, ticket int64) {
-	ls.RemoveLater(se, se.t, func(ctx context.Context) error {
-		_, err := ls.s.leave(ctx, se, name, ticket)
-		return err
+	ls.Sessions = sqlstore.NewSessions(ls.startSession, s.connected, sqlstore.LockQueue[*session]{
+		Enqueue: s.enqueue, Pass: s.pass, Leave: s.leave,
+		Watch: func(se *session, _ string, ticket int64) (<-chan struct{}, func()) {
+			return se.watch(ticket), func() { se.unwatch(ticket) }
+		},
+		MissingParent: func(err error) bool { return pgdialect.Classify(err) == sqlstore.MissingParent },
+		SessionErr:    s.unavailable, Unavailable: s.unavailable,
 	})
+	return ls
 }

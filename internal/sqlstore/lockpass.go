@@ -45,10 +45,14 @@ type Losable interface {
 	Lose(why error)
 }
 
+// tryTicket is the ticket of a TryLock's pass before it queues: it only
+// takes over.
+const tryTicket = math.MaxInt64
+
 // Pass judges queue q, read (just before the call) up to ticket for a
 // waiter of name on session se (id self): granted when ticket is the head,
 // else how long to wait before the next pass (0: look again at once,
-// after a takeover). ticket math.MaxInt64 is a TryLock's pass before it
+// after a takeover). ticket tryTicket is a TryLock's pass before it
 // queues: it only takes over. It watches the sessions ahead of the waiter
 // (o) and takes over those this store has seen stand still for their T;
 // never its own session (an earlier Lock of this store). A queue without
@@ -66,7 +70,7 @@ func (o *Observations) Pass(ctx context.Context, r PassRules, se Losable, self i
 		}
 		before = append(before, e)
 	}
-	if !mine && ticket != math.MaxInt64 {
+	if !mine && ticket != tryTicket {
 		err := fmt.Errorf("the lock's queue no longer has ticket %d (its session was taken over): %w", ticket, driver.ErrLeaseLost)
 		se.Lose(err)
 		return false, 0, err

@@ -13,8 +13,14 @@ import (
 // own confirming its row), as Sessions keeps it.
 type LockSession interface {
 	comparable
+	// ID is the session's row id; T its lock timeout.
+	ID() int64
+	T() time.Duration
+	// IsLost, Lost, Lose and Err are its Liveness's.
 	IsLost() bool
 	Lost() <-chan struct{}
+	Lose(why error)
+	Err() error
 	// End stops the session and deletes its rows, waking the next holders.
 	End(ctx context.Context) error
 }
@@ -22,11 +28,14 @@ type LockSession interface {
 // Sessions gives a store its current lock session, making one when
 // needed, and ends them all at Close: the life cycle both SQL drivers'
 // locks share (the sessions themselves differ: LISTEN on PostgreSQL,
-// polling on MySQL). Only one Get starts a session at a time; the others
-// wait for it, each within its own context.
+// polling on MySQL), with the Lock call and its holds (locks.go). Only
+// one Get starts a session at a time; the others wait for it, each
+// within its own context.
 type Sessions[S LockSession] struct {
 	start   func(context.Context) (S, error)
 	started func(S)
+	q       LockQueue[S]
+	tickets TicketFloor   // the regression guard of lock fences
 	done    chan struct{} // closed by Close: lock waits end
 	ctx     context.Context
 	cancel  context.CancelFunc // ends a session's start and the removals
@@ -40,10 +49,11 @@ type Sessions[S LockSession] struct {
 }
 
 // NewSessions makes sessions with start (given a context that also ends
-// at Close) and tells started of each one made.
-func NewSessions[S LockSession](start func(context.Context) (S, error), started func(S)) *Sessions[S] {
+// at Close), tells started of each one made, and locks with q's
+// statements (locks.go).
+func NewSessions[S LockSession](start func(context.Context) (S, error), started func(S), q LockQueue[S]) *Sessions[S] {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Sessions[S]{start: start, started: started, done: make(chan struct{}), ctx: ctx, cancel: cancel}
+	return &Sessions[S]{start: start, started: started, q: q, done: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
 // Done is closed by Close.
@@ -113,11 +123,12 @@ func (ss *Sessions[S]) Get(ctx context.Context) (S, error) {
 	}
 }
 
-// RemoveLater retries remove, the removal of a row of se, in the
-// background, each try bounded by t, until it succeeds, the session is
-// lost (its rows are then taken over) or Close (which ends the session
-// and its rows).
-func (ss *Sessions[S]) RemoveLater(se S, t time.Duration, remove func(context.Context) error) {
+// RemoveLater retries the removal of se's row of name with ticket
+// (LockQueue.Leave) in the background, each try bounded by se's T, until
+// it succeeds, the session is lost (its rows are then taken over) or
+// Close (which ends the session and its rows).
+func (ss *Sessions[S]) RemoveLater(se S, name string, ticket int64) {
+	t := se.T()
 	ss.removes.Go(func() {
 		pause := 50 * time.Millisecond
 		for {
@@ -132,7 +143,7 @@ func (ss *Sessions[S]) RemoveLater(se S, t time.Duration, remove func(context.Co
 				return
 			}
 			ctx, cancel := context.WithTimeout(ss.ctx, t)
-			err := remove(ctx)
+			_, err := ss.q.Leave(ctx, se, name, ticket)
 			cancel()
 			if err == nil {
 				return
