@@ -31,10 +31,5 @@ type ClockSetter interface {
 // clockStepper returns the harness's ClockStepper, or skips the check.
 func (e *env) clockStepper() ClockStepper {
 	e.t.Helper()
-	cs, ok := e.h.(ClockStepper)
-	if !ok {
-		e.t.Skipf("the harness (%T) does not implement the optional tck.ClockStepper: "+
-			"this check needs to step the store's clock back", e.h)
-	}
-	return cs
+	return harnessPart[ClockStepper](e, "needs to step the store's clock back")
 }

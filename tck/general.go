@@ -98,6 +98,17 @@ func needDriver[D any](e *env, st *store.Store) {
 	}
 }
 
+// harnessPart returns the harness as its optional interface H, or skips
+// the check, saying what the check needs it for.
+func harnessPart[H any](e *env, need string) H {
+	e.t.Helper()
+	h, ok := e.h.(H)
+	if !ok {
+		e.t.Skipf("the harness (%T) does not implement the optional %v: this check %s", e.h, reflect.TypeFor[H](), need)
+	}
+	return h
+}
+
 // driverType names st's driver's type, for messages.
 func driverType(st *store.Store) string {
 	name := "a closed store's driver"

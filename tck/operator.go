@@ -56,11 +56,7 @@ func operatorChecks() []check {
 // the check saying why it cannot.
 func (e *env) snapshot() func(context.Context) error {
 	e.t.Helper()
-	s, ok := e.h.(Snapshotter)
-	if !ok {
-		e.t.Skipf("the harness (%T) does not implement the optional tck.Snapshotter: "+
-			"this check restores a snapshot under running stores", e.h)
-	}
+	s := harnessPart[Snapshotter](e, "restores a snapshot under running stores")
 	restore, err := s.Snapshot(e.ctx)
 	e.operatorUnsupported(err, "take a snapshot")
 	e.fatalIf(err, "Harness.Snapshot")
@@ -78,12 +74,7 @@ func (e *env) restore(restore func(context.Context) error) {
 // handDeleter returns the harness's HandDeleter, or skips the check.
 func (e *env) handDeleter() HandDeleter {
 	e.t.Helper()
-	d, ok := e.h.(HandDeleter)
-	if !ok {
-		e.t.Skipf("the harness (%T) does not implement the optional tck.HandDeleter: "+
-			"this check deletes a record by hand under running stores", e.h)
-	}
-	return d
+	return harnessPart[HandDeleter](e, "deletes a record by hand under running stores")
 }
 
 // operatorUnsupported skips the check if err says the harness cannot do
@@ -252,11 +243,7 @@ func checkDeletedSlot(e *env) {
 // closes) within the kit's lock wait, its Unlock reports ErrLeaseLost, and
 // another store then takes the lock, with a higher fence.
 func checkRevokedSession(e *env) {
-	se, ok := e.h.(SessionEnder)
-	if !ok {
-		e.t.Skipf("the harness (%T) does not implement the optional tck.SessionEnder: "+
-			"this check ends a store's backend session under its lock", e.h)
-	}
+	se := harnessPart[SessionEnder](e, "ends a store's backend session under its lock")
 	a, b := e.open(), e.open()
 	const name = "revoked"
 	held := e.lock(a, name)

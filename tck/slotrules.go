@@ -225,11 +225,7 @@ func checkOwnExpired(e *env) {
 // owner and for its own.
 func checkExpiryBoundary(e *env) {
 	const rule = "(see driver.SlotLeaseStore.Acquire: expired when now >= ExpiresAt; never a live term of another owner)"
-	cs, ok := e.h.(ClockSetter)
-	if !ok {
-		e.t.Skipf("the harness (%T) does not implement the optional tck.ClockSetter: "+
-			"this check stops the store's clock at the expiry", e.h)
-	}
+	cs := harnessPart[ClockSetter](e, "stops the store's clock at the expiry")
 	set := func(ms int64) { e.fatalIf(cs.SetClock(e.ctx, time.UnixMilli(ms)), "ClockSetter.SetClock") }
 	set(clockStart)
 	a, b := e.open(), e.open()
