@@ -194,10 +194,12 @@ func (s *lockStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, early
 			s.removeTwins(ctx, n, q.twins)
 		}
 		if q.pred == "" {
-			if waited {
-				// Granted after a wait: only if the locks were not sealed
-				// meanwhile (lock_seal.go); first at once, it held the
-				// lock from its create on.
+			if waited || q.strays > 0 {
+				// Granted after a wait, or past the store's own strays
+				// (which may have been live waiters when n was created):
+				// only if the locks were not sealed meanwhile
+				// (lock_seal.go); first at once, it held the lock from its
+				// create on.
 				if err := s.stillOpen(ctx, n, fence, &a); err != nil {
 					return 0, err
 				}
@@ -258,10 +260,11 @@ func (s *lockStore) earlyListing(ctx context.Context, early <-chan listing, own 
 
 // queue is a lock node's place among the children of one listing.
 type queue struct {
-	found bool     // the node itself is listed
-	ahead int      // lock nodes before it
-	pred  string   // the one right before it; "" when it is first
-	twins []string // other nodes with its GUID, from a create sent twice
+	found  bool     // the node itself is listed
+	ahead  int      // lock nodes before it
+	pred   string   // the one right before it; "" when it is first
+	twins  []string // other nodes with its GUID, from a create sent twice
+	strays int      // the store's own strays before it, left out of ahead
 }
 
 // queuePlace finds the place of own (guid, seq mySeq) among kids, ordered
@@ -277,7 +280,11 @@ func queuePlace(kids []string, own, guid string, mySeq int32, strays map[string]
 		}
 		g, seq, ok := parseLockNode(k)
 		switch {
-		case !ok, strays[g]:
+		case !ok:
+		case strays[g]:
+			if seqCompare(seq, mySeq) < 0 {
+				q.strays++
+			}
 		case g == guid:
 			q.twins = append(q.twins, k)
 		case seqCompare(seq, mySeq) < 0:

@@ -136,6 +136,10 @@ type wire struct {
 	// fail, if set, runs like before; if it returns true the connection is
 	// closed before the frame is written, so the write fails.
 	fail func(op int32) bool
+	// answers, if set, holds what the store reads (the server's answers)
+	// until it is closed: the server has applied the requests, the store
+	// does not know yet.
+	answers chan struct{}
 }
 
 func (w *wire) wrap(c net.Conn) net.Conn { return &wireConn{Conn: c, w: w} }
@@ -208,10 +212,34 @@ type wireConn struct {
 
 func (c *wireConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	c.w.mu.Lock()
+	hold := c.w.answers
+	c.w.mu.Unlock()
+	if hold != nil {
+		<-hold // held after the read: one already waiting is held too
+	}
 	if c.deaf.Load() {
 		return 0, net.ErrClosed
 	}
 	return n, err
+}
+
+// holdAnswers holds every answer the store reads from now on until the
+// returned release is called (more than once is fine).
+func (w *wire) holdAnswers() (release func()) {
+	ch := make(chan struct{})
+	w.mu.Lock()
+	w.answers = ch
+	w.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			w.answers = nil
+			w.mu.Unlock()
+			close(ch)
+		})
+	}
 }
 
 func (c *wireConn) Write(p []byte) (int, error) {
