@@ -65,7 +65,7 @@ func run[D, T any](ctx context.Context, s *Store, o op, f func(context.Context, 
 	}
 	if !o.wait {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		ctx, cancel = s.bound(ctx)
 		defer cancel()
 	}
 	v, err := f(ctx, d)

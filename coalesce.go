@@ -33,6 +33,8 @@ func WithCoalescing(on bool) Option {
 
 // coalescer batches the Next calls of one store per key.
 type coalescer struct {
+	bounds *deadlines // the store's (deadline.go)
+
 	mu sync.Mutex
 	// keys holds each key with a write in flight, and the batch waiting
 	// for the next write (nil while nobody waits).
@@ -160,15 +162,14 @@ func (c *coalescer) write(d driver.RangeStore, key string, b *batch) {
 			ws = append(ws, w)
 		}
 		// The write outlives any one caller: it ends when the last
-		// deadline passes or when every caller has left.
-		base := context.WithoutCancel(b.ctx) // its values, for tracing
-		var ctx context.Context
-		var cancel context.CancelFunc
-		if endless {
-			ctx, cancel = context.WithCancel(base)
-		} else {
-			ctx, cancel = context.WithDeadline(base, deadline)
+		// deadline passes or when every caller has left. That deadline is
+		// most often one of the store's shared ones (deadline.go): no
+		// timer of its own.
+		var base context.Context = context.WithoutCancel(b.ctx) // its values, for tracing
+		if !endless {
+			base = &bounded{Context: c.bounds.until(deadline, 0), values: base}
 		}
+		ctx, cancel := context.WithCancel(base)
 		b.cancel, b.writing = cancel, true
 		closed := c.closed
 		c.mu.Unlock()

@@ -85,6 +85,7 @@ type Store struct {
 	watches sync.WaitGroup // lock watchers (locks.go), ended by Close
 	single  bool           // WithCoalescing(false): one write per Next
 	batches coalescer      // Next calls sharing writes (coalesce.go)
+	bounds  deadlines      // the timers of the store timeout (deadline.go)
 
 	mu     sync.RWMutex
 	closed bool
@@ -93,7 +94,9 @@ type Store struct {
 // Option sets a portable store setting.
 type Option func(*Store) error
 
-// WithTimeout bounds each operation as a whole, retries included.
+// WithTimeout bounds each operation as a whole, retries included. Calls
+// share the timers of their deadlines, so each is given at least 63/64 of
+// d, and ends within d.
 func WithTimeout(d time.Duration) Option {
 	return func(s *Store) error {
 		if d <= 0 {
@@ -172,6 +175,7 @@ func newStore(opts []Option) (*Store, error) {
 		maxStep:     DefaultMaxStep,
 		listPage:    DefaultListPage,
 	}
+	s.batches.bounds = &s.bounds
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, fmt.Errorf("store: %w", err)

@@ -20,7 +20,8 @@ import (
 // are throughputs (raw time / Next time). vs-raw-median-x is the median of
 // each iteration's raw/Next ratio: on a loaded machine a few stalls of
 // one side swing the sums' ratio (0.36x to 1.2x in three runs of one
-// build), the median much less. raw and leaf fail b themselves.
+// build), the median much less; next-med-ns and raw-med-ns are each
+// call's median time. raw and leaf fail b themselves.
 func Paired(b *testing.B, st *store.Store, raw, leaf func(context.Context)) {
 	ctx := context.Background()
 	r := st.Ranges()
@@ -39,6 +40,7 @@ func Paired(b *testing.B, st *store.Store, raw, leaf func(context.Context)) {
 	leaf(ctx)
 	var inNext, inRaw, inRawTimeout, inLeaf time.Duration
 	ratios := make([]float64, 0, b.N)
+	nexts, raws := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
@@ -50,6 +52,7 @@ func Paired(b *testing.B, st *store.Store, raw, leaf func(context.Context)) {
 		t3 := time.Now()
 		rawTimeout()
 		ratios = append(ratios, float64(t2.Sub(t1))/float64(t1.Sub(t0)))
+		nexts, raws = append(nexts, t1.Sub(t0)), append(raws, t2.Sub(t1))
 		inNext += t1.Sub(t0)
 		inRaw += t2.Sub(t1)
 		inLeaf += t3.Sub(t2)
@@ -62,6 +65,10 @@ func Paired(b *testing.B, st *store.Store, raw, leaf func(context.Context)) {
 	b.ReportMetric(float64(inRaw)/float64(inNext), "vs-raw-x")
 	slices.Sort(ratios)
 	b.ReportMetric(ratios[len(ratios)/2], "vs-raw-median-x")
+	slices.Sort(nexts)
+	slices.Sort(raws)
+	b.ReportMetric(float64(nexts[len(nexts)/2].Nanoseconds()), "next-med-ns")
+	b.ReportMetric(float64(raws[len(raws)/2].Nanoseconds()), "raw-med-ns")
 	b.ReportMetric(float64(inRawTimeout)/float64(inNext), "vs-raw-timeout-x")
 	b.ReportMetric(float64(inLeaf)/float64(inNext), "vs-leaf-x")
 }
