@@ -61,7 +61,9 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 	st := &lockStatements{
 		// The next ticket or session id, in the OK packet: ids never
 		// repeat, so no watch of an old session carries over to a new one.
-		NewID: `UPDATE {p}cosid_lock_state SET ticket = LAST_INSERT_ID(ticket + 1) WHERE id = 1`,
+		// Only above the ids the store saw (no row changed: the counter
+		// went back, and stays where it is).
+		NewID: `UPDATE {p}cosid_lock_state SET ticket = LAST_INSERT_ID(ticket + 1) WHERE id = 1 AND ticket >= ?`,
 		// A session row, written by the session's own connection.
 		SessionStart: `INSERT INTO {p}cosid_lock_session (id, conn_id, confirmed_at, timeout_ms, confirmations)
 			VALUES (?, CONNECTION_ID(), {now}, ?, 0)`,

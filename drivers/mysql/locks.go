@@ -47,6 +47,7 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 // innodb_lock_wait_timeout) is tried again within ctx.
 func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner string, wait bool) (int64, error) {
 	var ticket int64
+	floor := s.locks.Tickets().Seen()
 	err := s.db.retry(ctx, func() error {
 		tx, err := s.pool.BeginTx(ctx, nil)
 		if err != nil {
@@ -56,7 +57,7 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 		if _, err := tx.ExecContext(ctx, s.lq.LockName, name); err != nil {
 			return err
 		}
-		t, err := newID(ctx, tx, s.lq.NewID)
+		t, err := s.newID(ctx, tx, floor)
 		if err != nil {
 			return err
 		}
@@ -85,9 +86,14 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 	return ticket, err
 }
 
-// newID takes the next ticket or session id from the state row.
-func newID(ctx context.Context, e execer, q string) (int64, error) {
-	res, err := e.ExecContext(ctx, q)
+// newID takes the next ticket or session id from the state row, above
+// floor, the highest this store was given or saw. A counter below it went
+// back (a restored backup): it is left as it is, so that the ids between
+// stay unused until the fences are raised, however often this store tries
+// meanwhile (a try that took one each time would soon reach ids handed
+// out before the restore that this store never saw).
+func (s *driverStore) newID(ctx context.Context, e execer, floor int64) (int64, error) {
+	res, err := e.ExecContext(ctx, s.lq.NewID, floor)
 	if err != nil {
 		return 0, err
 	}
@@ -95,10 +101,20 @@ func newID(ctx context.Context, e execer, q string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n != 1 {
+	if n == 1 {
+		return res.LastInsertId()
+	}
+	var ticket int64
+	var sealed bool
+	err = e.QueryRowContext(ctx, s.lq.StateRead).Scan(&ticket, &sealed)
+	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("mysql: the lock state row (cosid_lock_state id 1) is missing: %w", driver.ErrCorrupt)
 	}
-	return res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("the lock counter is at %d, below %d, a ticket or session id this store saw: the database went back (restored from a backup, or a replica promoted without the last commits): %w",
+		ticket, floor, driver.ErrCorrupt)
 }
 
 // pass looks at the queue up to ticket (sqlstore.Observations.Pass):

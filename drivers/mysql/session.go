@@ -42,12 +42,16 @@ func (ls *lockSession) startSession(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	se := &session{ls: ls, conn: conn, t: s.lockTimeout, stop: make(chan struct{}), done: make(chan struct{})}
+	// Session ids come from the tickets' counter, above every id this
+	// store saw: one handed out before a restore may be another session's,
+	// whose watch by other stores (sqlstore.Observations) it would inherit.
 	// The state row may be held by an enqueue (a silent one until the
 	// server ends it): a lock wait past innodb_lock_wait_timeout is tried
 	// again within ctx.
+	floor := s.locks.Tickets().Seen()
 	err = s.db.retry(ctx, func() error {
 		var err error
-		se.id, err = newID(ctx, conn, s.lq.NewID)
+		se.id, err = s.newID(ctx, conn, floor)
 		return err
 	})
 	sent := time.Now()
@@ -58,6 +62,7 @@ func (ls *lockSession) startSession(ctx context.Context) (*session, error) {
 		discard(conn)
 		return nil, err
 	}
+	s.locks.Tickets().Saw(se.id)
 	se.Liveness = sqlstore.NewLiveness(sent, se.t-se.t/5, func() error {
 		return fmt.Errorf("lock session %d: no confirmation within %v: %w", se.id, se.t-se.t/5, driver.ErrLeaseLost)
 	})
@@ -153,6 +158,7 @@ func (se *session) confirm(ctx context.Context) (bool, error) {
 	at := time.Now()
 	for _, o := range others {
 		s.obs.See(o.id, o.count, time.Duration(o.timeoutMS)*time.Millisecond, at)
+		s.locks.Tickets().Saw(o.id) // the counter's ids never go below a committed row's (newID)
 	}
 	return true, nil
 }

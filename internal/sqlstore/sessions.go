@@ -59,6 +59,10 @@ func NewSessions[S LockSession](start func(context.Context) (S, error), started 
 // Done is closed by Close.
 func (ss *Sessions[S]) Done() <-chan struct{} { return ss.done }
 
+// Tickets is the store's regression guard of lock fences, for a driver
+// whose session ids come from the tickets' counter (MySQL).
+func (ss *Sessions[S]) Tickets() *TicketFloor { return &ss.tickets }
+
 // Current is the session last made, lost or not; the zero S if none.
 func (ss *Sessions[S]) Current() S {
 	ss.mu.Lock()
