@@ -46,6 +46,24 @@ func printedEveryWay(v any) []string {
 	return append(outs, buf.String())
 }
 
+// endpointRefusals opens ep through store.Open and OpenStore and returns
+// the errors that refused it; one that is not ErrInvalidArgument naming
+// the endpoints option is reported instead.
+func endpointRefusals(t *testing.T, ep string) []error {
+	t.Helper()
+	_, err := store.Open("etcd", map[string]string{"endpoints": ep, "dialTimeout": "100ms"})
+	_, err2 := OpenStore(t.Context(), &Options{Endpoints: strings.Split(ep, ","), DialTimeout: 100 * time.Millisecond})
+	var refused []error
+	for _, err := range []error{err, err2} {
+		if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), `"endpoints"`) {
+			t.Errorf("Open of %q: %v; want ErrInvalidArgument naming endpoints", ep, err)
+			continue
+		}
+		refused = append(refused, err)
+	}
+	return refused
+}
+
 // errorPrintedEveryWay is err printed every way, and so is the
 // OptionError it wraps, if any: a %#v of it shows its fields.
 func errorPrintedEveryWay(err error) []string {
@@ -74,13 +92,7 @@ func showsSecret(out string) bool {
 func TestEndpointCredentialsNeverPrinted(t *testing.T) {
 	for _, pw := range hostilePasswords {
 		for _, ep := range hostileEndpoints(pw) {
-			_, err := store.Open("etcd", map[string]string{"endpoints": ep, "dialTimeout": "100ms"})
-			_, err2 := OpenStore(t.Context(), &Options{Endpoints: strings.Split(ep, ","), DialTimeout: 100 * time.Millisecond})
-			for _, err := range []error{err, err2} {
-				if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), `"endpoints"`) {
-					t.Errorf("Open of %q: %v; want ErrInvalidArgument naming endpoints", ep, err)
-					continue
-				}
+			for _, err := range endpointRefusals(t, ep) {
 				for _, out := range errorPrintedEveryWay(err) {
 					if showsSecret(out) {
 						t.Errorf("Open of %q: the error shows the password: %s", ep, out)
@@ -157,14 +169,8 @@ func TestEndpointQueryNeverPrinted(t *testing.T) {
 		"http://127.0.0.1:1/HUNTER2",
 		"127.0.0.1:2379,http://127.0.0.1:1/?t=HUNTER2",
 	} {
-		_, err := store.Open("etcd", map[string]string{"endpoints": ep, "dialTimeout": "100ms"})
-		_, err2 := OpenStore(t.Context(), &Options{Endpoints: strings.Split(ep, ","), DialTimeout: 100 * time.Millisecond})
-		for _, err := range []error{err, err2} {
-			if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), `"endpoints"`) {
-				t.Errorf("Open of %q: %v; want ErrInvalidArgument naming endpoints", ep, err)
-				continue
-			}
-			for _, out := range printedEveryWay(err) {
+		for _, err := range endpointRefusals(t, ep) {
+			for _, out := range errorPrintedEveryWay(err) {
 				if showsSecret(out) {
 					t.Errorf("Open of %q: the error shows the query: %s", ep, out)
 					break
