@@ -253,18 +253,6 @@ func (s *driverStore) lockErr(err error) error {
 	return s.health.Unavailable(err)
 }
 
-// connected reports a new lock session, with its id and T.
-func (s *driverStore) connected(se *session) {
-	s.health.OK()
-	s.health.Report(driver.Event{Kind: driver.Connected, Server: s.health.Server(), SessionID: se.id, Timeout: se.t})
-}
-
-// expired reports a lock session another store took over or a purge
-// deleted.
-func (s *driverStore) expired(err error) {
-	s.health.Report(driver.Event{Kind: driver.Expired, Err: err})
-}
-
 // hook calls the test hook, if set, at a named point.
 func (s *driverStore) hook(point string) {
 	if f := s.testHook.Load(); f != nil {

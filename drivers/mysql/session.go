@@ -115,7 +115,7 @@ func (se *session) run(sent time.Time) {
 			return
 		case !ok:
 			why = fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost)
-			se.ls.s.expired(why)
+			se.ls.s.health.SessionExpired(why)
 			return
 		}
 		se.ls.s.health.OK()
@@ -199,7 +199,7 @@ type lockSession struct {
 
 func newLockSession(s *driverStore, conns *sql.DB) *lockSession {
 	ls := &lockSession{s: s, conns: conns, wakes: map[string]map[chan struct{}]bool{}}
-	ls.Sessions = sqlstore.NewSessions(ls.startSession, s.connected, sqlstore.LockQueue[*session]{
+	ls.Sessions = sqlstore.NewSessions(ls.startSession, func(se *session) { s.health.SessionStarted(se.id, se.t) }, sqlstore.LockQueue[*session]{
 		Enqueue: s.enqueue, Pass: s.pass, Leave: s.leave,
 		Watch: func(_ *session, name string, _ int64) (<-chan struct{}, func()) {
 			return ls.watch(name)

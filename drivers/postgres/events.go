@@ -58,19 +58,6 @@ func (s *driverStore) unavailable(err error) error { return s.health.Unavailable
 // disconnected records a connection failure of the lock session.
 func (s *driverStore) disconnected(err error) { s.health.Failed(err) }
 
-// connected reports a new lock session: the store's session, as the
-// ZooKeeper driver's, with its id and T.
-func (s *driverStore) connected(se *session) {
-	s.health.OK()
-	s.health.Report(driver.Event{Kind: driver.Connected, Server: s.health.Server(), SessionID: se.id, Timeout: se.t})
-}
-
-// expired reports a lock session that another store took over, or a purge
-// deleted: its holds are lost.
-func (s *driverStore) expired(err error) {
-	s.health.Report(driver.Event{Kind: driver.Expired, Err: err})
-}
-
 func (s *driverStore) hook(point string) {
 	if f := s.health.hook.Load(); f != nil {
 		(*f)(point)

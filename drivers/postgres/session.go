@@ -124,7 +124,7 @@ func (se *session) run(sent time.Time) {
 			return
 		case !ok:
 			why = fmt.Errorf("lock session %d was taken over or purged: %w", se.id, driver.ErrLeaseLost)
-			se.ls.s.expired(why)
+			se.ls.s.health.SessionExpired(why)
 			return
 		}
 		sent = now
@@ -253,7 +253,7 @@ func sessionChannel(base string, id int64) string {
 
 func newLockSession(s *driverStore) *lockSession {
 	ls := &lockSession{s: s, channel: channelOf(s.cfg.Schema)}
-	ls.Sessions = sqlstore.NewSessions(ls.startSession, s.connected, sqlstore.LockQueue[*session]{
+	ls.Sessions = sqlstore.NewSessions(ls.startSession, func(se *session) { s.health.SessionStarted(se.id, se.t) }, sqlstore.LockQueue[*session]{
 		Enqueue: s.enqueue, Pass: s.pass, Leave: s.leave,
 		Watch: func(se *session, _ string, ticket int64) (<-chan struct{}, func()) {
 			return se.watch(ticket), func() { se.unwatch(ticket) }
