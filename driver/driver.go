@@ -80,7 +80,10 @@ type RangeStore interface {
 	// written back by hand) is never handed out again from below: a store
 	// that saw the key further ahead refuses it, with ErrCorrupt (or
 	// ErrRecreated for a key it used that is now missing, which it never
-	// creates again), or goes on above every value it handed out.
+	// creates again), or goes on above every value it handed out. A key
+	// whose record does not parse (written wrong by hand, a broken tool)
+	// gives ErrCorrupt to Next and Current, from every store: never a
+	// range, never a next value guessed from it.
 	Next(ctx context.Context, key string, step int64) (start int64, err error)
 
 	// Current returns the next value of key and whether it is sealed,

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/tck"
 )
 
 func init() {
@@ -25,6 +27,8 @@ func init() {
 			return &initUnreadSealed{memDriver: s, read: map[string]bool{}}
 		}),
 		wrapped("search-misses-last", "Slots/LastFree", func(s memDriver) driver.Store { return searchMissesLast{s} }),
+		variant{name: "corrupt-refused", checks: []string{"Operator/CorruptKey"}, suite: corruptSuite(false)},
+		variant{name: "corrupt-repaired", checks: []string{"Operator/CorruptKey"}, broken: true, suite: corruptSuite(true)},
 		wrapped("driver-keys-unsealed", "Ranges/KeysSealed", func(s memDriver) driver.Store {
 			return driverKeysUnsealed{s, s.(driver.RangeLister)}
 		}),
@@ -151,4 +155,68 @@ func (s searchMissesLast) Acquire(ctx context.Context, req driver.AcquireRequest
 		return driver.Lease{}, err
 	}
 	return driver.Lease{}, fmt.Errorf("all %d slots are held: %w", req.Namespace.Limit, driver.ErrExhausted)
+}
+
+// corruptHarness is a Corrupter over the memory driver, whose state has
+// no text to write wrong: a corrupted key is marked, and its stores read
+// a marked key as a driver reads a record that does not parse: refused
+// (ErrCorrupt), or, with repair, started over at 0.
+type corruptHarness struct {
+	memHarness
+	repair  bool
+	corrupt *sync.Map // key -> true
+}
+
+func corruptSuite(repair bool) func(*testing.T) tck.Suite {
+	return func(*testing.T) tck.Suite {
+		s := memSuite()
+		s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
+			h, err := newMemHarness(ctx, t)
+			return corruptHarness{memHarness: h.(memHarness), repair: repair, corrupt: &sync.Map{}}, err
+		}
+		return s
+	}
+}
+
+func (h corruptHarness) NewStore(ctx context.Context) (driver.Store, error) {
+	d, err := h.memHarness.NewStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return corruptStore{d.(memDriver), h}, nil
+}
+
+func (h corruptHarness) CorruptRangeKey(_ context.Context, key string, form int) (bool, error) {
+	if form > 0 {
+		return false, nil
+	}
+	h.corrupt.Store(key, true)
+	return true, nil
+}
+
+type corruptStore struct {
+	memDriver
+	h corruptHarness
+}
+
+func (s corruptStore) marked(key string) bool { _, ok := s.h.corrupt.Load(key); return ok }
+
+func (s corruptStore) Next(ctx context.Context, key string, step int64) (int64, error) {
+	switch {
+	case !s.marked(key):
+		return s.memDriver.Next(ctx, key, step)
+	case s.h.repair:
+		return 0, nil // a record that does not parse taken for a key at 0
+	}
+	return 0, fmt.Errorf("range key %q does not parse: %w", key, driver.ErrCorrupt)
+}
+
+func (s corruptStore) Current(ctx context.Context, key string) (int64, bool, error) {
+	switch {
+	case !s.marked(key):
+		return s.memDriver.Current(ctx, key)
+	case s.h.repair:
+		return 0, false, nil
+	}
+	return 0, false, fmt.Errorf("range key %q does not parse: %w", key, driver.ErrCorrupt)
 }

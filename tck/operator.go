@@ -47,6 +47,7 @@ func operatorChecks() []check {
 		{"RestoreSlots", needSlots, checkRestoreSlots},
 		{"RestoreLocks", needLocks, checkRestoreLocks},
 		{"DeletedKey", needRanges, checkDeletedKey},
+		{"CorruptKey", needRanges, checkCorruptKey},
 		{"DeletedSlot", needSlots, checkDeletedSlot},
 		{"RevokedSession", needLocks, checkRevokedSession},
 	}

@@ -21,7 +21,7 @@
 // nothing, or a method of package driver's interfaces is the home of no
 // row.
 //
-// package driver (158 sentences)
+// package driver (159 sentences)
 //
 //	package driver:
 //	D1    a capability it lacks: the user's call fails with ErrUnsupported         Capabilities/Declared
@@ -264,6 +264,9 @@
 //	      fence or timestamps a term may have had; its live term: ErrLeaseLost     (needs HandDeleter); ZK TestSlotNodeDeletedUnderLiveTerm
 //	Lock.Fence:
 //	D151  a store running across a restore grants no lock fence again              Operator/RestoreLocks (needs Snapshotter)
+//	RangeStore.Next:
+//	D152  a key whose record does not parse: ErrCorrupt to Next and Current,      Operator/CorruptKey (needs Corrupter)
+//	      from every store, never a range or a guessed value
 //
 // Interleavings: each Interleave check starts a read-modify-write of one
 // store and another store's write at one instant, in rounds, and checks

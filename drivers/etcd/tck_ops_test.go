@@ -114,3 +114,34 @@ func (h *harness) EndSession(ctx context.Context, d driver.Store) error {
 	_, err = cli.Revoke(ctx, ss.id)
 	return err
 }
+
+// corruptForms are the values CorruptRangeKey writes over a range key's
+// "N" (tck.Corrupter): each is no value of the key's format (a decimal
+// number as strconv writes it, ":sealed" after it once sealed).
+var corruptForms = []func(n string) string{
+	func(string) string { return "not-a-number" },
+	func(n string) string { return "0" + n },        // a leading zero
+	func(n string) string { return "+" + n },        // a sign
+	func(n string) string { return n + ":sealedx" }, // a suffix not the seal's
+}
+
+// CorruptRangeKey writes the form-th wrong value over key's key (tck.Corrupter).
+func (h *harness) CorruptRangeKey(ctx context.Context, key string, form int) (bool, error) {
+	if form >= len(corruptForms) {
+		return false, nil
+	}
+	cli, err := h.raw()
+	if err != nil {
+		return false, err
+	}
+	k := h.prefix + "/range/" + key
+	resp, err := cli.Get(ctx, k)
+	if err != nil {
+		return false, err
+	}
+	if len(resp.Kvs) != 1 {
+		return false, fmt.Errorf("range key %s is missing", k)
+	}
+	_, err = cli.Put(ctx, k, corruptForms[form](string(resp.Kvs[0].Value)))
+	return err == nil, err
+}

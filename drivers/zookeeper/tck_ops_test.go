@@ -200,3 +200,27 @@ func (h harness) DeleteRangeKey(_ context.Context, key string) error {
 func (h harness) DeleteSlot(_ context.Context, ns string, slot int) error {
 	return h.raw().Delete(h.root+"/slot/"+ns+"/"+strconv.Itoa(slot), -1)
 }
+
+// corruptForms are the values CorruptRangeKey writes over a range node's
+// "N" (tck.Corrupter): each is no value of the node's format (decimal
+// digits, ":sealed" after them once sealed).
+var corruptForms = []func(n string) string{
+	func(string) string { return "not-a-number" },
+	func(n string) string { return "+" + n },        // a sign
+	func(n string) string { return "-" + n },        // a negative value
+	func(n string) string { return n + ":sealedx" }, // a suffix not the seal's
+}
+
+// CorruptRangeKey writes the form-th wrong value over key's node (tck.Corrupter).
+func (h harness) CorruptRangeKey(_ context.Context, key string, form int) (bool, error) {
+	if form >= len(corruptForms) {
+		return false, nil
+	}
+	p := h.root + "/range/" + key
+	data, _, err := h.raw().Get(p)
+	if err != nil {
+		return false, err
+	}
+	_, err = h.raw().Set(p, []byte(corruptForms[form](string(data))), -1)
+	return err == nil, err
+}
