@@ -55,6 +55,12 @@ type Dialect struct {
 	// DB.Tx tries it again), so two acquirers never wait on each other.
 	// Where a write transaction is exclusive, one pass with no ending.
 	FreeSearch []string
+	// WritesInWith: the database runs writes in a WITH clause and
+	// passes their RETURNING rows on (PostgreSQL), so that a slot's new
+	// row, its record of use and its owner's index are written by one
+	// statement (statements.SlotCreate) instead of three round trips,
+	// each a wait for the server under a fleet's load.
+	WritesInWith bool
 	// Numbered turns placeholder n into the database's form; nil keeps $n.
 	Numbered func(n int) string
 	// HasMeta is a query whose one boolean says whether cosid_meta exists.
@@ -189,7 +195,8 @@ var marker = regexp.MustCompile(`\{[a-z]*\}`)
 
 // Prepare rewrites, in place, every statement of *stmts, a struct whose
 // fields are strings or slices of strings, for the database (Rewrite). It
-// fails naming each field left empty and each marker it does not know: a
+// fails naming each field left empty (but a string tagged stmt:"optional",
+// which the code runs only when set) and each marker it does not know: a
 // statement forgotten or mistyped fails the first open of a store, in
 // every test, instead of a user's call.
 func (d Dialect) Prepare(stmts any) error {
@@ -217,6 +224,8 @@ func (d Dialect) Prepare(stmts any) error {
 	for i := range v.NumField() {
 		f, name := v.Field(i), v.Type().Name()+"."+v.Type().Field(i).Name
 		switch {
+		case f.Kind() == reflect.String && f.String() == "" && v.Type().Field(i).Tag.Get("stmt") == "optional":
+			// A statement the dialect has no form of.
 		case f.Kind() == reflect.String:
 			one(name, f)
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:

@@ -17,7 +17,9 @@ func Statements(d Dialect) (map[string]string, error) {
 	for i := range v.NumField() {
 		f, name := v.Field(i), v.Type().Field(i).Name
 		if f.Kind() == reflect.String {
-			out[name] = f.String()
+			if f.String() != "" { // not an optional one the dialect lacks
+				out[name] = f.String()
+			}
 			continue
 		}
 		for j := range f.Len() {

@@ -117,8 +117,32 @@ func (s *Store) recordUsed(ctx context.Context, tx Querier, ns string, n int) er
 		return err
 	}
 	if added == 0 {
-		return fmt.Errorf("slot %s/%d was used before and its row is gone (deleted by hand, or a partial restore): "+
-			"its fences and timestamps are unknown, so it is not started again: %w", ns, n, driver.ErrCorrupt)
+		return usedBefore(ns, n)
 	}
 	return nil
+}
+
+// usedBefore is the error of a slot created again whose record of use
+// says it was created before (recordUsed).
+func usedBefore(ns string, n int) error {
+	return fmt.Errorf("slot %s/%d was used before and its row is gone (deleted by hand, or a partial restore): "+
+		"its fences and timestamps are unknown, so it is not started again: %w", ns, n, driver.ErrCorrupt)
+}
+
+// create inserts r, a slot never used, with its record of use and owner's
+// index idx with the slot put first, in one statement (SlotCreate): the
+// three writes of write, recordUsed and remember, with their outcomes. It
+// reports false when another acquire created the slot meanwhile.
+func (s *Store) create(ctx context.Context, tx Querier, ns string, r *slotRow, owner string, idx []int) (bool, error) {
+	r.derive()
+	r.version = 1
+	var inserted, used int64
+	args := append(r.args(ns), owner, indexText(idx, r.slot))
+	if err := tx.QueryRow(ctx, s.q.SlotCreate, args...).Scan(&inserted, &used); err != nil || inserted == 0 {
+		return false, err
+	}
+	if used == 0 {
+		return false, usedBefore(ns, r.slot)
+	}
+	return true, nil
 }

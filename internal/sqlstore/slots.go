@@ -250,11 +250,18 @@ func (a *acquire) firstFree(ctx context.Context, free string) (n int, r *slotRow
 	// many of them written by transactions still open, made a fleet's
 	// cost grow with the square of its size).
 	var gap int64
+	var freeBefore bool
 	end := limit // the search order's positions read for rows: [0, end)
-	switch err := a.tx.QueryRow(ctx, a.s.q.SlotGap, a.ns, limit, start).Scan(&gap); {
+	err = a.tx.QueryRow(ctx, a.s.q.SlotGap, a.ns, limit, start,
+		a.now, a.req.Owner, a.req.Incarnation, a.req.Reclaim).Scan(&gap, &freeBefore)
+	switch {
 	case errors.Is(err, ErrNoRows):
 	case err != nil:
 		return 0, nil, false, err
+	case !freeBefore:
+		// No row before the gap that the search could take: the gap is
+		// the first free slot (SlotGapFree).
+		return int(gap), nil, true, nil
 	default:
 		end = (int(gap) + limit - start) % limit
 	}
@@ -291,6 +298,13 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 		}
 	}
 	r := &slotRow{slot: n, rec: prev.NewTerm(a.req, a.now)}
+	if old == nil && a.s.q.SlotCreate != "" {
+		ok, err := a.s.create(ctx, a.tx, a.ns, r, a.req.Owner, a.index)
+		if err != nil || !ok {
+			return driver.Lease{}, false, err
+		}
+		return r.lease(a.ns), true, nil // remembered once committed (Acquire)
+	}
 	ok, err := a.s.write(ctx, a.tx, a.ns, r, oldVersion, old == nil)
 	if err != nil || !ok {
 		return driver.Lease{}, false, err
@@ -309,12 +323,18 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 
 // remember writes owner's index idx with n put first (driver.RememberSlot).
 func (s *Store) remember(ctx context.Context, q Querier, ns, owner string, idx []int, n int) error {
+	_, err := q.Exec(ctx, s.q.OwnerWrite, ns, owner, indexText(idx, n))
+	return err
+}
+
+// indexText is owner index idx with n put first (driver.RememberSlot), as
+// stored: "3,1,0".
+func indexText(idx []int, n int) string {
 	var list []string
 	for _, m := range driver.RememberSlot(idx, n) {
 		list = append(list, strconv.Itoa(m))
 	}
-	_, err := q.Exec(ctx, s.q.OwnerWrite, ns, owner, strings.Join(list, ","))
-	return err
+	return strings.Join(list, ",")
 }
 
 func sealedErr(ns string) error {

@@ -26,9 +26,11 @@ func New(schema string) sqlstore.Dialect {
 		Now:       Clock,
 		ForUpdate: " FOR UPDATE",
 		// No row lock on the namespace row: the seal locks the table.
-		SealLock:   "LOCK TABLE {p}cosid_namespace IN ACCESS EXCLUSIVE MODE",
-		Bytewise:   ` COLLATE "C"`,
-		FreeSearch: []string{" FOR UPDATE SKIP LOCKED", " FOR UPDATE NOWAIT"},
+		SealLock: "LOCK TABLE {p}cosid_namespace IN ACCESS EXCLUSIVE MODE",
+		Bytewise: ` COLLATE "C"`,
+		// A new slot's three writes in one round trip.
+		WritesInWith: true,
+		FreeSearch:   []string{" FOR UPDATE SKIP LOCKED", " FOR UPDATE NOWAIT"},
 		// In the order an Acquire uses them, so a purge waits for the
 		// acquires under way rather than deadlock with them; the
 		// namespaces as SealLock does, since an acquire only reads its
