@@ -64,7 +64,7 @@ func (d db) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
 	}
 	return retryAborted(ctx, func() error {
 		return d.check(pgx.BeginTxFunc(ctx, pool, d.b.begin(), func(tx pgx.Tx) error {
-			return fn(db{tx, d.h, d.b})
+			return fn(db{oneTrip{tx}, d.h, d.b})
 		}))
 	})
 }
@@ -107,4 +107,52 @@ func (r rows) Err() error {
 		return r.d.check(err)
 	}
 	return nil
+}
+
+// oneTrip is a transaction whose statements, each the first time its
+// connection runs it, go to the server in one round trip, parsed and
+// planned where they run (pgx's QueryExecModeExec), rather than prepared
+// first in a round trip of their own (the pool's default, which caches the
+// statement on the connection). A fleet restarting has each of its
+// instances, on a new connection, run each statement of an Acquire once:
+// the extra round trip per statement, a wait for a backend among a
+// thousand on the server's cores, cost more than the parse it saves. A
+// statement the connection runs again (a Renew every few seconds) is
+// prepared then, and its plan kept.
+type oneTrip struct{ tx pgx.Tx }
+
+// ranKey keys, in the connection's custom data, the statements it ran.
+const ranKey = "cosid.ran"
+
+// args puts the mode first for a statement the connection has not run:
+// pgx reads it as the query's mode, not an argument. A statement without
+// arguments goes in one round trip anyway. The transaction holds the
+// connection, so its data is not shared meanwhile.
+func (o oneTrip) args(sql string, args []any) []any {
+	if len(args) == 0 {
+		return args
+	}
+	data := o.tx.Conn().PgConn().CustomData()
+	ran, _ := data[ranKey].(map[string]bool)
+	if ran == nil {
+		ran = map[string]bool{}
+		data[ranKey] = ran
+	}
+	if ran[sql] {
+		return args
+	}
+	ran[sql] = true
+	return append([]any{pgx.QueryExecModeExec}, args...)
+}
+
+func (o oneTrip) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return o.tx.Exec(ctx, sql, o.args(sql, args)...)
+}
+
+func (o oneTrip) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return o.tx.Query(ctx, sql, o.args(sql, args)...)
+}
+
+func (o oneTrip) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return o.tx.QueryRow(ctx, sql, o.args(sql, args)...)
 }
