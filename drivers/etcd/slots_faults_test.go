@@ -488,17 +488,11 @@ func TestAcquireRacesPurge(t *testing.T) {
 // purged fence, so the next term's fence is above 1.
 func TestSeedRacesPurge(t *testing.T) {
 	ctx := t.Context()
-	prefix := freshPrefix("seedpurge")
-	ns := driver.Namespace{Name: "n", Limit: 1, Tolerance: time.Millisecond}
-	x := openShifted(t, prefix, 0)
-	var armed atomic.Bool
 	// The seed's write: a term and a purge first.
-	a := openBeforeTxn(t, prefix, &armed, 2, func() { termThenPurge(t, x, ns, "the seed") })
-	armed.Store(true)
+	a, x, ns := purgedBeforeWrite(t, "seedpurge", "the seed")
 	if err := a.SeedSlot(ctx, ns, 0, 0, 100); err != nil {
 		t.Fatal(err)
 	}
-	armed.Store(false)
 	l, err := x.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "y", Incarnation: "1", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -585,13 +579,8 @@ func TestPurgeUndecodableSlot(t *testing.T) {
 // (fence 1) and purges. The write must not bring slot 0 back at fence 1.
 func TestAcquireRacesPurgeNewNamespace(t *testing.T) {
 	ctx := t.Context()
-	prefix := freshPrefix("acqpurgens")
-	ns := driver.Namespace{Name: "n", Limit: 1, Tolerance: time.Millisecond}
-	x := openShifted(t, prefix, 0)
-	var armed atomic.Bool
 	// The Acquire's write: a term and a purge first.
-	a := openBeforeTxn(t, prefix, &armed, 2, func() { termThenPurge(t, x, ns, "the Acquire") })
-	armed.Store(true)
+	a, _, ns := purgedBeforeWrite(t, "acqpurgens", "the Acquire")
 	l, err := a.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "new", Incarnation: "1", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -599,6 +588,21 @@ func TestAcquireRacesPurgeNewNamespace(t *testing.T) {
 	if l.Fence <= 1 {
 		t.Errorf("the term after the purge of fence 1 got fence %d", l.Fence)
 	}
+}
+
+// purgedBeforeWrite opens a store on a fresh prefix named after what
+// whose second transaction (the write of a call that read first) is
+// preceded by another store's (x's) term on slot 0 of namespace n and a
+// purge (termThenPurge, during names the call); the hook runs once.
+func purgedBeforeWrite(t *testing.T, what, during string) (a, x *driverStore, ns driver.Namespace) {
+	t.Helper()
+	prefix := freshPrefix(what)
+	ns = driver.Namespace{Name: "n", Limit: 1, Tolerance: time.Millisecond}
+	x = openShifted(t, prefix, 0)
+	var armed atomic.Bool
+	a = openBeforeTxn(t, prefix, &armed, 2, func() { termThenPurge(t, x, ns, during) })
+	armed.Store(true)
+	return a, x, ns
 }
 
 // termThenPurge has x take and release a slot of ns, then purge, during
