@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cosid-go/store/driver"
 )
@@ -53,20 +52,6 @@ func (h *Health) OK() {
 	if h.down.Load() && h.down.CompareAndSwap(true, false) {
 		h.Report(driver.Event{Kind: driver.Connected, Server: h.server})
 	}
-}
-
-// SessionStarted reports a new lock session of the store: an answer of
-// the server, and a Connected event with the session's id and T (the
-// store's session, as the ZooKeeper driver's).
-func (h *Health) SessionStarted(id int64, t time.Duration) {
-	h.OK()
-	h.Report(driver.Event{Kind: driver.Connected, Server: h.server, SessionID: id, Timeout: t})
-}
-
-// SessionExpired reports a lock session that another store took over, or
-// a purge deleted: its holds are lost.
-func (h *Health) SessionExpired(err error) {
-	h.Report(driver.Event{Kind: driver.Expired, Err: err})
 }
 
 // Failed records err; a connection failure after answers is a
