@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/cosid-go/store/internal/sqlstore"
+import (
+	"fmt"
+
+	"github.com/cosid-go/store/internal/sqlstore"
+)
 
 // The lock tables and statements. A session is one store's lock session:
 // its own connection, which confirms the row every T/3 (T = lockTimeout),
@@ -57,6 +61,18 @@ func indexIfMissing(name, on string) string {
 		"CREATE INDEX IF NOT EXISTS "+name+" ON "+on)
 }
 
+// nextAbove is the ticket sequence's next value, which tickets and session
+// ids come from, if the last one given is at least $n, the highest this
+// store was given or saw; else NULL, the sequence left as it is: it went
+// back (a restored backup), and the values between are left unused until
+// the fences are raised, however often the store tries meanwhile (a try
+// that took one each time would soon reach values handed out before the
+// restore that this store never saw).
+func nextAbove(n int) string {
+	return fmt.Sprintf(`CASE WHEN (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END
+		FROM {p}cosid_lock_ticket) >= $%d::bigint THEN nextval('{p}cosid_lock_ticket') END`, n)
+}
+
 // lockStatements are the lock code's statements, written for the
 // store's dialect once when it opens (Dialect.Prepare checks each is set).
 type lockStatements struct {
@@ -74,8 +90,10 @@ type lockStatements struct {
 func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 	st := &lockStatements{
 		// A session row, written by the session's own connection.
-		SessionStart: `INSERT INTO {p}cosid_lock_session (id, pid, confirmed_at, timeout_ms)
-		VALUES (nextval('{p}cosid_lock_ticket'), pg_backend_pid(), {now}, $1) RETURNING id`,
+		// No row when the sequence went back (nextAbove).
+		SessionStart: `WITH n AS MATERIALIZED (SELECT ` + nextAbove(2) + ` AS id)
+		INSERT INTO {p}cosid_lock_session (id, pid, confirmed_at, timeout_ms)
+		SELECT id, pg_backend_pid(), {now}, $1 FROM n WHERE id IS NOT NULL RETURNING id`,
 		// The confirmation: only the session's own backend can make it, and
 		// only while the row exists. It also reads every session's counter
 		// (as they were before it), which the store watches for takeovers; the
@@ -105,7 +123,7 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		// a committed row, and does not see a row another transaction has
 		// inserted and not committed, so it would neither wait for that
 		// enqueue nor find its waiter row.
-		LockName: `UPDATE {p}cosid_lock SET name = name WHERE name = $1 RETURNING nextval('{p}cosid_lock_ticket')`,
+		LockName: `UPDATE {p}cosid_lock SET name = name WHERE name = $1 RETURNING ` + nextAbove(2),
 		// A name's first use: its row, committed on its own before LockName.
 		NewName: `INSERT INTO {p}cosid_lock (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`,
 		// The holder or first waiter of a name, for TryLock.

@@ -31,8 +31,9 @@ func (s *driverStore) Lock(ctx context.Context, name, owner string, wait bool) (
 // have been written. A transaction the server aborted (a lock wait past
 // lock_timeout, a deadlock) is tried again within ctx.
 func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner string, wait bool) (int64, error) {
+	floor := s.locks.Tickets().Seen()
 	for {
-		ticket, err := s.enqueueOnce(ctx, se, name, owner, wait)
+		ticket, err := s.enqueueOnce(ctx, se, name, owner, wait, floor)
 		if !errors.Is(err, errNoName) {
 			return ticket, err
 		}
@@ -47,12 +48,12 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 // errNoName: the name has no row yet.
 var errNoName = errors.New("no lock row for the name")
 
-func (s *driverStore) enqueueOnce(ctx context.Context, se *session, name, owner string, wait bool) (int64, error) {
+func (s *driverStore) enqueueOnce(ctx context.Context, se *session, name, owner string, wait bool, floor int64) (int64, error) {
 	var ticket int64
 	err := retryAborted(ctx, func() error {
 		return pgx.BeginTxFunc(ctx, s.pool, beginBounded(s.cfg.LockTimeout), func(tx pgx.Tx) error {
-			var t int64
-			if err := tx.QueryRow(ctx, s.lq.LockName, name).Scan(&t); err != nil {
+			var next *int64 // nil: the sequence went back (nextAbove)
+			if err := tx.QueryRow(ctx, s.lq.LockName, name, floor).Scan(&next); err != nil {
 				if !errors.Is(err, pgx.ErrNoRows) {
 					return err
 				}
@@ -66,6 +67,10 @@ func (s *driverStore) enqueueOnce(ctx context.Context, se *session, name, owner 
 				}
 				return errNoName
 			}
+			if next == nil {
+				return wentBack(floor)
+			}
+			t := *next
 			// After LockName: a seal committed before it is seen, one
 			// after it waits for this transaction (lockseal.go).
 			var sealed bool
@@ -229,4 +234,11 @@ func (s *driverStore) Waiters(ctx context.Context, name string) ([]driver.Waiter
 		out = append(out, w)
 	}
 	return out, rows.Err()
+}
+
+// wentBack is the error of a ticket or session id refused because the
+// ticket sequence is behind a value this store saw.
+func wentBack(floor int64) error {
+	return fmt.Errorf("the lock ticket sequence is not above %d, a ticket or session id this store saw: the database went back (restored from a backup, or a replica promoted without the last commits): %w",
+		floor, driver.ErrCorrupt)
 }

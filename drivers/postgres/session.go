@@ -54,7 +54,14 @@ func (ls *lockSession) startSession(ctx context.Context) (*session, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 		wakes: map[int64]chan struct{}{}}
 	sent := time.Now()
-	err = conn.QueryRow(ctx, ls.s.lq.SessionStart, se.t.Milliseconds()).Scan(&se.id)
+	// Session ids come from the tickets' sequence, above every value this
+	// store saw: one handed out before a restore may be another session's,
+	// whose watch by other stores (sqlstore.Observations) it would inherit.
+	floor := ls.Tickets().Seen()
+	err = conn.QueryRow(ctx, ls.s.lq.SessionStart, se.t.Milliseconds(), floor).Scan(&se.id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = wentBack(floor)
+	}
 	if err == nil {
 		_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{sessionChannel(ls.channel, se.id)}.Sanitize())
 	}
@@ -62,6 +69,7 @@ func (ls *lockSession) startSession(ctx context.Context) (*session, error) {
 		conn.Close(context.Background())
 		return nil, err
 	}
+	ls.Tickets().Saw(se.id)
 	se.Liveness = sqlstore.NewLiveness(sent, se.t-se.margin, func() error {
 		return fmt.Errorf("lock session %d: no confirmation within %v: %w", se.id, se.t-se.margin, driver.ErrLeaseLost)
 	})
@@ -160,6 +168,7 @@ func (se *session) confirm(ctx context.Context) (bool, error) {
 	at := time.Now()
 	for _, o := range others {
 		se.ls.s.obs.See(o.id, o.count, time.Duration(o.timeoutMS)*time.Millisecond, at)
+		se.ls.Tickets().Saw(o.id) // the sequence's values never go below a committed row's (nextAbove)
 	}
 	return confirmed, nil
 }

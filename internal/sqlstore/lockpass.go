@@ -122,8 +122,8 @@ func LocksSealed(name string) error {
 
 // TicketFloor is the highest lock ticket a store was given: a later one at
 // or below it means the database went back (the regression guard of lock
-// fences). MySQL's session ids come from the tickets' counter and are
-// recorded here too.
+// fences). Both drivers' session ids come from the tickets' counter and
+// are recorded here too.
 type TicketFloor struct{ last atomic.Int64 }
 
 // Seen is the highest ticket recorded.
