@@ -3,7 +3,6 @@ package zookeeper
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -168,23 +167,10 @@ func BenchmarkManyLockHolders(b *testing.B) {
 		b.Run(version, func(b *testing.B) {
 			addr := zktest.StartServer(b, version).Addr()
 			root := randomRoot()
-			var mu sync.Mutex
-			var drivers []*driverStore
+			var opened firedCount
 			lockscale.Report(b, func() *store.Store {
-				d := openTest(b, testOptions(addr, map[string]string{"root": root, "sessionTimeout": "20s"}), nil)
-				mu.Lock()
-				drivers = append(drivers, d)
-				mu.Unlock()
-				return portable(b, d)
-			}, func() int64 {
-				mu.Lock()
-				defer mu.Unlock()
-				var n int64
-				for _, d := range drivers {
-					n += d.sess.fired.Load()
-				}
-				return n
-			})
+				return portable(b, opened.add(openTest(b, testOptions(addr, map[string]string{"root": root, "sessionTimeout": "20s"}), nil)))
+			}, opened.fired)
 		})
 	}
 }

@@ -21,12 +21,17 @@ import (
 // allocate from two keys at once while members (the leader included) are
 // killed and restarted, connections are cut, and sessions expire. Every
 // range handed out is collected; none may overlap another.
-func TestEnsembleFaults(t *testing.T) {
+func TestEnsembleFaults(t *testing.T) { onEachEnsemble(t, 15*time.Second, testEnsembleFaults) }
+
+// onEachEnsemble runs a fault test that starts a 3-server ensemble and
+// runs for about d, once per supported version; not with -short.
+func onEachEnsemble(t *testing.T, d time.Duration, run func(t *testing.T, version string, d time.Duration)) {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("starts a 3-server ensemble and runs for about 15s per version")
+		t.Skipf("starts a 3-server ensemble and runs for about %v per version", d)
 	}
 	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) { testEnsembleFaults(t, version, 15*time.Second) })
+		t.Run(version, func(t *testing.T) { run(t, version, d) })
 	}
 }
 

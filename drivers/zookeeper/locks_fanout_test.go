@@ -10,28 +10,39 @@ import (
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
+// firedCount keeps the driver stores a test opens, to count the watches
+// their sessions fired.
+type firedCount struct {
+	mu      sync.Mutex
+	drivers []*driverStore
+}
+
+func (c *firedCount) add(d *driverStore) *driverStore {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.drivers = append(c.drivers, d)
+	return d
+}
+
+func (c *firedCount) fired() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, d := range c.drivers {
+		n += d.sess.fired.Load()
+	}
+	return n
+}
+
 // TestLockDeleteFanOut: stores holding names of their own, with churn:
 // an Unlock fires no watch (a waiter watches its predecessor only).
 func TestLockDeleteFanOut(t *testing.T) {
 	addr := zktest.StartServer(t, zktest.Versions()[0]).Addr()
 	root := randomRoot()
-	var mu sync.Mutex
-	var drivers []*driverStore
+	var opened firedCount
 	r := lockscale.Run(t, func() *store.Store {
-		d := openTest(t, testOptions(addr, map[string]string{"root": root}), nil)
-		mu.Lock()
-		drivers = append(drivers, d)
-		mu.Unlock()
-		return portable(t, d)
-	}, 8, 2, time.Second, func() int64 {
-		mu.Lock()
-		defer mu.Unlock()
-		var n int64
-		for _, d := range drivers {
-			n += d.sess.fired.Load()
-		}
-		return n
-	})
+		return portable(t, opened.add(openTest(t, testOptions(addr, map[string]string{"root": root}), nil)))
+	}, 8, 2, time.Second, opened.fired)
 	t.Log(r)
 	if r.Cycles == 0 {
 		t.Fatal("no Unlock+Lock in the churn")

@@ -25,14 +25,7 @@ import (
 // happens: no other hold whose Lost is still open, a fence above the last
 // one, and a fence equal to the holder node's czxid (Waiters). Afterwards
 // every store takes the lock again and nothing is left behind.
-func TestLockEnsembleFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-server ensemble and runs for about 10s per version")
-	}
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) { testLockEnsembleFaults(t, version, 10*time.Second) })
-	}
-}
+func TestLockEnsembleFaults(t *testing.T) { onEachEnsemble(t, 10*time.Second, testLockEnsembleFaults) }
 
 // holdLog checks grants against the holds before them.
 type holdLog struct {

@@ -1105,14 +1105,7 @@ func testSlotListings(t *testing.T, addr string) {
 // and timestamp windows [floor, end) that do not overlap, where end is the
 // highest ceiling the holder was given, or used+1 after a release that
 // stated used.
-func TestSlotEnsembleFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-server ensemble and runs for about 15s per version")
-	}
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) { testSlotEnsembleFaults(t, version, 15*time.Second) })
-	}
-}
+func TestSlotEnsembleFaults(t *testing.T) { onEachEnsemble(t, 15*time.Second, testSlotEnsembleFaults) }
 
 type slotTermKey struct {
 	slot  int
