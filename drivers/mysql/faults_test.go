@@ -20,11 +20,7 @@ import (
 // DSN of addr and database; it is closed when the test ends.
 func openStore(t *testing.T, addr, database string, extra map[string]string, opts ...store.Option) *store.Store {
 	t.Helper()
-	o := map[string]string{"dsn": mysqltest.DSN(addr, ""), "database": database, "poolSize": "4"}
-	for k, v := range extra {
-		o[k] = v
-	}
-	d, err := fromOptions(o)
+	d, err := fromOptions(storeOptions(addr, database, extra))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,28 +114,8 @@ func TestConnectionsKilled(t *testing.T) {
 			}
 		})
 	}
-	kills := 0
-	for range 20 {
-		rows, err := op.QueryContext(t.Context(), "SELECT id FROM information_schema.processlist WHERE db IS NULL AND id <> ? AND command <> 'Daemon'", self)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		for _, id := range ids {
-			if _, err := op.ExecContext(t.Context(), "KILL CONNECTION ?", id); err == nil {
-				kills++
-			}
-		}
-		time.Sleep(50 * time.Millisecond) // the pace of the faults, not a synchronisation
-	}
+	// The stores' connections name no database.
+	kills := killRounds(t, op, self, "db IS NULL", 50*time.Millisecond)
 	stop()
 	wg.Wait()
 	// Each store works again once the kills stop, whatever the load let

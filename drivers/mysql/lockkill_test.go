@@ -73,19 +73,7 @@ func TestLocksUnderKills(t *testing.T) {
 			}
 		})
 	}
-	kills := 0
-	for range 20 {
-		ids, err := storeConnections(t.Context(), op, self)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, id := range ids {
-			if _, err := op.ExecContext(t.Context(), "KILL CONNECTION ?", id); err == nil {
-				kills++
-			}
-		}
-		time.Sleep(100 * time.Millisecond) // the pace of the faults, not a synchronisation
-	}
+	kills := killRounds(t, op, self, "user <> 'system user'", 100*time.Millisecond)
 	stop()
 	wg.Wait()
 	for i, s := range sts {
@@ -120,20 +108,42 @@ func operator(t *testing.T, srv *mysqltest.Server) (op *sql.DB, self int64) {
 	return op, self
 }
 
-// storeConnections lists the server's client connections but self's.
-func storeConnections(ctx context.Context, op *sql.DB, self int64) ([]int64, error) {
-	rows, err := op.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE id <> ? AND command <> 'Daemon' AND user <> 'system user'", self)
-	if err != nil {
-		return nil, err
+// killRounds kills, 20 times pace apart, as the operator op (connection
+// self), every client connection of the server that where (a condition on
+// information_schema.processlist) selects, and counts those it killed.
+func killRounds(t *testing.T, op *sql.DB, self int64, where string, pace time.Duration) int {
+	t.Helper()
+	kills := 0
+	for range 20 {
+		kills += killRound(t, op, self, where)
+		time.Sleep(pace) // the pace of the faults, not a synchronisation
 	}
-	defer rows.Close()
+	return kills
+}
+
+func killRound(t *testing.T, op *sql.DB, self int64, where string) int {
+	t.Helper()
+	rows, err := op.QueryContext(t.Context(), "SELECT id FROM information_schema.processlist WHERE id <> ? AND command <> 'Daemon' AND "+where, self)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ids []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return nil, err
+			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
-	return ids, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	kills := 0
+	for _, id := range ids {
+		if _, err := op.ExecContext(t.Context(), "KILL CONNECTION ?", id); err == nil {
+			kills++
+		}
+	}
+	return kills
 }

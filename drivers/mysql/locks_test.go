@@ -18,15 +18,21 @@ import (
 // closed reports whether a Lost channel (or any) is closed, without waiting.
 var closed = poll.Closed
 
-// openAt opens a driver store on addr (a server's or a proxy's) and
-// database, closed when the test ends.
-func openAt(t *testing.T, addr, database string, extra map[string]string) *driverStore {
-	t.Helper()
+// storeOptions are a store's options on addr (a server's or a proxy's)
+// and database, with extra added.
+func storeOptions(addr, database string, extra map[string]string) map[string]string {
 	o := map[string]string{"dsn": mysqltest.DSN(addr, ""), "database": database, "poolSize": "4"}
 	for k, v := range extra {
 		o[k] = v
 	}
-	d, err := fromOptions(o)
+	return o
+}
+
+// openAt opens a driver store on addr (a server's or a proxy's) and
+// database, closed when the test ends.
+func openAt(t *testing.T, addr, database string, extra map[string]string) *driverStore {
+	t.Helper()
+	d, err := fromOptions(storeOptions(addr, database, extra))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
