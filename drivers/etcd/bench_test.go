@@ -93,12 +93,7 @@ func benchNextPaired(b *testing.B, bare bool) {
 			b.Fatal(err)
 		}
 	}
-	var raw, ours time.Duration
-	b.ResetTimer()
-	for i := range b.N {
-		raw, ours = pair(i, raw, ours, rawNext, mine)
-	}
-	b.ReportMetric(float64(raw)/float64(ours), "speed-vs-raw")
+	paired(b, rawNext, mine, "speed-vs-raw")
 }
 
 func benchLockPaired(b *testing.B, bare bool) {
@@ -145,30 +140,32 @@ func benchLockPaired(b *testing.B, bare bool) {
 			b.Fatal(err)
 		}
 	}
+	paired(b, mutex, mine, "speed-vs-mutex")
+}
+
+// paired times b.N calls of each, the baseline first on even rounds and
+// second on odd ones (so neither always follows the other), and reports
+// the baseline's total time over mine's as metric.
+func paired(b *testing.B, baseline, mine func(), metric string) {
 	var base, ours time.Duration
 	b.ResetTimer()
 	for i := range b.N {
-		base, ours = pair(i, base, ours, mutex, mine)
+		first, second := baseline, mine
+		if i%2 == 1 {
+			first, second = mine, baseline
+		}
+		t0 := time.Now()
+		first()
+		t1 := time.Now()
+		second()
+		t2 := time.Now()
+		if i%2 == 1 {
+			base, ours = base+t2.Sub(t1), ours+t1.Sub(t0)
+		} else {
+			base, ours = base+t1.Sub(t0), ours+t2.Sub(t1)
+		}
 	}
-	b.ReportMetric(float64(base)/float64(ours), "speed-vs-mutex")
-}
-
-// pair times one call of each, the baseline first on even i and second on
-// odd i (so neither always follows the other), and adds the times.
-func pair(i int, base, ours time.Duration, baseline, mine func()) (time.Duration, time.Duration) {
-	first, second := baseline, mine
-	if i%2 == 1 {
-		first, second = mine, baseline
-	}
-	t0 := time.Now()
-	first()
-	t1 := time.Now()
-	second()
-	t2 := time.Now()
-	if i%2 == 1 {
-		return base + t2.Sub(t1), ours + t1.Sub(t0)
-	}
-	return base + t1.Sub(t0), ours + t2.Sub(t1)
+	b.ReportMetric(float64(base)/float64(ours), metric)
 }
 
 // BenchmarkFleet: a fleet of instances, each a store with a client of its
@@ -251,21 +248,8 @@ func logTrips(b *testing.B, counts []*tripCounts) {
 func BenchmarkManyLockHolders(b *testing.B) {
 	endpoints := etcdtest.Start(b, 1).Endpoints()
 	prefix := freshPrefix("holders")
-	var drivers []*driverStore
-	var mu sync.Mutex
+	var opened heardCount
 	lockscale.Report(b, func() *store.Store {
-		st := openDriverOn(b, endpoints, prefix, func(*driverStore) {})
-		mu.Lock()
-		drivers = append(drivers, rawdriver.Of(st).(*driverStore))
-		mu.Unlock()
-		return st
-	}, func() int64 {
-		mu.Lock()
-		defer mu.Unlock()
-		var n int64
-		for _, d := range drivers {
-			n += d.heard.Load()
-		}
-		return n
-	})
+		return opened.add(openDriverOn(b, endpoints, prefix, func(*driverStore) {}))
+	}, opened.heard)
 }
