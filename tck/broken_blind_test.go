@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cosid-go/store/driver"
@@ -29,6 +30,8 @@ func init() {
 		wrapped("search-misses-last", "Slots/LastFree", func(s memDriver) driver.Store { return searchMissesLast{s} }),
 		variant{name: "corrupt-refused", checks: []string{"Operator/CorruptKey"}, suite: corruptSuite(false)},
 		variant{name: "corrupt-repaired", checks: []string{"Operator/CorruptKey"}, broken: true, suite: corruptSuite(true)},
+		variant{name: "deleted-lock-told", checks: []string{"Operator/DeletedLock"}, suite: deleteLockSuite(true)},
+		variant{name: "deleted-lock-trusted", checks: []string{"Operator/DeletedLock"}, broken: true, suite: deleteLockSuite(false)},
 		wrapped("driver-keys-unsealed", "Ranges/KeysSealed", func(s memDriver) driver.Store {
 			return driverKeysUnsealed{s, s.(driver.RangeLister)}
 		}),
@@ -219,4 +222,85 @@ func (s corruptStore) Current(ctx context.Context, key string) (int64, bool, err
 		return 0, false, nil
 	}
 	return 0, false, fmt.Errorf("range key %q does not parse: %w", key, driver.ErrCorrupt)
+}
+
+// deleteLockHarness is a LockDeleter over the memory driver: its stores'
+// holds are kept by name, and a deleted one is unlocked under its holder
+// (the record gone, the next waiter granted). With tell, the hold's Lost
+// closes then, as a driver watching its record does; without, the holder
+// goes on trusting it.
+type deleteLockHarness struct {
+	memHarness
+	tell  bool
+	holds *sync.Map // name -> *deletableLock
+}
+
+func deleteLockSuite(tell bool) func(*testing.T) tck.Suite {
+	return func(*testing.T) tck.Suite {
+		s := memSuite()
+		s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
+			h, err := newMemHarness(ctx, t)
+			return deleteLockHarness{memHarness: h.(memHarness), tell: tell, holds: &sync.Map{}}, err
+		}
+		return s
+	}
+}
+
+func (h deleteLockHarness) NewStore(ctx context.Context) (driver.Store, error) {
+	d, err := h.memHarness.NewStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return deleteLockStore{d.(memDriver), h}, nil
+}
+
+func (h deleteLockHarness) DeleteLockHolder(ctx context.Context, name string) error {
+	v, ok := h.holds.LoadAndDelete(name)
+	if !ok {
+		return fmt.Errorf("lock %q has no holder", name)
+	}
+	l := v.(*deletableLock)
+	l.deleted.Store(true)
+	if h.tell {
+		close(l.gone)
+	}
+	return l.Lock.Unlock(ctx)
+}
+
+type deleteLockStore struct {
+	memDriver
+	h deleteLockHarness
+}
+
+func (s deleteLockStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
+	inner, err := s.memDriver.Lock(ctx, name, owner, wait)
+	if err != nil {
+		return nil, err
+	}
+	l := &deletableLock{Lock: inner, gone: make(chan struct{}), lost: make(chan struct{})}
+	go func() { // ends when the hold is lost, deleted or its store closes
+		select {
+		case <-inner.Lost():
+		case <-l.gone:
+		}
+		close(l.lost)
+	}()
+	s.h.holds.Store(name, l)
+	return l, nil
+}
+
+type deletableLock struct {
+	driver.Lock
+	deleted atomic.Bool
+	gone    chan struct{} // closed by a delete the holder is told of
+	lost    chan struct{}
+}
+
+func (l *deletableLock) Lost() <-chan struct{} { return l.lost }
+
+func (l *deletableLock) Unlock(ctx context.Context) error {
+	if l.deleted.Load() {
+		return fmt.Errorf("the lock's record was deleted: %w", driver.ErrLeaseLost)
+	}
+	return l.Lock.Unlock(ctx)
 }

@@ -50,6 +50,7 @@ func operatorChecks() []check {
 		{"CorruptKey", needRanges, checkCorruptKey},
 		{"DeletedSlot", needSlots, checkDeletedSlot},
 		{"RevokedSession", needLocks, checkRevokedSession},
+		{"DeletedLock", needLocks, checkDeletedLock},
 	}
 }
 

@@ -173,6 +173,7 @@
 //	                                                                               ZK Locks/FenceFirstNotAlone (czxid)
 //	Lock.Lost:
 //	D105  Lost closes as soon as the holder cannot be sure it holds                Operator/RevokedSession (needs SessionEnder); network faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
+//	                                                                               Operator/DeletedLock (needs LockDeleter)
 //	D106  ... and when the store closes                                            Locks/LostOnClose, Locks/LostBeforeGrant (rounds), Locks/UnlockAfterLost
 //	D106a ... and before any other store can be granted the lock                   Locks/LostBeforeGrant (rounds); faults: ZK Locks/SessionExpiry, ZK Locks/SilentServer
 //	D107  Unlock does not close Lost                                               Locks/UnlockTwice

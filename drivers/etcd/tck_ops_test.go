@@ -145,3 +145,20 @@ func (h *harness) CorruptRangeKey(ctx context.Context, key string, form int) (bo
 	_, err = cli.Put(ctx, k, corruptForms[form](string(resp.Kvs[0].Value)))
 	return err == nil, err
 }
+
+// DeleteLockHolder deletes the oldest waiter key of name, its holder's, as
+// etcdctl del does (tck.LockDeleter).
+func (h *harness) DeleteLockHolder(ctx context.Context, name string) error {
+	cli, err := h.raw()
+	if err != nil {
+		return err
+	}
+	resp, err := cli.Get(ctx, h.prefix+"/lock/"+name+"/", append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...)
+	if err != nil {
+		return err
+	}
+	if len(resp.Kvs) != 1 {
+		return fmt.Errorf("lock %q has no holder key", name)
+	}
+	return h.deleteOne(ctx, string(resp.Kvs[0].Key))
+}

@@ -224,3 +224,23 @@ func (h harness) CorruptRangeKey(_ context.Context, key string, form int) (bool,
 	_, err = h.raw().Set(p, []byte(corruptForms[form](string(data))), -1)
 	return err == nil, err
 }
+
+// DeleteLockHolder deletes the holder's node of name, the child with the
+// lowest sequence number, as zkCli's delete does (tck.LockDeleter).
+func (h harness) DeleteLockHolder(_ context.Context, name string) error {
+	p := h.root + "/lock/" + name
+	kids, _, err := h.raw().Children(p)
+	if err != nil {
+		return err
+	}
+	holder, low := "", ""
+	for _, k := range kids {
+		if seq := k[max(0, len(k)-10):]; holder == "" || seq < low {
+			holder, low = k, seq
+		}
+	}
+	if holder == "" {
+		return fmt.Errorf("lock %q has no holder node", name)
+	}
+	return h.raw().Delete(p+"/"+holder, -1)
+}
