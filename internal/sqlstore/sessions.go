@@ -133,7 +133,17 @@ func (ss *Sessions[S]) Get(ctx context.Context) (S, error) {
 // Close (which ends the session and its rows).
 func (ss *Sessions[S]) RemoveLater(se S, name string, ticket int64) {
 	t := se.T()
-	ss.removes.Go(func() {
+	// Counted in under mu, and not at all once Close began: an Add that
+	// raced Close's Wait returning would panic (and Close ends the rows).
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		return
+	}
+	ss.removes.Add(1)
+	ss.mu.Unlock()
+	go func() {
+		defer ss.removes.Done()
 		pause := 50 * time.Millisecond
 		for {
 			timer := time.NewTimer(pause)
@@ -154,7 +164,7 @@ func (ss *Sessions[S]) RemoveLater(se S, name string, ticket int64) {
 			}
 			pause = min(2*pause, t/3)
 		}
-	})
+	}()
 }
 
 // Close ends every session, deleting their rows: the holds are lost and
