@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"slices"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -51,8 +52,14 @@ func (a *acquisition) writeTerm(ctx context.Context, n int, st slotState) (l dri
 		ops = append(ops, s.bump(name, a.tally)) // a slot key created: counted
 	}
 	if createNS {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
-		ops = append(ops, clientv3.OpPut(nk, formatNamespace(req.Namespace, false)))
+		// Found missing: created here, or, if another store created it
+		// meanwhile as this one would have (unsealed, same settings: a
+		// fleet's acquirers all find it missing), the term is written in
+		// it. Anything else writes nothing; the pass starts over.
+		v := formatNamespace(req.Namespace, false)
+		ops = []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(nk), "=", 0)},
+			append(slices.Clip(ops), clientv3.OpPut(nk, v)),
+			[]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(nk), "=", v)}, ops, nil)})}
 	} else {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(nk), "=", nsMod))
 	}
@@ -63,6 +70,12 @@ func (a *acquisition) writeTerm(ctx context.Context, n int, st slotState) (l dri
 		// Unknown outcome: a retried acquire finds the term by owner and
 		// incarnation (SlotOwn) if it was written.
 		return driver.Lease{}, false, nil, err
+	}
+	if resp.Succeeded && createNS {
+		in := resp.Responses[0].GetResponseTxn()
+		if !in.Succeeded && !in.Responses[0].GetResponseTxn().Succeeded {
+			return driver.Lease{}, false, nil, nil // sealed or other settings: start over
+		}
 	}
 	if resp.Succeeded {
 		s.guardFence(sk, slotState{r: r, rev: resp.Header.Revision})
