@@ -66,10 +66,10 @@ func seenCuts(ctx context.Context) context.Context {
 // resend one more request in its queue, until the calls' own deadlines:
 // a load that feeds itself. So each cut doubles the next attempts'
 // deadline (within attemptMax), as TCP backs off its retransmission
-// timeout, and answers bring it down again, halving it at most per answer
-// and never below attemptFactor times that answer's latency: a slow
-// server keeps it wide, a fast one (a failover's new member) closes it in
-// a few answers.
+// timeout, and then each answer sets it to attemptFactor times its
+// latency, halving it at most: a slow server keeps it wide (the answer
+// that came after a cut tells how slow), a fast one (a failover's new
+// member) closes it in a few answers.
 type latency struct {
 	mu    sync.Mutex
 	last  [31]time.Duration
@@ -103,17 +103,18 @@ func (l *latency) cut(d time.Duration) {
 	l.widen.Store(int64(min(max(2*d, time.Duration(l.widen.Load())), attemptMax)))
 }
 
-// narrow brings a widened deadline down after an answer that took d.
+// narrow sets a widened deadline after an answer that took d.
 func (l *latency) narrow(d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	w := time.Duration(l.widen.Load())
-	if w = max(w/2, attemptFactor*d); w < time.Duration(l.widen.Load()) {
-		if w <= max(attemptMin, time.Duration(l.cur.Load())) {
-			w = 0 // back to the answers' median
-		}
-		l.widen.Store(int64(w))
+	if w == 0 {
+		return
 	}
+	if w = min(max(w/2, attemptFactor*d), attemptMax); w <= max(attemptMin, time.Duration(l.cur.Load())) {
+		w = 0 // back to the answers' median
+	}
+	l.widen.Store(int64(w))
 }
 
 // deadline is the next attempt's.

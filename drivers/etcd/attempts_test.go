@@ -50,6 +50,16 @@ func TestAttemptDeadlineAfterCuts(t *testing.T) {
 	if d := l.deadline(); d != 2*attemptMin {
 		t.Fatalf("after a cut: %v, want %v", d, 2*attemptMin)
 	}
+	l.observe(100 * time.Millisecond) // the answer after the cut: 10x is 1s
+	if d := l.deadline(); d != time.Second {
+		t.Fatalf("after a cut and an answer of 100ms: %v, want 1s", d)
+	}
+	l.observe(2 * time.Millisecond)
+	l.observe(2 * time.Millisecond)
+	if d := l.deadline(); d != attemptMin {
+		t.Fatalf("after fast answers: %v, want %v", d, attemptMin)
+	}
+	l.cut(l.deadline())
 	l.cut(l.deadline())
 	if d := l.deadline(); d != 4*attemptMin {
 		t.Fatalf("after two cuts: %v, want %v", d, 4*attemptMin)

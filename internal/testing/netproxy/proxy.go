@@ -25,6 +25,7 @@ type Proxy struct {
 	thawed   *sync.Cond // signalled by Thaw and close
 	frozen   bool
 	delay    time.Duration // of the server's bytes (Delay)
+	delayed  chan struct{} // closed when delay changes
 	cut      bool
 	closed   bool
 	accepted int
@@ -43,7 +44,7 @@ func New(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatalf("netproxy: listen: %v", err)
 	}
-	p := &Proxy{target: target, ln: ln, open: map[net.Conn]string{}, cutFrom: map[string]bool{}}
+	p := &Proxy{target: target, ln: ln, open: map[net.Conn]string{}, cutFrom: map[string]bool{}, delayed: make(chan struct{})}
 	p.thawed = sync.NewCond(&p.mu)
 	p.wg.Add(1)
 	go p.acceptLoop()
@@ -131,11 +132,14 @@ func (p *Proxy) Thaw() {
 
 // Delay holds every byte the server sends for d before forwarding it to
 // the client (0: at once), in order, on open and new connections: to the
-// client, the server answers each request d late.
+// client, the server answers each request d late. Bytes held when it
+// changes are due d after they were read.
 func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.delay = d
+	close(p.delayed)
+	p.delayed = make(chan struct{})
 }
 
 // Conns returns how many connections the proxy has accepted to forward so
@@ -238,14 +242,22 @@ func (p *Proxy) copyDelayed(dst, src net.Conn) {
 	}()
 	failed := false
 	for c := range chunks { // drained to the end, so the reader never blocks
-		p.mu.Lock()
-		for p.frozen && !p.closed && !p.cut {
-			p.thawed.Wait()
-		}
-		d := p.delay
-		p.mu.Unlock()
-		if wait := time.Until(c.at.Add(d)); wait > 0 && !failed {
-			<-time.After(wait)
+		for !failed {
+			p.mu.Lock()
+			for p.frozen && !p.closed && !p.cut {
+				p.thawed.Wait()
+			}
+			wait, changed := time.Until(c.at.Add(p.delay)), p.delayed
+			p.mu.Unlock()
+			if wait <= 0 {
+				break
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-changed:
+				t.Stop()
+			}
 		}
 		if !failed {
 			if _, err := dst.Write(c.b); err != nil {

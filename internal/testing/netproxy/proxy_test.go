@@ -306,4 +306,16 @@ func TestDelay(t *testing.T) {
 	}
 	p.Delay(0)
 	echo(t, c, "after") // within wait, as before
+	// Bytes held when the delay is lowered are due by the new one.
+	p.Delay(2 * wait)
+	if _, err := c.Write([]byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	wantSilent(t, c, "delayed connection")
+	p.Delay(0)
+	c.SetReadDeadline(time.Now().Add(wait))
+	got := make([]byte, len("held"))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "held" {
+		t.Fatalf("held bytes after the delay was lowered: %q, %v; want them within %v", got, err, wait)
+	}
 }
