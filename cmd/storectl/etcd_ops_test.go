@@ -194,13 +194,7 @@ func TestEtcdPurgeSparesNestedStore(t *testing.T) {
 		t.Run(tc.sub, func(t *testing.T) {
 			outer := etcdSpec(t, nil)
 			inner := etcdSpec(t, map[string]string{"prefix": outer.options["prefix"] + tc.sub})
-			ctl(with(args("init"), outer.flags(), args("orders", "100"))...).want(t, exitOK, "initialised at 100")
-			ctl(with(args("init"), inner.flags(), args("orders", "7"))...).want(t, exitOK, "initialised at 7")
-			r := ctl(with(args("purge", "--yes"), outer.flags())...)
-			if cur, _, err := inner.open(t).Ranges().Current(t.Context(), "orders"); err != nil || cur != 7 {
-				t.Fatalf("after the outer store's purge (exit %d)\nstdout:\n%s\nstderr:\n%s\nthe inner store's orders: next %d (%v), want 7",
-					r.code, r.stdout, r.stderr, cur, err)
-			}
+			r := purgeOverNested(t, outer, inner)
 			if cur, _, err := outer.open(t).Ranges().Current(t.Context(), "orders"); err != nil || cur != 100 {
 				t.Fatalf("the outer store's orders after its refused purge: next %d (%v), want 100", cur, err)
 			}

@@ -35,6 +35,22 @@ func TestPurgeSparesNestedStore(t *testing.T) {
 	r.want(t, exitRefused, `range key "orders" (sealed at 100)`, "nothing deleted")
 }
 
+// purgeOverNested initialises orders at 100 in outer and at 7 in inner,
+// a store nested in it, runs storectl purge of outer and wants inner's
+// orders still at 7 (its values would be handed out again otherwise). It
+// returns what purge did.
+func purgeOverNested(t *testing.T, outer, inner storeSpec) result {
+	t.Helper()
+	ctl(with(args("init"), outer.flags(), args("orders", "100"))...).want(t, exitOK, "initialised at 100")
+	ctl(with(args("init"), inner.flags(), args("orders", "7"))...).want(t, exitOK, "initialised at 7")
+	r := ctl(with(args("purge", "--yes"), outer.flags())...)
+	if cur, _, err := inner.open(t).Ranges().Current(t.Context(), "orders"); err != nil || cur != 7 {
+		t.Fatalf("after the outer store's purge (exit %d)\nstdout:\n%s\nstderr:\n%s\nthe inner store's orders: next %d (%v), want 7",
+			r.code, r.stdout, r.stderr, cur, err)
+	}
+	return r
+}
+
 // TestPurgeSparesNestedStoreDeeper: a store whose root lies deeper inside
 // another's (in its owner index or lock trees, where the outer store reads
 // nothing of it, or in its range or slot trees, where it reads corrupt data)
@@ -50,13 +66,7 @@ func TestPurgeSparesNestedStoreDeeper(t *testing.T) {
 		t.Run(tc.sub, func(t *testing.T) {
 			outer := zkSpec(t, addr, nil)
 			inner := zkSpec(t, addr, map[string]string{"root": outer.options["root"] + tc.sub})
-			ctl(with(args("init"), outer.flags(), args("orders", "100"))...).want(t, exitOK, "initialised at 100")
-			ctl(with(args("init"), inner.flags(), args("orders", "7"))...).want(t, exitOK, "initialised at 7")
-			r := ctl(with(args("purge", "--yes"), outer.flags())...)
-			if cur, _, err := inner.open(t).Ranges().Current(t.Context(), "orders"); err != nil || cur != 7 {
-				t.Fatalf("after the outer store's purge (exit %d)\nstdout:\n%s\nstderr:\n%s\nthe inner store's orders: next %d (%v), want 7",
-					r.code, r.stdout, r.stderr, cur, err)
-			}
+			r := purgeOverNested(t, outer, inner)
 			if r.code == exitOK || !strings.Contains(r.stderr, tc.say) {
 				t.Fatalf("purge of the outer store: exit %d, want a refusal naming %q\nstdout:\n%s\nstderr:\n%s", r.code, tc.say, r.stdout, r.stderr)
 			}
