@@ -280,7 +280,10 @@ type SlotLeaseStore interface {
 	// namespace is created sealed, with Limit 0 and Tolerance 0. The seal
 	// is checked in the same atomic step as Acquire's and Renew's write:
 	// a term is never started or renewed after SealNamespace returned.
-	// Nothing removes a seal: Purge refuses a store that holds one.
+	// Nothing removes a seal: Purge refuses a store that holds one, and a
+	// namespace's record deleted by hand beside its slots' records (its
+	// seal with it) is not created again: Acquire gives ErrCorrupt (or
+	// ErrSealed), whichever store asks.
 	SealNamespace(ctx context.Context, ns string) error
 }
 

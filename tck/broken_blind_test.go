@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/memfault"
 	"github.com/cosid-go/store/tck"
 )
 
@@ -32,6 +33,8 @@ func init() {
 		variant{name: "corrupt-repaired", checks: []string{"Operator/CorruptKey"}, broken: true, suite: corruptSuite(true)},
 		variant{name: "deleted-lock-told", checks: []string{"Operator/DeletedLock"}, suite: deleteLockSuite(true)},
 		variant{name: "deleted-lock-trusted", checks: []string{"Operator/DeletedLock"}, broken: true, suite: deleteLockSuite(false)},
+		variant{name: "deleted-ns-refused", checks: []string{"Operator/DeletedNamespace"}, suite: nsDeleteSuite(false)},
+		variant{name: "deleted-ns-recreated", checks: []string{"Operator/DeletedNamespace"}, broken: true, suite: nsDeleteSuite(true)},
 		wrapped("driver-keys-unsealed", "Ranges/KeysSealed", func(s memDriver) driver.Store {
 			return driverKeysUnsealed{s, s.(driver.RangeLister)}
 		}),
@@ -303,4 +306,63 @@ func (l *deletableLock) Unlock(ctx context.Context) error {
 		return fmt.Errorf("the lock's record was deleted: %w", driver.ErrLeaseLost)
 	}
 	return l.Lock.Unlock(ctx)
+}
+
+// nsDeleteHarness is a NamespaceDeleter over the memory driver, whose
+// namespaces cannot lose their record alone: a deleted one is marked, and
+// its stores' Acquire refuses it (ErrCorrupt), or, with recreate, makes it
+// again unsealed, as a driver that creates a missing namespace's record
+// without looking at its slots does.
+type nsDeleteHarness struct {
+	memHarness
+	recreate bool
+	deleted  *sync.Map // namespace -> true
+}
+
+func nsDeleteSuite(recreate bool) func(*testing.T) tck.Suite {
+	return func(*testing.T) tck.Suite {
+		s := memSuite()
+		s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
+			h, err := newMemHarness(ctx, t)
+			return nsDeleteHarness{memHarness: h.(memHarness), recreate: recreate, deleted: &sync.Map{}}, err
+		}
+		return s
+	}
+}
+
+func (h nsDeleteHarness) NewStore(ctx context.Context) (driver.Store, error) {
+	d, err := h.memHarness.NewStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return nsDeleteStore{d.(memDriver), h}, nil
+}
+
+func (h nsDeleteHarness) DeleteNamespace(_ context.Context, ns string) error {
+	h.deleted.Store(ns, true)
+	return nil
+}
+
+type nsDeleteStore struct {
+	memDriver
+	h nsDeleteHarness
+}
+
+func (s nsDeleteStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	if _, gone := s.h.deleted.Load(req.Namespace.Name); gone {
+		if !s.h.recreate {
+			return driver.Lease{}, fmt.Errorf("namespace %q has no record but slots: %w", req.Namespace.Name, driver.ErrCorrupt)
+		}
+		err := memfault.Edit(ctx, s.memDriver, func(st memfault.State) error {
+			if sp, ok := st.Space(req.Namespace.Name); ok {
+				sp.SetSealed(false) // made again, with the request's settings
+			}
+			return nil
+		})
+		if err != nil {
+			return driver.Lease{}, err
+		}
+		s.h.deleted.Delete(req.Namespace.Name)
+	}
+	return s.memDriver.Acquire(ctx, req)
 }

@@ -49,6 +49,7 @@ func operatorChecks() []check {
 		{"DeletedKey", needRanges, checkDeletedKey},
 		{"CorruptKey", needRanges, checkCorruptKey},
 		{"DeletedSlot", needSlots, checkDeletedSlot},
+		{"DeletedNamespace", needSlots, checkDeletedNamespace},
 		{"RevokedSession", needLocks, checkRevokedSession},
 		{"DeletedLock", needLocks, checkDeletedLock},
 	}

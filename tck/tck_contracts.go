@@ -21,7 +21,7 @@
 // nothing, or a method of package driver's interfaces is the home of no
 // row.
 //
-// package driver (159 sentences)
+// package driver (160 sentences)
 //
 //	package driver:
 //	D1    a capability it lacks: the user's call fails with ErrUnsupported         Capabilities/Declared
@@ -217,6 +217,8 @@
 //	D131  sealing twice is not an error; a missing namespace is created sealed     Slots/Seal
 //	D132  the seal is checked in the atomic step of Acquire's and Renew's write    Interleave/SealNamespace (rounds counted); Interleave/SealRace, SealRaceUncreated
 //	D133  Purge never forgets a seal: ErrSealed naming it, nothing deleted         Purge/Seals, Slots/Seal
+//	D133a a sealed namespace's record deleted by hand beside its slots is not      Operator/DeletedNamespace (needs NamespaceDeleter)
+//	      created again unsealed: Acquire gives ErrCorrupt or ErrSealed
 //	LayoutKeeper.KeepLayout:
 //	D134  LayoutKeeper: the first layout is recorded, creating the namespace       Slots/Layout
 //	D135  ... never replaced: later calls, any store, get it; settings, seal       Slots/Layout

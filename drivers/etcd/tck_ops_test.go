@@ -162,3 +162,8 @@ func (h *harness) DeleteLockHolder(ctx context.Context, name string) error {
 	}
 	return h.deleteOne(ctx, string(resp.Kvs[0].Key))
 }
+
+// DeleteNamespace deletes ns's key, leaving its slot keys (tck.NamespaceDeleter).
+func (h *harness) DeleteNamespace(ctx context.Context, ns string) error {
+	return h.deleteOne(ctx, h.prefix+"/ns/"+ns)
+}

@@ -138,3 +138,8 @@ func (h harness) deleteOne(ctx context.Context, stmt string, args ...any) error 
 	}
 	return nil
 }
+
+// DeleteNamespace deletes ns's row, leaving its slots' rows (tck.NamespaceDeleter).
+func (h harness) DeleteNamespace(ctx context.Context, ns string) error {
+	return h.deleteOne(ctx, "DELETE FROM cosid_namespace WHERE name = ?", ns)
+}

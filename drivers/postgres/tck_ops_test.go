@@ -145,3 +145,8 @@ func (h harness) EndSession(ctx context.Context, d driver.Store) error {
 	}
 	return err
 }
+
+// DeleteNamespace deletes ns's row, leaving its slots' rows (tck.NamespaceDeleter).
+func (h harness) DeleteNamespace(ctx context.Context, ns string) error {
+	return h.deleteOne(ctx, "DELETE FROM "+h.ident("cosid_namespace")+" WHERE name = $1", ns)
+}

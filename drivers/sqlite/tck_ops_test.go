@@ -133,3 +133,8 @@ func (h harness) exec(ctx context.Context, stmt string, args ...any) error {
 	}
 	return nil
 }
+
+// DeleteNamespace deletes ns's row, leaving its slots' rows (tck.NamespaceDeleter).
+func (h harness) DeleteNamespace(ctx context.Context, ns string) error {
+	return h.exec(ctx, "DELETE FROM cosid_namespace WHERE name = ?", ns)
+}

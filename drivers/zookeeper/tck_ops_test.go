@@ -244,3 +244,10 @@ func (h harness) DeleteLockHolder(_ context.Context, name string) error {
 	}
 	return h.raw().Delete(p+"/"+holder, -1)
 }
+
+// DeleteNamespace cannot be done here (tck.NamespaceDeleter): the
+// namespace's node is its slots' parent, and ZooKeeper deletes no node
+// with children.
+func (harness) DeleteNamespace(context.Context, string) error {
+	return fmt.Errorf("a namespace node is its slots' parent, and ZooKeeper deletes no node with children: %w", driver.ErrUnsupported)
+}
