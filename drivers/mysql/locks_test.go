@@ -1,14 +1,11 @@
 package mysql
 
 import (
-	"context"
 	"database/sql"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/sqlstore/mysqldialect"
 	"github.com/cosid-go/store/internal/testing/mysqltest"
 	"github.com/cosid-go/store/internal/testing/poll"
@@ -67,7 +64,13 @@ func TestLockScenarios(t *testing.T) {
 				t.Fatalf("KILL CONNECTION %d: %v", conn, err)
 			}
 		},
-		KillSessionName:     "connection killed",
+		KillSessionName: "connection killed",
+		MoveConfirmations: func(t *testing.T, srv sqllocks.Server, database string, ms int64) {
+			if _, err := rootDB(t, srv.(*mysqltest.Server)).ExecContext(t.Context(), "UPDATE "+mysqldialect.Quote(database)+
+				".cosid_lock_session SET confirmed_at = confirmed_at + ?", ms); err != nil {
+				t.Fatal(err)
+			}
+		},
 		InFlightLockTimeout: 8 * time.Second, // the server's idle bound: 2s
 		TakeoverWithin:      30 * time.Second,
 	})
@@ -85,50 +88,6 @@ func rootDB(t *testing.T, srv *mysqltest.Server) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
-}
-
-// TestLockConfirmingHolderKept: a holder that keeps confirming is never
-// taken over, however long others wait, and its session row's stored time
-// plays no part: it is set an hour back (as a forward step of the
-// server's clock would leave it) while others wait.
-func TestLockConfirmingHolderKept(t *testing.T) {
-	t.Parallel()
-	const lockTimeout = 2 * time.Second // under load, 500ms lost the waiters' own sessions
-	opts := map[string]string{"lockTimeout": lockTimeout.String()}
-	srv := mysqltest.Shared(t)
-	database := srv.NewDatabase(t)
-	a := openAt(t, srv.Addr(), database, opts)
-	b := openAt(t, srv.Addr(), database, opts)
-	c := openAt(t, srv.Addr(), database, opts)
-	ctx := t.Context()
-	la, err := a.Lock(ctx, "x", "a", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := rootDB(t, srv)
-	if _, err := root.ExecContext(ctx, "UPDATE "+mysqldialect.Quote(database)+".cosid_lock_session SET confirmed_at = confirmed_at - 3600000"); err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 4*lockTimeout)
-	defer cancel()
-	errs := make(chan error, 2)
-	for _, s := range []*driverStore{b, c} {
-		go func() {
-			_, err := s.Lock(wctx, "x", "w", true)
-			errs <- err
-		}()
-	}
-	for range 2 {
-		if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("a waiter's Lock while the holder confirms: %v, want a deadline", err)
-		}
-	}
-	if closed(la.Lost()) {
-		t.Fatalf("a confirming holder lost its hold: %v", la.(driver.LostCause).LostErr())
-	}
-	if err := la.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestLockTablesAdded: a store made before the driver had locks (here,

@@ -49,7 +49,13 @@ func TestLockScenarios(t *testing.T) {
 				t.Fatalf("pg_terminate_backend: %d, %v", n, err)
 			}
 		},
-		KillSessionName:     "backend terminated",
+		KillSessionName: "backend terminated",
+		MoveConfirmations: func(t *testing.T, srv sqllocks.Server, schema string, ms int64) {
+			if _, err := superuser(t, srv.(*pgtest.Server)).Exec(t.Context(), `UPDATE `+pgx.Identifier{schema}.Sanitize()+
+				`.cosid_lock_session SET confirmed_at = confirmed_at + $1`, ms); err != nil {
+				t.Fatal(err)
+			}
+		},
 		InFlightLockTimeout: 4 * time.Second, // the server's idle bound: 1s
 		TakeoverWithin:      20 * time.Second,
 	})

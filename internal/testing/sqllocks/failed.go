@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
-	"github.com/cosid-go/store/internal/testing/netproxy"
 )
 
 // failedLockCostsItself: a store holding "a" calls Lock("b") with a
@@ -17,12 +16,8 @@ import (
 // context's error and nothing else: "a" stays held (Lost open, Unlock
 // succeeds) and "b" is left free for another store.
 func failedLockCostsItself(t *testing.T, d Dialect) {
-	t.Parallel()
-	srv := d.Shared(t)
-	ns := d.Namespace(t, srv)
-	opts := map[string]string{"lockTimeout": "2s"}
-	s := d.Open(t, srv.Addr(), ns, opts)
-	other := d.Open(t, srv.Addr(), ns, opts)
+	sc := parallelScene(t, d, 2*time.Second, 2, false)
+	s, other := sc.stores[0], sc.stores[1]
 	ctx := t.Context()
 	la, err := s.Lock(ctx, "a", "s", true)
 	if err != nil {
@@ -76,13 +71,8 @@ func failedLockCostsItself(t *testing.T, d Dialect) {
 // locks the name's row first, so it waits for that transaction, and
 // another store gets the name; the store's other hold stays.
 func commitInFlight(t *testing.T, d Dialect) {
-	t.Parallel()
-	srv := d.Shared(t)
-	ns := d.Namespace(t, srv)
-	p := netproxy.New(t, srv.Addr())
-	opts := map[string]string{"lockTimeout": d.InFlightLockTimeout.String()}
-	a := d.Open(t, p.Addr(), ns, opts)
-	b := d.Open(t, srv.Addr(), ns, opts)
+	sc := parallelScene(t, d, d.InFlightLockTimeout, 2, true)
+	p, a, b := sc.p, sc.stores[0], sc.stores[1]
 	ctx := t.Context()
 	held, err := a.Lock(ctx, "held", "a", true)
 	if err != nil {

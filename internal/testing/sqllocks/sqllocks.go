@@ -1,7 +1,8 @@
 // Package sqllocks holds the lock scenarios both SQL drivers run on real
 // servers (PostgreSQL and MariaDB): a holder process killed or paused, a
 // holder's session failing under a waiter, a failed Lock that must cost
-// only itself, a COMMIT in flight when its Lock gives up. Each scenario is
+// only itself, a COMMIT in flight when its Lock gives up, steps of the
+// server's clock. Each scenario is
 // written once; a driver's test gives a Dialect, the few things that
 // differ between the servers, and calls Run.
 //
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/netproxy"
 	"github.com/cosid-go/store/internal/testing/poll"
 )
 
@@ -53,6 +55,10 @@ type Dialect struct {
 	// KillSessionName names that fault in the scenario's subtest.
 	KillSession     func(t *testing.T, srv Server, ns string, s Store)
 	KillSessionName string
+	// MoveConfirmations adds ms to the stored confirmation times of every
+	// lock session of namespace ns, as a step of the server's clock would
+	// move them relative to it.
+	MoveConfirmations func(t *testing.T, srv Server, ns string, ms int64)
 	// InFlightLockTimeout is the lock timeout of LockCommitInFlight: the
 	// server's idle bound it sets must be well above the 200ms the
 	// scenario holds a COMMIT back.
@@ -74,6 +80,36 @@ func Run(t *testing.T, d Dialect) {
 	t.Run("LostBeforeTakeover", func(t *testing.T) { lostBeforeTakeover(t, d) })
 	t.Run("FailedLockCostsItself", func(t *testing.T) { failedLockCostsItself(t, d) })
 	t.Run("CommitInFlight", func(t *testing.T) { commitInFlight(t, d) })
+	t.Run("ConfirmingHolderKept", func(t *testing.T) { confirmingHolderKept(t, d) })
+	t.Run("ClockStep", func(t *testing.T) { clockStep(t, d) })
+}
+
+// scene is what a scenario runs on: n stores with one lock timeout on a
+// fresh namespace ns of the shared server srv, the first one through a
+// proxy p of its own when the scenario needs one (nil else).
+type scene struct {
+	srv    Server
+	ns     string
+	p      *netproxy.Proxy
+	stores []Store
+}
+
+// parallelScene runs t in parallel with the other scenarios and sets up
+// its scene.
+func parallelScene(t *testing.T, d Dialect, lockTimeout time.Duration, n int, proxied bool) scene {
+	t.Parallel()
+	sc := scene{srv: d.Shared(t)}
+	sc.ns = d.Namespace(t, sc.srv)
+	opts := map[string]string{"lockTimeout": lockTimeout.String()}
+	for i := range n {
+		addr := sc.srv.Addr()
+		if i == 0 && proxied {
+			sc.p = netproxy.New(t, addr)
+			addr = sc.p.Addr()
+		}
+		sc.stores = append(sc.stores, d.Open(t, addr, sc.ns, opts))
+	}
+	return sc
 }
 
 // closed reports whether a Lost channel is closed, without waiting.
