@@ -283,11 +283,20 @@ func checkExpiryEdge(e *env) {
 	for round := range rounds {
 		ns := store.Namespace{Name: fmt.Sprintf("edge-%d", round), Limit: 1, Tolerance: e.tol}
 		la := e.acquire(a, ns, "a", store.AcquireOptions{TTL: e.ttl})
-		e.waitUntil(la.ExpiresAt - 3)
+		// The first try starts 1 to 4 ms before the expiry, a phase that
+		// varies by round: tries a few ms long, started at one phase each
+		// round, could step over the last millisecond every time.
+		e.waitUntil(la.ExpiresAt - 1 - int64(round%4))
 		deadline := time.UnixMilli(la.ExpiresAt).Add(e.prompt)
+		// Every other round the slot is the taker's preferred one: a
+		// driver may judge the slots it reads first apart from its search.
+		o := e.long()
+		if round%2 == 1 {
+			o.Preferred = new(0)
+		}
 		for {
 			tries++
-			lb, err := e.tryAcquire(b, ns, "b", e.long())
+			lb, err := e.tryAcquire(b, ns, "b", o)
 			if errors.Is(err, store.ErrExhausted) && time.Now().Before(deadline) && e.ctx.Err() == nil {
 				continue // at once: the last milliseconds are the ones tried
 			}
