@@ -150,7 +150,9 @@ func newHistory(e *env, t *rapid.T) *history {
 	h.h = hr
 	t.Cleanup(func() {
 		for _, st := range h.stores {
-			_ = st.Close() // a second Close returns nil
+			if st != nil { // nil: its open failed, which the history reports
+				_ = st.Close() // a second Close returns nil
+			}
 		}
 		for _, rh := range h.holds {
 			if !rh.done {
