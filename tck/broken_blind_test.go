@@ -35,6 +35,10 @@ func init() {
 		variant{name: "deleted-lock-trusted", checks: []string{"Operator/DeletedLock"}, broken: true, suite: deleteLockSuite(false)},
 		variant{name: "deleted-ns-refused", checks: []string{"Operator/DeletedNamespace"}, suite: nsDeleteSuite(false)},
 		variant{name: "deleted-ns-recreated", checks: []string{"Operator/DeletedNamespace"}, broken: true, suite: nsDeleteSuite(true)},
+		variant{name: "waiters-unraised", checks: []string{"Locks/RaiseFences"}, broken: true, suite: func(*testing.T) tck.Suite {
+			raised := &atomic.Int64{} // one per suite: the stores of one state share it
+			return wrapSuite(func(s memDriver) driver.Store { return waitersUnraised{s, raised} })(nil)
+		}},
 		wrapped("driver-keys-unsealed", "Ranges/KeysSealed", func(s memDriver) driver.Store {
 			return driverKeysUnsealed{s, s.(driver.RangeLister)}
 		}),
@@ -365,4 +369,33 @@ func (s nsDeleteStore) Acquire(ctx context.Context, req driver.AcquireRequest) (
 		s.h.deleted.Delete(req.Namespace.Name)
 	}
 	return s.memDriver.Acquire(ctx, req)
+}
+
+// waitersUnraised lists each queue entry's fence as it was before any
+// RaiseLockFences: the raise reaches the holds but not the listing.
+type waitersUnraised struct {
+	memDriver
+	raised *atomic.Int64
+}
+
+func (s waitersUnraised) RaiseLockFences(ctx context.Context, floor int64) error {
+	before, err := s.SealLocks(ctx) // the fence counter now; a seal RaiseLockFences undoes
+	if err != nil {
+		return err
+	}
+	if err := s.memDriver.RaiseLockFences(ctx, floor); err != nil {
+		return err
+	}
+	if floor > before {
+		s.raised.Add(floor - before)
+	}
+	return nil
+}
+
+func (s waitersUnraised) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
+	ws, err := s.memDriver.Waiters(ctx, name)
+	for i := range ws {
+		ws[i].Fence -= s.raised.Load()
+	}
+	return ws, err
 }

@@ -108,6 +108,11 @@ func checkRaiseLockFences(e *env) {
 		if l.Fence() <= floor {
 			e.t.Errorf("Lock(%q) after RaiseLockFences(%d) got fence %d", n, floor, l.Fence())
 		}
+		// Waiters tells the holder's fence as the hold has it, raised too.
+		if ws, err := a.Locks().Waiters(e.ctx, n); err != nil || len(ws) != 1 || ws[0].Fence != l.Fence() {
+			e.t.Errorf("Waiters(%q) after RaiseLockFences(%d) = %+v, %v; want the holder b at fence %d (driver.Waiter.Fence: "+
+				"the fence the entry holds)", n, floor, ws, err, l.Fence())
+		}
 		floor = max(floor, l.Fence())
 		e.unlock(l)
 	}
