@@ -5,11 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/cosid-go/store/internal/sqlstore"
 	"github.com/cosid-go/store/internal/sqlstore/mysqldialect"
@@ -231,23 +229,10 @@ func (d db) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
 	}))
 }
 
-// retry runs fn again while the server aborted it, until ctx ends.
+// retry runs fn again while the server aborted it, until ctx ends
+// (sqlstore.RetryAborted).
 func (d db) retry(ctx context.Context, fn func() error) error {
-	pause := 10 * time.Millisecond
-	for {
-		err := fn()
-		if d.d.Kind(err) != sqlstore.Aborted {
-			return err
-		}
-		t := time.NewTimer(pause/2 + rand.N(pause))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w (after: %w)", ctx.Err(), err)
-		}
-		pause = min(2*pause, 200*time.Millisecond)
-	}
+	return sqlstore.RetryAborted(ctx, func(err error) bool { return d.d.Kind(err) == sqlstore.Aborted }, fn)
 }
 
 // commit commits tx, begun with ctx. A context that ended first is the

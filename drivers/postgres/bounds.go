@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"time"
@@ -86,22 +85,8 @@ func beginBounded(t time.Duration) pgx.TxOptions { return boundsOf(t).begin() }
 // deadlock, a lock wait past lock_timeout.
 func aborted(err error) bool { return pgdialect.Classify(err) == sqlstore.Aborted }
 
-// retryAborted runs fn, a whole transaction, again after a short random
-// pause while it fails with an aborted transaction and ctx lasts.
+// retryAborted runs fn, a whole transaction, again while it fails with an
+// aborted transaction and ctx lasts (sqlstore.RetryAborted).
 func retryAborted(ctx context.Context, fn func() error) error {
-	pause := 10 * time.Millisecond
-	for {
-		err := fn()
-		if !aborted(err) {
-			return err
-		}
-		t := time.NewTimer(pause/2 + rand.N(pause))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w (after: %w)", ctx.Err(), err)
-		}
-		pause = min(2*pause, 200*time.Millisecond)
-	}
+	return sqlstore.RetryAborted(ctx, aborted, fn)
 }
