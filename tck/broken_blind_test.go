@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,8 @@ func init() {
 			raised := &atomic.Int64{} // one per suite: the stores of one state share it
 			return wrapSuite(func(s memDriver) driver.Store { return waitersUnraised{s, raised} })(nil)
 		}},
+		variant{name: "malformed-values-refused", checks: []string{"Options/MalformedValue"}, suite: malformedValuesSuite(false)},
+		variant{name: "malformed-value-taken", checks: []string{"Options/MalformedValue"}, broken: true, suite: malformedValuesSuite(true)},
 		wrapped("driver-keys-unsealed", "Ranges/KeysSealed", func(s memDriver) driver.Store {
 			return driverKeysUnsealed{s, s.(driver.RangeLister)}
 		}),
@@ -398,4 +401,26 @@ func (s waitersUnraised) Waiters(ctx context.Context, name string) ([]driver.Wai
 		ws[i].Fence -= s.raised.Load()
 	}
 	return ws, err
+}
+
+// malformedValuesSuite names two malformed values of the memory driver's
+// create option; lax takes the second, "yes", for "true", as a driver
+// that parses booleans its own way would (the first, "maybe", it still
+// refuses, so that MalformedOptions alone would not tell).
+func malformedValuesSuite(lax bool) func(*testing.T) tck.Suite {
+	return func(*testing.T) tck.Suite {
+		s := memSuite()
+		s.MalformedOptions = map[string]string{"create": "maybe"}
+		s.MalformedValues = map[string][]string{"create": {"yes", "01"}}
+		if lax {
+			s.Factory = func(options map[string]string) (driver.Store, error) {
+				if options["create"] == "yes" {
+					options = maps.Clone(options)
+					options["create"] = "true"
+				}
+				return openMemory(options)
+			}
+		}
+		return s
+	}
 }

@@ -31,14 +31,25 @@ func checkUnknownWithValid(e *env) {
 	}
 }
 
-// checkMalformedValue: the factory refuses each of Suite.MalformedOptions,
-// given with the valid Suite.Options, with an error naming the key and the
+// checkMalformedValue: the factory refuses each of Suite.MalformedOptions
+// and Suite.MalformedValues, given with the valid Suite.Options, with an error naming the key and the
 // value.
 func checkMalformedValue(e *env) {
-	if len(e.suite.MalformedOptions) == 0 {
+	if len(e.suite.MalformedOptions) == 0 && len(e.suite.MalformedValues) == 0 {
 		e.t.Skip("no Suite.MalformedOptions: the driver names no option value it must refuse")
 	}
+	type bad struct{ key, value string }
+	var all []bad
 	for key, value := range e.suite.MalformedOptions {
+		all = append(all, bad{key, value})
+	}
+	for key, values := range e.suite.MalformedValues {
+		for _, value := range values {
+			all = append(all, bad{key, value})
+		}
+	}
+	for _, b := range all {
+		key, value := b.key, b.value
 		opts := maps.Clone(e.suite.Options)
 		opts[key] = value
 		d, err := e.suite.Factory(opts)

@@ -88,7 +88,7 @@
 //     valid options; a known key in another case or with a space is
 //     unknown; a malformed value is rejected, naming key and value; a
 //     required option left out is rejected, naming it (needs
-//     Suite.Factory, Suite.Options, Suite.MalformedOptions,
+//     Suite.Factory, Suite.Options, Suite.MalformedOptions (MalformedValues),
 //     Suite.RequiredOptions).
 //   - Close: every operation after Close gives ErrClosed; lock waits end.
 //   - Errors: errors are *store.Error wrapping the sentinel; with Locks,
@@ -168,6 +168,11 @@ type Suite struct {
 	// must refuse (a duration that does not parse, a negative count); each
 	// is tried alone, added to Options.
 	MalformedOptions map[string]string
+	// MalformedValues, if set, maps option keys to more values the
+	// factory must refuse, each tried as MalformedOptions are: the
+	// malformed forms of one option are many (a duration below its
+	// minimum, a path with a trailing '/', ...).
+	MalformedValues map[string][]string
 	// RequiredOptions, if set, are keys of Options the factory cannot open
 	// without (a file path): each is removed from Options in turn, and the
 	// factory must refuse, wrapping ErrInvalidArgument and naming the key.

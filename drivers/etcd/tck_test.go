@@ -107,6 +107,11 @@ func TestTCK(t *testing.T) {
 	s.MalformedOptions = map[string]string{
 		"dialTimeout": "soon", "sessionTTL": "1s", "endpoints": " , ", "prefix": "cosid/", "create": "maybe",
 	}
+	s.MalformedValues = map[string][]string{
+		"dialTimeout": {"-1s", "0", "1h2"}, "sessionTTL": {"soon", "-5s", "1999"}, // bare numbers are ms
+		"prefix":    {"/cosid/", "/a//b", "/a/./b", "/a/../b", "/ /b"},
+		"endpoints": {"ftp://127.0.0.1:2379"}, // a URL's path or userinfo is refused unprinted (it may hold a secret)
+	}
 	s.Histories = 10
 	tck.Run(t, s)
 }
