@@ -72,6 +72,8 @@ func TestLockScenarios(t *testing.T) {
 			}
 		},
 		InFlightLockTimeout: 8 * time.Second, // the server's idle bound: 2s
+		SessionID:           sessionID,
+		Dump:                dumpDatabase,
 		TakeoverWithin:      30 * time.Second,
 	})
 }

@@ -57,6 +57,8 @@ func TestLockScenarios(t *testing.T) {
 			}
 		},
 		InFlightLockTimeout: 4 * time.Second, // the server's idle bound: 1s
+		SessionID:           sessionID,
+		Dump:                dumpSchema,
 		TakeoverWithin:      20 * time.Second,
 	})
 }

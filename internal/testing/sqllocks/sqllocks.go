@@ -2,9 +2,9 @@
 // servers (PostgreSQL and MariaDB): a holder process killed or paused, a
 // holder's session failing under a waiter, a failed Lock that must cost
 // only itself, a COMMIT in flight when its Lock gives up, steps of the
-// server's clock. Each scenario is
-// written once; a driver's test gives a Dialect, the few things that
-// differ between the servers, and calls Run.
+// server's clock, a restore from an older dump under an open store. Each
+// scenario is written once; a driver's test gives a Dialect, the few
+// things that differ between the servers, and calls Run.
 //
 // It is a test helper: import it from _test.go files only.
 package sqllocks
@@ -63,6 +63,13 @@ type Dialect struct {
 	// server's idle bound it sets must be well above the 200ms the
 	// scenario holds a COMMIT back.
 	InFlightLockTimeout time.Duration
+	// SessionID is the id of the lock session s holds its locks on, 0
+	// if it has none.
+	SessionID func(s Store) int64
+	// Dump backs namespace ns of srv up with the server's dump tool, as
+	// the driver's docs say; restore puts that backup back as they say
+	// (the namespace dropped, the dump loaded).
+	Dump func(t *testing.T, srv Server, ns string) (restore func())
 	// TakeoverWithin bounds, in LockLostBeforeTakeover, the time from a
 	// fault to the other store's grant (a server restart included).
 	TakeoverWithin time.Duration
@@ -82,6 +89,7 @@ func Run(t *testing.T, d Dialect) {
 	t.Run("CommitInFlight", func(t *testing.T) { commitInFlight(t, d) })
 	t.Run("ConfirmingHolderKept", func(t *testing.T) { confirmingHolderKept(t, d) })
 	t.Run("ClockStep", func(t *testing.T) { clockStep(t, d) })
+	t.Run("SessionIDsAcrossARestore", func(t *testing.T) { sessionIDsAcrossARestore(t, d) })
 }
 
 // scene is what a scenario runs on: n stores with one lock timeout on a
