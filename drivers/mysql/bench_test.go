@@ -17,16 +17,8 @@ import (
 // benchStore opens a store through the user API on a fresh database.
 func benchStore(b *testing.B, srv *mysqltest.Server) (*store.Store, string) {
 	database := srv.NewDatabase(b)
-	d, err := fromOptions(map[string]string{"dsn": srv.DSN(""), "database": database, "poolSize": "4"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := store.OpenDriver(d)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	return st, database
+	o := map[string]string{"dsn": srv.DSN(""), "database": database, "poolSize": "4"}
+	return rawdriver.OpenStore(b, fromOptions, o), database
 }
 
 // BenchmarkNext compares, on one server in the same run, the store's Next

@@ -14,23 +14,14 @@ import (
 	"github.com/cosid-go/store/internal/testing/mysqltest"
 	"github.com/cosid-go/store/internal/testing/poll"
 	"github.com/cosid-go/store/internal/testing/rangecheck"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // openStore opens a store through the user API with options added to the
 // DSN of addr and database; it is closed when the test ends.
 func openStore(t *testing.T, addr, database string, extra map[string]string, opts ...store.Option) *store.Store {
 	t.Helper()
-	d, err := fromOptions(storeOptions(addr, database, extra))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.OpenDriver(d, opts...)
-	if err != nil {
-		d.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return rawdriver.OpenStore(t, fromOptions, storeOptions(addr, database, extra), opts...)
 }
 
 // TestServerKilled: the server is SIGKILLed under a store; calls fail with

@@ -9,6 +9,7 @@ import (
 	"github.com/cosid-go/store/internal/sqlstore/mysqldialect"
 	"github.com/cosid-go/store/internal/testing/mysqltest"
 	"github.com/cosid-go/store/internal/testing/poll"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 	"github.com/cosid-go/store/internal/testing/sqllocks"
 )
 
@@ -19,23 +20,14 @@ var closed = poll.Closed
 // and database, with extra added.
 func storeOptions(addr, database string, extra map[string]string) map[string]string {
 	o := map[string]string{"dsn": mysqltest.DSN(addr, ""), "database": database, "poolSize": "4"}
-	for k, v := range extra {
-		o[k] = v
-	}
-	return o
+	return rawdriver.With(o, extra)
 }
 
 // openAt opens a driver store on addr (a server's or a proxy's) and
 // database, closed when the test ends.
 func openAt(t *testing.T, addr, database string, extra map[string]string) *driverStore {
 	t.Helper()
-	d, err := fromOptions(storeOptions(addr, database, extra))
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	s := d.(*driverStore)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return rawdriver.Open[*driverStore](t, fromOptions, storeOptions(addr, database, nil), extra)
 }
 
 // TestLockScenarios runs the lock scenarios both SQL drivers share

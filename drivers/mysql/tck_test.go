@@ -6,6 +6,7 @@ import (
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/mysqltest"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 	"github.com/cosid-go/store/tck"
 )
 
@@ -29,10 +30,7 @@ func (h harness) Restart(context.Context) error {
 
 func (h harness) options() map[string]string {
 	o := map[string]string{"dsn": h.srv.DSN(""), "database": h.database, "poolSize": "4"}
-	for k, v := range h.extra {
-		o[k] = v
-	}
-	return o
+	return rawdriver.With(o, h.extra)
 }
 
 func (h harness) NewStore(context.Context) (driver.Store, error) { return fromOptions(h.options()) }

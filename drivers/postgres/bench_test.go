@@ -22,16 +22,8 @@ import (
 // benchStore opens a store through the user API on a fresh schema.
 func benchStore(b *testing.B, srv *pgtest.Server) (*store.Store, string) {
 	schema := freshSchema("bench")
-	d, err := fromOptions(map[string]string{"connString": srv.ConnString(), "schema": schema, "poolSize": "4"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := store.OpenDriver(d)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	return st, schema
+	o := map[string]string{"connString": srv.ConnString(), "schema": schema, "poolSize": "4"}
+	return rawdriver.OpenStore(b, fromOptions, o), schema
 }
 
 // BenchmarkNext compares the store's Next with a raw single
@@ -197,14 +189,6 @@ func BenchmarkManyLockHolders(b *testing.B) {
 
 // openLockScale opens a store with a pool of one connection.
 func openLockScale(tb testing.TB, srv *pgtest.Server, schema string) *store.Store {
-	d, err := fromOptions(map[string]string{"connString": srv.ConnString(), "schema": schema, "poolSize": "1"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	st, err := store.OpenDriver(d)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	return st
+	o := map[string]string{"connString": srv.ConnString(), "schema": schema, "poolSize": "1"}
+	return rawdriver.OpenStore(tb, fromOptions, o)
 }

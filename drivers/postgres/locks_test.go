@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 	"github.com/cosid-go/store/internal/testing/sqllocks"
 )
 
@@ -17,16 +18,7 @@ import (
 func openAt(t *testing.T, connString, schema string, extra map[string]string) *driverStore {
 	t.Helper()
 	o := map[string]string{"connString": connString, "schema": schema, "poolSize": "4"}
-	for k, v := range extra {
-		o[k] = v
-	}
-	d, err := fromOptions(o)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	s := d.(*driverStore)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return rawdriver.Open[*driverStore](t, fromOptions, o, extra)
 }
 
 // TestLockScenarios runs the lock scenarios both SQL drivers share

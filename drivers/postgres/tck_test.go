@@ -11,6 +11,7 @@ import (
 
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/pgtest"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 	"github.com/cosid-go/store/tck"
 )
 
@@ -42,10 +43,7 @@ func (h harness) Restart(context.Context) error {
 
 func (h harness) options() map[string]string {
 	o := map[string]string{"connString": h.srv.ConnString(), "schema": h.schema, "poolSize": "4"}
-	for k, v := range h.extra {
-		o[k] = v
-	}
-	return o
+	return rawdriver.With(o, h.extra)
 }
 
 func (h harness) NewStore(context.Context) (driver.Store, error) { return fromOptions(h.options()) }

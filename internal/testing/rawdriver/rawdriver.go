@@ -2,7 +2,8 @@
 // that work below the portable layer: wrappers that put faults between a
 // store and its driver, white-box tests of a driver's own type. It keeps the
 // driver past (*store.Store).Raw, which Raw's contract forbids an
-// application; a test uses it only while the store is open.
+// application; a test uses it only while the store is open. It also opens
+// a driver's stores for its tests (Open, OpenStore).
 package rawdriver
 
 import (
