@@ -1,6 +1,9 @@
 package sqlstore
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // statements are every statement of the shared logic, written for a
 // store's dialect once, when it opens (newStatements), and checked then:
@@ -147,23 +150,7 @@ func newStatements(d Dialect) (*statements, error) {
 			ON CONFLICT (namespace, owner) DO UPDATE SET slots = $3`,
 
 		SlotFree: free,
-		// The first slot never used in the search order from $3
-		// (driver.SearchOrder): $3 itself, 0 after the wrap, or a slot
-		// right after a used one, the first such from $3 and the first
-		// from 0: each walks the key's index from its point and stops at
-		// the first gap, so the cost is the distance to it, not the
-		// namespace's size (a fleet spread over it finds a gap near).
-		// SlotGapFree adds whether a row lies before it that the search
-		// may take.
-		SlotGap: SlotGapFree(`SELECT s FROM (
-			SELECT CAST($3 AS BIGINT) AS s WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = $3)
-			UNION ALL
-			SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = 0)
-			UNION ALL
-			SELECT s FROM (` + SlotGapFrom + ` AND a.slot >= $3` + SlotGapEnd + `) above
-			UNION ALL
-			SELECT s FROM (` + SlotGapFrom + ` AND a.slot < $3` + SlotGapEnd + `) below
-			) g ORDER BY (s + $2 - $3) % $2 LIMIT 1`),
+		SlotGap: SlotGap("BIGINT", ""),
 		SlotList: `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 ORDER BY slot`,
 		SlotInsert: `INSERT INTO {p}cosid_slot (namespace, ` + slotCols + `)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
@@ -197,13 +184,30 @@ func newStatements(d Dialect) (*statements, error) {
 	return st, d.Prepare(st)
 }
 
-// SlotGapFrom and SlotGapEnd enclose a condition on a.slot: the first slot
-// never used right after a used slot a that meets it (SlotGap).
-const (
-	SlotGapFrom = `SELECT a.slot + 1 AS s FROM {p}cosid_slot a WHERE a.namespace = $1 AND a.slot + 1 < $2
-		AND NOT EXISTS (SELECT 1 FROM {p}cosid_slot b WHERE b.namespace = $1 AND b.slot = a.slot + 1)`
-	SlotGapEnd = ` ORDER BY a.slot LIMIT 1`
-)
+// SlotGap is the statement of the first slot never used in the search
+// order from $3 (driver.SearchOrder), in a namespace of $2 slots, for a
+// database whose integer type is integer and whose SELECT without a table
+// ends with noTable: $3 itself; else the first slot right after a used
+// one from $3 on; else 0; else the first right after a used one below
+// $3. Each walks the key's index from its point and stops at the first
+// gap, so the cost is the distance to it, not the namespace's size (a
+// fleet spread over it finds a gap near), and each runs only when those
+// before it found none (COALESCE): the walk from 0, which a search finds
+// nothing in unless it wraps, is not made. SlotGapFree adds whether a
+// row lies before the gap that the search may take; LIMIT 1 keeps the
+// gap a row of its own, computed once (merged into that statement, it
+// would be computed again at each use).
+func SlotGap(integer, noTable string) string {
+	after := `(SELECT a.slot + 1 FROM {p}cosid_slot a WHERE a.namespace = $1 AND a.slot + 1 < $2
+		AND NOT EXISTS (SELECT 1 FROM {p}cosid_slot b WHERE b.namespace = $1 AND b.slot = a.slot + 1)
+		AND a.slot %s $3 ORDER BY a.slot LIMIT 1)`
+	never := `(SELECT CAST(%s AS ` + integer + `)` + noTable + `
+		WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = %[1]s))`
+	return SlotGapFree(`SELECT s FROM (SELECT COALESCE(` + fmt.Sprintf(never, "$3") + `,
+		` + fmt.Sprintf(after, ">=") + `,
+		` + fmt.Sprintf(never, "0") + `,
+		` + fmt.Sprintf(after, "<") + `) AS s` + noTable + ` LIMIT 1) c WHERE s IS NOT NULL LIMIT 1`)
+}
 
 // slotFree finds the first free slot in the search order from $7
 // (driver.SearchOrder) among the slots in [$7, $8) or below $9 (a stretch

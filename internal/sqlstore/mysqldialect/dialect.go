@@ -213,15 +213,7 @@ var statements = map[string]string{
 		ON DUPLICATE KEY UPDATE sealed = TRUE`,
 	"OwnerWrite": `INSERT INTO {p}cosid_owner (namespace, owner, slots) VALUES ($1, $2, $3)
 		ON DUPLICATE KEY UPDATE slots = $3`,
-	"SlotGap": sqlstore.SlotGapFree(`SELECT s FROM (
-		SELECT CAST($3 AS SIGNED) AS s FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = $3)
-		UNION ALL
-		SELECT 0 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1 AND slot = 0)
-		UNION ALL
-		SELECT s FROM (` + sqlstore.SlotGapFrom + ` AND a.slot >= $3` + sqlstore.SlotGapEnd + `) above
-		UNION ALL
-		SELECT s FROM (` + sqlstore.SlotGapFrom + ` AND a.slot < $3` + sqlstore.SlotGapEnd + `) below
-		) g ORDER BY (s + $2 - $3) % $2 LIMIT 1`),
+	"SlotGap": sqlstore.SlotGap("SIGNED", " FROM DUAL"),
 	"SlotInsert": `INSERT INTO {p}cosid_slot (namespace, slot, owner, incarnation, last_owner, fence, ttl_ms,
 		tolerance_ms, floor, expires_min, ceiling_min, next_floor, mtime, expires_at, ceiling, version)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
