@@ -70,7 +70,7 @@ type lockNode struct {
 	// Guarded by lockSession.mu.
 	path      string                  // "" until the create answered or the node was found
 	czxid     int64                   // the node's, from the create's answer; 0 if unknown
-	offset    int64                   // the locks' fence offset its create checked (lock_seal.go)
+	offset    int64                   // the fence offset its create checked, or its grant read (lock_seal.go)
 	checked   *zk.CheckVersionRequest // the check its create sent, nil if none
 	inflight  chan struct{}           // closed when go-zookeeper answers the create
 	confirmed bool                    // the node is known to be of session sid

@@ -28,8 +28,10 @@ import (
 // first: a waiter queued before a seal is never granted after it, even if
 // a raise undid the seal before that check (locks_unsealed). czxids
 // are the ensemble's zxids, which cannot be set, so a fence is the node's
-// czxid plus the offset its create checked. A store that may not read the
-// node cannot check it and ignores the seal.
+// czxid plus the offset its create checked, or, for a node that waited
+// while a raise changed the root, the offset its grant's check read (a
+// raise passes no waiter's fence). A store that may not read the node
+// cannot check it and ignores the seal and a raise while it waits.
 const (
 	fieldLocksSealed     = "locks_sealed"
 	fieldLockFenceOffset = "lock_fence_offset"
@@ -311,34 +313,37 @@ func (s *lockStore) readLockRoot(ctx context.Context, a *attempts) (lockRoot, er
 // stillOpen checks, for a node that waited and is now first, that the
 // node holding the seal is still at the version its create checked, in a multi of that check
 // alone; if it is not, that the locks are not sealed, nor were since the
-// node's create (czxid) by a seal a raise undid.
-func (s *lockStore) stillOpen(ctx context.Context, n *lockNode, czxid int64, a *attempts) error {
+// node's create (czxid) by a seal a raise undid. It returns the fence
+// offset to grant with: the one the create checked, or, the root changed
+// since, the root's now, so that a raise while the node waited puts its
+// fence above the raise's floor too (driver.LockSealer).
+func (s *lockStore) stillOpen(ctx context.Context, n *lockNode, czxid int64, a *attempts) (int64, error) {
 	s.sess.mu.Lock()
-	check, name := n.checked, n.name
+	check, name, offset := n.checked, n.name, n.offset
 	s.sess.mu.Unlock()
 	if check == nil {
-		return nil
+		return offset, nil
 	}
 	for {
 		res, err := call(ctx, s, func() ([]zk.MultiResponse, error) { return s.conn.Multi(check) })
 		if err == nil {
-			return nil
+			return offset, nil
 		}
 		if len(res) > 0 && (errors.Is(res[0].Error, zk.ErrBadVersion) || errors.Is(res[0].Error, zk.ErrNoAuth)) {
 			st, err := s.readLockRoot(ctx, a)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			if st.sealed || st.unsealed > czxid {
-				return errLocksSealed(name)
+				return 0, errLocksSealed(name)
 			}
-			return nil
+			return max(offset, st.offset), nil
 		}
 		if definite(err) {
-			return fmt.Errorf("zookeeper: check %s: %w", s.lockRootPath(), err)
+			return 0, fmt.Errorf("zookeeper: check %s: %w", s.lockRootPath(), err)
 		}
 		if err := a.retry(ctx, err); err != nil {
-			return fmt.Errorf("zookeeper: check %s: %w", s.lockRootPath(), err)
+			return 0, fmt.Errorf("zookeeper: check %s: %w", s.lockRootPath(), err)
 		}
 	}
 }

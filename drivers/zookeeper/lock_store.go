@@ -200,9 +200,13 @@ func (s *lockStore) awaitTurn(ctx context.Context, n *lockNode, wait bool, early
 				// only if the locks were not sealed meanwhile
 				// (lock_seal.go); first at once, it held the lock from its
 				// create on.
-				if err := s.stillOpen(ctx, n, fence, &a); err != nil {
+				now, err := s.stillOpen(ctx, n, fence, &a)
+				if err != nil {
 					return 0, err
 				}
+				s.sess.mu.Lock()
+				n.offset = now
+				s.sess.mu.Unlock()
 			}
 			if err := s.ensureLive(ctx, n); err != nil {
 				return 0, err
