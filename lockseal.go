@@ -22,7 +22,8 @@ func (l *Locker) Seal(ctx context.Context) (floor int64, err error) {
 }
 
 // RaiseFences makes every lock fence the store hands out later, of every
-// name, above floor; it never lowers them. It moves locks in: a store
+// name, above floor, a waiter's queued before included; it never lowers
+// them. It moves locks in: a store
 // whose locks were sealed is unsealed (the locks moving back in).
 func (l *Locker) RaiseFences(ctx context.Context, floor int64) error {
 	var check error

@@ -341,7 +341,9 @@ type Waiter struct {
 	Owner string
 	// Fence is the fence the entry holds, or, for a waiter, the one it will
 	// hold if it is granted the lock: fixed when it queues, above every
-	// fence of the name handed out before, and growing along the queue.
+	// fence of the name handed out before, and growing along the queue. A
+	// RaiseLockFences while it waits may give it a higher one
+	// (driver.LockSealer).
 	Fence int64
 }
 

@@ -27,7 +27,10 @@ type LockSealer interface {
 
 	// RaiseLockFences makes every lock fence handed out later, of every
 	// name and by every store sharing the storage, above floor (0 <=
-	// floor < math.MaxInt64). Nothing is lowered, so raising again, or
+	// floor < math.MaxInt64): a waiter queued before the raise and
+	// granted after it too, with a fence above floor rather than the one
+	// Waiters showed when it queued (still above its predecessors', in
+	// queue order). Nothing is lowered, so raising again, or
 	// below the fences already handed out, changes nothing. It is how
 	// locks move in: a store whose locks were sealed (moved out before)
 	// is unsealed by it, the locks moving back in.

@@ -37,6 +37,7 @@ func lockChecks() []check {
 		{"Seal", needLocks, checkLockSeal},
 		{"RaiseFences", needLocks, checkRaiseLockFences},
 		{"SealRaiseQueued", needLocks, checkLockSealRaiseQueued},
+		{"RaiseQueued", needLocks, checkLockRaiseQueued},
 	}
 }
 

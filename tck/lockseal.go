@@ -166,3 +166,41 @@ func checkLockSealRaiseQueued(e *env) {
 	}
 	e.unlock(l)
 }
+
+// checkLockRaiseQueued: RaiseLockFences(f) on a store never sealed makes
+// every fence handed out later above f, a waiter's queued before the
+// raise included: it is granted a fence above f (still above its
+// predecessors', FIFO kept), not the one it was shown when it queued. A
+// driver that fixes a waiter's fence at enqueue hands out, after the
+// raise, a fence at or below the floor.
+func checkLockRaiseQueued(e *env) {
+	a := e.open(store.WithOwner("a"))
+	b := e.open(store.WithOwner("b"))
+	c := e.open(store.WithOwner("c"))
+	needDriver[driver.LockSealer](e, a)
+	const name = "raise-queued"
+	held := e.lock(a, name)
+	waiting := e.lockAsync(e.timeout(e.lockWait), b, name)
+	e.awaitWaiters(c, name, "a", "b")
+	ws, err := c.Locks().Waiters(e.ctx, name)
+	e.fatalIf(err, "Waiters")
+	floor := held.Fence() + 1_000_000 // above every fence so far
+	for _, w := range ws {
+		floor = max(floor, w.Fence+1_000_000)
+	}
+	e.fatalIf(c.Locks().RaiseFences(e.ctx, floor), "RaiseLockFences(%d)", floor)
+	e.unlock(held)
+	r := e.await(waiting, "Lock queued before RaiseLockFences, its holder unlocked")
+	e.fatalIf(r.err, "Lock queued before RaiseLockFences(%d)", floor)
+	if r.l.Fence() <= floor {
+		e.t.Errorf("a waiter queued before RaiseLockFences(%d) was granted fence %d after it, at or below the floor "+
+			"(see driver.LockSealer.RaiseLockFences: every fence handed out later is above floor)", floor, r.l.Fence())
+	}
+	e.unlock(r.l)
+	// The next holder continues above it.
+	l := e.lock(c, name)
+	if l.Fence() <= max(floor, r.l.Fence()) {
+		e.t.Errorf("Lock after RaiseLockFences(%d) and a holder with fence %d got fence %d", floor, r.l.Fence(), l.Fence())
+	}
+	e.unlock(l)
+}

@@ -242,8 +242,8 @@
 //	D142  LockSealer SealLocks: every later Lock and TryLock gives ErrSealed;      Locks/Seal, Locks/SealRaiseQueued
 //	      a waiter queued before is never granted; the holder may unlock
 //	LockSealer.RaiseLockFences:
-//	D143  LockSealer RaiseLockFences: every later fence is above the floor;        Locks/RaiseFences, Locks/Seal (it unseals)
-//	      it lowers nothing, and unseals
+//	D143  LockSealer RaiseLockFences: every later fence is above the floor,        Locks/RaiseFences, Locks/Seal (it unseals),
+//	      a waiter's queued before included; it lowers nothing, and unseals        Locks/RaiseQueued
 //	OptionCreate:
 //	D144  OptionCreate: create=false opens an existing store and creates and       Options/CreateFalse (or the option is refused as unknown)
 //	      writes nothing; a driver should accept it

@@ -210,13 +210,29 @@ func (s *driverStore) SealLocks(ctx context.Context) (int64, error) {
 }
 
 // RaiseLockFences raises the store-wide fence counter to floor, and
-// unseals the locks.
+// unseals the locks. A waiter queued before, not granted yet, would
+// otherwise be granted its fence at or below floor after the raise: each
+// queue's waiters from the first such one on take new fences, in queue
+// order, so they still grow along the queue.
 func (s *driverStore) RaiseLockFences(ctx context.Context, floor int64) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
 	defer s.st.mu.Unlock()
 	s.st.fences = max(s.st.fences, floor)
+	for _, q := range s.st.locks {
+		renumber := false
+		for _, e := range q.entries {
+			if closed(e.head) {
+				continue // the holder keeps its fence
+			}
+			renumber = renumber || e.fence <= floor
+			if renumber {
+				s.st.fences++
+				e.fence = s.st.fences
+			}
+		}
+	}
 	if s.st.sealed() {
 		s.st.locksSealed = make(chan struct{})
 	}
