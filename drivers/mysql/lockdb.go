@@ -44,6 +44,15 @@ var lockTables = []string{
 		FOREIGN KEY (session) REFERENCES {p}cosid_lock_session (id) ON DELETE CASCADE) ENGINE=InnoDB`,
 }
 
+// fenceOf is the fence of ticket column col: the ticket, plus the raise's
+// offset if at or below the last ticket of that raise
+// (sqlstore.RaisedFence).
+func fenceOf(col string) string {
+	return `CASE WHEN ` + col + ` <= COALESCE((SELECT CAST(value AS SIGNED) FROM {p}cosid_meta WHERE name = '` + sqlstore.RaisedLast + `'), 0)
+		THEN ` + col + ` + COALESCE((SELECT CAST(value AS SIGNED) FROM {p}cosid_meta WHERE name = '` + sqlstore.RaisedOffset + `'), 0)
+		ELSE ` + col + ` END`
+}
+
 // lockStatements are the lock code's statements, written for the
 // database once when a store opens. Those run through database/sql
 // directly take ? placeholders.
@@ -54,6 +63,7 @@ type lockStatements struct {
 	Locks, ListLocks, LockRow, Waiters                        string
 	// lockseal.go
 	SealLocks, StateRead, StateLock, RaiseLockFences string
+	RaiseState, RaiseRecord                          string
 }
 
 func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
@@ -87,7 +97,7 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		// One pass: the rows up to ours, with their sessions' counters,
 		// and whether ours is refused: sealed, or queued before a seal a
 		// raise undid since (unsealed, lockseal.go).
-		Pass: `SELECT w.ticket, w.session, s.confirmations, s.timeout_ms,
+		Pass: `SELECT w.ticket, ` + fenceOf("w.ticket") + `, w.session, s.confirmations, s.timeout_ms,
 			(SELECT st.sealed OR st.unsealed >= ? FROM {p}cosid_lock_state st WHERE st.id = 1)
 			FROM {p}cosid_lock_waiter w JOIN {p}cosid_lock_session s ON s.id = w.session
 			WHERE w.name = ? AND w.ticket <= ? ORDER BY w.ticket`,
@@ -103,7 +113,7 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		// VARBINARY compares and sorts by bytes already.
 		ListLocks: `SELECT name FROM {p}cosid_lock WHERE name > ? ORDER BY name LIMIT ?`,
 		LockRow:   `SELECT EXISTS (SELECT 1 FROM {p}cosid_lock WHERE name = ?)`,
-		Waiters:   `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = ? ORDER BY ticket`,
+		Waiters:   `SELECT owner, ` + fenceOf("ticket") + ` FROM {p}cosid_lock_waiter WHERE name = ? ORDER BY ticket`,
 
 		SealLocks: `UPDATE {p}cosid_lock_state SET sealed = TRUE WHERE id = 1`,
 		StateRead: `SELECT ticket, sealed FROM {p}cosid_lock_state WHERE id = 1`,
@@ -113,6 +123,12 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		// SIMULTANEOUS_ASSIGNMENT) agree.
 		RaiseLockFences: `UPDATE {p}cosid_lock_state SET unsealed = IF(sealed, ticket, unsealed),
 			ticket = GREATEST(ticket, ?), sealed = FALSE WHERE id = 1`,
+		// What a raise needs to know whether a waiter's fence is at or
+		// below its floor (sqlstore.RaiseShift), and what it records.
+		RaiseState: `SELECT COALESCE((SELECT min(ticket) FROM {p}cosid_lock_waiter), 0),
+			COALESCE((SELECT CAST(value AS SIGNED) FROM {p}cosid_meta WHERE name = '` + sqlstore.RaisedLast + `'), 0),
+			COALESCE((SELECT CAST(value AS SIGNED) FROM {p}cosid_meta WHERE name = '` + sqlstore.RaisedOffset + `'), 0)`,
+		RaiseRecord: `INSERT INTO {p}cosid_meta (name, value) VALUES (?, ?) ON DUPLICATE KEY UPDATE value = ?`,
 	}
 	return st, d.Prepare(st)
 }

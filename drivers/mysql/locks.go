@@ -119,24 +119,24 @@ func (s *driverStore) newID(ctx context.Context, e execer, floor int64) (int64, 
 
 // pass looks at the queue up to ticket (sqlstore.Observations.Pass):
 // nothing wakes a waiter of another store's Unlock, so it polls.
-func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket int64) (bool, time.Duration, error) {
+func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket int64) (int64, time.Duration, error) {
 	s.hook("pass")
 	rows, err := s.pool.QueryContext(ctx, s.lq.Pass, ticket, name, ticket)
 	if err != nil {
-		return false, 0, err
+		return 0, 0, err
 	}
 	var q []sqlstore.QueueEntry
 	for rows.Next() {
 		var e sqlstore.QueueEntry
-		if err := rows.Scan(&e.Ticket, &e.Session, &e.Count, &e.TimeoutMS, &e.Sealed); err != nil {
+		if err := rows.Scan(&e.Ticket, &e.Fence, &e.Session, &e.Count, &e.TimeoutMS, &e.Sealed); err != nil {
 			rows.Close()
-			return false, 0, err
+			return 0, 0, err
 		}
 		q = append(q, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return false, 0, err
+		return 0, 0, err
 	}
 	return s.obs.Pass(ctx, sqlstore.PassRules{
 		Takeover:  s.takeover,

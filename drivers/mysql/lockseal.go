@@ -2,8 +2,10 @@ package mysql
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/sqlstore"
 )
 
 var _ driver.LockSealer = (*driverStore)(nil)
@@ -38,7 +40,8 @@ func (s *driverStore) SealLocks(ctx context.Context) (int64, error) {
 }
 
 // RaiseLockFences moves the counter up to floor (the next ticket is above
-// it) and removes the seal, with the state row locked, so that no enqueue
+// it), past the fences it gives the waiters queued before if one was at
+// or below floor (sqlstore.RaiseShift), and removes the seal, with the state row locked, so that no enqueue
 // takes a ticket in between. Undoing a seal, it notes the last ticket in
 // unsealed: no waiter queues while sealed, so the waiters at or below it
 // were queued before the seal and are never granted (a pass refuses
@@ -60,7 +63,26 @@ func (s *driverStore) RaiseLockFences(ctx context.Context, floor int64) error {
 		if err := tx.QueryRowContext(ctx, s.lq.StateLock).Scan(&ticket, &sealed); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.lq.RaiseLockFences, floor); err != nil {
+		var lowest, raisedLast, offset int64
+		if err := tx.QueryRowContext(ctx, s.lq.RaiseState).Scan(&lowest, &raisedLast, &offset); err != nil {
+			return err
+		}
+		raisedLast, offset, target, shift, err := sqlstore.RaiseShift(floor, ticket, raisedLast, offset, lowest)
+		if err != nil {
+			return err
+		}
+		if shift {
+			for _, kv := range []struct {
+				name  string
+				value int64
+			}{{sqlstore.RaisedLast, raisedLast}, {sqlstore.RaisedOffset, offset}} {
+				v := strconv.FormatInt(kv.value, 10)
+				if _, err := tx.ExecContext(ctx, s.lq.RaiseRecord, kv.name, v, v); err != nil {
+					return err
+				}
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.lq.RaiseLockFences, target); err != nil {
 			return err
 		}
 		return commit(ctx, tx)

@@ -51,9 +51,5 @@ func TestTCK(t *testing.T) {
 			"tls": "maybe", "port": "70000", "database": "a;b",
 		},
 		Histories: 10,
-		KnownHoles: map[string]string{
-			"Locks/RaiseQueued": "a waiter queued before RaiseLockFences is granted the ticket it took at enqueue, " +
-				"at or below the floor (no issue filed; docs/drivers/mysql.md says so)",
-		},
 	})
 }

@@ -73,6 +73,15 @@ func nextAbove(n int) string {
 		FROM {p}cosid_lock_ticket) >= $%d::bigint THEN nextval('{p}cosid_lock_ticket') END`, n)
 }
 
+// fenceOf is the fence of ticket column col: the ticket, plus the raise's
+// offset if at or below the last ticket of that raise
+// (sqlstore.RaisedFence).
+func fenceOf(col string) string {
+	return `CASE WHEN ` + col + ` <= COALESCE((SELECT value::bigint FROM {p}cosid_meta WHERE name = '` + sqlstore.RaisedLast + `'), 0)
+		THEN ` + col + ` + COALESCE((SELECT value::bigint FROM {p}cosid_meta WHERE name = '` + sqlstore.RaisedOffset + `'), 0)
+		ELSE ` + col + ` END`
+}
+
 // lockStatements are the lock code's statements, written for the
 // store's dialect once when it opens (Dialect.Prepare checks each is set).
 type lockStatements struct {
@@ -84,7 +93,7 @@ type lockStatements struct {
 	PurgeDelete                                                         []string
 	// lockseal.go
 	LocksSealed, SealLocks, SealWake, TicketLast, RaiseTicket, Unseal string
-	MarkUnsealed                                                      string
+	MarkUnsealed, RaiseState, RaiseRecord                             string
 }
 
 func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
@@ -132,7 +141,7 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		// One pass: the rows up to ours, with their sessions' counters,
 		// and whether ours is refused: sealed, or queued before a seal
 		// a raise undid since (locks_unsealed, lockseal.go).
-		Pass: `SELECT w.ticket, w.session, s.confirmations, s.timeout_ms,
+		Pass: `SELECT w.ticket, ` + fenceOf("w.ticket") + `, w.session, s.confirmations, s.timeout_ms,
 			EXISTS (SELECT 1 FROM {p}cosid_meta WHERE name = 'locks_sealed'
 				OR (name = 'locks_unsealed' AND value::bigint >= $2))
 		FROM {p}cosid_lock_waiter w JOIN {p}cosid_lock_session s ON s.id = w.session
@@ -153,7 +162,7 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		ListLocks: `SELECT name FROM {p}cosid_lock WHERE name{bytewise} > $1
 			ORDER BY name{bytewise} LIMIT $2`,
 		LockRow: `SELECT EXISTS (SELECT 1 FROM {p}cosid_lock WHERE name = $1)`,
-		Waiters: `SELECT owner, ticket FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket`,
+		Waiters: `SELECT owner, ` + fenceOf("ticket") + ` FROM {p}cosid_lock_waiter WHERE name = $1 ORDER BY ticket`,
 		// Purge locks the tables first, so no row written meanwhile
 		// escapes its check of the waiters.
 		PurgeLockTables: `LOCK TABLE {p}cosid_lock, {p}cosid_lock_session, {p}cosid_lock_waiter IN SHARE ROW EXCLUSIVE MODE`,
@@ -173,6 +182,14 @@ func newLockStatements(d sqlstore.Dialect) (*lockStatements, error) {
 		MarkUnsealed: `INSERT INTO {p}cosid_meta (name, value)
 		SELECT 'locks_unsealed', $1::bigint::text WHERE EXISTS (SELECT 1 FROM {p}cosid_meta WHERE name = 'locks_sealed')
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+		// What a raise needs to know whether a waiter's fence is at or
+		// below its floor (sqlstore.RaiseShift), and what it records.
+		RaiseState: `SELECT COALESCE((SELECT min(ticket) FROM {p}cosid_lock_waiter), 0),
+			COALESCE((SELECT value::bigint FROM {p}cosid_meta WHERE name = '` + sqlstore.RaisedLast + `'), 0),
+			COALESCE((SELECT value::bigint FROM {p}cosid_meta WHERE name = '` + sqlstore.RaisedOffset + `'), 0)`,
+		RaiseRecord: `INSERT INTO {p}cosid_meta (name, value)
+			VALUES ('` + sqlstore.RaisedLast + `', $1::bigint::text), ('` + sqlstore.RaisedOffset + `', $2::bigint::text)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
 		PurgeDelete: []string{`DELETE FROM {p}cosid_lock_waiter`, `DELETE FROM {p}cosid_lock_session`, `DELETE FROM {p}cosid_lock`},
 	}
 	return st, d.Prepare(st)

@@ -107,18 +107,18 @@ func (s *driverStore) enqueueOnce(ctx context.Context, se *session, name, owner 
 
 // pass looks at the queue up to ticket (sqlstore.Observations.Pass): a
 // notification usually wakes a waiter first, so the wait is long.
-func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket int64) (bool, time.Duration, error) {
+func (s *driverStore) pass(ctx context.Context, se *session, name string, ticket int64) (int64, time.Duration, error) {
 	s.hook("pass")
 	rows, err := s.pool.Query(ctx, s.lq.Pass, name, ticket)
 	if err != nil {
-		return false, 0, err
+		return 0, 0, err
 	}
 	q, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (e sqlstore.QueueEntry, err error) {
-		err = row.Scan(&e.Ticket, &e.Session, &e.Count, &e.TimeoutMS, &e.Sealed)
+		err = row.Scan(&e.Ticket, &e.Fence, &e.Session, &e.Count, &e.TimeoutMS, &e.Sealed)
 		return e, err
 	})
 	if err != nil {
-		return false, 0, err
+		return 0, 0, err
 	}
 	return s.obs.Pass(ctx, sqlstore.PassRules{
 		Takeover: s.takeover, IsAborted: aborted,

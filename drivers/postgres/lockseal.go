@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -35,7 +36,8 @@ func (s *driverStore) SealLocks(ctx context.Context) (int64, error) {
 }
 
 // RaiseLockFences moves the ticket sequence up to floor (setval: the next
-// ticket is above it) and removes the seal, with cosid_lock locked, so
+// ticket is above it), past the fences it gives the waiters queued before
+// if one was at or below floor (sqlstore.RaiseShift), and removes the seal, with cosid_lock locked, so
 // that no enqueue takes a ticket between the read and the setval. Undoing
 // a seal, it notes the last ticket in locks_unsealed: no waiter queues
 // while sealed, so the waiters at or below it were queued before the seal
@@ -57,12 +59,25 @@ func (s *driverStore) RaiseLockFences(ctx context.Context, floor int64) error {
 		if _, err := tx.Exec(ctx, s.lq.MarkUnsealed, last); err != nil {
 			return err
 		}
-		if floor > last {
-			if _, err := tx.Exec(ctx, s.lq.RaiseTicket, floor); err != nil {
+		var lowest, raisedLast, offset int64
+		if err := tx.QueryRow(ctx, s.lq.RaiseState).Scan(&lowest, &raisedLast, &offset); err != nil {
+			return err
+		}
+		raisedLast, offset, target, shift, err := sqlstore.RaiseShift(floor, last, raisedLast, offset, lowest)
+		if err != nil {
+			return err
+		}
+		if shift {
+			if _, err := tx.Exec(ctx, s.lq.RaiseRecord, raisedLast, offset); err != nil {
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, s.lq.Unseal)
+		if target > last {
+			if _, err := tx.Exec(ctx, s.lq.RaiseTicket, target); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, s.lq.Unseal)
 		return err
 	})
 	return s.unavailable(err)

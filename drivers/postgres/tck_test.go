@@ -86,10 +86,6 @@ func TestTCK(t *testing.T) {
 		// Each history opens stores on a fresh schema: a few are enough
 		// here, the memory driver's TCK runs many on the same model.
 		Histories: 10,
-		KnownHoles: map[string]string{
-			"Locks/RaiseQueued": "a waiter queued before RaiseLockFences is granted the ticket it took at enqueue, " +
-				"at or below the floor (no issue filed; docs/drivers/postgres.md says so)",
-		},
 	})
 }
 

@@ -14,13 +14,14 @@ type Hold[S LockSession] struct {
 	se     S
 	name   string
 	ticket int64
+	fence  int64 // the ticket, or above it after a raise (RaisedFence)
 
 	mu       sync.Mutex
 	unlocked bool
 }
 
-// Fence is the hold's ticket.
-func (h *Hold[S]) Fence() int64 { return h.ticket }
+// Fence is the hold's fence, as its grant read it.
+func (h *Hold[S]) Fence() int64 { return h.fence }
 
 // Lost looks at the session's deadline itself (Liveness).
 func (h *Hold[S]) Lost() <-chan struct{} { return h.se.Lost() }

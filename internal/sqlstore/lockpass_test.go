@@ -39,22 +39,22 @@ func TestPassJudgment(t *testing.T) {
 	var o Observations
 	se := &loser{}
 
-	if ok, _, err := o.Pass(ctx, rules, se, self, "x", 3, []QueueEntry{{Ticket: 3, Session: self}}); !ok || err != nil {
-		t.Fatalf("the head's pass: %v, %v; want granted", ok, err)
+	if fence, _, err := o.Pass(ctx, rules, se, self, "x", 3, []QueueEntry{{Ticket: 3, Fence: 1003, Session: self}}); fence != 1003 || err != nil {
+		t.Fatalf("the head's pass: %v, %v; want granted with its row's fence 1003", fence, err)
 	}
 	// A session ahead with a T of 200ms, first seen now: not taken over,
 	// the wait at most its T and the margin.
 	q := []QueueEntry{{Ticket: 1, Session: 5, Count: 1, TimeoutMS: 200}, {Ticket: 2, Session: self, TimeoutMS: 0}, {Ticket: 3, Session: self}}
-	ok, wait, err := o.Pass(ctx, rules, se, self, "x", 3, q)
-	if ok || err != nil || len(took) != 0 || wait <= 0 || wait > 210*time.Millisecond {
-		t.Fatalf("a pass behind a live session: %v, %v, %v, took over %v; want a wait of at most 210ms, no takeover", ok, wait, err, took)
+	fence, wait, err := o.Pass(ctx, rules, se, self, "x", 3, q)
+	if fence != 0 || err != nil || len(took) != 0 || wait <= 0 || wait > 210*time.Millisecond {
+		t.Fatalf("a pass behind a live session: %v, %v, %v, took over %v; want a wait of at most 210ms, no takeover", fence, wait, err, took)
 	}
 	// Its counter stood still for its T: taken over, and a new look at
 	// once; the waiter's own session (T 0) never.
 	time.Sleep(250 * time.Millisecond) // the time a counter must stand still, on the monotonic clock
-	ok, wait, err = o.Pass(ctx, rules, se, self, "x", 3, q)
-	if ok || err != nil || wait != 0 || len(took) != 1 || took[0] != 5 {
-		t.Fatalf("a pass behind a session still for its T: %v, %v, %v, took over %v; want session 5 taken over and wait 0", ok, wait, err, took)
+	fence, wait, err = o.Pass(ctx, rules, se, self, "x", 3, q)
+	if fence != 0 || err != nil || wait != 0 || len(took) != 1 || took[0] != 5 {
+		t.Fatalf("a pass behind a session still for its T: %v, %v, %v, took over %v; want session 5 taken over and wait 0", fence, wait, err, took)
 	}
 	// A counter that moved starts the watch again.
 	q[0].Count = 2
@@ -69,15 +69,15 @@ func TestPassJudgment(t *testing.T) {
 	}
 	// A TryLock's pass before it queues only takes over.
 	abort = false
-	if ok, _, err := o.Pass(ctx, rules, se, self, "x", math.MaxInt64, q[:1]); ok || err != nil || se.why != nil {
-		t.Fatalf("a TryLock's pass: %v, %v, lost %v; want neither granted nor lost", ok, err, se.why)
+	if fence, _, err := o.Pass(ctx, rules, se, self, "x", math.MaxInt64, q[:1]); fence != 0 || err != nil || se.why != nil {
+		t.Fatalf("a TryLock's pass: %v, %v, lost %v; want neither granted nor lost", fence, err, se.why)
 	}
 	// The ticket is gone: the session was taken over.
 	if _, _, err := o.Pass(ctx, rules, se, self, "x", 4, q); !errors.Is(err, driver.ErrLeaseLost) || !errors.Is(se.why, driver.ErrLeaseLost) {
 		t.Fatalf("a pass without its ticket: %v, session lost for %v; want ErrLeaseLost for both", err, se.why)
 	}
 	// Queued before a seal: never granted, even at the head.
-	if ok, _, err := o.Pass(ctx, rules, &loser{}, self, "x", 3, []QueueEntry{{Ticket: 3, Session: self, Sealed: true}}); ok || !errors.Is(err, driver.ErrSealed) {
-		t.Fatalf("the head's pass after a seal: %v, %v; want ErrSealed", ok, err)
+	if fence, _, err := o.Pass(ctx, rules, &loser{}, self, "x", 3, []QueueEntry{{Ticket: 3, Session: self, Sealed: true}}); fence != 0 || !errors.Is(err, driver.ErrSealed) {
+		t.Fatalf("the head's pass after a seal: %v, %v; want ErrSealed", fence, err)
 	}
 }

@@ -21,8 +21,9 @@ type LockQueue[S LockSession] struct {
 	// known, also with an error: the row may then have been written.
 	Enqueue func(ctx context.Context, se S, name, owner string, wait bool) (int64, error)
 	// Pass reads name's queue up to ticket and judges it
-	// (Observations.Pass).
-	Pass func(ctx context.Context, se S, name string, ticket int64) (granted bool, wait time.Duration, err error)
+	// (Observations.Pass): fence is not 0 when granted, the waiter's fence
+	// as read with the queue (QueueEntry.Fence).
+	Pass func(ctx context.Context, se S, name string, ticket int64) (fence int64, wait time.Duration, err error)
 	// Leave deletes se's row of name with ticket, the name's row locked
 	// first (so it waits for an enqueue of the name still in flight), and
 	// wakes the next head; it reports whether the row was there. A
@@ -97,9 +98,9 @@ func (ss *Sessions[S]) Lock(ctx context.Context, name, owner string, wait bool) 
 	wake, unwatch := q.Watch(se, name, ticket)
 	defer unwatch()
 	for {
-		granted, wait, err := q.Pass(ctx, se, name, ticket)
-		if granted {
-			return &Hold[S]{ss: ss, se: se, name: name, ticket: ticket}, nil
+		fence, wait, err := q.Pass(ctx, se, name, ticket)
+		if fence != 0 {
+			return &Hold[S]{ss: ss, se: se, name: name, ticket: ticket, fence: fence}, nil
 		}
 		if err == nil && wait > 0 {
 			timer := time.NewTimer(wait)
