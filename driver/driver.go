@@ -343,7 +343,9 @@ type Waiter struct {
 	// hold if it is granted the lock: fixed when it queues, above every
 	// fence of the name handed out before, and growing along the queue. A
 	// RaiseLockFences while it waits may give it a higher one
-	// (driver.LockSealer).
+	// (LockSealer); a holder granted before a raise may then be listed
+	// with the raise's offset added, above its hold's fence (the drivers
+	// whose fences are a counter plus an offset: ZooKeeper, etcd, SQL).
 	Fence int64
 }
 
