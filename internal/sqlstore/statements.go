@@ -150,7 +150,7 @@ func newStatements(d Dialect) (*statements, error) {
 			ON CONFLICT (namespace, owner) DO UPDATE SET slots = $3`,
 
 		SlotFree: free,
-		SlotGap: SlotGap("BIGINT", ""),
+		SlotGap:  SlotGap("BIGINT", ""),
 		SlotList: `SELECT ` + slotCols + ` FROM {p}cosid_slot WHERE namespace = $1 ORDER BY slot`,
 		SlotInsert: `INSERT INTO {p}cosid_slot (namespace, ` + slotCols + `)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
