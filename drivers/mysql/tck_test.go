@@ -7,25 +7,23 @@ import (
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/mysqltest"
 	"github.com/cosid-go/store/internal/testing/rawdriver"
+	"github.com/cosid-go/store/internal/testing/srvproc"
 	"github.com/cosid-go/store/tck"
 )
 
 // harness opens stores on one database of a server; the database is
-// dropped when the check ends (mysqltest.NewDatabase).
+// dropped when the check ends (mysqltest.NewDatabase). It restarts the
+// server for the TCK's restart check (srvproc.Restarter).
 type harness struct {
-	t        *testing.T
+	srvproc.Restarter
 	srv      *mysqltest.Server
 	database string
 	extra    map[string]string
 }
 
-// Restart stops the server and starts it again on the same data
-// (tck.Restarter). The TCK runs its restart check alone, so no other
-// check loses its connections to the shared server.
-func (h harness) Restart(context.Context) error {
-	h.srv.Stop()
-	h.srv.Restart(h.t)
-	return nil
+// newHarness is a harness on a fresh database of srv.
+func newHarness(t *testing.T, srv *mysqltest.Server) harness {
+	return harness{Restarter: srvproc.Restarter{T: t, Server: srv}, srv: srv, database: srv.NewDatabase(t)}
 }
 
 func (h harness) options() map[string]string {
@@ -41,11 +39,11 @@ func TestTCK(t *testing.T) {
 	srv := mysqltest.Shared(t)
 	tck.Run(t, tck.Suite{
 		NewHarness: func(_ context.Context, t *testing.T) (tck.Harness, error) {
-			return harness{t: t, srv: srv, database: srv.NewDatabase(t)}, nil
+			return newHarness(t, srv), nil
 		},
 		Ranges: true, Slots: true, Locks: true,
 		Factory: fromOptions,
-		Options: harness{t: t, srv: srv, database: srv.NewDatabase(t)}.options(),
+		Options: newHarness(t, srv).options(),
 		MalformedOptions: map[string]string{
 			"poolSize": "-1", "connectTimeout": "soon", "lockTimeout": "5ms", "create": "maybe",
 			"tls": "maybe", "port": "70000", "database": "a;b",

@@ -12,6 +12,7 @@ import (
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 	"github.com/cosid-go/store/internal/testing/rawdriver"
+	"github.com/cosid-go/store/internal/testing/srvproc"
 	"github.com/cosid-go/store/tck"
 )
 
@@ -24,21 +25,18 @@ func freshSchema(prefix string) string {
 }
 
 // harness opens stores on one schema of the shared server and drops the
-// schema when the check ends.
+// schema when the check ends. It restarts the server (a fast shutdown)
+// for the TCK's restart check (srvproc.Restarter).
 type harness struct {
-	t      *testing.T
+	srvproc.Restarter
 	srv    *pgtest.Server
 	schema string
 	extra  map[string]string
 }
 
-// Restart stops the server (fast shutdown) and starts it again on the same
-// data (tck.Restarter). The TCK runs its restart check alone, so no other
-// check loses its connections to the shared server.
-func (h harness) Restart(context.Context) error {
-	h.srv.Stop()
-	h.srv.Restart(h.t)
-	return nil
+// newHarness is a harness on a fresh schema of srv.
+func newHarness(t *testing.T, srv *pgtest.Server, prefix string) harness {
+	return harness{Restarter: srvproc.Restarter{T: t, Server: srv}, srv: srv, schema: freshSchema(prefix)}
 }
 
 func (h harness) options() map[string]string {
@@ -73,7 +71,7 @@ func TestTCK(t *testing.T) {
 	srv := pgtest.Shared(t)
 	tck.Run(t, tck.Suite{
 		NewHarness: func(_ context.Context, t *testing.T) (tck.Harness, error) {
-			return harness{t: t, srv: srv, schema: freshSchema("tck")}, nil
+			return newHarness(t, srv, "tck"), nil
 		},
 		Ranges: true, Slots: true, Locks: true,
 		Factory: fromOptions,
@@ -92,7 +90,7 @@ func TestTCK(t *testing.T) {
 // optionsSchema is the option checks' Suite.Options: a schema of their
 // own, dropped when TestTCK ends (Options/CreateFalse writes to it).
 func optionsSchema(t *testing.T, srv *pgtest.Server) map[string]string {
-	h := harness{t: t, srv: srv, schema: freshSchema("tckopt")}
+	h := newHarness(t, srv, "tckopt")
 	t.Cleanup(func() {
 		if err := h.Close(); err != nil {
 			t.Errorf("dropping schema %s: %v", h.schema, err)
