@@ -34,8 +34,9 @@ func init() {
 		variant{name: "corrupt-repaired", checks: []string{"Operator/CorruptKey"}, broken: true, suite: corruptSuite(true)},
 		variant{name: "deleted-lock-told", checks: []string{"Operator/DeletedLock"}, suite: deleteLockSuite(true)},
 		variant{name: "deleted-lock-trusted", checks: []string{"Operator/DeletedLock"}, broken: true, suite: deleteLockSuite(false)},
-		variant{name: "deleted-ns-refused", checks: []string{"Operator/DeletedNamespace"}, suite: nsDeleteSuite(false)},
-		variant{name: "deleted-ns-recreated", checks: []string{"Operator/DeletedNamespace"}, broken: true, suite: nsDeleteSuite(true)},
+		variant{name: "deleted-ns-refused", checks: []string{"Operator/DeletedNamespace"}, suite: nsDeleteSuite("")},
+		variant{name: "deleted-ns-recreated", checks: []string{"Operator/DeletedNamespace"}, broken: true, suite: nsDeleteSuite("recreate")},
+		variant{name: "deleted-ns-renewed", checks: []string{"Operator/DeletedNamespace"}, broken: true, suite: nsDeleteSuite("renew")},
 		variant{name: "waiters-unraised", checks: []string{"Locks/RaiseFences"}, broken: true, suite: func(*testing.T) tck.Suite {
 			raised := &atomic.Int64{} // one per suite: the stores of one state share it
 			return wrapSuite(func(s memDriver) driver.Store { return waitersUnraised{s, raised} })(nil)
@@ -317,21 +318,22 @@ func (l *deletableLock) Unlock(ctx context.Context) error {
 
 // nsDeleteHarness is a NamespaceDeleter over the memory driver, whose
 // namespaces cannot lose their record alone: a deleted one is marked, and
-// its stores' Acquire refuses it (ErrCorrupt), or, with recreate, makes it
-// again unsealed, as a driver that creates a missing namespace's record
-// without looking at its slots does.
+// its stores' Acquire refuses it (ErrCorrupt), or, in mode "recreate",
+// makes it again unsealed, as a driver that creates a missing namespace's
+// record without looking at its slots does; in mode "renew", Renew takes
+// a missing namespace record for an unsealed namespace.
 type nsDeleteHarness struct {
 	memHarness
-	recreate bool
-	deleted  *sync.Map // namespace -> true
+	mode    string
+	deleted *sync.Map // namespace -> true
 }
 
-func nsDeleteSuite(recreate bool) func(*testing.T) tck.Suite {
+func nsDeleteSuite(mode string) func(*testing.T) tck.Suite {
 	return func(*testing.T) tck.Suite {
 		s := memSuite()
 		s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
 			h, err := newMemHarness(ctx, t)
-			return nsDeleteHarness{memHarness: h.(memHarness), recreate: recreate, deleted: &sync.Map{}}, err
+			return nsDeleteHarness{memHarness: h.(memHarness), mode: mode, deleted: &sync.Map{}}, err
 		}
 		return s
 	}
@@ -357,7 +359,7 @@ type nsDeleteStore struct {
 
 func (s nsDeleteStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
 	if _, gone := s.h.deleted.Load(req.Namespace.Name); gone {
-		if !s.h.recreate {
+		if s.h.mode != "recreate" {
 			return driver.Lease{}, fmt.Errorf("namespace %q has no record but slots: %w", req.Namespace.Name, driver.ErrCorrupt)
 		}
 		err := memfault.Edit(ctx, s.memDriver, func(st memfault.State) error {
@@ -372,6 +374,28 @@ func (s nsDeleteStore) Acquire(ctx context.Context, req driver.AcquireRequest) (
 		s.h.deleted.Delete(req.Namespace.Name)
 	}
 	return s.memDriver.Acquire(ctx, req)
+}
+
+func (s nsDeleteStore) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+	if _, gone := s.h.deleted.Load(l.Namespace); !gone {
+		return s.memDriver.Renew(ctx, l)
+	}
+	if s.h.mode != "renew" {
+		return l, fmt.Errorf("namespace %q has no record: %w", l.Namespace, driver.ErrLeaseLost)
+	}
+	seal := func(sealed bool) error {
+		return memfault.Edit(ctx, s.memDriver, func(st memfault.State) error {
+			if sp, ok := st.Space(l.Namespace); ok {
+				sp.SetSealed(sealed)
+			}
+			return nil
+		})
+	}
+	if err := seal(false); err != nil { // no record, no seal
+		return l, err
+	}
+	defer func() { _ = seal(true) }() // the variant's bug is the renewal
+	return s.memDriver.Renew(ctx, l)
 }
 
 // waitersUnraised lists each queue entry's fence as it was before any

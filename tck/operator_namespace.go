@@ -21,16 +21,26 @@ type NamespaceDeleter interface {
 // deleted, its slots' records left, is not created again unsealed: an
 // Acquire from the store that saw the seal and from one that never did
 // is refused (ErrCorrupt, ErrSealed, ErrRecreated), never a new term in a
-// namespace that moved to another store (driver.SlotLeaseStore.SealNamespace).
+// namespace that moved to another store (driver.SlotLeaseStore.SealNamespace),
+// and a live term of it is not renewed.
 func checkDeletedNamespace(e *env) {
 	nd := harnessPart[NamespaceDeleter](e, "deletes a namespace's record by hand under running stores")
 	a := e.open()
-	ns := e.namespace("deleted-ns", 2)
+	ns := e.namespace("deleted-ns", 3)
 	e.fatalIf(a.Slots().Release(e.ctx, e.acquire(a, ns, "a", e.long())), "Release")
+	live := e.acquire(a, ns, "live", e.long()) // a term the seal stops from growing
 	e.fatalIf(a.Slots().Seal(e.ctx, ns.Name), "Seal(%q)", ns.Name)
 	err := nd.DeleteNamespace(e.ctx, ns.Name)
 	e.operatorUnsupported(err, "delete a namespace's record by hand")
 	e.fatalIf(err, "Harness.DeleteNamespace(%q)", ns.Name)
+	// Its live term is not renewed: no seal to check, the term cannot
+	// tell it may still grow (driver.SlotLeaseStore.Renew).
+	if r, err := a.Slots().Renew(e.ctx, live); err == nil {
+		e.t.Errorf("Renew of a term of sealed namespace %s, whose record was deleted by hand, succeeded (ceiling %d to %d): "+
+			"the seal went with the record; want ErrLeaseLost, ErrSealed or ErrCorrupt", ns.Name, live.Ceiling, r.Ceiling)
+	} else if !wentBackErr(err) && !errors.Is(err, store.ErrSealed) && !errors.Is(err, store.ErrLeaseLost) {
+		e.t.Errorf("Renew of a term of sealed namespace %s, whose record was deleted by hand: %v; want ErrLeaseLost, ErrSealed or ErrCorrupt", ns.Name, err)
+	}
 	for i, st := range []*store.Store{a, e.open()} {
 		who := [...]string{"the store that sealed it", "a store that never read it"}[i]
 		l, err := st.Slots().Acquire(e.ctx, ns, "b", e.long())
