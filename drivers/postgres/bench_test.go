@@ -65,7 +65,7 @@ func BenchmarkNext(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	rangebench.Paired(b, st, raw, leaf)
+	rangebench.Paired(b, st, rangebench.Sides{Raw: raw, RawTimeout: raw, Leaf: leaf})
 }
 
 // BenchmarkSlots measures Acquire (of a free slot, then released) and
