@@ -182,22 +182,13 @@ type corruptHarness struct {
 }
 
 func corruptSuite(repair bool) func(*testing.T) tck.Suite {
-	return func(*testing.T) tck.Suite {
-		s := memSuite()
-		s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-			h, err := newMemHarness(ctx, t)
-			return corruptHarness{memHarness: h.(memHarness), repair: repair, corrupt: &sync.Map{}}, err
-		}
-		return s
-	}
+	return harnessSuite(func(h memHarness) tck.Harness {
+		return corruptHarness{memHarness: h, repair: repair, corrupt: &sync.Map{}}
+	})
 }
 
 func (h corruptHarness) NewStore(ctx context.Context) (driver.Store, error) {
-	d, err := h.memHarness.NewStore(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return corruptStore{d.(memDriver), h}, nil
+	return h.wrapped(ctx, func(d memDriver) driver.Store { return corruptStore{d, h} })
 }
 
 func (h corruptHarness) CorruptRangeKey(_ context.Context, key string, form int) (bool, error) {
@@ -247,22 +238,13 @@ type deleteLockHarness struct {
 }
 
 func deleteLockSuite(tell bool) func(*testing.T) tck.Suite {
-	return func(*testing.T) tck.Suite {
-		s := memSuite()
-		s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-			h, err := newMemHarness(ctx, t)
-			return deleteLockHarness{memHarness: h.(memHarness), tell: tell, holds: &sync.Map{}}, err
-		}
-		return s
-	}
+	return harnessSuite(func(h memHarness) tck.Harness {
+		return deleteLockHarness{memHarness: h, tell: tell, holds: &sync.Map{}}
+	})
 }
 
 func (h deleteLockHarness) NewStore(ctx context.Context) (driver.Store, error) {
-	d, err := h.memHarness.NewStore(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return deleteLockStore{d.(memDriver), h}, nil
+	return h.wrapped(ctx, func(d memDriver) driver.Store { return deleteLockStore{d, h} })
 }
 
 func (h deleteLockHarness) DeleteLockHolder(ctx context.Context, name string) error {
@@ -329,22 +311,13 @@ type nsDeleteHarness struct {
 }
 
 func nsDeleteSuite(mode string) func(*testing.T) tck.Suite {
-	return func(*testing.T) tck.Suite {
-		s := memSuite()
-		s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-			h, err := newMemHarness(ctx, t)
-			return nsDeleteHarness{memHarness: h.(memHarness), mode: mode, deleted: &sync.Map{}}, err
-		}
-		return s
-	}
+	return harnessSuite(func(h memHarness) tck.Harness {
+		return nsDeleteHarness{memHarness: h, mode: mode, deleted: &sync.Map{}}
+	})
 }
 
 func (h nsDeleteHarness) NewStore(ctx context.Context) (driver.Store, error) {
-	d, err := h.memHarness.NewStore(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return nsDeleteStore{d.(memDriver), h}, nil
+	return h.wrapped(ctx, func(d memDriver) driver.Store { return nsDeleteStore{d, h} })
 }
 
 func (h nsDeleteHarness) DeleteNamespace(_ context.Context, ns string) error {

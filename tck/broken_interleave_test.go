@@ -50,14 +50,7 @@ type racyHarness struct {
 }
 
 func racySuite(mode string) func(*testing.T) tck.Suite {
-	return func(*testing.T) tck.Suite {
-		s := memSuite()
-		s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-			h, err := newMemHarness(ctx, t)
-			return &racyHarness{memHarness: h.(memHarness), mode: mode}, err
-		}
-		return s
-	}
+	return harnessSuite(func(h memHarness) tck.Harness { return &racyHarness{memHarness: h, mode: mode} })
 }
 
 func (h *racyHarness) NewStore(ctx context.Context) (driver.Store, error) {

@@ -30,17 +30,11 @@ func init() {
 // offsetAtEnqueueSuite is the memory driver's locks; broken, wrapped by
 // offsetStore.
 func offsetAtEnqueueSuite(broken bool) func(*testing.T) tck.Suite {
-	return func(*testing.T) tck.Suite {
-		s := memSuite()
-		s.Ranges, s.Slots = false, false
-		if broken {
-			s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-				h, err := newMemHarness(ctx, t)
-				return &offsetHarness{memHarness: h.(memHarness)}, err
-			}
-		}
-		return s
+	wrap := func(h memHarness) tck.Harness { return h }
+	if broken {
+		wrap = func(h memHarness) tck.Harness { return &offsetHarness{memHarness: h} }
 	}
+	return locksOnly(harnessSuite(wrap))
 }
 
 // offsetHarness keeps the fence offset its stores share.
@@ -51,11 +45,7 @@ type offsetHarness struct {
 }
 
 func (h *offsetHarness) NewStore(ctx context.Context) (driver.Store, error) {
-	d, err := h.memHarness.NewStore(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &offsetStore{Store: d, Locker: d.(driver.Locker), inner: d.(driver.LockSealer), h: h}, nil
+	return h.wrapped(ctx, func(d memDriver) driver.Store { return &offsetStore{Store: d, Locker: d, inner: d, h: h} })
 }
 
 func (h *offsetHarness) current() int64 {

@@ -28,17 +28,11 @@ func init() {
 // lookSealSuite is the memory driver's locks; broken, wrapped by
 // lookSealStore.
 func lookSealSuite(broken bool) func(*testing.T) tck.Suite {
-	return func(*testing.T) tck.Suite {
-		s := memSuite()
-		s.Ranges, s.Slots = false, false
-		if broken {
-			s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-				h, err := newMemHarness(ctx, t)
-				return &lookSealHarness{memHarness: h.(memHarness)}, err
-			}
-		}
-		return s
+	wrap := func(h memHarness) tck.Harness { return h }
+	if broken {
+		wrap = func(h memHarness) tck.Harness { return &lookSealHarness{memHarness: h} }
 	}
+	return locksOnly(harnessSuite(wrap))
 }
 
 // lookSealHarness keeps the seal its stores share.
@@ -50,11 +44,7 @@ type lookSealHarness struct {
 }
 
 func (h *lookSealHarness) NewStore(ctx context.Context) (driver.Store, error) {
-	d, err := h.memHarness.NewStore(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &lookSealStore{Store: d, Locker: d.(driver.Locker), inner: d.(driver.LockSealer), h: h}, nil
+	return h.wrapped(ctx, func(d memDriver) driver.Store { return &lookSealStore{Store: d, Locker: d, inner: d, h: h} })
 }
 
 func (h *lookSealHarness) isSealed() bool {

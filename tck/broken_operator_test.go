@@ -211,23 +211,11 @@ type counterHarness struct {
 }
 
 func counterSuite(guard bool) func(*testing.T) tck.Suite {
-	return func(*testing.T) tck.Suite {
-		s := memSuite()
-		s.Ranges, s.Slots = false, false
-		s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-			h, err := newMemHarness(ctx, t)
-			return &counterHarness{memHarness: h.(memHarness), guard: guard}, err
-		}
-		return s
-	}
+	return locksOnly(harnessSuite(func(h memHarness) tck.Harness { return &counterHarness{memHarness: h, guard: guard} }))
 }
 
 func (h *counterHarness) NewStore(ctx context.Context) (driver.Store, error) {
-	d, err := h.memHarness.NewStore(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &counterStore{Store: d, Locker: d.(driver.Locker), h: h}, nil
+	return h.wrapped(ctx, func(d memDriver) driver.Store { return &counterStore{Store: d, Locker: d, h: h} })
 }
 
 func (h *counterHarness) Snapshot(context.Context) (func(context.Context) error, error) {
@@ -287,23 +275,11 @@ type sessionHarness struct {
 }
 
 func sessionSuite(untold bool) func(*testing.T) tck.Suite {
-	return func(*testing.T) tck.Suite {
-		s := memSuite()
-		s.Ranges, s.Slots = false, false
-		s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
-			h, err := newMemHarness(ctx, t)
-			return sessionHarness{memHarness: h.(memHarness), untold: untold}, err
-		}
-		return s
-	}
+	return locksOnly(harnessSuite(func(h memHarness) tck.Harness { return sessionHarness{memHarness: h, untold: untold} }))
 }
 
 func (h sessionHarness) NewStore(ctx context.Context) (driver.Store, error) {
-	d, err := h.memHarness.NewStore(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &sessionStore{inner: d, Locker: d.(driver.Locker), untold: h.untold}, nil
+	return h.wrapped(ctx, func(d memDriver) driver.Store { return &sessionStore{inner: d, Locker: d, untold: h.untold} })
 }
 
 func (sessionHarness) EndSession(_ context.Context, d driver.Store) error {

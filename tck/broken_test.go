@@ -152,6 +152,16 @@ func (h memHarness) NewStore(context.Context) (driver.Store, error) {
 
 func (memHarness) Close() error { return nil }
 
+// wrapped is a new store of h's state, wrapped by wrap: the NewStore of
+// the harnesses that embed a memHarness.
+func (h memHarness) wrapped(ctx context.Context, wrap func(memDriver) driver.Store) (driver.Store, error) {
+	d, err := h.NewStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return wrap(d.(memDriver)), nil
+}
+
 // openMemory is the memory driver's factory, through the registry.
 func openMemory(options map[string]string) (driver.Store, error) {
 	st, err := store.Open("memory", options)
@@ -169,6 +179,30 @@ func memSuite() tck.Suite {
 		Factory:       openMemory,
 		Options:       map[string]string{"name": "tck-self-options"},
 		NotPersistent: "a memory state lives in the process",
+	}
+}
+
+// harnessSuite is the memory driver's suite, each harness made by wrap
+// from a memHarness on a fresh state: for the variants whose stores share
+// a state of their own (a seal, an offset, what a fault deleted), kept in
+// the harness.
+func harnessSuite(wrap func(memHarness) tck.Harness) func(*testing.T) tck.Suite {
+	return func(*testing.T) tck.Suite {
+		s := memSuite()
+		s.NewHarness = func(ctx context.Context, t *testing.T) (tck.Harness, error) {
+			h, err := newMemHarness(ctx, t)
+			return wrap(h.(memHarness)), err
+		}
+		return s
+	}
+}
+
+// locksOnly is suite with the lock checks alone.
+func locksOnly(suite func(*testing.T) tck.Suite) func(*testing.T) tck.Suite {
+	return func(t *testing.T) tck.Suite {
+		s := suite(t)
+		s.Ranges, s.Slots = false, false
+		return s
 	}
 }
 
