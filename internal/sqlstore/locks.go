@@ -100,6 +100,11 @@ func (ss *Sessions[S]) Lock(ctx context.Context, name, owner string, wait bool) 
 	for {
 		fence, wait, err := q.Pass(ctx, se, name, ticket)
 		if fence != 0 {
+			// A fence above the ticket (a raise's offset, RaisedFence) is
+			// below the counter, which the raise moved past it: the guard
+			// keeps it too, so a counter gone back below it (a restore of
+			// a dump taken before the raise) is refused, not given again.
+			ss.tickets.Saw(fence)
 			return &Hold[S]{ss: ss, se: se, name: name, ticket: ticket, fence: fence}, nil
 		}
 		if err == nil && wait > 0 {
