@@ -21,6 +21,8 @@ func init() {
 	variants = append(variants,
 		variant{name: "raise-queued-memory", checks: []string{"Locks/RaiseQueued"}, suite: offsetAtEnqueueSuite(false)},
 		variant{name: "raise-offset-at-enqueue", checks: []string{"Locks/RaiseQueued"}, broken: true, suite: offsetAtEnqueueSuite(true)},
+		variant{name: "raise-twice-memory", checks: []string{"Locks/RaiseTwiceQueued"}, suite: offsetAtEnqueueSuite(false)},
+		variant{name: "raise-twice-offset-at-enqueue", checks: []string{"Locks/RaiseTwiceQueued"}, broken: true, suite: offsetAtEnqueueSuite(true)},
 		// The same variant passes Locks/RaiseFences: only a waiter queued
 		// before the raise shows the hole.
 		variant{name: "raise-offset-at-enqueue-no-queue", checks: []string{"Locks/RaiseFences"}, suite: offsetAtEnqueueSuite(true)},

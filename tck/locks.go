@@ -38,6 +38,7 @@ func lockChecks() []check {
 		{"RaiseFences", needLocks, checkRaiseLockFences},
 		{"SealRaiseQueued", needLocks, checkLockSealRaiseQueued},
 		{"RaiseQueued", needLocks, checkLockRaiseQueued},
+		{"RaiseTwiceQueued", needLocks, checkLockRaiseTwiceQueued},
 	}
 }
 

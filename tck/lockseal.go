@@ -1,6 +1,7 @@
 package tck
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/cosid-go/store"
@@ -203,4 +204,72 @@ func checkLockRaiseQueued(e *env) {
 		e.t.Errorf("Lock after RaiseLockFences(%d) and a holder with fence %d got fence %d", floor, r.l.Fence(), l.Fence())
 	}
 	e.unlock(l)
+}
+
+// checkLockRaiseTwiceQueued: two RaiseLockFences while waiters queue, one
+// before the first raise, one between the raises, the second raise above
+// the fences the first gave, then a third below them. Each waiter is
+// granted the fence Waiters listed for it after the last raise, above
+// every raise's floor and its predecessor's fence (FIFO kept); the raise
+// below lowers nothing. A driver that keeps one raise's offset for the
+// waiters a raise passed, or renumbers only the waiters queued before
+// the first, hands out a fence at or below a floor, or one not above the
+// previous holder's.
+func checkLockRaiseTwiceQueued(e *env) {
+	a := e.open(store.WithOwner("a"))
+	b := e.open(store.WithOwner("b"))
+	c := e.open(store.WithOwner("c"))
+	d := e.open(store.WithOwner("d"))
+	needDriver[driver.LockSealer](e, a)
+	const name = "raise-twice"
+	held := e.lock(a, name)
+	first := e.lockAsync(e.timeout(e.lockWait), b, name)
+	e.awaitWaiters(d, name, "a", "b")
+	top := func() int64 {
+		e.t.Helper()
+		ws, err := d.Locks().Waiters(e.ctx, name)
+		e.fatalIf(err, "Waiters")
+		m := held.Fence()
+		for _, w := range ws {
+			m = max(m, w.Fence)
+		}
+		return m
+	}
+	floor1 := top() + 1_000
+	e.fatalIf(d.Locks().RaiseFences(e.ctx, floor1), "RaiseLockFences(%d)", floor1)
+	second := e.lockAsync(e.timeout(e.lockWait), c, name)
+	e.awaitWaiters(d, name, "a", "b", "c")
+	floor2 := top() + 1_000 // above the fences the first raise gave
+	e.fatalIf(d.Locks().RaiseFences(e.ctx, floor2), "RaiseLockFences(%d)", floor2)
+	e.fatalIf(d.Locks().RaiseFences(e.ctx, floor1/2), "RaiseLockFences(%d), below", floor1/2)
+
+	ws, err := d.Locks().Waiters(e.ctx, name)
+	e.fatalIf(err, "Waiters after the raises")
+	if len(ws) != 3 {
+		e.t.Fatalf("Waiters after the raises = %+v, want the holder a and the waiters b and c", ws)
+	}
+	prev := held.Fence()
+	e.unlock(held)
+	for i, ch := range []<-chan lockResult{first, second} {
+		w := ws[i+1]
+		r := e.await(ch, fmt.Sprintf("Lock of %s, queued before RaiseLockFences(%d), its predecessor unlocked", w.Owner, floor2))
+		e.fatalIf(r.err, "Lock of %s", w.Owner)
+		switch f := r.l.Fence(); {
+		case f <= floor2:
+			e.t.Errorf("%s, queued before RaiseLockFences(%d) and RaiseLockFences(%d), was granted fence %d, at or below a floor",
+				w.Owner, floor1, floor2, f)
+		case f <= prev:
+			e.t.Errorf("%s was granted fence %d, not above its predecessor's %d", w.Owner, f, prev)
+		case f != w.Fence:
+			e.t.Errorf("%s was granted fence %d; Waiters listed %d after the last raise (driver.Waiter.Fence: the one it will hold)",
+				w.Owner, f, w.Fence)
+		}
+		prev = r.l.Fence()
+		e.unlock(r.l)
+	}
+	if l := e.lock(a, name); l.Fence() <= prev {
+		e.t.Errorf("Lock after the raises and a holder with fence %d got fence %d", prev, l.Fence())
+	} else {
+		e.unlock(l)
+	}
 }

@@ -243,7 +243,7 @@
 //	      a waiter queued before is never granted; the holder may unlock
 //	LockSealer.RaiseLockFences:
 //	D143  LockSealer RaiseLockFences: every later fence is above the floor,        Locks/RaiseFences, Locks/Seal (it unseals),
-//	      a waiter's queued before included; it lowers nothing, and unseals        Locks/RaiseQueued
+//	      a waiter's queued before included; it lowers nothing, and unseals        Locks/RaiseQueued, Locks/RaiseTwiceQueued
 //	OptionCreate:
 //	D144  OptionCreate: create=false opens an existing store and creates and       Options/CreateFalse (or the option is refused as unknown)
 //	      writes nothing; a driver should accept it
