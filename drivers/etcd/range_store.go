@@ -230,6 +230,21 @@ func (s *rangeStore) Current(ctx context.Context, key string) (int64, bool, erro
 // Seal rewrites the value with the suffix, compare-and-set on what it read.
 func (s *rangeStore) Seal(ctx context.Context, key string) (int64, error) {
 	ctx = attempts(ctx) // failover: a cut seal is read again (attempts.go)
+	return s.rewrite(ctx, key, func(m rangeMemo, _ bool) (int64, bool, bool, error) {
+		// Sealing twice is harmless: a pass after a lost answer reads
+		// what stands.
+		return m.next, true, !m.sealed, nil
+	})
+}
+
+// rewrite is Seal's and Advance's loop: it reads key, asks decide what to
+// write on what it read (exists: the key is there), and writes that
+// compare-and-set on the revision it read. An error of the server that
+// can pass, a lost answer (the write, if applied, is then found in place)
+// or a lost race is read again. It returns the next value read, with
+// decide's error if any.
+func (s *rangeStore) rewrite(ctx context.Context, key string,
+	decide func(m rangeMemo, exists bool) (next int64, sealed, write bool, err error)) (int64, error) {
 	k := s.rangeKey(key)
 	for attempt := 1; ; attempt++ {
 		base, had := s.memo(key)
@@ -247,16 +262,19 @@ func (s *rangeStore) Seal(ctx context.Context, key string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if m.sealed {
-			return m.next, nil
+		next, sealed, write, err := decide(m, exists)
+		if err != nil || !write {
+			return m.next, err
 		}
 		cmp := clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
 		if exists {
 			cmp = clientv3.Compare(clientv3.ModRevision(k), "=", m.mod)
 		}
-		tr, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, formatRange(m.next, true))).Commit()
+		tr, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, formatRange(next, sealed))).Commit()
 		if err = s.check(ctx, err); err != nil {
-			// Sealing twice is harmless: the next pass reads what stands.
+			if exists {
+				s.stale(key, m.mod)
+			}
 			if !retryable(err) {
 				return 0, err
 			}
@@ -270,7 +288,7 @@ func (s *rangeStore) Seal(ctx context.Context, key string) (int64, error) {
 			if !exists {
 				create = tr.Header.Revision
 			}
-			s.remember(key, rangeMemo{next: m.next, sealed: true, mod: tr.Header.Revision, create: create})
+			s.remember(key, rangeMemo{next: next, sealed: sealed, mod: tr.Header.Revision, create: create})
 			return m.next, nil
 		}
 	}
