@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,17 +62,7 @@ func exe(t *testing.T, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, storectlBinary(t), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if xe, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = xe.ExitCode()
-	} else if err != nil {
-		t.Fatalf("storectl %v: %v", args, err)
-	}
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
+	return runCommand(t, fmt.Sprintf("storectl %v", args), exec.CommandContext(ctx, storectlBinary(t), args...))
 }
 
 var idLine = regexp.MustCompile(`(?m)^id     ([0-9a-f]{32})$`)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -126,6 +127,23 @@ type result struct {
 func ctl(args ...string) result {
 	var out, errb bytes.Buffer
 	code := run(args, &out, &errb)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// runCommand runs cmd to its end: its exit code and outputs. A command
+// that does not run, or ends without an exit code (its bound passed), fails
+// the test, named what.
+func runCommand(t testing.TB, what string, cmd *exec.Cmd) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if xe, ok := errors.AsType[*exec.ExitError](err); ok {
+		code = xe.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 

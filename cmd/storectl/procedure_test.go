@@ -1,9 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -189,16 +189,7 @@ func (o *operator) run(line string) result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", line)
 	cmd.Env = append(os.Environ(), "PATH="+o.bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if xe, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = xe.ExitCode()
-	} else if err != nil {
-		o.t.Fatalf("bash -c %q: %v", line, err)
-	}
-	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	return runCommand(o.t, fmt.Sprintf("bash -c %q", line), cmd)
 }
 
 // stepper plays a procedure's comment lines: each must be one of steps,
