@@ -248,8 +248,8 @@ func logTrips(b *testing.B, counts []*tripCounts) {
 func BenchmarkManyLockHolders(b *testing.B) {
 	endpoints := etcdtest.Start(b, 1).Endpoints()
 	prefix := freshPrefix("holders")
-	var opened heardCount
-	lockscale.Report(b, func() *store.Store {
-		return opened.add(openDriverOn(b, endpoints, prefix, func(*driverStore) {}))
-	}, opened.heard)
+	heard := heardCount()
+	lockscale.Report(b, heard.Open(func() *store.Store {
+		return openDriverOn(b, endpoints, prefix, func(*driverStore) {})
+	}), heard.Sum)
 }

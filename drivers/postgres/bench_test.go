@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -168,23 +167,8 @@ func BenchmarkManyLockHolders(b *testing.B) {
 	stores, _ := lockscale.Size(b)
 	srv := pgtest.StartSized(b, 2*stores+100)
 	schema := freshSchema("holders")
-	var mu sync.Mutex
-	var drivers []*driverStore
-	lockscale.Report(b, func() *store.Store {
-		st := openLockScale(b, srv, schema)
-		mu.Lock()
-		drivers = append(drivers, rawdriver.Of(st).(*driverStore))
-		mu.Unlock()
-		return st
-	}, func() int64 {
-		mu.Lock()
-		defer mu.Unlock()
-		var n int64
-		for _, d := range drivers {
-			n += d.locks.heard.Load()
-		}
-		return n
-	})
+	heard := heardCount()
+	lockscale.Report(b, heard.Open(func() *store.Store { return openLockScale(b, srv, schema) }), heard.Sum)
 }
 
 // openLockScale opens a store with a pool of one connection.

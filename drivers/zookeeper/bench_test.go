@@ -167,10 +167,10 @@ func BenchmarkManyLockHolders(b *testing.B) {
 		b.Run(version, func(b *testing.B) {
 			addr := zktest.StartServer(b, version).Addr()
 			root := randomRoot()
-			var opened firedCount
-			lockscale.Report(b, func() *store.Store {
-				return portable(b, opened.add(openTest(b, testOptions(addr, map[string]string{"root": root, "sessionTimeout": "20s"}), nil)))
-			}, opened.fired)
+			fired := firedCount()
+			lockscale.Report(b, fired.Open(func() *store.Store {
+				return portable(b, openTest(b, testOptions(addr, map[string]string{"root": root, "sessionTimeout": "20s"}), nil))
+			}), fired.Sum)
 		})
 	}
 }

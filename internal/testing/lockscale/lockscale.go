@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
 // Size parses COSID_LOCKHOLDERS: stores and names per store.
@@ -154,6 +156,55 @@ func Run(tb testing.TB, open func() *store.Store, stores, names int, d time.Dura
 }
 
 func lockName(store, name int) string { return fmt.Sprintf("s%d-n%d", store, name) }
+
+// Heard sums, over the stores of a run, the count each driver store D
+// keeps of the messages it received about other stores' locks: Open wraps
+// Run's open, Sum is Run's heard.
+type Heard[D driver.Store] struct {
+	Of func(D) int64 // one driver store's running count
+
+	mu      sync.Mutex
+	drivers []D
+}
+
+// Open is open, the driver store of each store it opens kept to be
+// counted.
+func (h *Heard[D]) Open(open func() *store.Store) func() *store.Store {
+	return func() *store.Store {
+		st := open()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.drivers = append(h.drivers, rawdriver.Of(st).(D))
+		return st
+	}
+}
+
+// Sum is the count of every store opened so far.
+func (h *Heard[D]) Sum() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var n int64
+	for _, d := range h.drivers {
+		n += h.Of(d)
+	}
+	return n
+}
+
+// Quiet runs 8 stores holding 2 names each, churning for a second, and
+// fails the test unless Unlocks ran and none told another store: a
+// driver's test that an Unlock's messages do not grow with the stores.
+// what names the messages heard counts, in the failure.
+func Quiet(t testing.TB, open func() *store.Store, heard func() int64, what string) {
+	t.Helper()
+	r := Run(t, open, 8, 2, time.Second, heard)
+	t.Log(r)
+	if r.Cycles == 0 {
+		t.Fatal("no Unlock+Lock in the churn")
+	}
+	if r.Heard != 0 {
+		t.Errorf("%d stores holding names of their own: %d %s in %d Unlocks, want none", r.Stores, r.Heard, what, r.Cycles)
+	}
+}
 
 // Report runs Run and reports its figures as the benchmark's metrics.
 func Report(b *testing.B, open func() *store.Store, heard func() int64) {
