@@ -1,36 +1,21 @@
 package etcd
 
 import (
-	"context"
 	"errors"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/cosid-go/store"
 )
 
 // openLossy opens a store on prefix whose client loses the answer of every
-// third transaction: the server applied it, the store hears Unavailable.
+// third transaction (openLossyEvery).
 func openLossy(t testing.TB, prefix string, lost *atomic.Int64) *store.Store {
 	t.Helper()
-	var n atomic.Int64
-	return openDriver(t, prefix, interceptCalls(func(ctx context.Context, method string, req, reply any,
-		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		err := invoker(ctx, method, req, reply, cc, opts...)
-		if err == nil && strings.HasSuffix(method, "/Txn") && n.Add(1)%3 == 0 {
-			lost.Add(1)
-			return status.Error(codes.Unavailable, "answer lost (test)")
-		}
-		return err
-	}))
+	return openLossyEvery(t, prefix, 3, lost)
 }
 
 // TestNextLostAnswers: two stores whose Next transactions lose every third
