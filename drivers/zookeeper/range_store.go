@@ -201,6 +201,18 @@ func (s *rangeStore) Current(ctx context.Context, key string) (int64, bool, erro
 // Seal marks key sealed and returns its final next value; a missing key is
 // created sealed at 0.
 func (s *rangeStore) Seal(ctx context.Context, key string) (int64, error) {
+	return s.rewrite(ctx, key, func(n rangeNode) (int64, bool, bool, error) {
+		return n.next, true, !n.sealed, nil
+	})
+}
+
+// rewrite is Seal's and Advance's loop: under key's lock it reads the
+// node, asks decide what to write on what it read, and creates the node
+// with that or writes it on the version read. A concurrent write or an
+// unknown outcome is read again. It returns the next value read (0 for a
+// node it created), with decide's error if any.
+func (s *rangeStore) rewrite(ctx context.Context, key string,
+	decide func(n rangeNode) (next int64, sealed, write bool, err error)) (int64, error) {
 	k, unlock, err := s.lockKey(ctx, key)
 	if err != nil {
 		return 0, err
@@ -213,21 +225,22 @@ func (s *rangeStore) Seal(ctx context.Context, key string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
+		next, sealed, write, err := decide(n)
+		if err != nil || !write {
+			return n.next, err
+		}
 		if !n.exists {
-			stat, err := s.createRange(ctx, path, formatRange(0, true), &a)
+			stat, err := s.createRange(ctx, path, formatRange(next, sealed), &a)
 			if err != nil {
 				return 0, err
 			}
 			if stat != nil {
-				k.wrote(stat, 0, true)
+				k.wrote(stat, next, sealed)
 				return 0, nil
 			}
-			continue
+			continue // created meanwhile, or an unknown outcome: read again
 		}
-		if n.sealed {
-			return n.next, nil
-		}
-		if err := s.writeRange(ctx, k, path, n.next, true, &a); err != nil {
+		if err := s.writeRange(ctx, k, path, next, sealed, &a); err != nil {
 			if errors.Is(err, errTryAgain) {
 				continue // a concurrent write, or an unknown outcome: read again
 			}
