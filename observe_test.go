@@ -17,6 +17,7 @@ import (
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/testing/rangebench"
 )
 
 // recorder is an Observer that keeps what it is told.
@@ -335,13 +336,7 @@ func benchmarkNext(b *testing.B, opts ...store.Option) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := st.Ranges().Next(ctx, "k", 1); err != nil {
-			b.Fatal(err)
-		}
-	}
+	rangebench.Serial(b, st)
 }
 
 // BenchmarkNextHook measures what an observer costs memory's Next: compare

@@ -1,11 +1,11 @@
 package otelstore_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/drivers/memory"
+	"github.com/cosid-go/store/internal/testing/rangebench"
 	"github.com/cosid-go/store/otelstore"
 )
 
@@ -19,13 +19,7 @@ func BenchmarkNext(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer st.Close()
-		ctx := context.Background()
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := st.Ranges().Next(ctx, "k", 1); err != nil {
-				b.Fatal(err)
-			}
-		}
+		rangebench.Serial(b, st)
 	}
 	b.Run("none", func(b *testing.B) { run(b) })
 	b.Run("otel", func(b *testing.B) {
