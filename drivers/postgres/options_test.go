@@ -11,6 +11,7 @@ import (
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
+	"github.com/cosid-go/store/internal/testing/apitest"
 	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
@@ -167,18 +168,7 @@ func TestOpenStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Timeout() != 10*time.Second {
-		t.Errorf("store timeout %v, want the WithTimeout given", st.Timeout())
-	}
-	if _, err := st.Ranges().Next(ctx, "k", 100); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Ranges().Next(ctx, "k", -100); !errors.Is(err, store.ErrInvalidArgument) {
-		t.Errorf("Next with step -100: %v, want ErrInvalidArgument", err)
-	}
-	if next, _, err := st.Ranges().Current(ctx, "k"); err != nil || next != 100 {
-		t.Errorf("after the refused Next, Current = %d, %v; want 100", next, err)
-	}
+	apitest.Checked(t, st, 10*time.Second)
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}

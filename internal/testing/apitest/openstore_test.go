@@ -35,18 +35,7 @@ func TestOpenStoreIsChecked(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			if st.Timeout() != 7*time.Second {
-				t.Errorf("timeout %v, want the one given", st.Timeout())
-			}
-			if _, err := st.Ranges().Next(ctx, "k", 100); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := st.Ranges().Next(ctx, "k", -100); !errors.Is(err, store.ErrInvalidArgument) {
-				t.Errorf("Next with step -100: %v, want ErrInvalidArgument", err)
-			}
-			if next, _, err := st.Ranges().Current(ctx, "k"); err != nil || next != 100 {
-				t.Errorf("after the refused Next, Current = %d, %v; want 100", next, err)
-			}
+			Checked(t, st, 7*time.Second)
 		})
 	}
 	for _, o := range []*sqlite.Options{nil, {}, {Path: path, BusyTimeout: -time.Second}} {
