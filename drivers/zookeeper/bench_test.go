@@ -28,41 +28,39 @@ import (
 //
 //	go test -run '^$' -bench Ranges -benchtime 3s ./drivers/zookeeper/
 func BenchmarkRanges(b *testing.B) {
-	for _, version := range zktest.Versions() {
-		b.Run(version, func(b *testing.B) {
-			addr := zktest.StartServer(b, version).Addr()
-			b.Run("Next", func(b *testing.B) {
-				next := benchStore(b, addr)
-				b.ResetTimer()
-				for range b.N {
-					next()
-				}
-			})
-			b.Run("RawCAS", func(b *testing.B) {
-				cas := newRawCAS(b, addr)
-				b.ResetTimer()
-				for range b.N {
-					cas.next()
-				}
-			})
-			b.Run("Interleaved", func(b *testing.B) {
-				next, cas := benchStore(b, addr), newRawCAS(b, addr)
-				var inNext, inRaw time.Duration
-				b.ResetTimer()
-				for range b.N {
-					t0 := time.Now()
-					next()
-					t1 := time.Now()
-					cas.next()
-					inNext += t1.Sub(t0)
-					inRaw += time.Since(t1)
-				}
-				b.ReportMetric(float64(inNext.Nanoseconds())/float64(b.N), "next-ns/op")
-				b.ReportMetric(float64(inRaw.Nanoseconds())/float64(b.N), "raw-ns/op")
-				b.ReportMetric(float64(inRaw)/float64(inNext), "throughput-ratio")
-			})
+	zktest.EachVersion(b, func(b *testing.B, srv *zktest.Server) {
+		addr := srv.Addr()
+		b.Run("Next", func(b *testing.B) {
+			next := benchStore(b, addr)
+			b.ResetTimer()
+			for range b.N {
+				next()
+			}
 		})
-	}
+		b.Run("RawCAS", func(b *testing.B) {
+			cas := newRawCAS(b, addr)
+			b.ResetTimer()
+			for range b.N {
+				cas.next()
+			}
+		})
+		b.Run("Interleaved", func(b *testing.B) {
+			next, cas := benchStore(b, addr), newRawCAS(b, addr)
+			var inNext, inRaw time.Duration
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				next()
+				t1 := time.Now()
+				cas.next()
+				inNext += t1.Sub(t0)
+				inRaw += time.Since(t1)
+			}
+			b.ReportMetric(float64(inNext.Nanoseconds())/float64(b.N), "next-ns/op")
+			b.ReportMetric(float64(inRaw.Nanoseconds())/float64(b.N), "raw-ns/op")
+			b.ReportMetric(float64(inRaw)/float64(inNext), "throughput-ratio")
+		})
+	})
 }
 
 // benchStore returns a function calling Next(step 1) on a fresh key of a
@@ -129,15 +127,13 @@ func (c *rawCAS) next() {
 //
 //	COSID_ZK_VERSIONS=3.8 go test -run '^$' -bench NextConcurrent -benchtime 2000x ./drivers/zookeeper/
 func BenchmarkNextConcurrent(b *testing.B) {
-	for _, version := range zktest.Versions() {
-		b.Run(version, func(b *testing.B) {
-			addr := zktest.StartServer(b, version).Addr()
-			root := randomRoot()
-			rangebench.Run(b, func(tb testing.TB) driver.Store {
-				return openTest(tb, testOptions(addr, map[string]string{"root": root}), nil)
-			})
+	zktest.EachVersion(b, func(b *testing.B, srv *zktest.Server) {
+		addr := srv.Addr()
+		root := randomRoot()
+		rangebench.Run(b, func(tb testing.TB) driver.Store {
+			return openTest(tb, testOptions(addr, map[string]string{"root": root}), nil)
 		})
-	}
+	})
 }
 
 // BenchmarkFleet: a fleet of instances, each a store with a session of its
@@ -146,15 +142,13 @@ func BenchmarkNextConcurrent(b *testing.B) {
 //
 //	COSID_ZK_VERSIONS=3.8 COSID_FLEET=250,1000 go test -run '^$' -bench Fleet -benchtime 1x ./drivers/zookeeper/
 func BenchmarkFleet(b *testing.B) {
-	for _, version := range zktest.Versions() {
-		b.Run(version, func(b *testing.B) {
-			addr := zktest.StartServer(b, version).Addr()
-			root := randomRoot()
-			fleetbench.Run(b, func() (driver.Store, error) {
-				return open(map[string]string{"connectString": addr, "root": root}, nil)
-			})
+	zktest.EachVersion(b, func(b *testing.B, srv *zktest.Server) {
+		addr := srv.Addr()
+		root := randomRoot()
+		fleetbench.Run(b, func() (driver.Store, error) {
+			return open(map[string]string{"connectString": addr, "root": root}, nil)
 		})
-	}
+	})
 }
 
 // BenchmarkManyLockHolders: stores holding lock names of their own, with
@@ -163,14 +157,12 @@ func BenchmarkFleet(b *testing.B) {
 //
 //	COSID_ZK_VERSIONS=3.8 COSID_LOCKHOLDERS=200x50 go test -run '^$' -bench ManyLockHolders -benchtime 1x ./drivers/zookeeper/
 func BenchmarkManyLockHolders(b *testing.B) {
-	for _, version := range zktest.Versions() {
-		b.Run(version, func(b *testing.B) {
-			addr := zktest.StartServer(b, version).Addr()
-			root := randomRoot()
-			fired := firedCount()
-			lockscale.Report(b, fired.Open(func() *store.Store {
-				return portable(b, openTest(b, testOptions(addr, map[string]string{"root": root, "sessionTimeout": "20s"}), nil))
-			}), fired.Sum)
-		})
-	}
+	zktest.EachVersion(b, func(b *testing.B, srv *zktest.Server) {
+		addr := srv.Addr()
+		root := randomRoot()
+		fired := firedCount()
+		lockscale.Report(b, fired.Open(func() *store.Store {
+			return portable(b, openTest(b, testOptions(addr, map[string]string{"root": root, "sessionTimeout": "20s"}), nil))
+		}), fired.Sum)
+	})
 }

@@ -59,14 +59,12 @@ func openNotified(t *testing.T, addr string, w *wire) (*driverStore, *eventrec.R
 }
 
 func TestEvents(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			addr := zktest.StartServer(t, version).Addr()
-			t.Run("ConnectedAndPing", func(t *testing.T) { testConnectedAndPing(t, addr) })
-			t.Run("LostAnswerReported", func(t *testing.T) { testLostAnswerReported(t, addr) })
-			t.Run("LockLostLoggedWithCause", func(t *testing.T) { testLockLostLogged(t, addr) })
-		})
-	}
+	zktest.EachVersion(t, func(t *testing.T, srv *zktest.Server) {
+		addr := srv.Addr()
+		t.Run("ConnectedAndPing", func(t *testing.T) { testConnectedAndPing(t, addr) })
+		t.Run("LostAnswerReported", func(t *testing.T) { testLostAnswerReported(t, addr) })
+		t.Run("LockLostLoggedWithCause", func(t *testing.T) { testLockLostLogged(t, addr) })
+	})
 }
 
 func testConnectedAndPing(t *testing.T, addr string) {

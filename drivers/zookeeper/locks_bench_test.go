@@ -34,16 +34,14 @@ import (
 //
 //	go test -run '^$' -bench Locks -benchtime 3s ./drivers/zookeeper/
 func BenchmarkLocks(b *testing.B) {
-	for _, version := range zktest.Versions() {
-		b.Run(version, func(b *testing.B) {
-			addr := zktest.StartServer(b, version).Addr()
-			b.Run("Uncontended/Store", func(b *testing.B) { benchLockUncontended(b, addr) })
-			b.Run("Uncontended/ZkLock", func(b *testing.B) { benchZkLockUncontended(b, addr) })
-			b.Run("Uncontended/Paired", func(b *testing.B) { benchLockPaired(b, addr) })
-			b.Run("Handoff/Store", func(b *testing.B) { benchLockHandoff(b, addr) })
-			b.Run("Handoff/ZkLock", func(b *testing.B) { benchZkLockHandoff(b, addr) })
-		})
-	}
+	zktest.EachVersion(b, func(b *testing.B, srv *zktest.Server) {
+		addr := srv.Addr()
+		b.Run("Uncontended/Store", func(b *testing.B) { benchLockUncontended(b, addr) })
+		b.Run("Uncontended/ZkLock", func(b *testing.B) { benchZkLockUncontended(b, addr) })
+		b.Run("Uncontended/Paired", func(b *testing.B) { benchLockPaired(b, addr) })
+		b.Run("Handoff/Store", func(b *testing.B) { benchLockHandoff(b, addr) })
+		b.Run("Handoff/ZkLock", func(b *testing.B) { benchZkLockHandoff(b, addr) })
+	})
 }
 
 const benchContenders, benchConns = 8, 4

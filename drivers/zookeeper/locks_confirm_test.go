@@ -41,70 +41,67 @@ func grantedB(t *testing.T, chB <-chan lockResult, bound time.Duration, since st
 // one of A's holds must be lost before B is granted, not only the one B
 // waits for.
 func TestLockManyHoldsTimeoutShrinks(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			srv := zktest.StartServer(t, version)
-			root := randomRoot()
-			proxy := zktest.NewProxy(t, srv.Addr())
-			w := &wire{}
-			// 40s: at load 50 the restart took long enough that a 20s
-			// session expired, and the test proved nothing.
-			a := openTest(t, testOptions(proxy.Addr(), map[string]string{"root": root, "sessionTimeout": "40s"}), w)
-			defer a.Close()
-			defer proxy.Thaw()
-			ctx := t.Context()
-			const holds = 100
-			var ls []driver.Lock
-			for i := range holds {
-				l, err := a.Lock(ctx, fmt.Sprintf("many%03d", i), "a", true)
-				if err != nil {
-					t.Fatalf("A's Lock %d: %v", i, err)
-				}
-				ls = append(ls, l)
+	zktest.EachVersion(t, func(t *testing.T, srv *zktest.Server) {
+		root := randomRoot()
+		proxy := zktest.NewProxy(t, srv.Addr())
+		w := &wire{}
+		// 40s: at load 50 the restart took long enough that a 20s
+		// session expired, and the test proved nothing.
+		a := openTest(t, testOptions(proxy.Addr(), map[string]string{"root": root, "sessionTimeout": "40s"}), w)
+		defer a.Close()
+		defer proxy.Thaw()
+		ctx := t.Context()
+		const holds = 100
+		var ls []driver.Lock
+		for i := range holds {
+			l, err := a.Lock(ctx, fmt.Sprintf("many%03d", i), "a", true)
+			if err != nil {
+				t.Fatalf("A's Lock %d: %v", i, err)
 			}
-			sid := a.conn.SessionID()
-			sent := w.requests(opMulti)
-			lockEventually(t, 60*time.Second, "A confirmed its holds", func() bool { return w.requests(opMulti) > sent })
+			ls = append(ls, l)
+		}
+		sid := a.conn.SessionID()
+		sent := w.requests(opMulti)
+		lockEventually(t, 60*time.Second, "A confirmed its holds", func() bool { return w.requests(opMulti) > sent })
 
-			srv.Stop()
-			srv.SetSessionTimeouts(0, 12*time.Second)
-			srv.Start()
-			lockEventually(t, 30*time.Second, "A reconnected at 12s", func() bool {
-				return a.conn.State() == zk.StateHasSession && a.sessionTimeout() == 12*time.Second
-			})
-			if a.conn.SessionID() != sid {
-				t.Fatalf("A's session %#x did not survive the restart (now %#x): the test proves nothing", sid, a.conn.SessionID())
-			}
-			b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root}), nil)
-			defer b.Close()
-			const target = "many099"
-			chB := lockAsync(t, ctx, b, target, "b")
-			lockEventually(t, 20*time.Second, "B queued or granted", func() bool {
-				return len(chB) > 0 || queueLength(ctx, b, target) == 2
-			})
-			heldAtFreeze := 0
-			for _, l := range ls {
-				if !isClosed(l.Lost()) {
-					heldAtFreeze++
-				}
-			}
-			faultAt := monoNow()
-			proxy.Freeze()
-			lb, grantAt := grantedB(t, chB, 40*time.Second, "the freeze")
-			defer lb.Unlock(ctx)
-			held := 0
-			for _, l := range ls {
-				if !isClosed(l.Lost()) {
-					held++
-				}
-			}
-			t.Logf("A's holds not lost at the freeze: %d; B granted %v after the freeze; A's holds not lost then: %d of %d",
-				heldAtFreeze, grantAt-faultAt, held, holds)
-			if held > 0 {
-				t.Errorf("%d of A's %d holds not lost when B was granted %s: two holders", held, holds, target)
-			}
+		srv.Stop()
+		srv.SetSessionTimeouts(0, 12*time.Second)
+		srv.Start()
+		lockEventually(t, 30*time.Second, "A reconnected at 12s", func() bool {
+			return a.conn.State() == zk.StateHasSession && a.sessionTimeout() == 12*time.Second
 		})
-	}
+		if a.conn.SessionID() != sid {
+			t.Fatalf("A's session %#x did not survive the restart (now %#x): the test proves nothing", sid, a.conn.SessionID())
+		}
+		b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root}), nil)
+		defer b.Close()
+		const target = "many099"
+		chB := lockAsync(t, ctx, b, target, "b")
+		lockEventually(t, 20*time.Second, "B queued or granted", func() bool {
+			return len(chB) > 0 || queueLength(ctx, b, target) == 2
+		})
+		heldAtFreeze := 0
+		for _, l := range ls {
+			if !isClosed(l.Lost()) {
+				heldAtFreeze++
+			}
+		}
+		faultAt := monoNow()
+		proxy.Freeze()
+		lb, grantAt := grantedB(t, chB, 40*time.Second, "the freeze")
+		defer lb.Unlock(ctx)
+		held := 0
+		for _, l := range ls {
+			if !isClosed(l.Lost()) {
+				held++
+			}
+		}
+		t.Logf("A's holds not lost at the freeze: %d; B granted %v after the freeze; A's holds not lost then: %d of %d",
+			heldAtFreeze, grantAt-faultAt, held, holds)
+		if held > 0 {
+			t.Errorf("%d of A's %d holds not lost when B was granted %s: two holders", held, holds, target)
+		}
+	})
 }
 
 // TestLockConfirmationStuck: A (4s session) holds a lock and B waits for
@@ -113,49 +110,46 @@ func TestLockManyHoldsTimeoutShrinks(t *testing.T) {
 // grants B. A's Lost must close first: the deadline may not wait for the
 // stuck confirmation's answer.
 func TestLockConfirmationStuck(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			srv := zktest.StartServer(t, version)
-			root := randomRoot()
-			w := &wire{}
-			a := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root, "sessionTimeout": "4s"}), w)
-			defer a.Close()
-			ctx := t.Context()
-			la, err := a.Lock(ctx, "stuck", "a", true)
-			if err != nil {
-				t.Fatalf("A's Lock: %v", err)
+	zktest.EachVersion(t, func(t *testing.T, srv *zktest.Server) {
+		root := randomRoot()
+		w := &wire{}
+		a := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root, "sessionTimeout": "4s"}), w)
+		defer a.Close()
+		ctx := t.Context()
+		la, err := a.Lock(ctx, "stuck", "a", true)
+		if err != nil {
+			t.Fatalf("A's Lock: %v", err)
+		}
+		b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root}), nil)
+		defer b.Close()
+		chB := lockAsync(t, ctx, b, "stuck", "b")
+		lockEventually(t, 20*time.Second, "B queued", func() bool { return queueLength(ctx, b, "stuck") == 2 })
+		heldCh, release := w.holdFirst(opMulti)
+		defer close(release) // before A's Close (deferred earlier)
+		select {
+		case <-heldCh:
+		case <-time.After(20 * time.Second):
+			t.Fatal("A sent no confirmation within 20s")
+		}
+		stuckAt := monoNow()
+		lost := make(chan time.Duration, 1)
+		go func() {
+			<-la.Lost()
+			lost <- monoNow()
+		}()
+		lb, grantAt := grantedB(t, chB, 30*time.Second, "A's stuck confirmation")
+		defer lb.Unlock(ctx)
+		select {
+		case lostAt := <-lost:
+			t.Logf("A lost at %v, B granted at %v after the stuck confirmation: margin %v (A's cause: %v)",
+				lostAt-stuckAt, grantAt-stuckAt, grantAt-lostAt, la.(*lockHold).LostErr())
+			if lostAt >= grantAt {
+				t.Errorf("A's Lost closed at %v, not before B's grant at %v: two holders", lostAt-stuckAt, grantAt-stuckAt)
 			}
-			b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root}), nil)
-			defer b.Close()
-			chB := lockAsync(t, ctx, b, "stuck", "b")
-			lockEventually(t, 20*time.Second, "B queued", func() bool { return queueLength(ctx, b, "stuck") == 2 })
-			heldCh, release := w.holdFirst(opMulti)
-			defer close(release) // before A's Close (deferred earlier)
-			select {
-			case <-heldCh:
-			case <-time.After(20 * time.Second):
-				t.Fatal("A sent no confirmation within 20s")
-			}
-			stuckAt := monoNow()
-			lost := make(chan time.Duration, 1)
-			go func() {
-				<-la.Lost()
-				lost <- monoNow()
-			}()
-			lb, grantAt := grantedB(t, chB, 30*time.Second, "A's stuck confirmation")
-			defer lb.Unlock(ctx)
-			select {
-			case lostAt := <-lost:
-				t.Logf("A lost at %v, B granted at %v after the stuck confirmation: margin %v (A's cause: %v)",
-					lostAt-stuckAt, grantAt-stuckAt, grantAt-lostAt, la.(*lockHold).LostErr())
-				if lostAt >= grantAt {
-					t.Errorf("A's Lost closed at %v, not before B's grant at %v: two holders", lostAt-stuckAt, grantAt-stuckAt)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatalf("B was granted %v after A's confirmation got stuck and A's Lost did not close: two holders", grantAt-stuckAt)
-			}
-		})
-	}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("B was granted %v after A's confirmation got stuck and A's Lost did not close: two holders", grantAt-stuckAt)
+		}
+	})
 }
 
 // TestLockCallerConnTimeoutShrinks: the timeout shrink on a store made by
@@ -167,60 +161,57 @@ func TestLockConfirmationStuck(t *testing.T) {
 // must close before B's grant. (Told the 20s it negotiated first, A still
 // held when B was granted: the documented limit of OpenStore.)
 func TestLockCallerConnTimeoutShrinks(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			srv := zktest.StartServer(t, version)
-			root := randomRoot()
-			proxy := zktest.NewProxy(t, srv.Addr())
-			conn, _, err := zk.Connect([]string{proxy.Addr()}, 20*time.Second, zk.WithLogInfo(false),
-				zk.WithDialer(zktest.BoundedHandshake)) // it reconnects to a restarted server
-			if err != nil {
-				t.Fatalf("zk.Connect: %v", err)
+	zktest.EachVersion(t, func(t *testing.T, srv *zktest.Server) {
+		root := randomRoot()
+		proxy := zktest.NewProxy(t, srv.Addr())
+		conn, _, err := zk.Connect([]string{proxy.Addr()}, 20*time.Second, zk.WithLogInfo(false),
+			zk.WithDialer(zktest.BoundedHandshake)) // it reconnects to a restarted server
+		if err != nil {
+			t.Fatalf("zk.Connect: %v", err)
+		}
+		defer conn.Close()
+		lockEventually(t, 20*time.Second, "a session", func() bool { return conn.State() == zk.StateHasSession })
+		a, err := newOnConn(conn, map[string]string{"root": root, "sessionTimeout": "4s"})
+		if err != nil {
+			t.Fatalf("newOnConn: %v", err)
+		}
+		defer a.Close()
+		defer proxy.Thaw() // A's Close then reaches the server
+		ctx := t.Context()
+		la, err := a.Lock(ctx, "caller", "a", true)
+		if err != nil {
+			t.Fatalf("A's Lock: %v", err)
+		}
+		sid := conn.SessionID()
+		srv.Stop()
+		srv.SetSessionTimeouts(0, 4*time.Second)
+		srv.Start()
+		lockEventually(t, 30*time.Second, "A reconnected", func() bool {
+			if conn.State() != zk.StateHasSession {
+				return false
 			}
-			defer conn.Close()
-			lockEventually(t, 20*time.Second, "a session", func() bool { return conn.State() == zk.StateHasSession })
-			a, err := newOnConn(conn, map[string]string{"root": root, "sessionTimeout": "4s"})
-			if err != nil {
-				t.Fatalf("newOnConn: %v", err)
-			}
-			defer a.Close()
-			defer proxy.Thaw() // A's Close then reaches the server
-			ctx := t.Context()
-			la, err := a.Lock(ctx, "caller", "a", true)
-			if err != nil {
-				t.Fatalf("A's Lock: %v", err)
-			}
-			sid := conn.SessionID()
-			srv.Stop()
-			srv.SetSessionTimeouts(0, 4*time.Second)
-			srv.Start()
-			lockEventually(t, 30*time.Second, "A reconnected", func() bool {
-				if conn.State() != zk.StateHasSession {
-					return false
-				}
-				_, _, err := conn.Exists("/")
-				return err == nil
-			})
-			if conn.SessionID() != sid {
-				t.Fatalf("A's session %#x did not survive the restart (now %#x): the test proves nothing", sid, conn.SessionID())
-			}
-			b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root}), nil)
-			defer b.Close()
-			chB := lockAsync(t, ctx, b, "caller", "b")
-			lockEventually(t, 20*time.Second, "B queued or granted", func() bool {
-				return len(chB) > 0 || queueLength(ctx, b, "caller") == 2
-			})
-			heldAtFreeze := !isClosed(la.Lost())
-			faultAt := monoNow()
-			proxy.Freeze()
-			lb, grantAt := grantedB(t, chB, 40*time.Second, "the freeze")
-			defer lb.Unlock(ctx)
-			t.Logf("A held at the freeze: %v; B granted %v after the freeze; A lost: %v (%v)", heldAtFreeze, grantAt-faultAt, isClosed(la.Lost()), la.(*lockHold).LostErr())
-			if !isClosed(la.Lost()) {
-				t.Errorf("A held at the freeze: %v; B granted %v after the freeze and A's Lost is not closed: two holders", heldAtFreeze, grantAt-faultAt)
-			}
+			_, _, err := conn.Exists("/")
+			return err == nil
 		})
-	}
+		if conn.SessionID() != sid {
+			t.Fatalf("A's session %#x did not survive the restart (now %#x): the test proves nothing", sid, conn.SessionID())
+		}
+		b := openTest(t, testOptions(srv.Addr(), map[string]string{"root": root}), nil)
+		defer b.Close()
+		chB := lockAsync(t, ctx, b, "caller", "b")
+		lockEventually(t, 20*time.Second, "B queued or granted", func() bool {
+			return len(chB) > 0 || queueLength(ctx, b, "caller") == 2
+		})
+		heldAtFreeze := !isClosed(la.Lost())
+		faultAt := monoNow()
+		proxy.Freeze()
+		lb, grantAt := grantedB(t, chB, 40*time.Second, "the freeze")
+		defer lb.Unlock(ctx)
+		t.Logf("A held at the freeze: %v; B granted %v after the freeze; A lost: %v (%v)", heldAtFreeze, grantAt-faultAt, isClosed(la.Lost()), la.(*lockHold).LostErr())
+		if !isClosed(la.Lost()) {
+			t.Errorf("A held at the freeze: %v; B granted %v after the freeze and A's Lost is not closed: two holders", heldAtFreeze, grantAt-faultAt)
+		}
+	})
 }
 
 // TestLockUnlockChurnKeepsHolds: A holds 10 locks (4s session) while it

@@ -182,41 +182,39 @@ func TestLockLeaderPaused(t *testing.T) {
 // node is gone the server deletes it (the tests' servers check every
 // 500ms), and Locks no longer lists the name.
 func TestLockParentVanishes(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			addr := zktest.StartServer(t, version).Addr()
-			s := openTest(t, testOptions(addr, nil), nil)
-			ctx := t.Context()
-			l, err := s.Lock(ctx, "order-123", "o", true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			names, err := s.Locks(ctx)
-			if err != nil || len(names) != 1 || names[0] != "order-123" {
-				t.Fatalf("Locks while held = (%v, %v), want [order-123]", names, err)
-			}
-			if err := l.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			conn := rawConn(t, addr)
-			lockEventually(t, 30*time.Second, "the unused lock name's node deleted by the server", func() bool {
-				ok, _, err := conn.Exists(s.lockParent("order-123"))
-				return err == nil && !ok
-			})
-			names, err = s.Locks(ctx)
-			if err != nil || len(names) != 0 {
-				t.Errorf("Locks after the name's node vanished = (%v, %v), want none", names, err)
-			}
-			l, err = s.Lock(ctx, "order-123", "o", true)
-			if err != nil {
-				t.Fatalf("Lock after the name's node vanished: %v", err)
-			}
-			if l.Fence() <= 0 {
-				t.Errorf("fence %d", l.Fence())
-			}
-			if err := l.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
+	zktest.EachVersion(t, func(t *testing.T, srv *zktest.Server) {
+		addr := srv.Addr()
+		s := openTest(t, testOptions(addr, nil), nil)
+		ctx := t.Context()
+		l, err := s.Lock(ctx, "order-123", "o", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := s.Locks(ctx)
+		if err != nil || len(names) != 1 || names[0] != "order-123" {
+			t.Fatalf("Locks while held = (%v, %v), want [order-123]", names, err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		conn := rawConn(t, addr)
+		lockEventually(t, 30*time.Second, "the unused lock name's node deleted by the server", func() bool {
+			ok, _, err := conn.Exists(s.lockParent("order-123"))
+			return err == nil && !ok
 		})
-	}
+		names, err = s.Locks(ctx)
+		if err != nil || len(names) != 0 {
+			t.Errorf("Locks after the name's node vanished = (%v, %v), want none", names, err)
+		}
+		l, err = s.Lock(ctx, "order-123", "o", true)
+		if err != nil {
+			t.Fatalf("Lock after the name's node vanished: %v", err)
+		}
+		if l.Fence() <= 0 {
+			t.Errorf("fence %d", l.Fence())
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -28,14 +28,12 @@ const pausedHolderEnv = "COSID_TEST_PAUSED_HOLDER"
 // find Lost closed. The holder's deadline passed while it slept; a timer
 // that has not run yet must not let it believe it still holds the lock.
 func TestLockClientPaused(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			addr := zktest.StartServer(t, version).Addr()
-			for round := range 3 {
-				clientPausedRound(t, addr, round)
-			}
-		})
-	}
+	zktest.EachVersion(t, func(t *testing.T, srv *zktest.Server) {
+		addr := srv.Addr()
+		for round := range 3 {
+			clientPausedRound(t, addr, round)
+		}
+	})
 }
 
 func clientPausedRound(t *testing.T, addr string, round int) {

@@ -33,16 +33,13 @@ const opDelete = 2
 // already; with 12s, the server is stopped right after a confirmation, so
 // A's hold outlives the reconnect and its deadline is moved earlier.
 func TestLockTimeoutShrinks(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			srv := zktest.StartServer(t, version)
-			timeoutChangeRound(t, srv, timeoutChange{asked: 30 * time.Second, largest: 4 * time.Second, after: 4 * time.Second})
-			srv.Stop()
-			srv.SetSessionTimeouts(0, 0)
-			srv.Start()
-			timeoutChangeRound(t, srv, timeoutChange{asked: 30 * time.Second, largest: 12 * time.Second, after: 12 * time.Second, afterConfirmation: true})
-		})
-	}
+	zktest.EachVersion(t, func(t *testing.T, srv *zktest.Server) {
+		timeoutChangeRound(t, srv, timeoutChange{asked: 30 * time.Second, largest: 4 * time.Second, after: 4 * time.Second})
+		srv.Stop()
+		srv.SetSessionTimeouts(0, 0)
+		srv.Start()
+		timeoutChangeRound(t, srv, timeoutChange{asked: 30 * time.Second, largest: 12 * time.Second, after: 12 * time.Second, afterConfirmation: true})
+	})
 }
 
 // TestLockTimeoutGrows: the other way, A's session negotiated at 8s, then
@@ -52,12 +49,9 @@ func TestLockTimeoutShrinks(t *testing.T) {
 // server counts the 20s from the reconnect: A's Lost must still close
 // before B's grant.
 func TestLockTimeoutGrows(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			srv := zktest.StartServer(t, version)
-			timeoutChangeRound(t, srv, timeoutChange{asked: 8 * time.Second, least: 20 * time.Second, after: 20 * time.Second})
-		})
-	}
+	zktest.EachVersion(t, func(t *testing.T, srv *zktest.Server) {
+		timeoutChangeRound(t, srv, timeoutChange{asked: 8 * time.Second, least: 20 * time.Second, after: 20 * time.Second})
+	})
 }
 
 // timeoutChange is a round of the timeout tests: A asks for a session of

@@ -301,12 +301,9 @@ type serverCheck struct {
 // onEachVersion starts one server of each supported ZooKeeper version and
 // runs on it, each as a subtest, the checks that checks returns for it.
 func onEachVersion(t *testing.T, checks func(srv *zktest.Server) []serverCheck) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			srv := zktest.StartServer(t, version)
-			for _, c := range checks(srv) {
-				t.Run(c.name, func(t *testing.T) { c.run(t, srv.Addr()) })
-			}
-		})
-	}
+	zktest.EachVersion(t, func(t *testing.T, srv *zktest.Server) {
+		for _, c := range checks(srv) {
+			t.Run(c.name, func(t *testing.T) { c.run(t, srv.Addr()) })
+		}
+	})
 }

@@ -39,64 +39,62 @@ func purgeOnceFree(t *testing.T, s *driverStore, l driver.Lease) {
 // one store takes leases in a loop while another purges; no purge deletes
 // a term that was live.
 func TestPurgeLiveLease(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			addr := zktest.StartServer(t, version).Addr()
-			r := &slotRounds{}
-			op := openRounds(t, addr, r)
-			a := openTest(t, testOptions(addr, map[string]string{"root": op.root}), nil)
-			conn := rawConn(t, addr)
-			ctx := t.Context()
-			ns := driver.Namespace{Name: "workers", Limit: 2, Tolerance: time.Second}
-			l := mustAcquire(t, a, slotRequest(ns, "a", "run"))
-			deleted, err := op.Purge(ctx)
-			if !errors.Is(err, driver.ErrLocked) || len(deleted) != 0 || !strings.Contains(err.Error(), "workers/0") {
-				t.Fatalf("Purge with a live lease: deleted %q, %v; want nothing deleted, ErrLocked naming workers/0", deleted, err)
-			}
-			if names, _, err := conn.Children(op.root); err != nil || len(names) == 0 {
-				t.Fatalf("after the refused purge the root has children %v (err %v), want them kept", names, err)
-			}
-			if l, err = a.Renew(ctx, l); err != nil {
-				t.Fatalf("Renew after the refused purge: %v", err)
-			}
-			if err := a.Release(ctx, l, l.Floor); err != nil {
-				t.Fatal(err)
-			}
+	zktest.EachVersion(t, func(t *testing.T, srv *zktest.Server) {
+		addr := srv.Addr()
+		r := &slotRounds{}
+		op := openRounds(t, addr, r)
+		a := openTest(t, testOptions(addr, map[string]string{"root": op.root}), nil)
+		conn := rawConn(t, addr)
+		ctx := t.Context()
+		ns := driver.Namespace{Name: "workers", Limit: 2, Tolerance: time.Second}
+		l := mustAcquire(t, a, slotRequest(ns, "a", "run"))
+		deleted, err := op.Purge(ctx)
+		if !errors.Is(err, driver.ErrLocked) || len(deleted) != 0 || !strings.Contains(err.Error(), "workers/0") {
+			t.Fatalf("Purge with a live lease: deleted %q, %v; want nothing deleted, ErrLocked naming workers/0", deleted, err)
+		}
+		if names, _, err := conn.Children(op.root); err != nil || len(names) == 0 {
+			t.Fatalf("after the refused purge the root has children %v (err %v), want them kept", names, err)
+		}
+		if l, err = a.Renew(ctx, l); err != nil {
+			t.Fatalf("Renew after the refused purge: %v", err)
+		}
+		if err := a.Release(ctx, l, l.Floor); err != nil {
+			t.Fatal(err)
+		}
 
-			// Another store acquires the released slot after the purge read
-			// it, as the purge's first delete goes out.
-			const opDelete = 2
-			var armed atomic.Bool
-			armed.Store(true)
-			var late driver.Lease
-			r.setCut(func(op int32) (bool, bool) {
-				if op == opDelete && armed.CompareAndSwap(true, false) {
-					late, err = a.Acquire(ctx, slotRequest(ns, "b", "run"))
-					if err != nil {
-						t.Errorf("Acquire during the purge: %v", err)
-					}
+		// Another store acquires the released slot after the purge read
+		// it, as the purge's first delete goes out.
+		const opDelete = 2
+		var armed atomic.Bool
+		armed.Store(true)
+		var late driver.Lease
+		r.setCut(func(op int32) (bool, bool) {
+			if op == opDelete && armed.CompareAndSwap(true, false) {
+				late, err = a.Acquire(ctx, slotRequest(ns, "b", "run"))
+				if err != nil {
+					t.Errorf("Acquire during the purge: %v", err)
 				}
-				return false, false
-			})
-			_, perr := op.Purge(ctx)
-			r.setCut(nil)
-			if armed.Load() {
-				t.Fatal("the purge sent no delete")
 			}
-			if perr == nil {
-				t.Fatalf("Purge went through although slot %d was acquired under it (fence %d)", late.Slot, late.Fence)
-			}
-			t.Logf("purge with a slot acquired under it: %v", perr)
-			if _, err := a.Renew(ctx, late); err != nil {
-				t.Fatalf("Renew of the term acquired under the purge: %v", err)
-			}
-			if err := a.Release(ctx, late, late.Floor); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := op.Purge(ctx); err != nil {
-				t.Fatalf("Purge once every lease is released: %v", err)
-			}
-			// The race of a purge with a live lease: the TCK's Purge/LiveLeaseRace.
+			return false, false
 		})
-	}
+		_, perr := op.Purge(ctx)
+		r.setCut(nil)
+		if armed.Load() {
+			t.Fatal("the purge sent no delete")
+		}
+		if perr == nil {
+			t.Fatalf("Purge went through although slot %d was acquired under it (fence %d)", late.Slot, late.Fence)
+		}
+		t.Logf("purge with a slot acquired under it: %v", perr)
+		if _, err := a.Renew(ctx, late); err != nil {
+			t.Fatalf("Renew of the term acquired under the purge: %v", err)
+		}
+		if err := a.Release(ctx, late, late.Floor); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := op.Purge(ctx); err != nil {
+			t.Fatalf("Purge once every lease is released: %v", err)
+		}
+		// The race of a purge with a live lease: the TCK's Purge/LiveLeaseRace.
+	})
 }

@@ -21,16 +21,14 @@ import (
 //
 //	go test -run '^$' -bench Slots -benchtime 3s ./drivers/zookeeper/
 func BenchmarkSlots(b *testing.B) {
-	for _, version := range zktest.Versions() {
-		b.Run(version, func(b *testing.B) {
-			addr := zktest.StartServer(b, version).Addr()
-			b.Run("Acquire", func(b *testing.B) { benchAcquire(b, addr) })
-			b.Run("RawAcquireTrips", func(b *testing.B) { benchRawAcquireTrips(b, addr) })
-			b.Run("Renew", func(b *testing.B) { benchRenew(b, addr) })
-			b.Run("Release", func(b *testing.B) { benchRelease(b, addr) })
-			b.Run("RawCAS", func(b *testing.B) { benchSlotRawCAS(b, addr) })
-		})
-	}
+	zktest.EachVersion(b, func(b *testing.B, srv *zktest.Server) {
+		addr := srv.Addr()
+		b.Run("Acquire", func(b *testing.B) { benchAcquire(b, addr) })
+		b.Run("RawAcquireTrips", func(b *testing.B) { benchRawAcquireTrips(b, addr) })
+		b.Run("Renew", func(b *testing.B) { benchRenew(b, addr) })
+		b.Run("Release", func(b *testing.B) { benchRelease(b, addr) })
+		b.Run("RawCAS", func(b *testing.B) { benchSlotRawCAS(b, addr) })
+	})
 }
 
 var benchNamespace = store.Namespace{Name: "bench", Limit: 1024, Tolerance: time.Second}

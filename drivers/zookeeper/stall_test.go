@@ -18,54 +18,51 @@ import (
 // session) would, and Connected as soon as the server answers again
 // (SIGCONT); the call then succeeds.
 func TestFrozenServerReported(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) {
-			srv := zktest.StartServer(t, version)
-			ev := eventrec.New()
-			st, err := store.OpenContext(t.Context(), "zookeeper",
-				testOptions(srv.Addr(), map[string]string{"sessionTimeout": "30s"}), ev.Options()...)
-			if err != nil {
-				t.Fatal(err)
+	zktest.EachVersion(t, func(t *testing.T, srv *zktest.Server) {
+		ev := eventrec.New()
+		st, err := store.OpenContext(t.Context(), "zookeeper",
+			testOptions(srv.Addr(), map[string]string{"sessionTimeout": "30s"}), ev.Options()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		ev.Await(t, store.Connected, 20*time.Second)
+		srv.Pause()
+		paused := true
+		defer func() {
+			if paused {
+				srv.Resume()
 			}
-			defer st.Close()
-			ev.Await(t, store.Connected, 20*time.Second)
-			srv.Pause()
-			paused := true
-			defer func() {
-				if paused {
-					srv.Resume()
-				}
-			}()
-			start := time.Now()
-			pinged := make(chan error, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				pinged <- st.Ping(ctx)
-			}()
-			// stallQuiet (1s) is the bound; the rest is room for a loaded
-			// machine, still well before the read timeout (20s).
-			down := ev.Await(t, store.Disconnected, 10*time.Second)
-			t.Logf("disconnected reported %v after the call began: %v", time.Since(start).Round(time.Millisecond), down.Err)
-			if down.Err == nil || !strings.Contains(down.Err.Error(), "no ZooKeeper server answered") {
-				t.Errorf("disconnected event with %v, want the store's own reason (no server answered)", down.Err)
-			}
-			if want := `level=WARN msg="store: disconnected"`; !strings.Contains(ev.Log(), want) {
-				t.Errorf("log lacks %q:\n%s", want, ev.Log())
-			}
-			srv.Resume()
-			paused = false
-			poll.Until(t, 20*time.Second, "Connected reported again once the server answers", func() bool {
-				return len(ev.Of(store.Connected)) == 2
-			})
-			if err := <-pinged; err != nil {
-				t.Errorf("Ping across the freeze: %v", err)
-			}
-			if got := ev.Kinds(); !eventrec.InOrder(got, store.Connected, store.Disconnected, store.Connected) {
-				t.Errorf("events %v, want connected, disconnected, connected", got)
-			}
+		}()
+		start := time.Now()
+		pinged := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			pinged <- st.Ping(ctx)
+		}()
+		// stallQuiet (1s) is the bound; the rest is room for a loaded
+		// machine, still well before the read timeout (20s).
+		down := ev.Await(t, store.Disconnected, 10*time.Second)
+		t.Logf("disconnected reported %v after the call began: %v", time.Since(start).Round(time.Millisecond), down.Err)
+		if down.Err == nil || !strings.Contains(down.Err.Error(), "no ZooKeeper server answered") {
+			t.Errorf("disconnected event with %v, want the store's own reason (no server answered)", down.Err)
+		}
+		if want := `level=WARN msg="store: disconnected"`; !strings.Contains(ev.Log(), want) {
+			t.Errorf("log lacks %q:\n%s", want, ev.Log())
+		}
+		srv.Resume()
+		paused = false
+		poll.Until(t, 20*time.Second, "Connected reported again once the server answers", func() bool {
+			return len(ev.Of(store.Connected)) == 2
 		})
-	}
+		if err := <-pinged; err != nil {
+			t.Errorf("Ping across the freeze: %v", err)
+		}
+		if got := ev.Kinds(); !eventrec.InOrder(got, store.Connected, store.Disconnected, store.Connected) {
+			t.Errorf("events %v, want connected, disconnected, connected", got)
+		}
+	})
 }
 
 // TestCloseIsNoOutage: a normal Close reports no Disconnected, and logs no

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/cosid-go/store/internal/testing/freeport"
@@ -38,6 +39,17 @@ const (
 	defaultVersions = "3.8,3.9"
 	installHint     = "run `bash scripts/install-zookeeper.sh` at the module root"
 )
+
+// EachVersion runs f as a subtest of tb, named after the version, on a
+// server of its own of each version Versions lists.
+func EachVersion[T interface {
+	testing.TB
+	Run(name string, f func(T)) bool
+}](tb T, f func(tb T, srv *Server)) {
+	for _, version := range Versions() {
+		tb.Run(version, func(tb T) { f(tb, StartServer(tb, version)) })
+	}
+}
 
 // Versions returns the ZooKeeper versions the tests run against, from
 // COSID_ZK_VERSIONS (a comma list, default "3.8,3.9").
