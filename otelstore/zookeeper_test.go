@@ -28,13 +28,10 @@ import (
 // expired and connected), an ErrUnavailable error that says what happened,
 // and the metrics read back from the SDK's reader.
 func TestZooKeeperOutage(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) { testOutage(t, version) })
-	}
+	zktest.EachVersion(t, testOutage)
 }
 
-func testOutage(t *testing.T, version string) {
-	srv := zktest.StartServer(t, version)
+func testOutage(t *testing.T, srv *zktest.Server) {
 	addr := srv.Addr()
 	r := newReader(t)
 	m := newMetrics(t, r)
