@@ -23,14 +23,12 @@ import (
 // however long it takes (it never gives up on a timer, see
 // TestLockAbandonedDuringOutage).
 func TestLockLateCreate(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) { testLockLateCreate(t, version) })
-	}
+	zktest.EachVersion(t, testLockLateCreate)
 }
 
-func testLockLateCreate(t *testing.T, version string) {
+func testLockLateCreate(t *testing.T, srv *zktest.Server) {
 	const name = "late"
-	addr := zktest.StartServer(t, version).Addr()
+	addr := srv.Addr()
 	proxies := []*zktest.Proxy{zktest.NewProxy(t, addr), zktest.NewProxy(t, addr), zktest.NewProxy(t, addr)}
 	addrs := make([]string, len(proxies))
 	for i, p := range proxies {

@@ -19,12 +19,11 @@ import (
 // is never counted as done for any caller of its batch. (Its values may be
 // handed out later, by any store, when it turns out not to have happened.)
 func TestCoalescedNext(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) { testCoalescedNext(t, zktest.StartServer(t, version).Addr()) })
-	}
+	zktest.EachVersion(t, testCoalescedNext)
 }
 
-func testCoalescedNext(t *testing.T, addr string) {
+func testCoalescedNext(t *testing.T, srv *zktest.Server) {
+	addr := srv.Addr()
 	const stores, goroutines, calls, drops = 4, 16, 40, 3
 	root := randomRoot()
 	var (

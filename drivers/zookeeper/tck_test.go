@@ -65,9 +65,7 @@ func restartServer(srv *zktest.Server) error {
 // times) and TestSlots/*/NodeLayout (a renewal writes its times as those
 // bounds).
 func TestTCK(t *testing.T) {
-	for _, version := range zktest.Versions() {
-		t.Run(version, func(t *testing.T) { testTCK(t, zktest.StartServer(t, version)) })
-	}
+	zktest.EachVersion(t, testTCK)
 }
 
 func testTCK(t *testing.T, srv *zktest.Server) {
