@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cosid-go/store"
+	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/etcdtest"
 	"github.com/cosid-go/store/internal/testing/netproxy"
 	"github.com/cosid-go/store/internal/testing/poll"
@@ -156,4 +157,27 @@ func proxiedStores(t *testing.T, c *etcdtest.Cluster, prefix string, timeout tim
 		stores = append(stores, st)
 	}
 	return stores, proxies
+}
+
+// releaseArmed releases l, the only term of namespace "n", at used with
+// armed set, for the fault the test put on the write's answer (how), and
+// fails the test unless the Release said it succeeded, the fault struck,
+// and the slot is listed released with the next floor used+1.
+func releaseArmed(t *testing.T, s *driverStore, l driver.Lease, used int64, armed *atomic.Bool, how string) {
+	t.Helper()
+	ctx := t.Context()
+	armed.Store(true)
+	if err := s.Release(ctx, l, used); err != nil {
+		t.Errorf("Release whose write was applied, %s: %v; want nil", how, err)
+	}
+	if armed.Load() {
+		t.Fatalf("the Release's write met no fault (%s)", how)
+	}
+	infos, err := s.Slots(ctx, "n")
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("Slots: %+v, %v", infos, err)
+	}
+	if in := infos[0]; in.Owner != "" || in.NextFloor != used+1 {
+		t.Errorf("slot after the release: owner %q, next floor %d; want released at %d", in.Owner, in.NextFloor, used+1)
+	}
 }

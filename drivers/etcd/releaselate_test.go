@@ -34,19 +34,5 @@ func TestReleaseAnswerPastAttemptDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := l.Floor + 5
-	armed.Store(true)
-	if err := s.Release(ctx, l, used); err != nil {
-		t.Errorf("Release applied, its answer after the attempt deadline: %v; want nil", err)
-	}
-	if armed.Load() {
-		t.Fatal("no answer was delayed")
-	}
-	infos, err := s.Slots(ctx, "n")
-	if err != nil || len(infos) != 1 {
-		t.Fatalf("Slots: %+v, %v", infos, err)
-	}
-	if in := infos[0]; in.Owner != "" || in.NextFloor != used+1 {
-		t.Errorf("slot after the release: owner %q, next floor %d; want released at %d", in.Owner, in.NextFloor, used+1)
-	}
+	releaseArmed(t, s, l, l.Floor+5, &armed, "whose answer came after the attempt deadline")
 }

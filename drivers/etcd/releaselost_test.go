@@ -55,21 +55,7 @@ func TestReleaseLostAnswer(t *testing.T) {
 	if err != nil || armed.Load() {
 		t.Fatalf("Renew with its answer lost: %v (answer dropped: %v)", err, !armed.Load())
 	}
-	used := l.Floor + 5
-	armed.Store(true)
-	if err := s.Release(ctx, nl, used); err != nil {
-		t.Errorf("Release whose write was applied and whose answer was lost: %v; want nil", err)
-	}
-	if armed.Load() {
-		t.Fatal("no answer was dropped")
-	}
-	infos, err := s.Slots(ctx, "n")
-	if err != nil || len(infos) != 1 {
-		t.Fatalf("Slots: %+v, %v", infos, err)
-	}
-	if in := infos[0]; in.Owner != "" || in.NextFloor != used+1 {
-		t.Errorf("slot after the release: owner %q, next floor %d; want released at %d", in.Owner, in.NextFloor, used+1)
-	}
+	releaseArmed(t, s, nl, l.Floor+5, &armed, "whose answer was lost")
 }
 
 // TestReleaseLostAnswerTakenOver: as TestReleaseLostAnswer, but another
