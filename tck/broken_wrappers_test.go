@@ -51,6 +51,9 @@ func init() {
 		wrapped("reentrant", "Locks/NotReentrant", func(s memDriver) driver.Store { return &reentrant{memDriver: s} }),
 		wrapped("forget-close", "Locks/LostOnClose", func(s memDriver) driver.Store { return forgetClose{s} }),
 		wrapped("exhausted-at-max", "Ranges/Overflow", func(s memDriver) driver.Store { return exhaustedAtMax{s} }),
+		wrapped("exhausted-at-max-unseen", "Ranges/Overflow", func(s memDriver) driver.Store {
+			return &exhaustedAtMaxUnseen{memDriver: s, seen: map[string]bool{}}
+		}),
 		wrapped("overflow-invalid", "Ranges/Overflow", func(s memDriver) driver.Store { return overflowInvalid{s} }),
 		wrapped("init-max-refused", "Ranges/Overflow", func(s memDriver) driver.Store { return initMaxRefused{s} }),
 		wrapped("init-sealed-refused", "Ranges/Seal", func(s memDriver) driver.Store { return initSealedRefused{s} }),
@@ -347,6 +350,38 @@ func (s exhaustedAtMax) Next(ctx context.Context, key string, step int64) (int64
 	next, _, err := s.memDriver.Current(ctx, key)
 	if err == nil && next == math.MaxInt64-step {
 		return 0, fmt.Errorf("next %d plus step %d: %w", next, step, driver.ErrExhausted)
+	}
+	return s.memDriver.Next(ctx, key, step)
+}
+
+// exhaustedAtMaxUnseen refuses an allocation ending exactly at
+// math.MaxInt64 at its first Next of a key it has not written (the SQL
+// drivers' upsert path, with an off-by-one of its own), and is right for
+// the keys it has.
+type exhaustedAtMaxUnseen struct {
+	memDriver
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (s *exhaustedAtMaxUnseen) saw(key string) (seen bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen, s.seen[key] = s.seen[key], true
+	return seen
+}
+
+func (s *exhaustedAtMaxUnseen) Init(ctx context.Context, key string, next int64) error {
+	s.saw(key)
+	return s.memDriver.Init(ctx, key, next)
+}
+
+func (s *exhaustedAtMaxUnseen) Next(ctx context.Context, key string, step int64) (int64, error) {
+	if !s.saw(key) {
+		next, _, err := s.memDriver.Current(ctx, key)
+		if err == nil && next > 0 && next == math.MaxInt64-step { // a new key is inserted, not compared
+			return 0, fmt.Errorf("next %d plus step %d: %w", next, step, driver.ErrExhausted)
+		}
 	}
 	return s.memDriver.Next(ctx, key, step)
 }

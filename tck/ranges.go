@@ -287,6 +287,16 @@ func checkOverflow(e *env) {
 	e.fatalIf(r.Init(e.ctx, "overflow/top", top), "Init(MaxInt64) of the sealed key at MaxInt64 "+
 		"(see driver.RangeStore.Init: at the same next value, sealed or not, it succeeds)")
 
+	// The same bounds at a store's first Next of a key another store made:
+	// a driver may take another path for a key it has not seen (an upsert
+	// rather than an update of a row it knows).
+	e.fatalIf(e.open().Ranges().Init(e.ctx, "overflow/other", top-10), "Init(MaxInt64-10) from another store")
+	_, err = e.open().Ranges().Next(e.ctx, "overflow/other", 11)
+	e.wantIs(err, store.ErrExhausted, "a store's first Next(11) of a key another store Init at MaxInt64-10")
+	e.wantCurrent(st, "overflow/other", top-10, false)
+	e.wantRange(e.next(e.open(), "overflow/other", 10), top-10, top,
+		"a store's first Next(10) of a key another store Init at MaxInt64-10")
+
 	// Sealed wins over a step past MaxInt64, also when another store
 	// sealed the key after this one last used it (a driver that judges the
 	// step on what it remembers must read before refusing).
