@@ -490,7 +490,9 @@ func checkIdentity(e *env) {
 // connected (driver.Connector) and written to: a driver may create it at
 // Connect or at the first write), the factory opens it with
 // create=false too (driver.OptionCreate), or refuses the option as unknown
-// (a driver should accept it, need not).
+// (a driver should accept it, need not). Options naming no store
+// (Suite.MissingOptions) opened with create=false are refused with
+// ErrNotFound, twice: the first refusal created nothing.
 func checkCreateFalse(e *env) {
 	open := func(opts map[string]string) (*store.Store, error) {
 		d, err := e.suite.Factory(opts)
@@ -527,4 +529,21 @@ func checkCreateFalse(e *env) {
 			"(see driver.OptionCreate: false opens an existing store)", e.suite.Options, err)
 	}
 	e.fatalIf(st.Close(), "closing the store opened with create=false")
+	if e.suite.MissingOptions == nil {
+		return
+	}
+	opts = maps.Clone(e.suite.MissingOptions(e.t))
+	opts[driver.OptionCreate] = "false"
+	for _, when := range []string{"", " again (the first refusal must have created nothing)"} {
+		st, err = open(opts)
+		if err == nil {
+			e.fatalIf(st.Close(), "closing the store opened with create=false")
+			e.t.Fatalf("opening with create=false%s opened a store at %q, where none exists "+
+				"(see driver.OptionCreate: it fails with ErrNotFound, having created nothing)", when, opts)
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			e.t.Fatalf("opening with create=false%s at %q, where no store exists, gave %v, not ErrNotFound "+
+				"(see driver.OptionCreate)", when, opts, err)
+		}
+	}
 }

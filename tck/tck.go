@@ -177,6 +177,11 @@ type Suite struct {
 	// without (a file path): each is removed from Options in turn, and the
 	// factory must refuse, wrapping ErrInvalidArgument and naming the key.
 	RequiredOptions []string
+	// MissingOptions, if set, returns valid options of Factory that name a
+	// store that does not exist, fresh at each call (a new file, a name
+	// nobody used): opened with create=false they must be refused with
+	// ErrNotFound, creating nothing (driver.OptionCreate).
+	MissingOptions func(t *testing.T) map[string]string
 	// TimeScale multiplies every ttl and wait the TCK uses (default 1).
 	TimeScale float64
 	// NotPersistent, when set, says why the driver keeps nothing across a

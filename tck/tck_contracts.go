@@ -245,8 +245,8 @@
 //	D143  LockSealer RaiseLockFences: every later fence is above the floor,        Locks/RaiseFences, Locks/Seal (it unseals),
 //	      a waiter's queued before included; it lowers nothing, and unseals        Locks/RaiseQueued, Locks/RaiseTwiceQueued
 //	OptionCreate:
-//	D144  OptionCreate: create=false opens an existing store and creates and       Options/CreateFalse (or the option is refused as unknown)
-//	      writes nothing; a driver should accept it
+//	D144  OptionCreate: create=false opens an existing store and creates and       Options/CreateFalse (or the option is refused as unknown;
+//	      writes nothing; a driver should accept it                                a missing store's ErrNotFound needs Suite.MissingOptions)
 //	Store:
 //	D145  every answer of concurrent calls is one a single-copy store could give   Explore/Linearizable; random histories against the model:
 //	      (linearizable), and histories agree with the model                       Explore/Histories

@@ -56,7 +56,10 @@ func TestTCK(t *testing.T) {
 		// Its only other option is create; name has a default (the
 		// unnamed state), so no option is required.
 		MalformedOptions: map[string]string{"create": "maybe"},
-		NotPersistent:    notPersistent,
+		MissingOptions: func(*testing.T) map[string]string {
+			return map[string]string{"name": fmt.Sprintf("tck-missing-%d", tckHarnesses.Add(1))}
+		},
+		NotPersistent: notPersistent,
 	})
 }
 

@@ -36,5 +36,8 @@ func TestTCK(t *testing.T) {
 		Options:          map[string]string{"path": filepath.Join(t.TempDir(), "options.db"), "busyTimeout": "1s"},
 		MalformedOptions: map[string]string{"busyTimeout": "soon", "create": "maybe"},
 		RequiredOptions:  []string{"path"},
+		MissingOptions: func(t *testing.T) map[string]string {
+			return map[string]string{"path": filepath.Join(t.TempDir(), "missing.db")}
+		},
 	})
 }
