@@ -356,8 +356,16 @@ func checkChoiceOrder(e *env) {
 	release(1, b)
 	// Free now: b's last, 2 (a's last) and z.
 	e.wantSlot(acq(1, "a", new(z)), 2, fmt.Sprintf("the owner's last slot comes before the preferred slot %d", z))
-	e.wantSlot(acq(0, "d", new(z)), z, "the preferred slot comes before the search")
-	e.wantSlot(acq(1, "e", nil), b.Slot, "the only free slot")
+	d := acq(0, "d", new(z))
+	e.wantSlot(d, z, "the preferred slot comes before the search")
+	ee := acq(1, "e", nil)
+	e.wantSlot(ee, b.Slot, "the only free slot")
+	// The index names a slot taken from another owner's history too (a
+	// driver may write a used slot on another path than a new one).
+	release(1, ee)
+	release(0, d)
+	e.wantSlot(acq(0, "e", new(z)), b.Slot,
+		fmt.Sprintf("owner e's last slot, b's before, comes before the preferred slot %d", z))
 }
 
 // checkExhaustion: ErrExhausted only when every slot is held, and a
