@@ -21,6 +21,8 @@ func init() {
 		variant{name: "create-false-creates", checks: []string{"Options/CreateFalse"}, broken: true, suite: createFalseSuite(true)},
 		variant{name: "index-new-slots-only", checks: []string{"Slots/ChoiceOrder"}, broken: true,
 			suite: wrapSuite(func(s memDriver) driver.Store { return indexNewSlotsOnly{s} })},
+		variant{name: "seed-under-fence-floor", checks: []string{"History/PurgeKeepsSlotFences"}, broken: true,
+			suite: wrapSuite(func(s memDriver) driver.Store { return seedUnderFenceFloor{s} })},
 	)
 }
 
@@ -69,6 +71,33 @@ func (s indexNewSlotsOnly) Acquire(ctx context.Context, req driver.AcquireReques
 	return l, memfault.Edit(ctx, s.memDriver, func(st memfault.State) error {
 		if ns, ok := st.Space(req.Namespace.Name); ok {
 			ns.SetOwners(req.Owner, before)
+		}
+		return nil
+	})
+}
+
+// seedUnderFenceFloor seeds a slot never used from a zero record, not from
+// the purged fence floor: the seeded fence may be below the purged ones.
+type seedUnderFenceFloor struct{ memDriver }
+
+func (s seedUnderFenceFloor) SeedSlot(ctx context.Context, want driver.Namespace, n int, fence, nextFloor int64) error {
+	used := false
+	if err := memfault.Edit(ctx, s.memDriver, func(st memfault.State) error {
+		if ns, ok := st.Space(want.Name); ok {
+			_, used = ns.Slots()[n]
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := s.memDriver.SeedSlot(ctx, want, n, fence, nextFloor); err != nil || used {
+		return err
+	}
+	return memfault.Edit(ctx, s.memDriver, func(st memfault.State) error {
+		if ns, ok := st.Space(want.Name); ok {
+			r := ns.Slot(n)
+			r.Fence = fence
+			ns.SetSlot(n, r)
 		}
 		return nil
 	})

@@ -136,6 +136,16 @@ func checkPurgeSlotFences(e *env) {
 		e.t.Errorf("the first term of a namespace made after a second purge has fence %d, not above %d from before "+
 			"(see driver.Purger: every slot fence handed out later is above every one handed out before)", l.Fence, high)
 	}
+	// A seed of a slot first used after the purge lowers nothing either
+	// (see driver.SlotSeeder): its fence stays above the purged ones.
+	if has[driver.SlotSeeder](st) {
+		sns := e.namespace("purge-fence-seed", 1)
+		e.fatalIf(st.Slots().Seed(e.ctx, sns, 0, 1, 0), "Seed(fence 1) of a slot never used, after a purge")
+		if l := e.acquire(st, sns, "a", e.long()); l.Fence <= high {
+			e.t.Errorf("the first term of a slot seeded at fence 1 after a purge has fence %d, not above %d from before "+
+				"(see driver.SlotSeeder: nothing is ever lowered; driver.Purger: fences never repeat)", l.Fence, high)
+		}
+	}
 }
 
 // checkPurgeSlotFloor: a driver that keeps a slot timestamp floor across
