@@ -47,7 +47,7 @@ func (s *lockStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, 
 	if len(kvs) == 0 {
 		return nil, fmt.Errorf("lock %q: nobody holds or waits for it: %w", name, driver.ErrNotFound)
 	}
-	offset, err := s.parseOffset(tr.Responses[1].GetResponseRange().Kvs)
+	offset, err := s.readOffset(tr.Responses[1].GetResponseRange().Kvs)
 	if err != nil {
 		return nil, err
 	}

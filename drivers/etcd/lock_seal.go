@@ -23,7 +23,8 @@ import (
 // before the seal's revision is refused). Revisions cannot be set, so a
 // fence is the key's create revision plus the offset its create read, or
 // the one read at its grant if higher (a waiter queued before a raise is
-// granted above its floor).
+// granted above its floor). The offset only grows: one below an offset
+// the store read is refused (readOffset).
 //
 // Both writers compare what they read: a seal or a raise whose answer was
 // lost and that is applied later, after the other, changes nothing.
@@ -63,6 +64,30 @@ func (s *lockStore) parseOffset(kvs []*mvccpb.KeyValue) (int64, error) {
 	return n, nil
 }
 
+// readOffset is parseOffset for an offset a fence or a floor is made
+// with. Offsets only grow (RaiseLockFences never lowers one), so one below
+// an offset the store read before is the key restored from before a raise
+// (a snapshot, or written by hand): revisions do not make up for it, the
+// fences would go back below those granted after the raise. It is refused
+// until a raise puts it back at least there.
+func (s *lockStore) readOffset(kvs []*mvccpb.KeyValue) (int64, error) {
+	n, err := s.parseOffset(kvs)
+	if err != nil {
+		return 0, err
+	}
+	for {
+		seen := s.offsetSeen.Load()
+		if n < seen {
+			return 0, fmt.Errorf("etcd: key %s: the lock fence offset is %d, below %d, which this store read before: "+
+				"it went back (restored from a backup, or written by hand); raise the lock fences: %w",
+				s.offsetKey(), n, seen, driver.ErrCorrupt)
+		}
+		if n == seen || s.offsetSeen.CompareAndSwap(seen, n) {
+			return n, nil
+		}
+	}
+}
+
 // offsetFence is a waiter key's fence: its create revision plus offset.
 func offsetFence(rev, offset int64) (int64, error) {
 	if offset > math.MaxInt64-rev {
@@ -100,7 +125,7 @@ func (s *lockStore) sealOnce(ctx context.Context) (int64, bool, error) {
 		if err = s.check(ctx, err); err != nil {
 			return 0, false, err
 		}
-		offset, err := s.parseOffset(resp.Kvs)
+		offset, err := s.readOffset(resp.Kvs)
 		if err != nil {
 			return 0, true, err
 		}

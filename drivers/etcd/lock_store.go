@@ -46,6 +46,9 @@ type lockStore struct {
 	// heard counts the deletes the sessions' watches told of keys not
 	// their own (tests measure what an Unlock costs the other stores).
 	heard atomic.Int64
+	// offsetSeen is the highest lock fence offset the store read
+	// (readOffset, lock_seal.go).
+	offsetSeen atomic.Int64
 }
 
 func (s *lockStore) lockPrefix(name string) string { return s.key("lock", name) + "/" }
@@ -159,7 +162,7 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 			// RaiseLockFences since the create (locks moving in, with
 			// fences up to its floor held elsewhere): the fence handed
 			// out now is above that floor, as Waiters said it would be.
-			offset, err := s.parseOffset(resp.Responses[3].GetResponseRange().Kvs)
+			offset, err := s.readOffset(resp.Responses[3].GetResponseRange().Kvs)
 			if err != nil {
 				return nil, err
 			}
@@ -211,7 +214,7 @@ func (s *lockStore) createWaiter(ctx context.Context, ss *lockSession, key, owne
 		if resp.Succeeded {
 			rev := resp.Header.Revision
 			oldest := resp.Responses[1].GetResponseRange().Kvs
-			offset, err := s.parseOffset(resp.Responses[2].GetResponseRange().Kvs)
+			offset, err := s.readOffset(resp.Responses[2].GetResponseRange().Kvs)
 			return rev, len(oldest) == 1 && oldest[0].CreateRevision == rev, offset, err
 		}
 		if len(resp.Responses[1].GetResponseRange().Kvs) > 0 {

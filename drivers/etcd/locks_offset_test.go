@@ -62,3 +62,62 @@ func TestLockCorruptOffsetLeavesNoKey(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestLockOffsetWrittenBack: lock_fence_offset restored from before a
+// RaiseLockFences (a snapshot taken before it, or by hand) is below the
+// offset the store read: the fences it grants would go back below those
+// granted after the raise, revisions do not make up for it. The store's
+// next Lock is refused (ErrCorrupt), of any name, until the fences are
+// raised again.
+func TestLockOffsetWrittenBack(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("offset-back")
+	a, _ := openPair(t, prefix)
+	l, err := a.Locks().TryLock(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	floor := l.Fence() + 1_000_000
+	if err := a.Locks().RaiseFences(ctx, floor); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = a.Locks().TryLock(ctx, "job"); err != nil {
+		t.Fatal(err)
+	}
+	raised := l.Fence()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// As before the raise: no offset key.
+	if _, err := rawClient(t).Delete(ctx, prefix+"/lock_fence_offset"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"job", "other"} {
+		l, err := a.Locks().TryLock(ctx, name)
+		if err == nil {
+			if l.Fence() <= raised {
+				t.Errorf("TryLock(%q) after lock_fence_offset went back to before RaiseLockFences(%d): fence %d, not above %d granted after it",
+					name, floor, l.Fence(), raised)
+			}
+			_ = l.Unlock(ctx)
+			continue
+		}
+		if !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("TryLock(%q) after lock_fence_offset went back: %v, want ErrCorrupt", name, err)
+		}
+	}
+	// storectl restore raises the fences again.
+	if err := a.Locks().RaiseFences(ctx, raised+1_000); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = a.Locks().TryLock(ctx, "job"); err != nil {
+		t.Fatalf("TryLock after the fences were raised again: %v", err)
+	}
+	if l.Fence() <= raised+1_000 {
+		t.Errorf("TryLock after RaiseLockFences(%d): fence %d", raised+1_000, l.Fence())
+	}
+	_ = l.Unlock(ctx)
+}
