@@ -31,7 +31,10 @@ import (
 // czxid plus the offset its create checked, or, for a node that waited
 // while a raise changed the root, the offset its grant's check read (a
 // raise passes no waiter's fence). A store that may not read the node
-// cannot check it and ignores the seal and a raise while it waits.
+// cannot check it and ignores the seal and a raise while it waits. The
+// offset only grows: a store that reads one below an offset it read
+// before (the root restored from before a raise) refuses with ErrCorrupt
+// until a raise puts it back at least there.
 const (
 	fieldLocksSealed     = "locks_sealed"
 	fieldLockFenceOffset = "lock_fence_offset"
@@ -143,7 +146,11 @@ func (s *lockStore) updateLockRoot(ctx context.Context, change func(lockRoot, *z
 // its mzxid is above every lock node's czxid created before: that plus the
 // offset is the floor.
 func (s *lockStore) SealLocks(ctx context.Context) (int64, error) {
-	r, stat, err := s.updateLockRoot(ctx, func(_ lockRoot, _ *zk.Stat, data []byte) ([]byte, error) {
+	r, stat, err := s.updateLockRoot(ctx, func(cur lockRoot, _ *zk.Stat, data []byte) ([]byte, error) {
+		// An offset gone back would give a floor below fences granted.
+		if err := s.rootCache.behind(cur); err != nil {
+			return nil, err
+		}
 		return withLine(data, fieldLocksSealed, "true")
 	})
 	if err != nil {
@@ -217,6 +224,11 @@ type lockRootCache struct {
 	version int32
 	state   lockRoot
 	noCheck bool // the root is not readable (ACL): nothing is checked
+	// highest is the highest fence offset the store read. Offsets only
+	// grow, so a lower one is the root written back from before a raise
+	// (a restore): czxids do not make up for it, the fences would go
+	// back below those granted after the raise.
+	highest int64
 }
 
 // check is the check to add to a create, with the offset it stands for;
@@ -255,10 +267,30 @@ func (c *lockRootCache) forget() {
 	c.mu.Unlock()
 }
 
+// set records the root as read at version, unless its offset is below
+// one read before: then the cache forgets the version, so that the next
+// create's check fails and its read of the root refuses (behind).
 func (c *lockRootCache) set(version int32, state lockRoot) {
 	c.mu.Lock()
-	c.known, c.version, c.state = true, version, state
+	defer c.mu.Unlock()
+	if state.offset < c.highest {
+		c.known = false
+		return
+	}
+	c.known, c.version, c.state, c.highest = true, version, state, state.offset
+}
+
+// behind refuses a root whose fence offset is below one the store read.
+func (c *lockRootCache) behind(state lockRoot) error {
+	c.mu.Lock()
+	highest := c.highest
 	c.mu.Unlock()
+	if state.offset < highest {
+		return fmt.Errorf("the lock fence offset is %d, below %d, which this store read before: "+
+			"the node went back (restored from a backup, or written back by hand); raise the lock fences: %w",
+			state.offset, highest, driver.ErrCorrupt)
+	}
+	return nil
 }
 
 // lockRootOpen refuses a Lock of name while the cache says the locks are
@@ -305,6 +337,9 @@ func (s *lockStore) readLockRoot(ctx context.Context, a *attempts) (lockRoot, er
 	st, err := parseLockRoot(s.lockRootPath(), r.data)
 	if err != nil {
 		return lockRoot{}, err
+	}
+	if err := s.rootCache.behind(st); err != nil {
+		return lockRoot{}, fmt.Errorf("zookeeper: %s: %w", s.lockRootPath(), err)
 	}
 	s.rootCache.set(r.stat.Version, st)
 	return st, nil

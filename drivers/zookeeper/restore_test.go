@@ -19,6 +19,7 @@ func TestWrittenBack(t *testing.T) {
 			{"SealedKey", testWrittenBackSealedKey},
 			{"ReleasedTerm", testWrittenBackReleasedTerm},
 			{"RenewedTerm", testWrittenBackRenewedTerm},
+			{"RaisedLockRoot", testWrittenBackRaisedLockRoot},
 		}
 	})
 }
@@ -104,4 +105,64 @@ func testWrittenBackRenewedTerm(t *testing.T, addr string) {
 			t.Errorf("Acquire of the slot written back: %v; want ErrCorrupt", err)
 		}
 	}
+}
+
+// testWrittenBackRaisedLockRoot: the locks' root written back as it was
+// before RaiseLockFences (a restore of a backup taken before the raise)
+// has a lower fence offset than the store read: its fences would go back
+// below those it granted after the raise (czxids do not make up for an
+// offset), so its next Lock is refused, until the fences are raised again.
+func testWrittenBackRaisedLockRoot(t *testing.T, addr string) {
+	s := openTest(t, testOptions(addr, nil), nil)
+	ctx := t.Context()
+	l, err := s.Lock(ctx, "job", "a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn := rawConn(t, addr)
+	data, _, err := conn.Get(s.lockRootPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := l.Fence() + 1_000_000
+	if err := s.RaiseLockFences(ctx, floor); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = s.Lock(ctx, "job", "a", false); err != nil {
+		t.Fatal(err)
+	}
+	raised := l.Fence()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Set(s.lockRootPath(), data, -1); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"job", "other"} {
+		l, err := s.Lock(ctx, name, "a", false)
+		if err == nil {
+			if l.Fence() <= raised {
+				t.Errorf("Lock(%q) after the locks' root was written back as before RaiseLockFences(%d): fence %d, not above %d granted after the raise",
+					name, floor, l.Fence(), raised)
+			}
+			_ = l.Unlock(ctx)
+			continue
+		}
+		wantIs(t, err, driver.ErrCorrupt, "Lock(%q) after the locks' root was written back as before the raise", name)
+	}
+	// storectl restore raises the fences again: the locks are granted
+	// above every fence so far.
+	if err := s.RaiseLockFences(ctx, raised+1_000); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = s.Lock(ctx, "job", "a", false); err != nil {
+		t.Fatalf("Lock after the fences were raised again: %v", err)
+	}
+	if l.Fence() <= raised+1_000 {
+		t.Errorf("Lock after RaiseLockFences(%d): fence %d", raised+1_000, l.Fence())
+	}
+	_ = l.Unlock(ctx)
 }
