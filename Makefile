@@ -1,7 +1,8 @@
 # make test: every test with the race detector, including the ZooKeeper
 #            driver's against real 3.8 and 3.9 servers and the PostgreSQL
 #            driver's against a real PostgreSQL server and the MySQL driver's
-#            against a real MariaDB server, which the tests start.
+#            against a real MariaDB server, which the tests start, and the
+#            status page's test in a real Chromium, which it installs.
 # make check: no tracked binaries or files over 1 MB, formatting, go vet,
 #             staticcheck (pinned), and the API against the last release's.
 # otelstore, examples/prometheus, drivers/etcd, cmd/storectl and tools are modules of their own
@@ -32,7 +33,7 @@ GO_TEST := go test -race -count=1 -p $(TEST_P)
 
 .PHONY: $(TEST_PARTS) $(addprefix test-zk/,$(ZK_VERSIONS))
 
-test: zookeeper postgres etcd mariadb sqlite3
+test: zookeeper postgres etcd mariadb sqlite3 chromium
 	@$(MAKE) --no-print-directory -k -j $(words $(TEST_PARTS)) --output-sync=target $(TEST_PARTS)
 
 test-root:
