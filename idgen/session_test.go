@@ -226,12 +226,21 @@ func TestSessionAcquireTookTheValidity(t *testing.T) {
 	// The slow round trip under test: the answer comes a ttl after the send.
 	waitUntil(time.Now().Add(ttl).UnixMilli())
 	release()
-	err := <-failed
+	wantSessionRefused(t, st, space, floor, <-failed, "with an acquire longer than the ttl",
+		"the acquire of slot 0 took", "clock is behind")
+}
+
+// wantSessionRefused fails the test unless err, what NewSession on slot 0
+// of space returned (what: the call, in the failure), is ErrLeaseLost with
+// a message that says says and not blames (if not ""), and the slot is
+// released with next floor floor, its floor: nothing was issued.
+func wantSessionRefused(t *testing.T, st *store.Store, space store.Namespace, floor int64, err error, what, says, blames string) {
+	t.Helper()
 	if !errors.Is(err, idgen.ErrLeaseLost) {
-		t.Fatalf("NewSession with an acquire longer than the ttl: %v, want ErrLeaseLost", err)
+		t.Fatalf("NewSession %s: %v, want ErrLeaseLost", what, err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "the acquire of slot 0 took") || strings.Contains(msg, "clock is behind") {
-		t.Errorf("error %q does not say the acquire took the whole validity", msg)
+	if msg := err.Error(); !strings.Contains(msg, says) || (blames != "" && strings.Contains(msg, blames)) {
+		t.Errorf("error %q does not say %q (or says %q)", msg, says, blames)
 	}
 	t.Log(err)
 	if s := slotInfo(t, st, space.Name, 0); s.Owner != "" || s.NextFloor != floor {
@@ -247,16 +256,7 @@ func TestSessionStoreClockBehind(t *testing.T) {
 	floor := seedFloor(t, st, space)
 	f.skew.Store(time.Minute.Milliseconds())
 	_, err := idgen.NewSession(t.Context(), st, space, "host-a", idgen.SessionOptions{Acquire: store.AcquireOptions{TTL: 30 * time.Second}})
-	if !errors.Is(err, idgen.ErrLeaseLost) {
-		t.Fatalf("NewSession on a store a minute behind: %v, want ErrLeaseLost", err)
-	}
-	if msg := err.Error(); !strings.Contains(msg, "the store's clock is behind") {
-		t.Errorf("error %q does not blame the store's clock", msg)
-	}
-	t.Log(err)
-	if s := slotInfo(t, st, space.Name, 0); s.Owner != "" || s.NextFloor != floor {
-		t.Errorf("after the failed NewSession: slot %+v, want released with next floor %d", s, floor)
-	}
+	wantSessionRefused(t, st, space, floor, err, "on a store a minute behind", "the store's clock is behind", "")
 }
 
 // TestSessionLargeMargin: a margin above 2/3 of the ttl leaves less
