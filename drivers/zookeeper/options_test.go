@@ -127,18 +127,14 @@ func TestNewOptions(t *testing.T) {
 		t.Errorf("New(nil): %v, want ErrInvalidArgument", err)
 	}
 	// A connection to nowhere: New must not use it to check options.
-	conn, _, err := zk.Connect([]string{deadAddr(t)}, time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := deadConn(t)
 	for _, k := range connectionOptions {
 		_, err := newOnConn(conn, map[string]string{k: "1s"})
 		if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "New") {
 			t.Errorf("New with %s: %v, want ErrInvalidArgument naming it and saying it does not apply to New", k, err)
 		}
 	}
-	_, err = newOnConn(conn, map[string]string{"rot": "/x"})
+	_, err := newOnConn(conn, map[string]string{"rot": "/x"})
 	if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), `"rot"`) {
 		t.Errorf("New with a typo: %v", err)
 	}
@@ -250,6 +246,19 @@ func deadAddr(t *testing.T) string {
 	return addr
 }
 
+// deadConn is a go-zookeeper connection to deadAddr, closed when the test
+// ends: a connection to nowhere, which what takes it must not use to
+// check options.
+func deadConn(t *testing.T) *zk.Conn {
+	t.Helper()
+	conn, _, err := zk.Connect([]string{deadAddr(t)}, time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
 type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
@@ -292,11 +301,7 @@ func TestOpenStoreOptions(t *testing.T) {
 	if _, err := OpenStore(nil, nil); !errors.Is(err, driver.ErrInvalidArgument) {
 		t.Errorf("OpenStore(nil conn): %v, want ErrInvalidArgument", err)
 	}
-	conn, _, err := zk.Connect([]string{deadAddr(t)}, time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := deadConn(t)
 	st, err := OpenStore(conn, &Options{Root: "/x", SessionTimeout: 3 * time.Second, RetryMaxRetries: -1,
 		RetryBaseSleepTime: time.Millisecond, ACL: zk.AuthACL(zk.PermAll)}, store.WithTimeout(time.Second))
 	if err != nil {

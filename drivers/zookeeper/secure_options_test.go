@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/google/go-cmp/cmp"
@@ -128,11 +127,7 @@ func TestSecretsNotShown(t *testing.T) {
 			t.Errorf("auth entry printed as %q: want the scheme only", s)
 		}
 	}
-	conn, _, err := zk.Connect([]string{deadAddr(t)}, time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := deadConn(t)
 	for _, k := range securityConnectionOptions {
 		_, err := newOnConn(conn, map[string]string{k: "digest:alice:" + secretWord})
 		if !errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), k) {
