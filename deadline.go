@@ -81,7 +81,12 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	if d, ok := ctx.Deadline(); ok && !d.After(at) {
 		return ctx, func() {}
 	}
-	b := &bounded{Context: s.bounds.until(at, s.timeout/64), values: ctx}
+	sh := s.bounds.until(at, s.timeout/64)
+	if ctx == context.Background() || ctx == context.TODO() {
+		// No values, no end: the shared context is all the call needs.
+		return sh, func() {}
+	}
+	b := &bounded{Context: sh, values: ctx}
 	if ctx.Done() == nil {
 		return b, func() {}
 	}
