@@ -55,7 +55,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	if slot.c != nil {
-		conn = &cutConn{Conn: conn, sock: slot.c}
+		conn = newCutConn(conn, slot.c)
 	}
 	ex, ok := conn.(driver.ExecerContext)
 	if !ok {

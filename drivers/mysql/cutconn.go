@@ -61,6 +61,16 @@ type cutConn struct {
 	driver.Conn
 	sock   net.Conn
 	broken atomic.Bool // its socket was cut: never used again
+	cut    func()      // cuts the socket: made once, not per call
+}
+
+func newCutConn(c driver.Conn, sock net.Conn) *cutConn {
+	cc := &cutConn{Conn: c, sock: sock}
+	cc.cut = func() {
+		cc.broken.Store(true)
+		_ = cc.sock.Close()
+	}
+	return cc
 }
 
 // The interfaces of go-sql-driver's connection that database/sql looks
@@ -85,11 +95,10 @@ func (c *cutConn) ExecContext(ctx context.Context, q string, args []driver.Named
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() {
-		c.broken.Store(true)
-		_ = c.sock.Close()
-	})
-	res, err := ex.ExecContext(context.WithoutCancel(ctx), q, args)
+	stop := context.AfterFunc(ctx, c.cut)
+	// go-sql-driver reads nothing of a context but its end, which it is
+	// not to watch here.
+	res, err := ex.ExecContext(context.Background(), q, args)
 	if !stop() {
 		// Cut (perhaps just after the answer): the outcome is the
 		// context's, as with the driver's watcher, and the connection

@@ -33,8 +33,10 @@ type db struct {
 	q    *queries
 }
 
+var _ sqlstore.Int64Querier = db{}
+
 func newDB(pool *sql.DB, h *sqlstore.Health, d sqlstore.Dialect) db {
-	return db{pool: pool, h: h, d: d, q: &queries{m: map[string]*query{}}}
+	return db{pool: pool, h: h, d: d, q: &queries{}}
 }
 
 // query is a statement in the server's form.
@@ -44,18 +46,16 @@ type query struct {
 	mark  string
 }
 
-// queries caches statements in the server's form.
+// queries caches statements in the server's form, by their text: read
+// on every statement, written once per text.
 type queries struct {
-	mu sync.Mutex
-	m  map[string]*query
+	m sync.Map // string to *query
 }
 
 // get returns q in the server's form: each $n a ?, its argument listed.
 func (c *queries) get(q string) *query {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t := c.m[q]; t != nil {
-		return t
+	if t, ok := c.m.Load(q); ok {
+		return t.(*query)
 	}
 	t := &query{}
 	for _, m := range []string{mysqldialect.MarkID, mysqldialect.MarkIDChanged, mysqldialect.MarkIDFound,
@@ -80,8 +80,17 @@ func (c *queries) get(q string) *query {
 		b.WriteByte(q[i])
 	}
 	t.text = b.String()
-	c.m[q] = t
-	return t
+	got, _ := c.m.LoadOrStore(q, t)
+	return got.(*query)
+}
+
+// returnsID says whether t's value is the LAST_INSERT_ID it sets.
+func (t *query) returnsID() bool {
+	switch t.mark {
+	case mysqldialect.MarkID, mysqldialect.MarkIDChanged, mysqldialect.MarkIDFound:
+		return true
+	}
+	return false
 }
 
 // args lists args in the order of t's placeholders.
@@ -100,16 +109,15 @@ func (d db) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	var n int64
 	err := d.retry(ctx, func() error {
 		var err error
-		n, _, err = d.exec(ctx, d.pool, q, args)
+		n, _, err = d.exec(ctx, d.pool, d.q.get(q), args)
 		return err
 	})
 	return n, d.check(err)
 }
 
-// exec runs q on e and returns its affected rows (an upsert's update
+// exec runs t on e and returns its affected rows (an upsert's update
 // counted once) and the insert id of its OK packet.
-func (d db) exec(ctx context.Context, e execer, q string, args []any) (n, id int64, err error) {
-	t := d.q.get(q)
+func (d db) exec(ctx context.Context, e execer, t *query, args []any) (n, id int64, err error) {
 	a, err := t.args(args)
 	if err != nil {
 		return 0, 0, err
@@ -131,19 +139,39 @@ func (d db) exec(ctx context.Context, e execer, q string, args []any) (n, id int
 }
 
 func (d db) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
-	if d.returnsID(q) {
-		var r sqlstore.Row
-		err := d.retry(ctx, func() error {
-			r = d.idRow(ctx, d.pool, q, args)
-			return r.(*idRow).err
-		})
-		return &idRow{v: r.(*idRow).v, err: d.check(err)}
+	t := d.q.get(q)
+	if t.returnsID() {
+		v, err := d.queryID(ctx, t, args)
+		return &idRow{v: v, err: err}
 	}
-	return d.queryRow(ctx, d.pool, q, args)
+	return d.queryRow(ctx, d.pool, t, args)
 }
 
-func (d db) queryRow(ctx context.Context, e execer, q string, args []any) sqlstore.Row {
+// QueryInt64 is QueryRow of a statement of one int64 value without a Row
+// (sqlstore.Int64Querier): Next's path.
+func (d db) QueryInt64(ctx context.Context, q string, args ...any) (int64, error) {
 	t := d.q.get(q)
+	if t.returnsID() {
+		return d.queryID(ctx, t, args)
+	}
+	var v int64
+	err := d.queryRow(ctx, d.pool, t, args).Scan(&v)
+	return v, err
+}
+
+// queryID runs t, whose value is the LAST_INSERT_ID it sets, on the pool,
+// again while the server aborts it.
+func (d db) queryID(ctx context.Context, t *query, args []any) (int64, error) {
+	var v int64
+	err := d.retry(ctx, func() error {
+		var err error
+		v, err = d.id(ctx, d.pool, t, args)
+		return err
+	})
+	return v, d.check(err)
+}
+
+func (d db) queryRow(ctx context.Context, e execer, t *query, args []any) sqlstore.Row {
 	a, err := t.args(args)
 	if err != nil {
 		return &idRow{err: err}
@@ -151,28 +179,21 @@ func (d db) queryRow(ctx context.Context, e execer, q string, args []any) sqlsto
 	return row{e.QueryRowContext(ctx, t.text, a...), d}
 }
 
-// returnsID says whether q's value is the LAST_INSERT_ID it sets.
-func (d db) returnsID(q string) bool {
-	switch d.q.get(q).mark {
-	case mysqldialect.MarkID, mysqldialect.MarkIDChanged, mysqldialect.MarkIDFound:
-		return true
-	}
-	return false
-}
-
-// idRow runs a statement whose value is the LAST_INSERT_ID(expr) it set
-// (the dialect's marks) as a row of that one value, or of none.
-func (d db) idRow(ctx context.Context, e execer, q string, args []any) sqlstore.Row {
-	n, id, err := d.exec(ctx, e, q, args)
-	switch mark := d.q.get(q).mark; {
+// id runs a statement whose value is the LAST_INSERT_ID(expr) it set (the
+// dialect's marks); sqlstore.ErrNoRows when, by its mark, it set none.
+func (d db) id(ctx context.Context, e execer, t *query, args []any) (int64, error) {
+	n, id, err := d.exec(ctx, e, t, args)
+	switch {
 	case err != nil:
-		return &idRow{err: err}
-	case mark == mysqldialect.MarkIDChanged && n == 0, mark == mysqldialect.MarkIDFound && id == 0:
-		return &idRow{err: sqlstore.ErrNoRows}
+		return 0, err
+	case t.mark == mysqldialect.MarkIDChanged && n == 0, t.mark == mysqldialect.MarkIDFound && id == 0:
+		return 0, sqlstore.ErrNoRows
 	}
-	return &idRow{v: id}
+	return id, nil
 }
 
+// idRow is the value of a statement that returns its LAST_INSERT_ID as a
+// row of that one value, or of none (its error sqlstore.ErrNoRows).
 type idRow struct {
 	v   int64
 	err error
@@ -194,11 +215,10 @@ func (r *idRow) Scan(dest ...any) error {
 }
 
 func (d db) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
-	return d.query(ctx, d.pool, q, args)
+	return d.query(ctx, d.pool, d.q.get(q), args)
 }
 
-func (d db) query(ctx context.Context, e execer, q string, args []any) (sqlstore.Rows, error) {
-	t := d.q.get(q)
+func (d db) query(ctx context.Context, e execer, t *query, args []any) (sqlstore.Rows, error) {
 	a, err := t.args(args)
 	if err != nil {
 		return nil, err
@@ -276,7 +296,7 @@ func (t *tx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	if err := t.begin(ctx, q); err != nil {
 		return 0, err
 	}
-	n, _, err := t.d.exec(ctx, t.tx, q, args)
+	n, _, err := t.d.exec(ctx, t.tx, t.d.q.get(q), args)
 	return n, err
 }
 
@@ -284,17 +304,19 @@ func (t *tx) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
 	if err := t.begin(ctx, q); err != nil {
 		return &idRow{err: err}
 	}
-	if t.d.returnsID(q) {
-		return t.d.idRow(ctx, t.tx, q, args)
+	s := t.d.q.get(q)
+	if s.returnsID() {
+		v, err := t.d.id(ctx, t.tx, s, args)
+		return &idRow{v: v, err: err}
 	}
-	return t.d.queryRow(ctx, t.tx, q, args)
+	return t.d.queryRow(ctx, t.tx, s, args)
 }
 
 func (t *tx) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
 	if err := t.begin(ctx, q); err != nil {
 		return nil, err
 	}
-	return t.d.query(ctx, t.tx, q, args)
+	return t.d.query(ctx, t.tx, t.d.q.get(q), args)
 }
 
 type row struct {

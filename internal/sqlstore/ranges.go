@@ -17,14 +17,12 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 	if err := driver.CheckStep(step); err != nil {
 		return 0, err
 	}
-	floor, known := s.seenNextKnown(key)
-	wasSealed := s.sawSealed(s.sealed, key)
+	floor, known, wasSealed := s.nextState(key)
 	q := s.q.Next
 	if known {
 		q = s.q.NextUpdate
 	}
-	var next int64
-	err := s.db.QueryRow(ctx, q, key, step).Scan(&next)
+	next, err := s.queryInt64(ctx, q, key, step)
 	if errors.Is(err, ErrNoRows) {
 		return 0, s.refused(ctx, key, step)
 	}
@@ -32,18 +30,17 @@ func (s *Store) Next(ctx context.Context, key string, step int64) (int64, error)
 		return 0, err
 	}
 	start := next - step
-	s.sawRow(key)
+	if !known {
+		s.sawRow(key)
+	}
 	// Reserved, so not sealed now: written already, but never handed out.
 	if err := s.guardSealed(key, wasSealed, false); err != nil {
 		return 0, err
 	}
-	// The range must start at or above every value seen before (a check of
-	// next alone would let floor-1 out again).
-	if err := s.guardNext(key, floor, start); err != nil {
-		return 0, err
-	}
-	if err := s.guardNext(key, floor, next); err != nil {
-		// Written already, but never handed out: a gap, not a duplicate.
+	// The range must start at or above every value seen before; next,
+	// above start, is what this store has seen now. Refused, the range
+	// is written already, but never handed out: a gap, not a duplicate.
+	if err := s.guardRange(key, floor, start, next); err != nil {
 		return 0, err
 	}
 	return start, nil

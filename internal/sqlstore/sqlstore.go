@@ -84,6 +84,14 @@ type Querier interface {
 	Query(ctx context.Context, query string, args ...any) (Rows, error)
 }
 
+// Int64Querier is a DB that returns a statement's one int64 value
+// without a Row: Next's path, where a Row and the arguments of its Scan
+// cost allocations on every call. A DB need not have it.
+type Int64Querier interface {
+	// QueryInt64 is QueryRow(ctx, query, args...).Scan into an int64.
+	QueryInt64(ctx context.Context, query string, args ...any) (int64, error)
+}
+
 // DB is a database: statements, and transactions that commit when fn
 // returns nil and roll back otherwise. Tx may run fn again after the
 // database aborted its transaction (a deadlock, a lock not available).
@@ -111,6 +119,7 @@ var _ Capabilities = (*Store)(nil)
 // Store is the shared part of an open SQL store.
 type Store struct {
 	db DB
+	qi Int64Querier // db, if it is one
 	d  Dialect
 	q  *statements
 
@@ -152,7 +161,8 @@ func newStore(db DB, d Dialect) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, d: d, q: q, seenNx: map[string]int64{}, exists: map[string]bool{}, sealed: map[string]bool{}, sealedNs: map[string]bool{}, seenSl: map[slotKey]driver.SlotMark{}}, nil
+	qi, _ := db.(Int64Querier)
+	return &Store{db: db, qi: qi, d: d, q: q, seenNx: map[string]int64{}, exists: map[string]bool{}, sealed: map[string]bool{}, sealedNs: map[string]bool{}, seenSl: map[slotKey]driver.SlotMark{}}, nil
 }
 
 // OpenExisting opens a store whose tables exist, writing nothing (the
@@ -385,11 +395,13 @@ func (s *Store) seenNext(key string) int64 {
 	return s.seenNx[key]
 }
 
-// seenNextKnown is seenNext, and whether this store has seen the key's row.
-func (s *Store) seenNextKnown(key string) (int64, bool) {
+// nextState is seenNext, whether this store has seen key's row, and
+// whether it has seen it sealed (sawSealed): what Next reads, under one
+// lock.
+func (s *Store) nextState(key string) (floor int64, known, sealed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.seenNx[key], s.exists[key]
+	return s.seenNx[key], s.exists[key], s.sealed[key]
 }
 
 // sawRow records that key's row exists.
@@ -402,14 +414,31 @@ func (s *Store) sawRow(key string) {
 // guardNext refuses a next value below floor, taken by seenNext when the
 // operation began, and records next.
 func (s *Store) guardNext(key string, floor, next int64) error {
-	if next < floor {
+	return s.guardRange(key, floor, next, next)
+}
+
+// guardRange refuses a range starting below floor, taken by seenNext
+// when the operation began, and records end, the key's next value after
+// it (a check of end alone would let floor-1 out again).
+func (s *Store) guardRange(key string, floor, start, end int64) error {
+	if start < floor {
 		return fmt.Errorf("key's next value %d is below %d, seen earlier by this store: the database went back (restored from a backup, or a replica promoted without the last commits): %w",
-			next, floor, driver.ErrCorrupt)
+			start, floor, driver.ErrCorrupt)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seenNx[key] = max(s.seenNx[key], next)
+	s.seenNx[key] = max(s.seenNx[key], end)
 	return nil
+}
+
+// queryInt64 runs q for its one int64 value.
+func (s *Store) queryInt64(ctx context.Context, q string, args ...any) (int64, error) {
+	if s.qi != nil {
+		return s.qi.QueryInt64(ctx, q, args...)
+	}
+	var v int64
+	err := s.db.QueryRow(ctx, q, args...).Scan(&v)
+	return v, err
 }
 
 // forget clears the guard, after a purge deleted everything on purpose.
