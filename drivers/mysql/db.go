@@ -184,6 +184,8 @@ func (d db) queryRow(ctx context.Context, e execer, t *query, args []any) sqlsto
 func (d db) id(ctx context.Context, e execer, t *query, args []any) (int64, error) {
 	n, id, err := d.exec(ctx, e, t, args)
 	switch {
+	case err != nil && t.mark == mysqldialect.MarkIDChanged && mysqldialect.OutOfRange(err):
+		return 0, sqlstore.ErrNoRows // it changed nothing
 	case err != nil:
 		return 0, err
 	case t.mark == mysqldialect.MarkIDChanged && n == 0, t.mark == mysqldialect.MarkIDFound && id == 0:

@@ -113,8 +113,10 @@
 // UPDATE that adds the step unless the key is sealed or would pass
 // math.MaxInt64, and reports the new value through LAST_INSERT_ID(expr)
 // in its OK packet (neither server has UPDATE ... RETURNING); once the
-// store has seen a key, a plain UPDATE of the same shape. Nothing is lost
-// to the missing RETURNING: no second statement, no transaction.
+// store has seen a key, a plain UPDATE of its row unless sealed, whose
+// addition fails past math.MaxInt64 (error 1690, changing nothing: the
+// store reports ErrExhausted). Nothing is lost to the missing RETURNING:
+// no second statement, no transaction.
 //
 // # Server-side bounds
 //
