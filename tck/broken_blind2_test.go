@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 	"testing"
 
 	"github.com/cosid-go/store/driver"
@@ -21,6 +22,8 @@ func init() {
 		variant{name: "create-false-creates", checks: []string{"Options/CreateFalse"}, broken: true, suite: createFalseSuite(true)},
 		variant{name: "index-new-slots-only", checks: []string{"Slots/ChoiceOrder"}, broken: true,
 			suite: wrapSuite(func(s memDriver) driver.Store { return indexNewSlotsOnly{s} })},
+		variant{name: "corrupt-slot-passed-over", checks: []string{"Operator/CorruptSlot"}, suite: slotCorruptSuite(false)},
+		variant{name: "corrupt-slot-expiry-trusted", checks: []string{"Operator/CorruptSlot"}, broken: true, suite: slotCorruptSuite(true)},
 		variant{name: "seed-under-fence-floor", checks: []string{"History/PurgeKeepsSlotFences"}, broken: true,
 			suite: wrapSuite(func(s memDriver) driver.Store { return seedUnderFenceFloor{s} })},
 	)
@@ -101,4 +104,63 @@ func (s seedUnderFenceFloor) SeedSlot(ctx context.Context, want driver.Namespace
 		}
 		return nil
 	})
+}
+
+// slotCorruptHarness is a SlotCorrupter over the memory driver: a
+// corrupted slot is marked, and its stores pass it over (ErrExhausted
+// naming it); with trust, they take the stored expiry of form 0 (the
+// term's record says expired) at its word instead, and start a term on
+// the slot (the SQL drivers' search reads its stored expiry column).
+type slotCorruptHarness struct {
+	memHarness
+	trust   bool
+	corrupt *sync.Map // "ns/slot" -> true
+}
+
+func slotCorruptSuite(trust bool) func(*testing.T) tck.Suite {
+	return harnessSuite(func(h memHarness) tck.Harness {
+		return slotCorruptHarness{memHarness: h, trust: trust, corrupt: &sync.Map{}}
+	})
+}
+
+func (h slotCorruptHarness) NewStore(ctx context.Context) (driver.Store, error) {
+	return h.wrapped(ctx, func(d memDriver) driver.Store { return slotCorruptStore{d, h} })
+}
+
+func (h slotCorruptHarness) CorruptSlot(_ context.Context, ns string, slot, form int) (bool, error) {
+	if form > 0 {
+		return false, nil
+	}
+	h.corrupt.Store(fmt.Sprintf("%s/%d", ns, slot), true)
+	return true, nil
+}
+
+type slotCorruptStore struct {
+	memDriver
+	h slotCorruptHarness
+}
+
+func (s slotCorruptStore) Acquire(ctx context.Context, req driver.AcquireRequest) (driver.Lease, error) {
+	for n := range req.Namespace.Limit {
+		if _, ok := s.h.corrupt.Load(fmt.Sprintf("%s/%d", req.Namespace.Name, n)); !ok {
+			continue
+		}
+		if !s.h.trust {
+			if req.Namespace.Limit == 1 {
+				return driver.Lease{}, fmt.Errorf("slot %d: its record does not parse: %w", n, driver.ErrExhausted)
+			}
+			continue
+		}
+		if err := memfault.Edit(ctx, s.memDriver, func(st memfault.State) error {
+			if ns, ok := st.Space(req.Namespace.Name); ok {
+				r := ns.Slot(n)
+				r.ExpiresMin, r.Written = 0, 0 // expired at TTL past the epoch
+				ns.SetSlot(n, r)
+			}
+			return nil
+		}); err != nil {
+			return driver.Lease{}, err
+		}
+	}
+	return s.memDriver.Acquire(ctx, req)
 }

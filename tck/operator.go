@@ -48,6 +48,7 @@ func operatorChecks() []check {
 		{"RestoreLocks", needLocks, checkRestoreLocks},
 		{"DeletedKey", needRanges, checkDeletedKey},
 		{"CorruptKey", needRanges, checkCorruptKey},
+		{"CorruptSlot", needSlots, checkCorruptSlot},
 		{"DeletedSlot", needSlots, checkDeletedSlot},
 		{"DeletedNamespace", needSlots, checkDeletedNamespace},
 		{"RevokedSession", needLocks, checkRevokedSession},

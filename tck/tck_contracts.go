@@ -109,7 +109,8 @@
 //	D59   no free slot: ErrExhausted, only after every slot was judged             Slots/Exhaustion, Slots/ConcurrentAcquire, Slots/Reclaim;
 //	                                                                               Slots/LastFree (one slot free, last in the search order);
 //	                                                                               reads: ZK Slots/FullNamespace
-//	D60   a slot at fence MaxInt64, or corrupt, is passed over and named           History/FenceAtMax; driver TestSlotJudge; ZK Slots/CorruptSlot
+//	D60   a slot at fence MaxInt64, or corrupt, is passed over and named           History/FenceAtMax, Operator/CorruptSlot (needs SlotCorrupter);
+//	                                                                               driver TestSlotJudge; ZK Slots/CorruptSlot
 //	D61   fence: previous term's plus one, 1 for a slot never used                 Slots/Fence, Slots/FirstTerm, Slots/Takeover, Slots/Reclaim, Slots/Churn
 //	D62   ... above the purged fences after a purge                                History/PurgeKeepsSlotFences; ZK TestPurgeFences
 //	D63   floor: 0 never used; the next floor after a release or a seed;           Slots/FirstTerm, Slots/ReleaseFloor, Slots/Seed, History/SeedNeverLowers

@@ -138,3 +138,13 @@ func (h harness) exec(ctx context.Context, stmt string, args ...any) error {
 func (h harness) DeleteNamespace(ctx context.Context, ns string) error {
 	return h.exec(ctx, "DELETE FROM cosid_namespace WHERE name = ?", ns)
 }
+
+// CorruptSlot writes slot's stored expiry wrong (tck.SlotCorrupter): form
+// 0 sets expires_at, which the free-slot search reads, to 0 beside fields
+// that say the term is live, as a hand edit of the column would.
+func (h harness) CorruptSlot(ctx context.Context, ns string, slot, form int) (bool, error) {
+	if form > 0 {
+		return false, nil
+	}
+	return true, h.exec(ctx, "UPDATE cosid_slot SET expires_at = 0 WHERE namespace = ? AND slot = ?", ns, slot)
+}
