@@ -91,6 +91,7 @@ func Run(t *testing.T, d Dialect) {
 	t.Run("ClockStep", func(t *testing.T) { clockStep(t, d) })
 	t.Run("SessionIDsAcrossARestore", func(t *testing.T) { sessionIDsAcrossARestore(t, d) })
 	t.Run("RaisedFenceAcrossARestore", func(t *testing.T) { raisedFenceAcrossARestore(t, d) })
+	t.Run("RaiseBeforeFirstPass", func(t *testing.T) { raiseBeforeFirstPass(t, d) })
 }
 
 // scene is what a scenario runs on: n stores with one lock timeout on a
