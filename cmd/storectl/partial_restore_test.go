@@ -102,18 +102,11 @@ func followPartialRestore(t *testing.T, h *handedOutLog, spec storeSpec, op *ope
 func TestPartialRestoreAsDocumented(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		srv := pgtest.Shared(t)
-		bin, err := pgtest.BinDir()
-		if err != nil {
-			t.Fatal(err)
-		}
-		url := pgDatabase(t, srv, "partial")
+		url := pgDatabase(t, pgtest.Shared(t), "partial")
 		backups := t.TempDir()
 		op := newOperator(t, "postgres://ids@db-1:5432/ids", url, "/backup/", backups+"/")
-		for _, tool := range []string{"pg_dump", "pg_restore", "psql"} {
-			op.tool(tool, filepath.Join(bin, tool))
-		}
-		spec := storeSpec{driver: "postgres", options: map[string]string{"connString": url, "schema": "cosid", "poolSize": "4"}}
+		op.pgTools()
+		spec := pgSpec(url)
 		h := newHandedOut()
 		if e := h.instanceOf(t, spec, "next:orders:10:3"); e != "" {
 			t.Fatal(e)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
 // The operator procedures of docs/ are run as written: a doc marks the shell
@@ -112,6 +114,19 @@ func newOperator(t *testing.T, pairs ...string) *operator {
 		}
 	})
 	return o
+}
+
+// pgTools puts pg_dump, pg_restore and psql of the PostgreSQL the tests
+// run on the operator's PATH.
+func (o *operator) pgTools() {
+	o.t.Helper()
+	bin, err := pgtest.BinDir()
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	for _, tool := range []string{"pg_dump", "pg_restore", "psql"} {
+		o.tool(tool, filepath.Join(bin, tool))
+	}
 }
 
 // tool puts path on the operator's PATH as name (in place of the one

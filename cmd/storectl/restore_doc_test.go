@@ -193,23 +193,14 @@ func (h *handedOutLog) record(key string, r store.Range) {
 // (pg_dump) and restore (pg_restore, then storectl restore) on a database
 // of its own.
 func TestRestorePostgresAsDocumented(t *testing.T) {
-	srv := pgtest.Shared(t)
-	bin, err := pgtest.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := pgDatabase(t, srv, "restore")
-	backups := t.TempDir()
+	url := pgDatabase(t, pgtest.Shared(t), "restore")
 	op := newOperator(t,
 		"postgres://ids@db-1:5432/ids", url,
-		"/backup/", backups+"/")
-	for _, tool := range []string{"pg_dump", "pg_restore", "psql"} {
-		op.tool(tool, filepath.Join(bin, tool))
-	}
-	spec := storeSpec{driver: "postgres", options: map[string]string{"connString": url, "schema": "cosid", "poolSize": "4"}}
+		"/backup/", t.TempDir()+"/")
+	op.pgTools()
 	followRestore(t, inPlaceRestore{
 		doc: "drivers/postgres.md", backup: "postgres-backup", restore: "postgres-restore",
-		spec: spec, op: op,
+		spec: pgSpec(url), op: op,
 		restoreSteps: map[string]func(){
 			"stop every instance": func() {},
 			"start the instances": func() {},
@@ -307,29 +298,21 @@ func TestRestoreMySQLAsDocumented(t *testing.T) {
 // store in a stores.yaml: the one docs/drivers/postgres.md shows, after
 // the PostgreSQL page's backup and put-back.
 func TestRestoreRunbookAsDocumented(t *testing.T) {
-	srv := pgtest.Shared(t)
-	bin, err := pgtest.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := pgDatabase(t, srv, "runbook")
+	url := pgDatabase(t, pgtest.Shared(t), "runbook")
 	dir := t.TempDir()
 	op := newOperator(t,
 		"postgres://ids@db-1:5432/ids?sslmode=verify-full", url,
 		"postgres://ids@db-1:5432/ids", url,
 		"stores.yaml", filepath.Join(dir, "stores.yaml"),
 		"/backup/", dir+"/")
-	for _, tool := range []string{"pg_dump", "pg_restore", "psql"} {
-		op.tool(tool, filepath.Join(bin, tool))
-	}
+	op.pgTools()
 	yaml := op.replace(docBlock(t, "drivers/postgres.md", "postgres-stores.yaml"))
 	if err := os.WriteFile(filepath.Join(dir, "stores.yaml"), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	spec := storeSpec{driver: "postgres", options: map[string]string{"connString": url, "schema": "cosid", "poolSize": "4"}}
 	followRestore(t, inPlaceRestore{
 		doc: "drivers/postgres.md", backup: "postgres-backup", restore: "postgres-restore",
-		spec: spec, op: op,
+		spec: pgSpec(url), op: op,
 		restoreSteps: map[string]func(){"stop every instance": func() {}},
 		raise:        procedure(t, "operations.md", "corrupt"),
 	})

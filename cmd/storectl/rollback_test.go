@@ -120,21 +120,19 @@ func TestRollbackAsDocumented(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		srv := pgtest.Shared(t)
-		bin, err := pgtest.BinDir()
-		if err != nil {
-			t.Fatal(err)
-		}
-		url := pgDatabase(t, srv, "rollback")
+		url := pgDatabase(t, pgtest.Shared(t), "rollback")
 		op := newOperator(t, "postgres://ids@db-1:5432/ids", url, "/backup/", t.TempDir()+"/")
 		op.tool("storectl", prevCtl)
-		for _, tool := range []string{"pg_dump", "pg_restore", "psql"} {
-			op.tool(tool, filepath.Join(bin, tool))
-		}
-		spec := storeSpec{driver: "postgres", options: map[string]string{"connString": url, "schema": "cosid", "poolSize": "4"}}
-		followRollback(t, rollback{spec: spec, op: op, backupDoc: "drivers/postgres.md", backup: "postgres-backup",
+		op.pgTools()
+		followRollback(t, rollback{spec: pgSpec(url), op: op, backupDoc: "drivers/postgres.md", backup: "postgres-backup",
 			revert: "rollback-postgres", ops: restoreOps, old: prevInstance, refused: newerSchema})
 	})
+}
+
+// pgSpec is the store on the database at url as the docs' procedures
+// configure it: schema cosid, a pool of 4.
+func pgSpec(url string) storeSpec {
+	return storeSpec{driver: "postgres", options: map[string]string{"connString": url, "schema": "cosid", "poolSize": "4"}}
 }
 
 // pgDatabase creates a database of its own on srv and returns its URL.
