@@ -159,6 +159,26 @@ func (h *handedOutLog) instanceOf(t *testing.T, spec storeSpec, ops string) (err
 	return errLine
 }
 
+// asWrittenAndSkipped runs a documented procedure (run, what) as written
+// and, at once, with its storectl restore skipped (run's skip), where the
+// instances must hand out values and fences again: else the test could not
+// tell a skipped step.
+func asWrittenAndSkipped(t *testing.T, what string, run func(t *testing.T, skip string) *handedOutLog) {
+	t.Run("AsWritten", func(t *testing.T) {
+		t.Parallel()
+		run(t, "")
+	})
+	t.Run("SkipRestore", func(t *testing.T) {
+		t.Parallel()
+		h := run(t, "storectl restore ")
+		v, f, o := h.duplicates()
+		t.Logf("without storectl restore: %d values handed out twice (of %d), %d fences twice, %d overlapping terms", v, h.total(), f, o)
+		if v == 0 || f == 0 {
+			t.Fatalf("the %s without storectl restore handed out %d values and %d fences twice: the test cannot tell a skipped step", what, v, f)
+		}
+	})
+}
+
 // duplicates counts values handed out more than once, fences given to more
 // than one term of a slot or holder of a lock, and pairs of terms of a slot whose timestamp
 // windows overlap.
