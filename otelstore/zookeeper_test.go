@@ -70,8 +70,20 @@ func testOutage(t *testing.T, srv *zktest.Server) {
 	}
 	defer st.Close()
 	waitFor(t, conn, store.Connected)
-	if _, err := st.Ranges().Next(ctx, "k", 10); err != nil {
-		t.Fatal(err)
+	// The first Next makes the key's node; at a CI load of 80 that took
+	// longer than the store's 2 s bound, which is kept short for the outage
+	// below: it is tried again (counted in the metrics checked below).
+	firstTries := 0
+	for {
+		firstTries++
+		_, err := st.Ranges().Next(ctx, "k", 10)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, store.ErrUnavailable) || firstTries == 10 {
+			t.Fatalf("Next before the outage, try %d: %v", firstTries, err)
+		}
+		t.Logf("Next before the outage, try %d: %v", firstTries, err)
 	}
 
 	srv.Kill()
@@ -96,7 +108,7 @@ func testOutage(t *testing.T, srv *zktest.Server) {
 	before := seen(store.Disconnected)
 	rm := r.collect()
 	want(t, rm, 0, "cosid.store.connected")
-	want(t, rm, 1, "cosid.store.operations", op("Next", "unavailable")...)
+	want(t, rm, float64(firstTries), "cosid.store.operations", op("Next", "unavailable")...)
 	wantBetween(t, rm, before, seen(store.Disconnected), "cosid.store.connection.changes", attribute.String("state", "disconnected"))
 
 	srv.Start()
