@@ -69,14 +69,24 @@ func seenCuts(ctx context.Context) context.Context {
 // timeout, and then each answer sets it to attemptFactor times its
 // latency, halving it at most: a slow server keeps it wide (the answer
 // that came after a cut tells how slow), a fast one (a failover's new
-// member) closes it in a few answers.
+// member) closes it in a few answers. A cut of an attempt that started
+// before answers narrowed the deadline widens nothing: those answers, in
+// its time, came sooner than it was given (a frozen member among live
+// ones, with calls under way on each: its attempts would otherwise
+// widen it again and again, each of them then waiting longer on it).
 type latency struct {
-	mu    sync.Mutex
-	last  [31]time.Duration
-	n     int          // answers noted
-	cur   atomic.Int64 // the attempt deadline; 0: none computed yet
-	widen atomic.Int64 // the deadline after cuts, while above cur; 0: none
+	mu       sync.Mutex
+	last     [31]time.Duration
+	n        int          // answers noted
+	cur      atomic.Int64 // the attempt deadline; 0: none computed yet
+	widen    atomic.Int64 // the deadline after cuts, while above cur; 0: none
+	narrowed atomic.Int64 // when answers last narrowed widen (sinceEpoch); 0: never
 }
+
+// epoch is the origin of latency.narrowed, on the monotonic clock.
+var epoch = time.Now()
+
+func sinceEpoch(t time.Time) int64 { return int64(t.Sub(epoch)) }
 
 // observe notes an answer that took d.
 func (l *latency) observe(d time.Duration) {
@@ -96,10 +106,14 @@ func (l *latency) observe(d time.Duration) {
 	l.cur.Store(int64(min(max(attemptFactor*ds[n/2], attemptMin), attemptMax)))
 }
 
-// cut notes an attempt cut at its deadline d: the next ones get twice d.
-func (l *latency) cut(d time.Duration) {
+// cut notes an attempt started at start and cut at its deadline d: the
+// next ones get twice d, unless answers narrowed the deadline since start.
+func (l *latency) cut(start time.Time, d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.narrowed.Load() > sinceEpoch(start) {
+		return
+	}
 	l.widen.Store(int64(min(max(2*d, time.Duration(l.widen.Load())), attemptMax)))
 }
 
@@ -113,6 +127,9 @@ func (l *latency) narrow(d time.Duration) {
 	}
 	if w = min(max(w/2, attemptFactor*d), attemptMax); w <= max(attemptMin, time.Duration(l.cur.Load())) {
 		w = 0 // back to the answers' median
+	}
+	if w < time.Duration(l.widen.Load()) {
+		l.narrowed.Store(sinceEpoch(time.Now()))
 	}
 	l.widen.Store(int64(w))
 }
@@ -152,7 +169,7 @@ func (s *etcdStore) attemptInterceptor(ctx context.Context, method string, req, 
 	}
 	cut := err != nil && ctx != call && ctx.Err() != nil && call.Err() == nil
 	if cut {
-		s.latency.cut(bound)
+		s.latency.cut(start, bound)
 	}
 	if cut && call.Value(seenCutsKey{}) != nil {
 		// Cut by the attempt's deadline, not the call's: clientv3's retry

@@ -46,7 +46,7 @@ func TestAttemptDeadlineAfterCuts(t *testing.T) {
 	for range 40 {
 		l.observe(2 * time.Millisecond)
 	}
-	l.cut(l.deadline())
+	l.cut(time.Now(), l.deadline())
 	if d := l.deadline(); d != 2*attemptMin {
 		t.Fatalf("after a cut: %v, want %v", d, 2*attemptMin)
 	}
@@ -59,13 +59,13 @@ func TestAttemptDeadlineAfterCuts(t *testing.T) {
 	if d := l.deadline(); d != attemptMin {
 		t.Fatalf("after fast answers: %v, want %v", d, attemptMin)
 	}
-	l.cut(l.deadline())
-	l.cut(l.deadline())
+	l.cut(time.Now(), l.deadline())
+	l.cut(time.Now(), l.deadline())
 	if d := l.deadline(); d != 4*attemptMin {
 		t.Fatalf("after two cuts: %v, want %v", d, 4*attemptMin)
 	}
 	for range 10 {
-		l.cut(l.deadline())
+		l.cut(time.Now(), l.deadline())
 	}
 	if d := l.deadline(); d != attemptMax {
 		t.Fatalf("after many cuts: %v, want %v", d, attemptMax)
@@ -79,5 +79,32 @@ func TestAttemptDeadlineAfterCuts(t *testing.T) {
 	}
 	if d := l.deadline(); d != attemptMin {
 		t.Errorf("after fast answers: %v, want %v", d, attemptMin)
+	}
+}
+
+// TestAttemptDeadlineCutAfterNarrowed: a cut of an attempt that started
+// before answers narrowed the deadline (a frozen member's, among calls
+// answered by the others) widens nothing; one that started after does.
+func TestAttemptDeadlineCutAfterNarrowed(t *testing.T) {
+	var l latency
+	for range 40 {
+		l.observe(2 * time.Millisecond)
+	}
+	before := time.Now()
+	l.cut(before, l.deadline())
+	if d := l.deadline(); d != 2*attemptMin {
+		t.Fatalf("after a cut: %v, want %v", d, 2*attemptMin)
+	}
+	l.observe(2 * time.Millisecond) // a fast answer narrows it back
+	if d := l.deadline(); d != attemptMin {
+		t.Fatalf("after a fast answer: %v, want %v", d, attemptMin)
+	}
+	l.cut(before, 2*attemptMin) // started before that answer, with the widened deadline
+	if d := l.deadline(); d != attemptMin {
+		t.Errorf("after the cut of an attempt older than the answer: %v, want %v", d, attemptMin)
+	}
+	l.cut(time.Now().Add(time.Millisecond), attemptMin) // started after it
+	if d := l.deadline(); d != 2*attemptMin {
+		t.Errorf("after the cut of a later attempt: %v, want %v", d, 2*attemptMin)
 	}
 }
