@@ -108,3 +108,21 @@ func TestAttemptDeadlineCutAfterNarrowed(t *testing.T) {
 		t.Errorf("after the cut of a later attempt: %v, want %v", d, 2*attemptMin)
 	}
 }
+
+// TestAttemptDeadlineAfterLateRead: a read answered after its attempt
+// deadline (reads are not cut) gives the next attempts twice its time,
+// within attemptMax, as a cut at that time would have.
+func TestAttemptDeadlineAfterLateRead(t *testing.T) {
+	var l latency
+	for range 40 {
+		l.observe(2 * time.Millisecond)
+	}
+	l.late(400 * time.Millisecond)
+	if d := l.deadline(); d != 800*time.Millisecond {
+		t.Fatalf("after a read answered in 400ms: %v, want 800ms", d)
+	}
+	l.late(5 * time.Second)
+	if d := l.deadline(); d != attemptMax {
+		t.Fatalf("after a read answered in 5s: %v, want %v", d, attemptMax)
+	}
+}

@@ -44,16 +44,20 @@ type etcdStore struct {
 	// lateAnswer, if set, holds an answer of a call with attempt
 	// deadlines until that deadline passed when it says so (tests).
 	lateAnswer func(req any) bool
-	notify     atomic.Pointer[func(driver.Event)]
-	answer     atomic.Int64 // unix nanos of the last answer from a server
-	latency    latency      // the last answers' latencies, for attempt deadlines (attempts.go)
-	health     health       // connection events and failures (events.go)
-	ctx        context.Context
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	goMu       sync.Mutex // guards goDone, so no goroutine starts once Close waits
-	goDone     bool
-	closing    chan struct{}
+	// heldRead, if set, holds the answer of a read attempt (hedgeRead)
+	// until the channel it returns for it closes, or another attempt
+	// answers (tests); nil: not held.
+	heldRead func(req any) <-chan struct{}
+	notify   atomic.Pointer[func(driver.Event)]
+	answer   atomic.Int64 // unix nanos of the last answer from a server
+	latency  latency      // the last answers' latencies, for attempt deadlines (attempts.go)
+	health   health       // connection events and failures (events.go)
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	goMu     sync.Mutex // guards goDone, so no goroutine starts once Close waits
+	goDone   bool
+	closing  chan struct{}
 }
 
 // Notify sets the event sink (driver.Notifier).

@@ -25,6 +25,7 @@ import (
 // transaction with compares), and before its nth runs hook once armed.
 type txnCounter struct {
 	reads, writes atomic.Int64
+	failed        atomic.Int64 // round trips that failed (a cut among them)
 	armed         atomic.Bool
 	nth           int64
 	hook          func()
@@ -44,7 +45,11 @@ func (c *txnCounter) set(d *driverStore) {
 				c.hook()
 			}
 		}
-		return invoker(ctx, method, req, reply, cc, opts...)
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if err != nil {
+			c.failed.Add(1)
+		}
+		return err
 	})}
 }
 
