@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"flag"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,19 +225,26 @@ func (c *tripCounts) intercept(ctx context.Context, method string, req, reply an
 }
 
 // logTrips logs the counts per fleet size, the stores being opened in
-// the order of the sizes.
+// the order of the sizes, each size's runs (-count) one after the other.
 func logTrips(b *testing.B, counts []*tripCounts) {
+	runs := 1
+	if f := flag.Lookup("test.count"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 1 {
+			runs = n
+		}
+	}
 	for _, n := range fleetbench.Sizes(b) {
-		if len(counts) < n {
+		all := n * runs // this size's stores, all its runs
+		if len(counts) < all {
 			return
 		}
 		var trips, cuts, lost, write int64
-		for _, c := range counts[:n] {
+		for _, c := range counts[:all] {
 			trips, cuts, lost, write = trips+c.trips.Load(), cuts+c.cuts.Load(), lost+c.lost.Load(), write+c.write.Load()
 		}
-		counts = counts[n:]
+		counts = counts[all:]
 		b.Logf("n=%d: per acquire %.2f round trips, %.2f cut, %.2f writes, %.2f lost races",
-			n, float64(trips)/float64(n), float64(cuts)/float64(n), float64(write)/float64(n), float64(lost)/float64(n))
+			n, float64(trips)/float64(all), float64(cuts)/float64(all), float64(write)/float64(all), float64(lost)/float64(all))
 	}
 }
 
