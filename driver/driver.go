@@ -95,7 +95,10 @@ type RangeStore interface {
 	// Seal marks key sealed and returns its final next value; every store's
 	// Next of it then gives ErrSealed. Sealing a sealed key is not an error
 	// and returns the same value. A missing key is sealed at 0 (and then
-	// exists).
+	// exists). A key that went back under a store that saw it further
+	// ahead (see Next) is sealed by that store above every value it
+	// handed out, or refused (ErrCorrupt, ErrRecreated) sealing nothing,
+	// so that a restore can still raise it (RangeAdvancer).
 	Seal(ctx context.Context, key string) (next int64, err error)
 
 	// Init creates key with the given next value (0 <= next <=

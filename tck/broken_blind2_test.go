@@ -6,6 +6,7 @@ package tck_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -24,6 +25,7 @@ func init() {
 			suite: wrapSuite(func(s memDriver) driver.Store { return indexNewSlotsOnly{s} })},
 		variant{name: "corrupt-slot-passed-over", checks: []string{"Operator/CorruptSlot"}, suite: slotCorruptSuite(false)},
 		variant{name: "corrupt-slot-expiry-trusted", checks: []string{"Operator/CorruptSlot"}, broken: true, suite: slotCorruptSuite(true)},
+		variant{name: "refused-seal-seals", checks: []string{"Operator/RestoreRanges"}, broken: true, suite: sqliteSuite(refusedSealSealsOf)},
 		variant{name: "seed-under-fence-floor", checks: []string{"History/PurgeKeepsSlotFences"}, broken: true,
 			suite: wrapSuite(func(s memDriver) driver.Store { return seedUnderFenceFloor{s} })},
 	)
@@ -163,4 +165,33 @@ func (s slotCorruptStore) Acquire(ctx context.Context, req driver.AcquireRequest
 		}
 	}
 	return s.memDriver.Acquire(ctx, req)
+}
+
+// refusedSealSealsStore is the SQLite driver whose Seal, refused by the
+// regression guard after a restore (ErrCorrupt), writes the seal all the
+// same: its write is an upsert run before the guard's check, not the
+// update that only seals a key still where the store saw it.
+type refusedSealSealsStore struct {
+	driver.Store
+	driver.RangeStore
+	driver.SlotLeaseStore
+	path string
+}
+
+func refusedSealSealsOf(path string, d driver.Store) driver.Store {
+	return refusedSealSealsStore{Store: d, RangeStore: d.(driver.RangeStore), SlotLeaseStore: d.(driver.SlotLeaseStore), path: path}
+}
+
+func (s refusedSealSealsStore) Seal(ctx context.Context, key string) (int64, error) {
+	next, err := s.RangeStore.Seal(ctx, key)
+	if !errors.Is(err, driver.ErrCorrupt) {
+		return next, err
+	}
+	d, oerr := openSQLite(s.path) // a store with no memory of the key seals it
+	if oerr != nil {
+		return 0, oerr
+	}
+	defer d.Close()
+	_, _ = d.(driver.RangeStore).Seal(ctx, key)
+	return 0, err
 }

@@ -102,11 +102,29 @@ func wentBackErr(err error) bool {
 // the key further ahead) or gives values above every one given before.
 func checkRestoreRanges(e *env) {
 	a, b := e.open(), e.open()
-	const key = "restore/key"
+	const key, sealKey = "restore/key", "restore/seal"
 	e.next(a, key, 10)
+	e.next(a, sealKey, 10)
 	restore := e.snapshot()
 	given := []store.Range{e.next(a, key, 10), e.next(b, key, 10)}
+	sealGiven := e.next(a, sealKey, 10)
 	e.restore(restore)
+	// A Seal by the store that saw the key further either goes on above
+	// what it handed out (the key's values continue from its final next
+	// value elsewhere) or is refused and seals nothing (driver.RangeStore.Seal).
+	switch next, err := a.Ranges().Seal(e.ctx, sealKey); {
+	case wentBackErr(err):
+		if _, sealed, err := e.open().Ranges().Current(e.ctx, sealKey); err == nil && sealed {
+			e.t.Errorf("Seal(%q) after the restore was refused (ErrCorrupt or ErrRecreated) but sealed the key "+
+				"(see driver.RangeStore.Seal: a Seal so refused seals nothing)", sealKey)
+		}
+	case err != nil:
+		e.t.Fatalf("Seal(%q) after the restore: %v; want a final next value, ErrCorrupt or ErrRecreated", sealKey, err)
+	case next < sealGiven.End:
+		e.t.Errorf("Seal(%q) after the restore, by the store that handed out [%d, %d), returned %d: "+
+			"the key's values would continue below what it handed out; it must refuse (ErrCorrupt) or seal above", sealKey,
+			sealGiven.Start, sealGiven.End, next)
+	}
 	for round := range 2 {
 		for i, st := range []*store.Store{a, b} {
 			r, err := st.Ranges().Next(e.ctx, key, 10)

@@ -21,7 +21,7 @@
 // nothing, or a method of package driver's interfaces is the home of no
 // row.
 //
-// package driver (160 sentences)
+// package driver (161 sentences)
 //
 //	package driver:
 //	D1    a capability it lacks: the user's call fails with ErrUnsupported         Capabilities/Declared
@@ -66,6 +66,8 @@
 //	D28   ... every store's Next of it then gives ErrSealed                        Ranges/Seal, Interleave/NextSeal
 //	D29   sealing a sealed key is no error and returns the same value              Ranges/Seal
 //	D30   a missing key is sealed at 0, and then exists                            Ranges/Seal, Ranges/KeysSealed
+//	D30a  a key gone back: its Seal is above what the store handed out, or         Operator/RestoreRanges (needs Snapshotter)
+//	      refused sealing nothing
 //	RangeStore.Init:
 //	D31   Init creates the key at the given next value; Next continues from it     Ranges/Init, Ranges/CurrentCreatesNothing
 //	D32   Init's value is 0..MaxInt64                                              Ranges/InvalidArguments, Ranges/Overflow (Init at MaxInt64-10)
