@@ -95,3 +95,35 @@ func TestFreeRowBeforeGap(t *testing.T) {
 		}
 	})
 }
+
+// The first Acquire on a new namespace finds no row, creates it, then
+// acquires. On PostgreSQL the creation is one statement run outside any
+// transaction, committed as it ends: in a fleet starting at once on a new
+// namespace, every acquirer that found no row waits for the first one's
+// insert to commit, and a transaction of three more round trips (the
+// insert, the check of its slots, the commit) held them all that long.
+func TestNewNamespaceStatements(t *testing.T) {
+	// Outside a transaction / inside: SQLite creates the row in a
+	// transaction of its own (the insert and the check of its slots).
+	want := map[string][2]int64{"sqlite": {0, 8}, "postgres": {1, 4}}
+	for _, db := range databases(t) {
+		t.Run(db.name, func(t *testing.T) {
+			ctx := t.Context()
+			var n, free, out atomic.Int64
+			s, err := sqlstore.Open(ctx, &recording{DB: db.db, n: &n, free: &free, out: &out}, db.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Store(0)
+			out.Store(0)
+			ns := driver.Namespace{Name: "w", Limit: 64, Tolerance: time.Second}
+			if _, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "1", TTL: time.Minute, Preferred: -1}); err != nil {
+				t.Fatal(err)
+			}
+			if got := [2]int64{out.Load(), n.Load() - out.Load()}; got != want[db.name] {
+				t.Errorf("the first Acquire on a new namespace ran %d statements outside a transaction and %d in; want %d and %d",
+					got[0], got[1], want[db.name][0], want[db.name][1])
+			}
+		})
+	}
+}

@@ -145,14 +145,19 @@ func TestFreeSearchPasses(t *testing.T) {
 	}
 }
 
-// recording counts statements, and those of the free-slot search.
+// recording counts statements, and those of the free-slot search and
+// those outside a transaction.
 type recording struct {
 	sqlstore.DB
 	n, free *atomic.Int64
+	out     *atomic.Int64 // if set, the statements run outside a transaction
 }
 
 func (r *recording) count(q string) {
 	r.n.Add(1)
+	if r.out != nil {
+		r.out.Add(1)
+	}
 	// The free-slot search (slotFree), not the read of the gap that says
 	// whether a row before it is free (SlotGapFree).
 	if strings.Contains(q, "expires_at <=") && !strings.Contains(q, "free_before") {

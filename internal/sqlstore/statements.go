@@ -48,6 +48,14 @@ type statements struct {
 	// used, read when its namespace row was just created (there should be
 	// none).
 	NamespaceSlot string
+	// NamespaceCreateOne is NamespaceCreate and NamespaceSlot as one
+	// statement, where the database writes in WITH
+	// (Dialect.WritesInWith), run on its own: the row is written only
+	// if no slot of the namespace has a row or was used, and committed
+	// when the statement ends. It returns the rows written, a slot that
+	// has a row or was used (or NULL), and whether the namespace row was
+	// there before it (createNamespace). Empty elsewhere.
+	NamespaceCreateOne string `stmt:"optional"`
 
 	// Slots. SlotFree has one statement per pass of the free-slot search
 	// (Dialect.FreeSearch). SlotsHead, placeholders $2..., SlotsTail read
@@ -83,9 +91,9 @@ func newStatements(d Dialect) (*statements, error) {
 	for i, lock := range d.FreeSearch {
 		free[i] = slotFree + lock
 	}
-	create := ""
+	create, nsCreate := "", ""
 	if d.WritesInWith {
-		create = slotCreate
+		create, nsCreate = slotCreate, namespaceCreateOne
 	}
 	st := &statements{
 		Create: slices.Concat(tables, d.Tables),
@@ -146,6 +154,7 @@ func newStatements(d Dialect) (*statements, error) {
 			ON CONFLICT (name) DO UPDATE SET sealed = TRUE`,
 		NamespaceSlot: `SELECT slot FROM {p}cosid_slot WHERE namespace = $1
 			UNION ALL SELECT slot FROM {p}cosid_slot_used WHERE namespace = $1 LIMIT 1`,
+		NamespaceCreateOne: nsCreate,
 		OwnerWrite: `INSERT INTO {p}cosid_owner AS o (namespace, owner, slots) VALUES ($1, $2, $3)
 			ON CONFLICT (namespace, owner) DO UPDATE SET slots = $3`,
 
@@ -233,6 +242,20 @@ const slotCreate = `WITH ins AS (INSERT INTO {p}cosid_slot (namespace, ` + slotC
 		SELECT $1, CAST($17 AS TEXT), CAST($18 AS TEXT) FROM used
 		ON CONFLICT (namespace, owner) DO UPDATE SET slots = EXCLUDED.slots RETURNING 1)
 	SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM used)`
+
+// namespaceCreateOne is NamespaceCreateOne. The insert comes first, so
+// that its lock on the namespace table is its first, as in the
+// transaction it replaces (a purge holds that table first too). Its
+// reads and the ones after it share one snapshot: a slot seen there
+// with no namespace row seen beside it was there while the row was not.
+const namespaceCreateOne = `WITH ins AS (INSERT INTO {p}cosid_namespace (name, slot_limit, tolerance_ms)
+		SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM {p}cosid_slot WHERE namespace = $1)
+		AND NOT EXISTS (SELECT 1 FROM {p}cosid_slot_used WHERE namespace = $1)
+		ON CONFLICT (name) DO NOTHING RETURNING 1)
+	SELECT (SELECT count(*) FROM ins),
+		(SELECT slot FROM {p}cosid_slot WHERE namespace = $1
+			UNION ALL SELECT slot FROM {p}cosid_slot_used WHERE namespace = $1 LIMIT 1),
+		EXISTS (SELECT 1 FROM {p}cosid_namespace WHERE name = $1)`
 
 // SlotGapFree wraps gap, a statement whose one row (column s) is the first
 // slot never used in the search order from $3 (SlotGap), so that it also
