@@ -61,6 +61,15 @@ type Dialect struct {
 	// statement (statements.SlotCreate) instead of three round trips,
 	// each a wait for the server under a fleet's load.
 	WritesInWith bool
+	// ClaimSlot, where WritesInWith, is an SQL boolean of a namespace ($1)
+	// and a slot ($2): it takes, without waiting, a lock held to the
+	// transaction's end that every acquire creating that slot takes
+	// first, and says whether it got it (PostgreSQL: an advisory lock).
+	// An acquire that does not get it passes over the slot, which
+	// another is creating, instead of waiting for that one's transaction
+	// to end only to find the slot taken (statements.SlotCreate). Empty:
+	// no such lock.
+	ClaimSlot string
 	// Numbered turns placeholder n into the database's form; nil keeps $n.
 	Numbered func(n int) string
 	// HasMeta is a query whose one boolean says whether cosid_meta exists.

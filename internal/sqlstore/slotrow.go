@@ -132,17 +132,20 @@ func usedBefore(ns string, n int) error {
 // create inserts r, a slot never used, with its record of use and owner's
 // index idx with the slot put first, in one statement (SlotCreate): the
 // three writes of write, recordUsed and remember, with their outcomes. It
-// reports false when another acquire created the slot meanwhile.
-func (s *Store) create(ctx context.Context, tx Querier, ns string, r *slotRow, owner string, idx []int) (bool, error) {
+// reports false when another acquire created the slot meanwhile, and,
+// when claim is set, busy when another is creating it now (its claim,
+// Dialect.ClaimSlot): then nothing was written and nothing waited.
+func (s *Store) create(ctx context.Context, tx Querier, ns string, r *slotRow, owner string, idx []int, claim bool) (ok, busy bool, err error) {
 	r.derive()
 	r.version = 1
 	var inserted, used int64
-	args := append(r.args(ns), owner, indexText(idx, r.slot))
-	if err := tx.QueryRow(ctx, s.q.SlotCreate, args...).Scan(&inserted, &used); err != nil || inserted == 0 {
-		return false, err
+	var claimed bool
+	args := append(r.args(ns), owner, indexText(idx, r.slot), claim)
+	if err := tx.QueryRow(ctx, s.q.SlotCreate, args...).Scan(&inserted, &used, &claimed); err != nil || !claimed || inserted == 0 {
+		return false, !claimed, err
 	}
 	if used == 0 {
-		return false, usedBefore(ns, r.slot)
+		return false, false, usedBefore(ns, r.slot)
 	}
-	return true, nil
+	return true, false, nil
 }

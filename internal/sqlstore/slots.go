@@ -65,6 +65,22 @@ type acquire struct {
 	now   int64
 	index []int // the owner's index, read at the start
 	floor int64 // the fence floor of the slots never used (Purge)
+	// The search goes on from past a slot never used it lost (from,
+	// when moved), rather than from its start again; passed are the
+	// slots another acquire was creating when this one tried them, to be
+	// waited for only if the search comes back to them.
+	moved  bool
+	from   int
+	passed map[int]bool
+}
+
+// start is where the search for a free slot starts: the acquire's own
+// point (driver.SearchStart), or past the last slot it lost.
+func (a *acquire) start() int {
+	if a.moved {
+		return a.from
+	}
+	return driver.SearchStart(a.req.Owner, a.req.Incarnation, a.req.Namespace.Limit)
 }
 
 // judge applies the slot rule (docs/design.md, Slot leases) to a row (nil:
@@ -124,7 +140,13 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 			if err != nil || ok {
 				return l, err
 			}
-			// Another acquire created slot n meanwhile: look again.
+			// Another acquire created slot n meanwhile, or is creating
+			// it: look again, from the next slot, since every slot from
+			// the start to n was found taken (a never used slot is the
+			// first the search found; a row before it was judged).
+			if r == nil {
+				a.moved, a.from = true, (n+1)%a.req.Namespace.Limit
+			}
 		}
 	}
 	return driver.Lease{}, a.exhausted(ctx)
@@ -242,7 +264,7 @@ func (s *Store) readRows(ctx context.Context, q Querier, ns, query string, args 
 // r is nil, a slot never used.
 func (a *acquire) firstFree(ctx context.Context, free string) (n int, r *slotRow, found bool, err error) {
 	limit := a.req.Namespace.Limit
-	start := driver.SearchStart(a.req.Owner, a.req.Incarnation, limit)
+	start := a.start()
 	// The first slot never used comes first: a row the search may take
 	// lies before it in the search order or is not taken, so the rows are
 	// read only up to it, not the whole namespace (in a fleet spread over
@@ -299,8 +321,18 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 	}
 	r := &slotRow{slot: n, rec: prev.NewTerm(a.req, a.now)}
 	if old == nil && a.s.q.SlotCreate != "" {
-		ok, err := a.s.create(ctx, a.tx, a.ns, r, a.req.Owner, a.index)
+		ok, busy, err := a.s.create(ctx, a.tx, a.ns, r, a.req.Owner, a.index, !a.passed[n])
 		if err != nil || !ok {
+			if busy {
+				// Another acquire is creating it: passed over, and
+				// tried again, waiting, only if the search comes back
+				// to it (a claim held by anything else must not hide
+				// the slot for good).
+				if a.passed == nil {
+					a.passed = map[int]bool{}
+				}
+				a.passed[n] = true
+			}
 			return driver.Lease{}, false, err
 		}
 		return r.lease(a.ns), true, nil // remembered once committed (Acquire)

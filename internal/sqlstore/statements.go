@@ -1,8 +1,10 @@
 package sqlstore
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // statements are every statement of the shared logic, written for a
@@ -76,8 +78,10 @@ type statements struct {
 	SlotUsed string
 	// SlotCreate is SlotInsert, then SlotUsed and OwnerWrite ($17, $18)
 	// once the row is in, as one statement, where the database writes in
-	// WITH (Dialect.WritesInWith); empty elsewhere. It returns the rows
-	// each of the first two wrote.
+	// WITH (Dialect.WritesInWith); empty elsewhere. With $19 true it first
+	// claims the slot (Dialect.ClaimSlot) and writes nothing unless it
+	// got the claim. It returns the rows each of the first two wrote and
+	// whether it had the claim.
 	SlotCreate                                     string `stmt:"optional"`
 	PurgeNamespaces, PurgeSlots, PurgeOwners, Ping string
 	PurgeTerms                                     string // every slot, and the store's time
@@ -93,7 +97,8 @@ func newStatements(d Dialect) (*statements, error) {
 	}
 	create, nsCreate := "", ""
 	if d.WritesInWith {
-		create, nsCreate = slotCreate, namespaceCreateOne
+		claim := cmp.Or(d.ClaimSlot, "TRUE")
+		create, nsCreate = strings.Replace(slotCreate, "CLAIM", claim, 1), namespaceCreateOne
 	}
 	st := &statements{
 		Create: slices.Concat(tables, d.Tables),
@@ -233,15 +238,25 @@ const slotFree = `SELECT ` + slotCols + ` FROM {p}cosid_slot
 // returned, so a slot created meanwhile by another acquire (the insert
 // writes nothing) leaves the rest unwritten, as does a record of use that
 // was there already (the caller's ErrCorrupt then rolls the row back).
-const slotCreate = `WITH ins AS (INSERT INTO {p}cosid_slot (namespace, ` + slotCols + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+// The claim (CLAIM, Dialect.ClaimSlot) comes first and the insert reads
+// it, so that a slot another acquire is creating costs no wait: an insert
+// of a row another transaction has inserted and not yet committed waits
+// for that transaction to end. The insert's values are cast since they
+// come from a SELECT, not VALUES, whose columns would type them.
+const slotCreate = `WITH claim AS (SELECT CASE WHEN CAST($19 AS BOOLEAN) THEN CLAIM ELSE TRUE END AS ok),
+	ins AS (INSERT INTO {p}cosid_slot (namespace, ` + slotCols + `)
+		SELECT CAST($1 AS TEXT), CAST($2 AS BIGINT), CAST($3 AS TEXT), CAST($4 AS TEXT), CAST($5 AS TEXT),
+			CAST($6 AS BIGINT), CAST($7 AS BIGINT), CAST($8 AS BIGINT), CAST($9 AS BIGINT), CAST($10 AS BIGINT),
+			CAST($11 AS BIGINT), CAST($12 AS BIGINT), CAST($13 AS BIGINT), CAST($14 AS BIGINT), CAST($15 AS BIGINT),
+			CAST($16 AS BIGINT)
+		FROM claim WHERE claim.ok
 		ON CONFLICT (namespace, slot) DO NOTHING RETURNING slot),
 	used AS (INSERT INTO {p}cosid_slot_used (namespace, slot) SELECT $1, slot FROM ins
 		ON CONFLICT (namespace, slot) DO NOTHING RETURNING slot),
 	idx AS (INSERT INTO {p}cosid_owner AS o (namespace, owner, slots)
 		SELECT $1, CAST($17 AS TEXT), CAST($18 AS TEXT) FROM used
 		ON CONFLICT (namespace, owner) DO UPDATE SET slots = EXCLUDED.slots RETURNING 1)
-	SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM used)`
+	SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM used), (SELECT ok FROM claim)`
 
 // namespaceCreateOne is NamespaceCreateOne. The insert comes first, so
 // that its lock on the namespace table is its first, as in the

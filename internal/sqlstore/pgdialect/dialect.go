@@ -4,6 +4,7 @@ package pgdialect
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,7 +31,12 @@ func New(schema string) sqlstore.Dialect {
 		Bytewise: ` COLLATE "C"`,
 		// A new slot's three writes in one round trip.
 		WritesInWith: true,
-		FreeSearch:   []string{" FOR UPDATE SKIP LOCKED", " FOR UPDATE NOWAIT"},
+		// Keyed by the schema, the namespace and the slot: a lock of
+		// the same key taken by anything else (a hash's collision)
+		// only has an acquire pass over the slot, then come back to it.
+		ClaimSlot: "pg_try_advisory_xact_lock(hashtextextended('" + strings.ReplaceAll(schema, "'", "''") +
+			"/' || CAST($1 AS TEXT), CAST($2 AS BIGINT)))",
+		FreeSearch: []string{" FOR UPDATE SKIP LOCKED", " FOR UPDATE NOWAIT"},
 		// In the order an Acquire uses them, so a purge waits for the
 		// acquires under way rather than deadlock with them; the
 		// namespaces as SealLock does, since an acquire only reads its
