@@ -31,7 +31,11 @@ type LockSealer interface {
 	// granted after it too, with a fence above floor rather than the one
 	// Waiters showed when it queued (still above its predecessors', in
 	// queue order). Nothing is lowered, so raising again, or
-	// below the fences already handed out, changes nothing. It is how
+	// below the fences already handed out, changes nothing. "Later" is
+	// after the raise returned: a Lock or TryLock that overlaps it and
+	// reached the head of its queue before it may hold a fence from
+	// before the raise, so lock takers start once it has returned (as the
+	// migrate and restore procedures have them do). It is how
 	// locks move in: a store whose locks were sealed (moved out before)
 	// is unsealed by it, the locks moving back in.
 	RaiseLockFences(ctx context.Context, floor int64) error
