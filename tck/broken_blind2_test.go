@@ -26,6 +26,8 @@ func init() {
 		variant{name: "corrupt-slot-passed-over", checks: []string{"Operator/CorruptSlot"}, suite: slotCorruptSuite(false)},
 		variant{name: "corrupt-slot-expiry-trusted", checks: []string{"Operator/CorruptSlot"}, broken: true, suite: slotCorruptSuite(true)},
 		variant{name: "refused-seal-seals", checks: []string{"Operator/RestoreRanges"}, broken: true, suite: sqliteSuite(refusedSealSealsOf)},
+		variant{name: "namespaces-with-slots", checks: []string{"History/FenceAtMax"}, broken: true,
+			suite: wrapSuite(func(s memDriver) driver.Store { return namespacesWithSlots{s} })},
 		variant{name: "seed-under-fence-floor", checks: []string{"History/PurgeKeepsSlotFences"}, broken: true,
 			suite: wrapSuite(func(s memDriver) driver.Store { return seedUnderFenceFloor{s} })},
 	)
@@ -194,4 +196,23 @@ func (s refusedSealSealsStore) Seal(ctx context.Context, key string) (int64, err
 	defer d.Close()
 	_, _ = d.(driver.RangeStore).Seal(ctx, key)
 	return 0, err
+}
+
+// namespacesWithSlots lists only the namespaces that have a used slot: one
+// an Acquire created and found no slot to take in is not listed, as if
+// the Acquire had not kept it.
+type namespacesWithSlots struct{ memDriver }
+
+func (s namespacesWithSlots) Namespaces(ctx context.Context) ([]driver.Namespace, error) {
+	all, err := s.memDriver.Namespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []driver.Namespace{}
+	for _, ns := range all {
+		if infos, err := s.Slots(ctx, ns.Name); err != nil || len(infos) > 0 {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package tck
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/cosid-go/store"
@@ -257,5 +258,25 @@ func checkFenceAtMax(e *env) {
 	if err != nil && !strings.Contains(err.Error(), "9223372036854775807") {
 		e.t.Errorf("Acquire passing over slot 1 (fence MaxInt64) beside a held slot 0 says %q; the contract "+
 			"(driver.SlotLeaseStore.Acquire) wants a slot passed over named in the ErrExhausted error, with why", err)
+	}
+	// Purged, the fences leave a floor at MaxInt64 (driver.Purger): every
+	// slot of a namespace made since is passed over, and the Acquire that
+	// made it ends ErrExhausted having created it all the same.
+	if !has[driver.Purger](st) {
+		return
+	}
+	e.fatalIf(st.Slots().ReleaseUsed(e.ctx, held, held.Floor), "ReleaseUsed") // no next floor ahead to stop the purge
+	_, err = st.Purge(e.ctx)
+	e.fatalIf(err, "Purge")
+	fresh := e.namespace("fence-max-new", 2)
+	_, err = e.open().Slots().Acquire(e.ctx, fresh, "a", e.long())
+	e.wantIs(err, store.ErrExhausted, "Acquire in a new namespace after a purge of fences at MaxInt64")
+	spaces, err := st.Slots().Namespaces(e.ctx)
+	e.fatalIf(err, "Namespaces")
+	want := []store.Namespace{fresh}
+	if !slices.Equal(spaces, want) {
+		e.t.Errorf("after an Acquire that created namespace %q and ended ErrExhausted, Namespaces lists %+v, want %+v "+
+			"(see driver.SlotLeaseStore.Acquire: the namespace a missing one gets is kept whatever the Acquire ends in)",
+			fresh.Name, spaces, want)
 	}
 }

@@ -228,8 +228,8 @@
 //	SlotLeaseStore.Acquire:
 //	D136  Acquire: a sealed namespace gives ErrSealed before settings are          Slots/Seal (Acquire with other settings, and in a namespace
 //	      compared                                                                 SealNamespace created with Limit 0, give ErrSealed)
-//	D137  Acquire: a missing namespace it created stays, even when the Acquire     the model of Explore/Histories (it creates before it searches);
-//	      ends ErrExhausted                                                        no check of its own: only a purge of fences at MaxInt64 reaches it
+//	D137  Acquire: a missing namespace it created stays, even when the Acquire     History/FenceAtMax (a purge of fences at MaxInt64; needs Purger),
+//	      ends ErrExhausted                                                        the model of Explore/Histories (it creates before it searches)
 //	Identifier:
 //	D138  Identifier: every store of one storage has one non-empty identity;       Capabilities/Identity
 //	      another storage another
