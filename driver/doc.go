@@ -102,9 +102,10 @@
 //			}
 //		}
 //	}
-//	if take < 0 { // the rest, from 0 (from SearchStart once the Acquire
-//		// lost a race), skipping first's slots, judged already
-//		for n := range driver.SearchOrder(0, limit) {
+//	if take < 0 { // the rest, from the owner's own point, skipping
+//		// first's slots, judged already
+//		start := driver.SearchStart(req.Owner, req.Incarnation, limit)
+//		for n := range driver.SearchOrder(start, limit) {
 //			if slices.Contains(first, n) {
 //				continue
 //			}

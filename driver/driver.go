@@ -201,8 +201,8 @@ type SlotLeaseStore interface {
 	//     slot, if any; a free slot of the rest, searched in SearchOrder
 	//     from SearchStart of the owner and incarnation, a point spread over
 	//     the namespace by a hash (so that a fleet acquiring at once spreads
-	//     over it rather than all racing for one slot; no rule says which
-	//     free slot an Acquire gets, not the lowest). Free (SlotRecord.Judge):
+	//     over it rather than all racing for one slot, not the lowest free
+	//     slot; the kit checks this order). Free (SlotRecord.Judge):
 	//     never used, released, or expired (now >= ExpiresAt, whoever held
 	//     it); with Reclaim also a live term of the same owner under another
 	//     incarnation. Never a live term of another owner, however close
@@ -395,7 +395,10 @@ type LayoutKeeper interface {
 // that layout, such as another store's root inside this one, makes it
 // delete nothing and give ErrCorrupt naming the node), for an operator who stopped
 // every instance. It returns what it deleted, one readable non-empty entry
-// per thing. Afterwards a new store finds nothing (no keys, namespaces or
+// per thing, worded the driver's way but carrying its names: each range
+// key ("range key k"), namespace ("namespace ns"), slot ("slot ns/3"),
+// owner index ("owner ns/owner") and lock, a path where the backend has
+// one. Afterwards a new store finds nothing (no keys, namespaces or
 // locks; a key starts again at 0), but fences never repeat: every lock fence and every slot fence handed out later is
 // above every one handed out before, so a driver keeps the highest purged
 // fences (a counter that survives the purge; ZooKeeper's czxids and the
@@ -443,7 +446,9 @@ type LayoutKeeper interface {
 // storage's other users would leave: its leases' Renew and Release give
 // ErrLeaseLost. Its range calls may fail for a key it used before
 // (ErrCorrupt, ErrRecreated, or an error of the driver's own), rather than
-// hand its values out again.
+// hand its values out again. Its Acquire keeps working: a slot guard that
+// remembers the purged slots must learn of the purge (a purge count kept
+// in the storage, say) rather than refuse the fresh slots as behind.
 type Purger interface {
 	Purge(ctx context.Context) (deleted []string, err error)
 }

@@ -8,10 +8,12 @@
 // function making a fresh, isolated harness per check, the capabilities the
 // driver declares, its factory, and a time scale for slow backends.
 //
+//	// In the driver's own package (package mydriver): open is its
+//	// unexported factory, the one it registers.
 //	type harness struct{ root string }
 //
 //	func (h harness) NewStore(ctx context.Context) (driver.Store, error) {
-//		return mydriver.Open(map[string]string{"root": h.root})
+//		return open(map[string]string{"root": h.root})
 //	}
 //
 //	// Close deletes what the checks left under the root; the TCK has
@@ -25,7 +27,7 @@
 //				return harness{root: fmt.Sprintf("/tck-%d-%d", os.Getpid(), n.Add(1))}, nil
 //			},
 //			Ranges: true, Slots: true, Locks: true,
-//			Factory:   mydriver.Open,
+//			Factory:   open,
 //			TimeScale: 10,
 //		})
 //	}
@@ -75,8 +77,10 @@
 //     optional harness capability: a snapshot restored (Snapshotter: no
 //     value, fence or term's timestamps again; ErrCorrupt or above),
 //     a record deleted by hand (HandDeleter: a key not started again, a
-//     slot not started again from zero under a live term), a session
-//     ended (SessionEnder: the holder learns Lost). A harness that cannot
+//     slot not started again from zero under a live term; NamespaceDeleter,
+//     LockDeleter: a namespace's or a held lock's record), a record
+//     written wrong (Corrupter, SlotCorrupter: ErrCorrupt, never a guess),
+//     a session ended (SessionEnder: the holder learns Lost). A harness that cannot
 //     act so says why (an error wrapping store.ErrUnsupported) and the
 //     check skips with it.
 //   - Interleave: a second store's write (Seal, Init, Acquire, Renew,
