@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"google.golang.org/protobuf/proto"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,7 +22,7 @@ import (
 // writing again: range_store.go's Next compares the mod revision, which
 // a lost write's stale memo can never match) gives each round trip a
 // deadline of its own, shorter than the call's (a read: a time after which
-// it is sent again beside the first, hedgeRead), and asks for a member
+// a read on one member is waited for, awaitRead), and asks for a member
 // with a leader: a member that knows it has none answers ErrNoLeader at
 // once instead of holding the request. The retry goes to another member
 // when the client's balancer has one ready.
@@ -137,9 +136,10 @@ func (l *latency) narrow(d time.Duration) {
 	l.widen.Store(int64(w))
 }
 
-// late notes a read's answer that came after its attempt deadline (reads
-// are not cut: hedgeRead): the member answers, late, so the next attempts
-// get twice as long as it took, as a cut then would have given them.
+// late notes a read's answer that came after its attempt deadline (a read
+// on one member is not cut: awaitRead): the member answers, late, so the
+// next attempts get twice as long as it took, as a cut then would have
+// given them.
 func (l *latency) late(took time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -156,8 +156,8 @@ func (l *latency) deadline() time.Duration {
 }
 
 // attemptInterceptor gives each unary round trip of a marked context its
-// attempt deadline (the caller's, if sooner; a read's: hedgeRead) and
-// requires a leader; it notes every answer's latency.
+// attempt deadline (the caller's, if sooner; a read on one member is
+// waited for: awaitRead) and requires a leader; it notes every answer's latency.
 func (s *etcdStore) attemptInterceptor(ctx context.Context, method string, req, reply any,
 	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	start := time.Now()
@@ -168,13 +168,13 @@ func (s *etcdStore) attemptInterceptor(ctx context.Context, method string, req, 
 		// clientv3.WithRequireLeader, without copying the metadata.
 		ctx = metadata.AppendToOutgoingContext(ctx, rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader)
 		bound = s.latency.deadline()
-		if !isRead(req) {
+		if !s.waitRead(req) {
 			ctx, cancel = context.WithTimeout(ctx, bound)
 			defer cancel()
 		}
 	}
-	if ctx != call && isRead(req) {
-		return s.hedgeRead(ctx, call, bound, method, req, reply, cc, invoker, opts...)
+	if ctx != call && s.waitRead(req) {
+		return s.awaitRead(ctx, bound, method, req, reply, cc, invoker, opts...)
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if err == nil && ctx != call && s.lateAnswer != nil && s.lateAnswer(req) {
@@ -200,28 +200,27 @@ func (s *etcdStore) attemptInterceptor(ctx context.Context, method string, req, 
 	return err
 }
 
-// A read is not cut by its attempt deadline: sent again, it would wait in
-// the same queue from its end. A fleet starting at once queues thousands
-// of requests on its members; each read cut and sent again was one more
-// in the queue, and, cut again, the next: most of a thousand acquirers'
-// round trips were cut, and their resends doubled the members' work.
-// Instead, past its deadline, a read is sent again beside the first, when
-// the client has another member to send it to (the balancer takes the
-// next), and the first answer wins: a frozen member's read is answered by
-// another, a busy member's keeps its place. A write is still cut
-// (attemptInterceptor): a write a follower forwarded to a leader that
-// died is never answered, and only a resend goes through the new leader.
+// With one member, a read is not cut by its attempt deadline: sent again,
+// it would wait in the same member's queue from its end. A fleet starting
+// at once queues thousands of requests on the member; each read cut and
+// sent again was one more in the queue and, cut again, the next: most of
+// a thousand acquirers' round trips were cut, and their resends doubled
+// the work. The read is waited for (within the call's deadline), and an
+// answer later than the attempt deadline widens the next attempts' as a
+// cut would have (latency.late), so the write that follows is not cut in
+// its turn. With several members a read is still cut, and clientv3 sends
+// it to the next (a frozen member's read is answered by another); sending
+// it again beside the first instead, tried, made a fleet on three members
+// slower (every read of the burst was sent twice). A write is cut either
+// way: a write a follower forwarded to a leader that died is never
+// answered, and only a resend goes through the new leader.
 
-// maxHedges bounds the resends of one read attempt (each at twice the
-// last deadline), and so the work a read adds to a busy cluster.
-const maxHedges = 2
-
-// isRead reports whether req reads only: a Range, or a transaction of
-// Ranges with no compares.
-func isRead(req any) bool {
+// waitRead reports whether req, a round trip with an attempt deadline,
+// is a read to be waited for: a Range, or a transaction of Ranges with no
+// compares, on a client of one member.
+func (s *etcdStore) waitRead(req any) bool {
 	switch r := req.(type) {
 	case *pb.RangeRequest:
-		return true
 	case *pb.TxnRequest:
 		if len(r.Compare) > 0 || len(r.Failure) > 0 {
 			return false
@@ -231,95 +230,34 @@ func isRead(req any) bool {
 				return false
 			}
 		}
-		return true
+	default:
+		return false
 	}
-	return false
+	return len(s.cli.Endpoints()) < 2
 }
 
-// hedgeRead sends read req (ctx: the call's, requiring a leader), and
-// again past each attempt deadline (bound, then twice it) when the client
-// has several members, at most maxHedges times; the first answer is the
-// call's, the others are cancelled. An answer later than bound widens the
-// next attempts' deadline (latency.late).
-func (s *etcdStore) hedgeRead(ctx, call context.Context, bound time.Duration, method string, req, reply any,
+// awaitRead sends read req (ctx: the call's, requiring a leader) and waits
+// for its answer; one later than bound widens the next attempts' deadline.
+func (s *etcdStore) awaitRead(ctx context.Context, bound time.Duration, method string, req, reply any,
 	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type answer struct {
-		reply any
-		err   error
-		took  time.Duration
-	}
-	answers := make(chan answer, 1+maxHedges)
-	// A resend is given no call option that writes into the caller's
-	// memory (clientv3's Peer, for its log): the first attempt's would
-	// race with it.
-	resendOpts := slices.DeleteFunc(slices.Clone(opts), func(o grpc.CallOption) bool {
-		switch o.(type) {
-		case grpc.PeerCallOption, grpc.HeaderCallOption, grpc.TrailerCallOption:
-			return true
-		}
-		return false
-	})
-	send := func(r any, opts []grpc.CallOption) {
-		start := time.Now()
-		go func() {
-			err := invoker(ctx, method, req, r, cc, opts...)
-			if held := s.heldRead; err == nil && held != nil {
-				if release := held(req); release != nil {
-					select { // the answer comes when the test says, or is not needed
-					case <-release:
-					case <-ctx.Done():
-						err = status.FromContextError(ctx.Err()).Err()
-					}
-				}
-			}
-			answers <- answer{r, err, time.Since(start)}
-		}()
-	}
-	send(reply, opts)
-	pending, hedges := 1, 0
-	if len(s.cli.Endpoints()) < 2 {
-		hedges = maxHedges // the same member would get it again
-	}
-	timer := time.NewTimer(bound)
-	defer timer.Stop()
-	first, wait := bound, bound
-	var won *answer
-	var failed error
-	for pending > 0 {
-		select {
-		case a := <-answers:
-			pending--
-			switch {
-			case a.err == nil && won == nil:
-				won = &a
-				cancel() // the others: their answers are not needed
-			case a.err != nil && failed == nil && won == nil:
-				failed = a.err
-			}
-		case <-timer.C:
-			if won == nil && hedges < maxHedges && call.Err() == nil {
-				hedges++
-				pending++
-				send(reply.(proto.Message).ProtoReflect().New().Interface(), resendOpts)
-				wait *= 2
-				timer.Reset(wait)
+	start := time.Now()
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if held := s.heldRead; err == nil && held != nil {
+		if release := held(req); release != nil {
+			select { // the answer comes when the test says
+			case <-release:
+			case <-ctx.Done():
+				err = status.FromContextError(ctx.Err()).Err()
 			}
 		}
 	}
-	// Every attempt has returned: none writes into reply any more.
-	if won == nil {
-		return failed
+	if err != nil {
+		return err
 	}
-	s.latency.observe(won.took)
-	if won.took > first {
-		s.latency.late(won.took)
-	}
-	if won.reply != reply {
-		m := reply.(proto.Message)
-		proto.Reset(m)
-		proto.Merge(m, won.reply.(proto.Message))
+	took := time.Since(start)
+	s.latency.observe(took)
+	if took > bound {
+		s.latency.late(took)
 	}
 	return nil
 }

@@ -164,17 +164,17 @@
 // Failover: a call that retries (Next) gives each round trip a deadline
 // of its own, ten times the median latency of the last answers, within
 // 300ms and 2s (and the call's), and asks for a member with a leader. A
-// write cut by that deadline doubles it for the next ones (up to 2s),
+// round trip cut by that deadline doubles it for the next ones (up to 2s),
 // until answers come fast again: a server that answers late (many stores
 // acquiring at once) is then waited for, not sent each request again. A
-// read is not cut: past the deadline it is sent again to another member,
-// if the client has one, beside the first, and the first answer wins; a
-// read answered late widens the deadline as a cut would. A write a
-// follower forwarded to a leader that died is lost, and a hung member
-// answers nothing; either costs that round trip, not the call's whole
-// timeout: the retry goes to a member that answers, and resolves the cut
-// write's unknown outcome by reading (a gap, never a value twice). Writes
-// resume about when the cluster has elected a new leader.
+// read on a client of one member is not cut (sent again, it would wait in
+// the same queue): it is waited for, and its answer, if late, widens the
+// deadline as a cut would. A write a follower forwarded to a leader that
+// died is lost, and a hung member answers nothing; either costs that round
+// trip, not the call's whole timeout: the retry goes to a member that
+// answers, and resolves the cut write's unknown outcome by reading (a gap,
+// never a value twice). Writes resume about when the cluster has elected
+// a new leader.
 //
 // Connection events, also logged (store.WithLogger): connected, at open
 // and again when members answer after a disconnected; disconnected, when

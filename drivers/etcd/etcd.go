@@ -44,9 +44,8 @@ type etcdStore struct {
 	// lateAnswer, if set, holds an answer of a call with attempt
 	// deadlines until that deadline passed when it says so (tests).
 	lateAnswer func(req any) bool
-	// heldRead, if set, holds the answer of a read attempt (hedgeRead)
-	// until the channel it returns for it closes, or another attempt
-	// answers (tests); nil: not held.
+	// heldRead, if set, holds the answer of a read waited for (awaitRead)
+	// until the channel it returns for it closes (tests); nil: not held.
 	heldRead func(req any) <-chan struct{}
 	notify   atomic.Pointer[func(driver.Event)]
 	answer   atomic.Int64 // unix nanos of the last answer from a server

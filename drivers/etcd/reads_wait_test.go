@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,21 +13,23 @@ import (
 	"github.com/cosid-go/store/internal/testing/rawdriver"
 )
 
-// This file: a read is not cut by its attempt deadline (attempts.go,
-// hedgeRead). Its answer is waited for; past the deadline, with another
-// member to send it to, it is sent again beside the first.
+// This file: with one member, a read is not cut by its attempt deadline
+// (attempts.go, awaitRead): its answer is waited for. With several, it is
+// cut and sent to the next.
 
-// holdFirstRead holds the answer of the store's first read attempt (a
-// Txn without compares) until release closes; nil: until another attempt
-// answers.
+// firstRead reports, once, whether req is a read (a Txn without compares).
+func firstRead(req any, seen *atomic.Bool) bool {
+	tr, ok := req.(*pb.TxnRequest)
+	return ok && len(tr.Compare) == 0 && seen.CompareAndSwap(false, true)
+}
+
+// holdFirstRead holds the answer of the store's first read until release
+// closes.
 func holdFirstRead(release <-chan struct{}, held *atomic.Bool) func(*driverStore) {
 	return func(d *driverStore) {
 		d.heldRead = func(req any) <-chan struct{} {
-			if tr, ok := req.(*pb.TxnRequest); !ok || len(tr.Compare) > 0 || !held.CompareAndSwap(false, true) {
+			if !firstRead(req, held) {
 				return nil
-			}
-			if release == nil {
-				return make(chan struct{}) // never: a frozen member
 			}
 			return release
 		}
@@ -73,34 +74,31 @@ func TestReadLateNotResent(t *testing.T) {
 	t.Logf("slot %d; attempt deadline now %v", l.Slot, a.latency.deadline())
 }
 
-// TestReadHedgedPastFrozen: with two members (here one member, reached
-// directly and through a proxy), a read whose first attempt is never
-// answered (a frozen member) is sent again past its deadline, and the
-// second attempt's answer is the call's: the acquire holds its slot, as
-// listed, from one read and one write.
-func TestReadHedgedPastFrozen(t *testing.T) {
+// TestReadCutWithTwoMembers: with two endpoints (here one member,
+// reached directly and through a proxy), a read whose answer comes after
+// its attempt deadline (a frozen member) is cut, and clientv3 sends it
+// again, to the next: the acquire holds its slot, as listed.
+func TestReadCutWithTwoMembers(t *testing.T) {
 	ctx := t.Context()
 	ep := sharedServer(t).Endpoints()[0]
 	proxy := netproxy.New(t, strings.TrimPrefix(ep, "http://"))
 	var held atomic.Bool
 	c := &txnCounter{}
-	prefix := made(t, freshPrefix("readhedge"))
+	prefix := made(t, freshPrefix("readcut"))
 	a := rawdriver.Of(openDriverOn(t, []string{ep, proxy.Addr()}, prefix, func(d *driverStore) {
 		c.set(d)
-		holdFirstRead(nil, &held)(d)
+		d.lateAnswer = func(req any) bool { return firstRead(req, &held) }
 	})).(*driverStore)
 	ns := driver.Namespace{Name: "n", Limit: 8, Tolerance: time.Second}
-	bounded, cancel := context.WithTimeout(ctx, 30*time.Second) // never sent again: it would wait for ever
-	defer cancel()
-	l, err := a.Acquire(bounded, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "i", TTL: time.Minute, Preferred: -1})
+	l, err := a.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "i", TTL: time.Minute, Preferred: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !held.Load() {
-		t.Fatal("no read was held")
+		t.Fatal("no read came late")
 	}
-	if r, w, f := c.reads.Load(), c.writes.Load(), c.failed.Load(); r != 1 || w != 1 || f != 0 {
-		t.Errorf("Acquire with its first read attempt frozen: %d reads, %d writes, %d failed; want 1, 1, 0", r, w, f)
+	if r, w, f := c.reads.Load(), c.writes.Load(), c.failed.Load(); r != 2 || w != 1 || f != 1 {
+		t.Errorf("Acquire with its first read answered late: %d reads, %d writes, %d failed; want 2, 1, 1 (the read cut and sent again)", r, w, f)
 	}
 	infos, err := a.Slots(ctx, "n")
 	if err != nil {
