@@ -85,7 +85,10 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 	h := &lockHold{s: s, ss: ss, key: key, n: n}
 	ss.watch(h)
 	release := func() { ss.unwatch(h); ss.release(n) }
-	rev, first, offset, err := s.createWaiter(ctx, ss, key, owner, s.lockPrefix(name))
+	rev, first, offset, err := s.createWaiter(ctx, ss, key, owner, s.lockPrefix(name), release)
+	if errors.Is(err, errCreatePending) {
+		return nil, err // the create's answer settles the key (createWaiter)
+	}
 	if errors.Is(err, driver.ErrSealed) {
 		release()
 		return nil, errLocksSealed(name)
@@ -198,19 +201,50 @@ func (s *lockStore) lockOnce(ctx context.Context, name, owner string, wait bool)
 // with the lease. The Lock queues again under a new session while its
 // context lasts.
 //
+// The caller's ctx ending is not a lost answer: the create is sent on a
+// context of its own (bounded by the session TTL and the store's life), so
+// that a Lock cancelled while its create is on the way, which returns at
+// once (errCreatePending), does not cost the store its session and every
+// other hold: the answer, when it comes within the attempt deadline,
+// deletes the key it made; no answer by then abandons the session as
+// above. The key's number and watch are released then (release), not
+// before.
+//
 // The create also compares the locks' seal absent (ErrSealed, nothing
 // written) and reads their fence offset (lock_seal.go).
-func (s *lockStore) createWaiter(ctx context.Context, ss *lockSession, key, owner, prefix string) (int64, bool, int64, error) {
+func (s *lockStore) createWaiter(ctx context.Context, ss *lockSession, key, owner, prefix string, release func()) (int64, bool, int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, 0, s.check(ctx, err) // nothing sent
 	}
-	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(s.sealedKey()), "=", 0)).
-		Then(clientv3.OpPut(key, owner, clientv3.WithLease(ss.id)),
-			clientv3.OpGet(prefix, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...),
-			clientv3.OpGet(s.offsetKey())).
-		Else(clientv3.OpGet(key), clientv3.OpGet(s.sealedKey(), clientv3.WithKeysOnly())).Commit()
-	if err = s.check(ctx, err); err == nil {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ss.ttl)
+	stop := context.AfterFunc(s.ctx, cancel) // Close cuts it
+	answer := make(chan createAnswer, 1)
+	go func() {
+		defer stop()
+		defer cancel()
+		resp, err := s.cli.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(s.sealedKey()), "=", 0)).
+			Then(clientv3.OpPut(key, owner, clientv3.WithLease(ss.id)),
+				clientv3.OpGet(prefix, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...),
+				clientv3.OpGet(s.offsetKey())).
+			Else(clientv3.OpGet(key), clientv3.OpGet(s.sealedKey(), clientv3.WithKeysOnly())).Commit()
+		answer <- createAnswer{resp, s.check(cctx, err)}
+	}()
+	var a createAnswer
+	select {
+	case a = <-answer:
+	case <-ctx.Done():
+		s.spawn(func() {
+			// A healthy member answers within the attempt deadline
+			// (attempts.go); past it the answer is taken as lost.
+			late := time.AfterFunc(s.latency.deadline(), cancel)
+			defer late.Stop()
+			s.settleCreate(ss, key, <-answer, release)
+		})
+		return 0, false, 0, fmt.Errorf("%w: %w", errCreatePending, s.check(ctx, ctx.Err()))
+	}
+	if err := a.err; err == nil {
+		resp := a.resp
 		if resp.Succeeded {
 			rev := resp.Header.Revision
 			oldest := resp.Responses[1].GetResponseRange().Kvs
@@ -226,16 +260,13 @@ func (s *lockStore) createWaiter(ctx context.Context, ss *lockSession, key, owne
 		s.abandon(ss, fmt.Errorf("waiter key %s exists before its create", key))
 		return 0, false, 0, fmt.Errorf("waiter key %s exists before its create: %w", key, errQueueLost)
 	}
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		// Revoked by an operator, or expired, before a keep-alive
-		// told us: the session is over; queue under a new one.
-		s.expired(ss, fmt.Errorf("etcd lease %x not found when queueing: revoked or expired", int64(ss.id)))
+	err := a.err
+	if s.unanswered(ss, key, err) {
 		return 0, false, 0, fmt.Errorf("%v: %w", err, errQueueLost)
 	}
 	if errors.Is(err, driver.ErrClosed) {
 		return 0, false, 0, err // Close revokes the lease
 	}
-	s.abandon(ss, fmt.Errorf("the create of waiter key %s got no answer (%v): it may be applied later", key, err))
 	if ctx.Err() != nil || !retryable(err) {
 		return 0, false, 0, err // a refusal would be refused again
 	}
@@ -244,6 +275,51 @@ func (s *lockStore) createWaiter(ctx context.Context, ss *lockSession, key, owne
 		return 0, false, 0, berr
 	}
 	return 0, false, 0, fmt.Errorf("%v: %w", err, errQueueLost)
+}
+
+// createAnswer is the answer of a waiter key's create, err checked.
+type createAnswer struct {
+	resp *clientv3.TxnResponse
+	err  error
+}
+
+// errCreatePending marks a Lock whose ctx ended while its create's answer
+// was on the way: settleCreate settles the key.
+var errCreatePending = errors.New("the wait ended while its waiter key's create was under way")
+
+// unanswered deals with a create that failed with err: a lease not found
+// ends the session (it reports true: queue again under a new one); Close
+// needs nothing (the lease is revoked); any other failure may have been
+// applied, or be applied later, so the session is abandoned.
+func (s *lockStore) unanswered(ss *lockSession, key string, err error) bool {
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		// Revoked by an operator, or expired, before a keep-alive
+		// told us: the session is over; queue under a new one.
+		s.expired(ss, fmt.Errorf("etcd lease %x not found when queueing: revoked or expired", int64(ss.id)))
+		return true
+	case errors.Is(err, driver.ErrClosed):
+	default:
+		s.abandon(ss, fmt.Errorf("the create of waiter key %s got no answer (%v): it may be applied later", key, err))
+	}
+	return false
+}
+
+// settleCreate settles, from its answer a, the create of a waiter key
+// whose Lock returned before the answer came (its ctx ended): a key made
+// is deleted as any ended wait's is; no key needs nothing; no answer
+// abandons the session as in createWaiter. Then release runs.
+func (s *lockStore) settleCreate(ss *lockSession, key string, a createAnswer, release func()) {
+	switch {
+	case a.err == nil && a.resp.Succeeded:
+		s.dropWaiter(key, a.resp.Header.Revision, release)
+		return
+	case a.err == nil && len(a.resp.Responses[1].GetResponseRange().Kvs) == 0:
+		s.abandon(ss, fmt.Errorf("waiter key %s exists before its create", key))
+	case a.err != nil:
+		s.unanswered(ss, key, a.err)
+	}
+	release()
 }
 
 // abandon loses a session whose keys may change without the store
