@@ -263,18 +263,20 @@ func (s *etcdStore) backoff(ctx context.Context, n int, err error) error {
 }
 
 // spawn runs f on a goroutine Close waits for; after Close it does
-// nothing (what f would do, Close has done: the lease is revoked).
-func (s *etcdStore) spawn(f func()) {
+// nothing (what f would do, Close has done: the lease is revoked) and
+// reports false.
+func (s *etcdStore) spawn(f func()) bool {
 	s.goMu.Lock()
 	defer s.goMu.Unlock()
 	if s.goDone {
-		return
+		return false
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		f()
 	}()
+	return true
 }
 
 // Format prints the store as "etcd store prefix=... endpoints=..." for

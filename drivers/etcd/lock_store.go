@@ -219,7 +219,7 @@ func (s *lockStore) createWaiter(ctx context.Context, ss *lockSession, key, owne
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ss.ttl)
 	stop := context.AfterFunc(s.ctx, cancel) // Close cuts it
 	answer := make(chan createAnswer, 1)
-	go func() {
+	if !s.spawn(func() {
 		defer stop()
 		defer cancel()
 		resp, err := s.cli.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
@@ -229,7 +229,11 @@ func (s *lockStore) createWaiter(ctx context.Context, ss *lockSession, key, owne
 				clientv3.OpGet(s.offsetKey())).
 			Else(clientv3.OpGet(key), clientv3.OpGet(s.sealedKey(), clientv3.WithKeysOnly())).Commit()
 		answer <- createAnswer{resp, s.check(cctx, err)}
-	}()
+	}) {
+		stop()
+		cancel()
+		return 0, false, 0, driver.ErrClosed // nothing sent
+	}
 	var a createAnswer
 	select {
 	case a = <-answer:
