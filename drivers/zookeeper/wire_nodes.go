@@ -24,30 +24,72 @@ func corruptData(path string, data []byte, why error) error {
 }
 
 // createParents creates the missing ancestors of path below "/", top down:
-// the root with the store's identity (session_identity.go), the others empty.
+// the root with the store's identity (session_identity.go), the others
+// empty. A node's ancestors exist when it does, so the deepest ancestor
+// there is found by halving (a few reads) and the missing ones are made in
+// one multi: one create after another, a key 512 levels deep took 512
+// writes, past a call's bound on a loaded server. A multi that fails
+// applies nothing: another store made (or a purge deleted) some of them
+// meanwhile, and the search runs again.
 func (s *session) createParents(ctx context.Context, path string, a *attempts) error {
+	var ancestors []string
 	for i := 1; i < len(path); i++ {
-		if path[i] != '/' {
-			continue
-		}
-		parent := path[:i]
-		var data []byte
-		if parent == s.root {
-			data = rootData()
-		}
-		for {
-			_, err := call(ctx, s, func() (string, error) { return s.conn.Create(parent, data, 0, s.acl) })
-			if err == nil || errors.Is(err, zk.ErrNodeExists) {
-				break
-			}
-			// An unknown outcome is settled by trying again: the node
-			// then exists.
-			if err := a.retry(ctx, err); err != nil {
-				return fmt.Errorf("zookeeper: create %s: %w", parent, err)
-			}
+		if path[i] == '/' {
+			ancestors = append(ancestors, path[:i])
 		}
 	}
-	return nil
+	for {
+		// ancestors[:lo] exist, ancestors[hi:] do not.
+		lo, hi := 0, len(ancestors)
+		for lo < hi {
+			mid := (lo + hi) / 2
+			ok, err := call(ctx, s, func() (bool, error) {
+				ok, _, err := s.conn.Exists(ancestors[mid])
+				if errors.Is(err, zk.ErrNoAuth) {
+					// Only a node that is there is refused (3.9 checks
+					// its READ permission): a root made without READ.
+					return true, nil
+				}
+				return ok, err
+			})
+			if err != nil {
+				if err := a.retry(ctx, err); err != nil {
+					return fmt.Errorf("zookeeper: read %s: %w", ancestors[mid], err)
+				}
+				continue
+			}
+			if ok {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		if lo == len(ancestors) {
+			return nil
+		}
+		ops := make([]any, 0, len(ancestors)-lo)
+		for _, parent := range ancestors[lo:] {
+			var data []byte
+			if parent == s.root {
+				data = rootData()
+			}
+			ops = append(ops, &zk.CreateRequest{Path: parent, Data: data, Acl: s.acl})
+		}
+		_, err := call(ctx, s, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNoNode):
+			if ctx.Err() != nil {
+				return fmt.Errorf("zookeeper: create %s: %w", ancestors[lo], ctx.Err())
+			}
+			continue
+		}
+		// An unknown outcome is settled by looking again.
+		if err := a.retry(ctx, err); err != nil {
+			return fmt.Errorf("zookeeper: create %s: %w", ancestors[lo], err)
+		}
+	}
 }
 
 // children lists a node's children; a missing node has none.
