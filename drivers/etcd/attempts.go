@@ -2,12 +2,12 @@ package etcd
 
 import (
 	"context"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -82,13 +82,8 @@ type latency struct {
 	n        int          // answers noted
 	cur      atomic.Int64 // the attempt deadline; 0: none computed yet
 	widen    atomic.Int64 // the deadline after cuts, while above cur; 0: none
-	narrowed atomic.Int64 // when answers last narrowed widen (sinceEpoch); 0: never
+	narrowed time.Time    // when answers last narrowed widen (guarded by mu); zero: never
 }
-
-// epoch is the origin of latency.narrowed, on the monotonic clock.
-var epoch = time.Now()
-
-func sinceEpoch(t time.Time) int64 { return int64(t.Sub(epoch)) }
 
 // observe notes an answer that took d.
 func (l *latency) observe(d time.Duration) {
@@ -113,10 +108,15 @@ func (l *latency) observe(d time.Duration) {
 func (l *latency) cut(start time.Time, d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.narrowed.Load() > sinceEpoch(start) {
+	if start.Before(l.narrowed) {
 		return
 	}
-	l.widen.Store(int64(min(max(2*d, time.Duration(l.widen.Load())), attemptMax)))
+	l.widenTo(2 * d)
+}
+
+// widenTo widens the deadline to d, within attemptMax; l.mu is held.
+func (l *latency) widenTo(d time.Duration) {
+	l.widen.Store(int64(min(max(d, time.Duration(l.widen.Load())), attemptMax)))
 }
 
 // narrow sets a widened deadline after an answer that took d.
@@ -131,7 +131,7 @@ func (l *latency) narrow(d time.Duration) {
 		w = 0 // back to the answers' median
 	}
 	if w < time.Duration(l.widen.Load()) {
-		l.narrowed.Store(sinceEpoch(time.Now()))
+		l.narrowed = time.Now()
 	}
 	l.widen.Store(int64(w))
 }
@@ -143,7 +143,7 @@ func (l *latency) narrow(d time.Duration) {
 func (l *latency) late(took time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.widen.Store(int64(min(max(2*took, time.Duration(l.widen.Load())), attemptMax)))
+	l.widenTo(2 * took)
 }
 
 // deadline is the next attempt's.
@@ -168,13 +168,11 @@ func (s *etcdStore) attemptInterceptor(ctx context.Context, method string, req, 
 		// clientv3.WithRequireLeader, without copying the metadata.
 		ctx = metadata.AppendToOutgoingContext(ctx, rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader)
 		bound = s.latency.deadline()
-		if !s.waitRead(req) {
-			ctx, cancel = context.WithTimeout(ctx, bound)
-			defer cancel()
+		if s.waitRead(req) {
+			return s.awaitRead(ctx, bound, method, req, reply, cc, invoker, opts...)
 		}
-	}
-	if ctx != call && s.waitRead(req) {
-		return s.awaitRead(ctx, bound, method, req, reply, cc, invoker, opts...)
+		ctx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if err == nil && ctx != call && s.lateAnswer != nil && s.lateAnswer(req) {
