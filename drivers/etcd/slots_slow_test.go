@@ -20,7 +20,7 @@ import (
 
 // TestAcquireFromSlowMember: a member whose every answer comes later than
 // the attempt deadline (as a fleet's thousand acquires queue up) still
-// gives a slot. The read is waited for, not cut (hedgeRead), and its late
+// gives a slot. The read is waited for, not cut (awaitRead), and its late
 // answer widens the next attempts' deadline; a cut write widens it too
 // (and the answer that then comes sets it), rather than each resend being
 // cut again until the call's own deadline, which fed the server's queue
