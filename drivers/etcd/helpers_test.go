@@ -122,15 +122,20 @@ func awaitLock(t *testing.T, got <-chan lockResult) lockResult {
 // store's calls between the store's reads and its write.
 func openBeforeTxn(t *testing.T, prefix string, armed *atomic.Bool, nth int64, hook func()) *driverStore {
 	t.Helper()
+	return rawdriver.Of(openDriver(t, prefix, interceptCalls(beforeTxn(armed, nth, hook)))).(*driverStore)
+}
+
+// beforeTxn is the interceptor of openBeforeTxn: the nth transaction sent
+// while armed first runs hook.
+func beforeTxn(armed *atomic.Bool, nth int64, hook func()) grpc.UnaryClientInterceptor {
 	var txns atomic.Int64
-	st := openDriver(t, prefix, interceptCalls(func(ctx context.Context, method string, req, reply any,
+	return func(ctx context.Context, method string, req, reply any,
 		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if strings.HasSuffix(method, "/Txn") && armed.Load() && txns.Add(1) == nth {
 			hook()
 		}
 		return invoker(ctx, method, req, reply, cc, opts...)
-	}))
-	return rawdriver.Of(st).(*driverStore)
+	}
 }
 
 // proxiedStores opens three stores on prefix of cluster c, each through

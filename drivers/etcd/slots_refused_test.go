@@ -22,17 +22,15 @@ import (
 // was applied.
 
 // txnCounter counts a store's Txn round trips, reads and writes (a
-// transaction with compares), and before its nth runs hook once armed.
+// transaction with compares).
 type txnCounter struct {
 	reads, writes atomic.Int64
 	failed        atomic.Int64 // round trips that failed (a cut among them)
-	armed         atomic.Bool
-	nth           int64
-	hook          func()
 }
 
+// set adds the counter to the store's interceptors.
 func (c *txnCounter) set(d *driverStore) {
-	d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+	d.dialOpt = append(d.dialOpt, grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
 		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if tr, ok := req.(*pb.TxnRequest); ok && strings.HasSuffix(method, "/Txn") {
 			if len(tr.Compare) > 0 {
@@ -40,28 +38,28 @@ func (c *txnCounter) set(d *driverStore) {
 			} else {
 				c.reads.Add(1)
 			}
-			if c.armed.Load() && c.reads.Load()+c.writes.Load() == c.nth {
-				c.armed.Store(false)
-				c.hook()
-			}
 		}
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		if err != nil {
 			c.failed.Add(1)
 		}
 		return err
-	})}
+	}))
 }
 
-// refusedSetup opens stores a (counted, its second transaction, the
-// first write, preceded by hook) and b on a fresh prefix, and returns
-// the slot a's search starts at in namespace ns.
-func refusedSetup(t *testing.T, ns driver.Namespace, hook func(b *driverStore)) (a, b *driverStore, c *txnCounter, s0 int) {
+// refusedSetup opens stores a (counted; once armed, its second
+// transaction, the first write, is preceded by hook: beforeTxn) and b on
+// a fresh prefix, and returns the slot a's search starts at in namespace
+// ns.
+func refusedSetup(t *testing.T, ns driver.Namespace, hook func(b *driverStore)) (a, b *driverStore, c *txnCounter, armed *atomic.Bool, s0 int) {
 	prefix := freshPrefix("refused")
 	b = rawdriver.Of(openDriver(t, prefix, func(*driverStore) {})).(*driverStore)
-	c = &txnCounter{nth: 2, hook: func() { hook(b) }}
-	a = rawdriver.Of(openDriver(t, prefix, c.set)).(*driverStore)
-	return a, b, c, driver.SearchStart("a", "i", ns.Limit)
+	c, armed = &txnCounter{}, new(atomic.Bool)
+	a = rawdriver.Of(openDriver(t, prefix, func(d *driverStore) {
+		interceptCalls(beforeTxn(armed, 2, func() { hook(b) }))(d)
+		c.set(d)
+	})).(*driverStore)
+	return a, b, c, armed, driver.SearchStart("a", "i", ns.Limit)
 }
 
 func acquireAt(ctx context.Context, t *testing.T, s *driverStore, ns driver.Namespace, owner string, slot int) driver.Lease {
@@ -81,13 +79,13 @@ func TestAcquireRefusedReadsAhead(t *testing.T) {
 	ctx := t.Context()
 	ns := driver.Namespace{Name: "n", Limit: 16, Tolerance: time.Second}
 	var s0 int
-	a, b, c, s0 := refusedSetup(t, ns, func(b *driverStore) {
+	a, b, c, armed, s0 := refusedSetup(t, ns, func(b *driverStore) {
 		for i := range 3 {
 			acquireAt(ctx, t, b, ns, fmt.Sprint("b", i), (s0+i)%ns.Limit)
 		}
 	})
 	acquireAt(ctx, t, b, ns, "c", (s0+8)%ns.Limit) // the namespace exists: a's read sees its slots
-	c.armed.Store(true)
+	armed.Store(true)
 	l, err := a.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "i", TTL: time.Minute, Preferred: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +116,9 @@ func TestAcquireRefusedSeesHole(t *testing.T) {
 	ctx := t.Context()
 	ns := driver.Namespace{Name: "n", Limit: 16, Tolerance: time.Second}
 	var s0 int
-	a, b, c, s0 := refusedSetup(t, ns, func(b *driverStore) {
+	var ran bool
+	a, b, _, armed, s0 := refusedSetup(t, ns, func(b *driverStore) {
+		ran = true
 		acquireAt(ctx, t, b, ns, "b", s0)
 		if _, err := b.cli.Delete(ctx, b.slotKey("n", (s0+1)%ns.Limit)); err != nil {
 			t.Fatal(err)
@@ -128,9 +128,9 @@ func TestAcquireRefusedSeesHole(t *testing.T) {
 	if err := b.Release(ctx, old, old.Floor); err != nil {
 		t.Fatal(err)
 	}
-	c.armed.Store(true)
+	armed.Store(true)
 	l, err := a.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "i", TTL: time.Minute, Preferred: -1})
-	if c.armed.Load() {
+	if !ran {
 		t.Fatal("the hook did not run")
 	}
 	if err == nil && l.Slot == old.Slot {
