@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +14,8 @@ import (
 	"github.com/cosid-go/store/internal/testing/zktest"
 )
 
-// TestIdentity: the root carries the store's identity from its creation;
+// TestIdentity: the root carries the store's identity from its creation,
+// also when it is made with the parents of a deep key's node;
 // create=false neither creates a missing root nor writes an identity; a
 // root made without one gets one from the first writer asking, the same
 // for writers asking at once; a purge keeps it.
@@ -59,6 +61,51 @@ func TestIdentity(t *testing.T) {
 		}
 		if got, err := w.StoreID(ctx); err != nil || got != id {
 			t.Fatalf("StoreID after a purge: %q (%v), want %q", got, err, id)
+		}
+	})
+	t.Run("DeepKey", func(t *testing.T) {
+		// The root two levels below nodes that do not exist, made by
+		// the first Nexts of keys 40 levels deep, from stores at once:
+		// the missing nodes are made in one multi (createParents), and
+		// the root among them must get the identity, the others nothing.
+		top := randomRoot()
+		root := top + "/a/b"
+		const n = 4
+		stores := make([]*driverStore, n)
+		keys := make([]string, n)
+		for i := range stores {
+			stores[i] = openTest(t, testOptions(addr, map[string]string{"root": root}), nil)
+			keys[i] = fmt.Sprintf("k%d", i) + strings.Repeat("/l", 39)
+		}
+		var wg sync.WaitGroup
+		for i, s := range stores {
+			wg.Go(func() {
+				if _, err := s.Next(context.WithoutCancel(ctx), keys[i], 1); err != nil {
+					t.Errorf("first Next of key %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		data, _, err := conn.Get(root)
+		if err != nil || !strings.HasPrefix(string(data), "store_id=") {
+			t.Fatalf("root data after the first Nexts of deep keys: %q (%v)", data, err)
+		}
+		for i, s := range stores {
+			if id, err := s.StoreID(ctx); err != nil || string(data) != "store_id="+id+"\n" {
+				t.Fatalf("StoreID of store %d: %q (%v), root data %q", i, id, err, data)
+			}
+		}
+		key := stores[0].rangePath(keys[0])
+		for p := key[:strings.LastIndex(key, "/")]; p != ""; p = p[:strings.LastIndex(p, "/")] {
+			if p == root {
+				continue
+			}
+			if d, _, err := conn.Get(p); err != nil || len(d) != 0 {
+				t.Fatalf("%s, made with the key's node: data %q (%v), want empty", p, d, err)
+			}
 		}
 	})
 	t.Run("OldRoot", func(t *testing.T) {
