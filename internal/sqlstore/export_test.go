@@ -28,3 +28,7 @@ func Statements(d Dialect) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// ErrNoNamespace is what a transaction of an operation that found no row
+// for its namespace ends with, before the row is created.
+var ErrNoNamespace = errNoNamespace

@@ -1,7 +1,10 @@
 package sqlstore_test
 
 import (
+	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,29 +81,87 @@ func TestWrittenBackUnsealedNamespace(t *testing.T) {
 // A namespace row deleted by hand while its slots remain is not created
 // afresh, even by a store that never saw the namespace: the seal the row
 // may have carried is gone, so Acquire and SeedSlot give ErrCorrupt
-// (docs/design.md, Slot leases).
+// (docs/design.md, Slot leases). So too when the slots' rows went with it
+// and only their records of use (cosid_slot_used) are left.
 func TestDeletedNamespaceRow(t *testing.T) {
-	eachStore(t, func(t *testing.T, db database, s *sqlstore.Store) {
-		ctx := t.Context()
-		ns := driver.Namespace{Name: "w", Limit: 2, Tolerance: time.Millisecond}
-		if _, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.SealNamespace(ctx, ns.Name); err != nil {
-			t.Fatal(err)
-		}
-		mustExec(t, db, `DELETE FROM {p}cosid_namespace`)
-		fresh, err := sqlstore.Open(ctx, db.db, db.d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := fresh.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "1", TTL: time.Minute})
-		if !errors.Is(err, driver.ErrCorrupt) {
-			t.Errorf("Acquire in namespace %s, sealed, then its row deleted by hand: slot %d fence %d, %v; want ErrCorrupt",
-				ns.Name, got.Slot, got.Fence, err)
-		}
-		if err := fresh.SeedSlot(ctx, ns, 1, 5, 5); !errors.Is(err, driver.ErrCorrupt) {
-			t.Errorf("SeedSlot in namespace %s, sealed, then its row deleted by hand: %v; want ErrCorrupt", ns.Name, err)
-		}
-	})
+	for _, deleted := range [][]string{{"cosid_namespace"}, {"cosid_namespace", "cosid_slot"}} {
+		t.Run(strings.Join(deleted, "+"), func(t *testing.T) {
+			eachStore(t, func(t *testing.T, db database, s *sqlstore.Store) {
+				ctx := t.Context()
+				ns := driver.Namespace{Name: "w", Limit: 2, Tolerance: time.Millisecond}
+				if _, err := s.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "1", TTL: time.Minute}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.SealNamespace(ctx, ns.Name); err != nil {
+					t.Fatal(err)
+				}
+				for _, table := range deleted {
+					mustExec(t, db, `DELETE FROM {p}`+table)
+				}
+				fresh, err := sqlstore.Open(ctx, db.db, db.d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := fresh.Acquire(ctx, driver.AcquireRequest{Namespace: ns, Owner: "b", Incarnation: "1", TTL: time.Minute})
+				if !errors.Is(err, driver.ErrCorrupt) {
+					t.Errorf("Acquire in namespace %s, sealed, then its rows in %v deleted by hand: slot %d fence %d, %v; want ErrCorrupt",
+						ns.Name, deleted, got.Slot, got.Fence, err)
+				}
+				// Slot 1 was never used: only the namespace's guard refuses it.
+				if err := fresh.SeedSlot(ctx, ns, 1, 5, 5); !errors.Is(err, driver.ErrCorrupt) {
+					t.Errorf("SeedSlot in namespace %s, sealed, then its rows in %v deleted by hand: %v; want ErrCorrupt", ns.Name, deleted, err)
+				}
+			})
+		})
+	}
+}
+
+// An operation that found no namespace row, while another store created
+// the row and took a slot of it before this one creates it, goes on: the
+// row is there beside the slot (a fleet starting at once on a new
+// namespace), not missing beside it (deleted by hand, ErrCorrupt).
+func TestNamespaceCreatedMeanwhile(t *testing.T) {
+	for _, db := range databases(t) {
+		t.Run(db.name, func(t *testing.T) {
+			ctx := t.Context()
+			ns := driver.Namespace{Name: "w", Limit: 4, Tolerance: time.Second}
+			req := func(owner string) driver.AcquireRequest {
+				return driver.AcquireRequest{Namespace: ns, Owner: owner, Incarnation: "1", TTL: time.Minute}
+			}
+			other, err := sqlstore.Open(ctx, db.db, db.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var took driver.Lease
+			tookErr := errors.New("no operation found the namespace row missing")
+			s, err := sqlstore.Open(ctx, &afterNoNamespace{DB: db.db, f: func() { took, tookErr = other.Acquire(ctx, req("other")) }}, db.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := s.Acquire(ctx, req("s"))
+			if tookErr != nil {
+				t.Fatalf("the other store's Acquire, between the first look and the creation: %v", tookErr)
+			}
+			if err != nil || l.Slot == took.Slot {
+				t.Errorf("Acquire whose namespace another store created meanwhile, taking slot %d: slot %d, %v; want another slot",
+					took.Slot, l.Slot, err)
+			}
+		})
+	}
+}
+
+// afterNoNamespace runs f, once, after the first transaction that found
+// no namespace row, before the row is created.
+type afterNoNamespace struct {
+	sqlstore.DB
+	once sync.Once
+	f    func()
+}
+
+func (a *afterNoNamespace) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	err := a.DB.Tx(ctx, fn)
+	if errors.Is(err, sqlstore.ErrNoNamespace) {
+		a.once.Do(a.f)
+	}
+	return err
 }
