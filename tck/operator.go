@@ -114,7 +114,9 @@ func checkRestoreRanges(e *env) {
 	// value elsewhere) or is refused and seals nothing (driver.RangeStore.Seal).
 	switch next, err := a.Ranges().Seal(e.ctx, sealKey); {
 	case wentBackErr(err):
-		if _, sealed, err := e.open().Ranges().Current(e.ctx, sealKey); err == nil && sealed {
+		_, sealed, err := e.open().Ranges().Current(e.ctx, sealKey)
+		e.fatalIf(err, "Current(%q) by a store that never read it, after the restore and a refused Seal", sealKey)
+		if sealed {
 			e.t.Errorf("Seal(%q) after the restore was refused (ErrCorrupt or ErrRecreated) but sealed the key "+
 				"(see driver.RangeStore.Seal: a Seal so refused seals nothing)", sealKey)
 		}
