@@ -19,13 +19,16 @@ import (
 
 func init() {
 	variants = append(variants,
-		variant{name: "create-false-missing-refused", checks: []string{"Options/CreateFalse"}, suite: createFalseSuite(false)},
-		variant{name: "create-false-creates", checks: []string{"Options/CreateFalse"}, broken: true, suite: createFalseSuite(true)},
+		variant{name: "create-false-missing-refused", checks: []string{"Options/CreateFalse"}, suite: createFalseSuite(nil)},
+		variant{name: "create-false-creates", checks: []string{"Options/CreateFalse"}, broken: true, suite: createFalseSuite(createIgnored)},
+		variant{name: "create-false-refusal-creates", checks: []string{"Options/CreateFalse"}, broken: true,
+			suite: createFalseSuite(refusedAfterCreating)},
 		variant{name: "index-new-slots-only", checks: []string{"Slots/ChoiceOrder"}, broken: true,
 			suite: wrapSuite(func(s memDriver) driver.Store { return indexNewSlotsOnly{s} })},
 		variant{name: "corrupt-slot-passed-over", checks: []string{"Operator/CorruptSlot"}, suite: slotCorruptSuite(false)},
 		variant{name: "corrupt-slot-expiry-trusted", checks: []string{"Operator/CorruptSlot"}, broken: true, suite: slotCorruptSuite(true)},
 		variant{name: "refused-seal-seals", checks: []string{"Operator/RestoreRanges"}, broken: true, suite: sqliteSuite(refusedSealSealsOf)},
+		variant{name: "seal-unguarded", checks: []string{"Operator/RestoreRanges"}, broken: true, suite: sqliteSuite(sealUnguardedOf)},
 		variant{name: "namespaces-with-slots", checks: []string{"History/FenceAtMax"}, broken: true,
 			suite: wrapSuite(func(s memDriver) driver.Store { return namespacesWithSlots{s} })},
 		variant{name: "seed-under-fence-floor", checks: []string{"History/PurgeKeepsSlotFences"}, broken: true,
@@ -34,22 +37,40 @@ func init() {
 }
 
 // createFalseSuite names a missing memory state (Suite.MissingOptions);
-// lax opens one with create=false all the same, creating it.
-func createFalseSuite(lax bool) func(*testing.T) tck.Suite {
+// factory, if set, is the suite's factory in the memory driver's place.
+func createFalseSuite(factory func(map[string]string) (driver.Store, error)) func(*testing.T) tck.Suite {
 	return func(*testing.T) tck.Suite {
 		s := memSuite()
 		s.MissingOptions = func(*testing.T) map[string]string {
 			return map[string]string{"name": fmt.Sprintf("tck-self-missing-%d", memStates.Add(1))}
 		}
-		if lax {
-			s.Factory = func(options map[string]string) (driver.Store, error) {
-				o := maps.Clone(options)
-				delete(o, driver.OptionCreate)
-				return openMemory(o)
-			}
+		if factory != nil {
+			s.Factory = factory
 		}
 		return s
 	}
+}
+
+// createIgnored opens a missing memory state with create=false all the
+// same, creating it.
+func createIgnored(options map[string]string) (driver.Store, error) {
+	o := maps.Clone(options)
+	delete(o, driver.OptionCreate)
+	return openMemory(o)
+}
+
+// refusedAfterCreating refuses a missing memory state with ErrNotFound,
+// having created it first: a second open with create=false finds it.
+func refusedAfterCreating(options map[string]string) (driver.Store, error) {
+	d, err := openMemory(options)
+	if !errors.Is(err, driver.ErrNotFound) {
+		return d, err
+	}
+	made, merr := createIgnored(options)
+	if merr != nil {
+		return nil, merr
+	}
+	return nil, errors.Join(err, made.Close())
 }
 
 // indexNewSlotsOnly puts a slot in the owner's index only when the term is
@@ -196,6 +217,24 @@ func (s refusedSealSealsStore) Seal(ctx context.Context, key string) (int64, err
 	defer d.Close()
 	_, _ = d.(driver.RangeStore).Seal(ctx, key)
 	return 0, err
+}
+
+// sealUnguardedStore is the SQLite driver whose Seal skips the regression
+// guard: after a restore it seals a key where the restore put it, below
+// what the store handed out before, and returns that value.
+type sealUnguardedStore struct{ refusedSealSealsStore }
+
+func sealUnguardedOf(path string, d driver.Store) driver.Store {
+	return sealUnguardedStore{refusedSealSealsOf(path, d).(refusedSealSealsStore)}
+}
+
+func (s sealUnguardedStore) Seal(ctx context.Context, key string) (int64, error) {
+	d, err := openSQLite(s.path) // a store with no memory of the key
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	return d.(driver.RangeStore).Seal(ctx, key)
 }
 
 // namespacesWithSlots lists only the namespaces that have a used slot: one

@@ -26,6 +26,10 @@ func init() {
 		// The same variant passes Locks/RaiseFences: only a waiter queued
 		// before the raise shows the hole.
 		variant{name: "raise-offset-at-enqueue-no-queue", checks: []string{"Locks/RaiseFences"}, suite: offsetAtEnqueueSuite(true)},
+		// A waiter renumbered by the first raise it waited through, and
+		// not by a later one: one raise (Locks/RaiseQueued) cannot tell.
+		variant{name: "raise-first-kept", checks: []string{"Locks/RaiseTwiceQueued"}, broken: true, suite: firstRaiseKeptSuite()},
+		variant{name: "raise-first-kept-one-raise", checks: []string{"Locks/RaiseQueued"}, suite: firstRaiseKeptSuite()},
 	)
 }
 
@@ -39,11 +43,38 @@ func offsetAtEnqueueSuite(broken bool) func(*testing.T) tck.Suite {
 	return locksOnly(harnessSuite(wrap))
 }
 
-// offsetHarness keeps the fence offset its stores share.
+// firstRaiseKeptSuite is offsetStore granting a waiter the offset of the
+// first raise after it queued (firstRaise).
+func firstRaiseKeptSuite() func(*testing.T) tck.Suite {
+	return locksOnly(harnessSuite(func(h memHarness) tck.Harness { return &offsetHarness{memHarness: h, firstRaise: true} }))
+}
+
+// offsetHarness keeps the fence offset its stores share; with firstRaise,
+// the offset after each raise too.
 type offsetHarness struct {
 	memHarness
-	mu     sync.Mutex
-	offset int64
+	firstRaise bool
+	mu         sync.Mutex
+	offset     int64
+	raised     []int64 // the offset after each RaiseLockFences, with firstRaise
+}
+
+// grantOffset is the offset of a Lock that read offset and the number of
+// raises queued when it queued: that offset, or with firstRaise the
+// offset after the first raise since.
+func (h *offsetHarness) grantOffset(offset int64, queued int) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.firstRaise && len(h.raised) > queued {
+		return h.raised[queued]
+	}
+	return offset
+}
+
+func (h *offsetHarness) queued() (offset int64, raises int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.offset, len(h.raised)
 }
 
 func (h *offsetHarness) NewStore(ctx context.Context) (driver.Store, error) {
@@ -68,12 +99,12 @@ type offsetStore struct {
 func (s *offsetStore) Close() error { return s.Store.Close() }
 
 func (s *offsetStore) Lock(ctx context.Context, name, owner string, wait bool) (driver.Lock, error) {
-	off := s.h.current()
+	off, raises := s.h.queued()
 	l, err := s.Locker.Lock(ctx, name, owner, wait)
 	if err != nil {
 		return nil, err
 	}
-	return offsetLock{Lock: l, off: off}, nil
+	return offsetLock{Lock: l, off: s.h.grantOffset(off, raises)}, nil
 }
 
 func (s *offsetStore) Waiters(ctx context.Context, name string) ([]driver.Waiter, error) {
@@ -100,6 +131,9 @@ func (s *offsetStore) RaiseLockFences(ctx context.Context, floor int64) error {
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
 	s.h.offset = max(s.h.offset, floor)
+	if s.h.firstRaise {
+		s.h.raised = append(s.h.raised, s.h.offset)
+	}
 	return nil
 }
 
