@@ -8,7 +8,13 @@
 //
 // COSID_FLEET lists the fleet sizes (default 250,1000); each size is a
 // sub-benchmark n=N whose metric s/all-held is the time from the start
-// signal until the last instance held its slot.
+// signal until the last instance held its slot. Beside it, what the
+// restart cost in CPU, per acquire: the whole machine's (cpu-ms/acquire:
+// the servers and the instances, all on this machine) and this process's
+// (client-cpu-ms/acquire: the instances). On a quiet machine whose cores
+// the restart keeps busy, the time grows as the CPU per acquire times the
+// fleet: a CPU per acquire that stays flat as the fleet grows is a restart
+// whose cost is linear in the fleet.
 package fleetbench
 
 import (
@@ -93,9 +99,13 @@ func Run(b *testing.B, open func() (driver.Store, error)) {
 				}
 			}
 			var worst, half time.Duration
+			var machine, client time.Duration
 			b.ResetTimer()
 			for range b.N {
+				m0, c0 := cpuTimes()
 				took := Restart(b, sts)
+				m1, c1 := cpuTimes()
+				machine, client = machine+m1-m0, client+c1-c0
 				if took[len(took)-1] > worst {
 					worst, half = took[len(took)-1], took[len(took)/2]
 				}
@@ -103,9 +113,42 @@ func Run(b *testing.B, open func() (driver.Store, error)) {
 			b.StopTimer()
 			b.ReportMetric(worst.Seconds(), "s/all-held")
 			b.ReportMetric(half.Seconds(), "s/half-held")
+			if machine > 0 {
+				per := float64(b.N * n)
+				b.ReportMetric(float64(machine.Milliseconds())/per, "cpu-ms/acquire")
+				b.ReportMetric(float64(client.Milliseconds())/per, "client-cpu-ms/acquire")
+			}
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// cpuTimes is the CPU time the machine has spent busy (all cores, all
+// processes: /proc/stat) and this process's (/proc/self/stat), in clock
+// ticks of 10 ms; zero where the files are not there (not Linux).
+func cpuTimes() (machine, self time.Duration) {
+	const tick = 10 * time.Millisecond // USER_HZ, 100 on every Linux port
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		// cpu user nice system idle iowait irq softirq steal ...
+		for i, f := range strings.Fields(line)[1:] {
+			if n, err := strconv.ParseInt(f, 10, 64); err == nil && i != 3 && i != 4 && i < 8 {
+				machine += time.Duration(n) * tick
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
+		// Fields after the command's closing parenthesis: utime and
+		// stime are the 12th and 13th.
+		_, rest, _ := strings.Cut(string(b), ") ")
+		if f := strings.Fields(rest); len(f) > 12 {
+			for _, v := range f[11:13] {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				self += time.Duration(n) * tick
+			}
+		}
+	}
+	return machine, self
 }
 
 // connect connects d, if it connects, and wraps it in the user API.
