@@ -13,6 +13,14 @@ import (
 	"github.com/cosid-go/store/internal/testing/pgtest"
 )
 
+// The stores of these tests wait for a row lock up to their lockTimeout,
+// five minutes (patient); an Acquire bounded by a minute (passOverBound)
+// tells passing over a held row, done well within it even on a loaded
+// machine, from waiting for it.
+var patient = map[string]string{"lockTimeout": "5m"}
+
+const passOverBound = time.Minute
+
 // TestAcquirePreferredHeld: while another transaction holds the row of the
 // preferred slot (slot 0, every Acquire's default), an Acquire passes over
 // it and takes another free slot at once. It used to wait for that
@@ -23,7 +31,7 @@ func TestAcquirePreferredHeld(t *testing.T) {
 	srv := pgtest.Shared(t)
 	schema := freshSchema("prefheld")
 	ns := driver.Namespace{Name: "w", Limit: 4, Tolerance: 100 * time.Millisecond}
-	x := openAt(t, srv.ConnString(), schema, nil)
+	x := openAt(t, srv.ConnString(), schema, patient)
 	ctx := t.Context()
 	req := func(owner string) driver.AcquireRequest {
 		return driver.AcquireRequest{Namespace: ns, Owner: owner, Incarnation: "1", TTL: time.Minute}
@@ -44,9 +52,7 @@ func TestAcquirePreferredHeld(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgx.Identifier{schema}.Sanitize()+`.cosid_slot WHERE namespace = 'w' AND slot = 0 FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
-	// The store waits for a row lock up to its lockTimeout (10 s): a
-	// bound well under it tells passing over from waiting.
-	bounded, cancel := context.WithTimeout(ctx, 3*time.Second)
+	bounded, cancel := context.WithTimeout(ctx, passOverBound)
 	defer cancel()
 	l2, err := x.Acquire(bounded, req("second"))
 	if err != nil {
@@ -95,7 +101,7 @@ func TestAcquirePassesSlotBeingCreated(t *testing.T) {
 	srv := pgtest.Shared(t)
 	schema := freshSchema("passcreate")
 	ns := driver.Namespace{Name: "w", Limit: 8, Tolerance: 100 * time.Millisecond}
-	x := openAt(t, srv.ConnString(), schema, nil)
+	x := openAt(t, srv.ConnString(), schema, patient)
 	ctx := t.Context()
 	req := func(owner string) driver.AcquireRequest {
 		return driver.AcquireRequest{Namespace: ns, Owner: owner, Incarnation: "1", TTL: time.Minute, Preferred: -1}
@@ -112,9 +118,7 @@ func TestAcquirePassesSlotBeingCreated(t *testing.T) {
 		}
 	}
 	claim(t, superuser(t, srv), schema, ns.Name, at, true)
-	// The store waits for a row lock up to its lockTimeout (10 s): a
-	// bound well under it tells passing over from waiting.
-	bounded, cancel := context.WithTimeout(ctx, 3*time.Second)
+	bounded, cancel := context.WithTimeout(ctx, passOverBound)
 	defer cancel()
 	l, err := x.Acquire(bounded, req(owner))
 	if err != nil {
@@ -134,9 +138,9 @@ func TestAcquireComesBackToClaimedSlot(t *testing.T) {
 	srv := pgtest.Shared(t)
 	schema := freshSchema("claimback")
 	ns := driver.Namespace{Name: "w", Limit: 1, Tolerance: 100 * time.Millisecond}
-	x := openAt(t, srv.ConnString(), schema, nil)
+	x := openAt(t, srv.ConnString(), schema, patient)
 	claim(t, superuser(t, srv), schema, ns.Name, 0, false)
-	bounded, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	bounded, cancel := context.WithTimeout(t.Context(), passOverBound)
 	defer cancel()
 	l, err := x.Acquire(bounded, driver.AcquireRequest{Namespace: ns, Owner: "o", Incarnation: "1", TTL: time.Minute, Preferred: -1})
 	if err != nil || l.Slot != 0 || l.Fence != 1 {
