@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +14,11 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/internal/testing/etcdtest"
@@ -204,22 +210,32 @@ func countRanges(m map[string][]store.Range) int {
 // frozen proxy (it holds every byte, as a hung member or a network that
 // drops everything), Nexts through a store on all three, whose timeout is
 // long, go on through the others: a round trip to the frozen one is cut
-// at its attempt deadline and retried, instead of waiting for gRPC's
-// keepalive (10s+5s) to close the connection; so do Seal, Advance, and a
-// slot's Acquire, Renew and Release. The bound checked (12s for all of
-// them) is below the keepalive's and far above the attempts'.
+// at its attempt deadline and retried on another member, instead of
+// waiting for the connection to close; so do Seal, Advance, and a slot's
+// Acquire, Renew and Release. The store's keepalive is off, so nothing
+// but the attempt deadline can end a round trip to the frozen member:
+// without it the sequence never ends (its guard, minutes, is against
+// that hang, not a speed). Counted, not timed: every round trip the
+// frozen member got ended unanswered while its call went on (cut), and no
+// request was sent to it twice (a cut one goes to another member), unless
+// cuts on the live members, slow on a loaded machine, brought the
+// balancer's turn round to it again.
 // Thawed, the held writes reach the member late and are applied or not:
 // none hands out a value twice.
 func TestFrozenMemberCostsOneAttempt(t *testing.T) {
-	const bound = 12 * time.Second
+	const guard = 5 * time.Minute
 	c := etcdtest.Start(t, 3)
 	proxy := netproxy.New(t, strings.TrimPrefix(c.Members[0].ClientURL, "http://"))
 	eps := []string{proxy.Addr(), c.Members[1].ClientURL, c.Members[2].ClientURL}
-	st, err := OpenStore(t.Context(), &Options{Endpoints: eps, Prefix: freshPrefix("frozenmember")}, store.WithTimeout(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	trips := &memberTrips{frozen: proxy.Addr(), reqs: map[any]*reqTrips{}}
+	st := openDriverOn(t, eps, freshPrefix("frozenmember"), func(d *driverStore) {
+		d.dialOpt = []grpc.DialOption{
+			grpc.WithChainUnaryInterceptor(trips.intercept),
+			// Keepalive off (it replaces the client's 10s+5s): gRPC's
+			// "never" for the ping interval.
+			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: time.Duration(math.MaxInt64)}),
+		}
+	}, store.WithTimeout(time.Hour))
 	var got []store.Range
 	next := func() error {
 		r, err := st.Ranges().Next(context.Background(), "k", 10)
@@ -234,6 +250,7 @@ func TestFrozenMemberCostsOneAttempt(t *testing.T) {
 		}
 	}
 	proxy.Freeze()
+	trips.count(true)
 	done := make(chan error, 1)
 	go func() {
 		for range 30 {
@@ -249,9 +266,14 @@ func TestFrozenMemberCostsOneAttempt(t *testing.T) {
 		if err != nil {
 			t.Fatalf("with one member of three frozen: %v", err)
 		}
-	case <-time.After(bound):
-		t.Fatalf("30 Nexts, a Seal, an Advance and a slot's Acquire, Renews and Release with one member of three frozen: not done after %v", bound)
+	case <-time.After(guard):
+		t.Fatalf("30 Nexts, a Seal, an Advance and a slot's Acquire, Renews and Release with one member of three frozen: "+
+			"not done after %v, a hang (%s): a round trip to the frozen member is not cut, and its connection never closes",
+			guard, trips.summary())
 	}
+	trips.count(false)
+	t.Logf("with one member frozen: %s", trips.summary())
+	trips.check(t)
 	proxy.Thaw()
 	for range 6 {
 		if err := next(); err != nil {
@@ -265,6 +287,121 @@ func TestFrozenMemberCostsOneAttempt(t *testing.T) {
 		}
 	}
 	t.Logf("%d ranges; last %v", len(got), got[len(got)-1])
+}
+
+// memberTrips counts a store's round trips while on, each attempt of a
+// request (clientv3 sends a cut one again, the same request), by whether
+// they went to the frozen member, its address, and how they ended.
+type memberTrips struct {
+	frozen string
+
+	mu        sync.Mutex
+	on        bool
+	inFlight  int
+	sent      int // round trips the frozen member got
+	cut       int // of them, ended unanswered while their call went on
+	otherCuts int // round trips to the live members cut
+	answered  int // round trips to the live members answered
+	wrong     []string
+	reqs      map[any]*reqTrips
+}
+
+// reqTrips are one request's round trips.
+type reqTrips struct{ frozen, otherCuts int }
+
+func (m *memberTrips) count(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.on = on
+}
+
+// intercept runs between clientv3's retries and the store's attempt
+// deadline (attemptInterceptor): it sees each round trip, and gRPC tells
+// the member (its address) that got it.
+func (m *memberTrips) intercept(ctx context.Context, method string, req, reply any,
+	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	m.mu.Lock()
+	on := m.on
+	if on {
+		m.inFlight++
+	}
+	m.mu.Unlock()
+	if !on {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	var p peer.Peer
+	err := invoker(ctx, method, req, reply, cc, append(slices.Clip(opts), grpc.Peer(&p))...)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.inFlight--
+	r := m.reqs[req]
+	if r == nil {
+		r = &reqTrips{}
+		m.reqs[req] = r
+	}
+	switch {
+	case p.Addr != nil && p.Addr.String() == m.frozen:
+		m.sent++
+		r.frozen++
+		if attemptCut(ctx, err) {
+			m.cut++
+		} else {
+			m.wrong = append(m.wrong, fmt.Sprintf("%s to the frozen member: %v (its call's context: %v)", method, err, ctx.Err()))
+		}
+	case err == nil:
+		m.answered++
+	case attemptCut(ctx, err):
+		m.otherCuts++
+		r.otherCuts++
+	}
+	return err
+}
+
+// attemptCut reports whether err ended a round trip of a call whose
+// context ctx goes on at its attempt deadline: a deadline error, or the
+// store's words for a cut it must see (attemptInterceptor); not a closed
+// connection's error, whose code is Unavailable too.
+func attemptCut(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded:
+		return true
+	case codes.Unavailable:
+		return strings.Contains(err.Error(), "no answer within the attempt deadline")
+	}
+	return false
+}
+
+func (m *memberTrips) summary() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return fmt.Sprintf("%d round trips to the frozen member, %d of them cut; on the others %d answered, %d cut; %d requests; %d in flight",
+		m.sent, m.cut, m.answered, m.otherCuts, len(m.reqs), m.inFlight)
+}
+
+// check fails t unless the frozen member got round trips, each of them cut,
+// and no request went to it twice but after cuts on the live members.
+func (m *memberTrips) check(t *testing.T) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sent == 0 {
+		t.Error("no round trip went to the frozen member: the test tested nothing")
+	}
+	for _, w := range m.wrong {
+		t.Errorf("not cut at its attempt deadline: %s", w)
+	}
+	var again int
+	for _, r := range m.reqs {
+		if r.frozen > 1+r.otherCuts {
+			again++
+		}
+	}
+	if again > 0 {
+		t.Errorf("%d requests sent to the frozen member again after their cut there, not to another member", again)
+	}
 }
 
 // frozenOthers runs the other calls that retry: a Seal, an Advance, and a

@@ -25,8 +25,9 @@ func openDriver(t testing.TB, prefix string, set func(d *driverStore)) *store.St
 	return openDriverOn(t, sharedServer(t).Endpoints(), prefix, set)
 }
 
-// openDriverOn is openDriver on the given endpoints.
-func openDriverOn(t testing.TB, endpoints []string, prefix string, set func(d *driverStore)) *store.Store {
+// openDriverOn is openDriver on the given endpoints, with the store's
+// options opts.
+func openDriverOn(t testing.TB, endpoints []string, prefix string, set func(d *driverStore), opts ...store.Option) *store.Store {
 	t.Helper()
 	cfg, err := parseOptions(map[string]string{"endpoints": strings.Join(endpoints, ","), "prefix": prefix})
 	if err != nil {
@@ -38,7 +39,7 @@ func openDriverOn(t testing.TB, endpoints []string, prefix string, set func(d *d
 		d.Close()
 		t.Fatal(err)
 	}
-	st, err := store.OpenDriver(d)
+	st, err := store.OpenDriver(d, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
