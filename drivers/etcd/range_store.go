@@ -240,25 +240,38 @@ func (s *rangeStore) Seal(ctx context.Context, key string) (int64, error) {
 // rewrite is Seal's and Advance's loop: it reads key, asks decide what to
 // write on what it read (exists: the key is there), and writes that
 // compare-and-set on the revision it read. An error of the server that
-// can pass, a lost answer (the write, if applied, is then found in place)
-// or a lost race is read again. It returns the next value read, with
-// decide's error if any.
+// can pass or a lost answer (the write, if applied, is then found in
+// place) is read again. A lost race goes on from the key as the failed
+// compare found it, as Next does: reading it again made each retry two
+// round trips, a window that other stores' Next calls on a busy key, one
+// round trip each, overtook at every retry until the call's deadline. It
+// returns the next value read, with decide's error if any.
 func (s *rangeStore) rewrite(ctx context.Context, key string,
 	decide func(m rangeMemo, exists bool) (next int64, sealed, write bool, err error)) (int64, error) {
 	k := s.rangeKey(key)
+	var (
+		kvs   []*mvccpb.KeyValue // the key as last read
+		known bool               // kvs is the answer of the last failed compare
+		base  rangeMemo          // the memo before kvs was read, which learn checks it against
+		had   bool
+	)
 	for attempt := 1; ; attempt++ {
-		base, had := s.memo(key)
-		resp, err := s.cli.Get(ctx, k)
-		if err = s.check(ctx, err); err != nil {
-			if !retryable(err) {
-				return 0, err
+		if !known {
+			base, had = s.memo(key)
+			resp, err := s.cli.Get(ctx, k)
+			if err = s.check(ctx, err); err != nil {
+				if !retryable(err) {
+					return 0, err
+				}
+				if err := s.backoff(ctx, attempt, err); err != nil {
+					return 0, err
+				}
+				continue
 			}
-			if err := s.backoff(ctx, attempt, err); err != nil {
-				return 0, err
-			}
-			continue
+			kvs = resp.Kvs
 		}
-		m, exists, err := s.learn(key, resp.Kvs, base, had)
+		known = false
+		m, exists, err := s.learn(key, kvs, base, had)
 		if err != nil {
 			return 0, err
 		}
@@ -270,7 +283,10 @@ func (s *rangeStore) rewrite(ctx context.Context, key string,
 		if exists {
 			cmp = clientv3.Compare(clientv3.ModRevision(k), "=", m.mod)
 		}
-		tr, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, formatRange(next, sealed))).Commit()
+		// Another call of this store may have moved the memo since the
+		// read: the failed compare's answer is checked against it.
+		base, had = s.memo(key)
+		tr, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, formatRange(next, sealed))).Else(clientv3.OpGet(k)).Commit()
 		if err = s.check(ctx, err); err != nil {
 			if exists {
 				s.stale(key, m.mod)
@@ -291,6 +307,7 @@ func (s *rangeStore) rewrite(ctx context.Context, key string,
 			s.remember(key, rangeMemo{next: next, sealed: sealed, mod: tr.Header.Revision, create: create})
 			return m.next, nil
 		}
+		kvs, known = tr.Responses[0].GetResponseRange().Kvs, true
 	}
 }
 

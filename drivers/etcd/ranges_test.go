@@ -3,6 +3,8 @@ package etcd
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -102,5 +104,66 @@ func TestRangeRecreatedOrLowered(t *testing.T) {
 				t.Errorf("Next = %v, %v; want %v", r, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestSealOvertakenByNext: every time the Seal has read the key, another
+// store's Next lands before the Seal's write (on a loaded machine the
+// Seal's goroutine waits between the two while the fleet's Next calls go
+// on). A lost race must go on from the value its failed compare carries,
+// one round trip as Next's does: reading the key again before each retry
+// left a window of two round trips that the other stores' Next calls,
+// one round trip each, overtook again and again (a Seal during a CI run
+// lost every race until its timeout). The Seal reads the key once, and
+// seals above every range handed out.
+func TestSealOvertakenByNext(t *testing.T) {
+	ctx := t.Context()
+	prefix := freshPrefix("sealovertaken")
+	other := openShifted(t, prefix, 0)
+	var (
+		armed atomic.Bool
+		reads atomic.Int64
+		mu    sync.Mutex
+		ends  []int64 // the ends of the other store's ranges
+	)
+	const overtakes = 50 // enough to outlast the Seal, bounded so a broken one ends
+	sealer := openDriver(t, prefix, interceptCalls(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if err == nil && strings.HasSuffix(method, "/Range") && armed.Load() && reads.Add(1) <= overtakes {
+			start, err := other.Next(t.Context(), "k", 10) // not the attempt's context
+			if err != nil {
+				t.Errorf("the other store's Next: %v", err)
+			}
+			mu.Lock()
+			ends = append(ends, start+10)
+			mu.Unlock()
+		}
+		return err
+	}))
+	if _, err := sealer.Ranges().Next(ctx, "k", 10); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	final, err := sealer.Ranges().Seal(ctx, "k")
+	armed.Store(false)
+	if err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Errorf("the Seal read the key %d times, each read overtaken by a Next; want 1 (a lost race goes on from its compare's answer)", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, end := range ends {
+		if end > final {
+			t.Errorf("the other store handed out values up to %d, above the sealed value %d", end, final)
+		}
+	}
+	if next, sealed, err := other.Current(ctx, "k"); err != nil || !sealed || next != final {
+		t.Errorf("Current after the Seal = %d, %v, %v; want %d, sealed", next, sealed, err, final)
+	}
+	if _, err := other.Next(ctx, "k", 10); !errors.Is(err, driver.ErrSealed) {
+		t.Errorf("the other store's Next after the Seal: %v; want ErrSealed", err)
 	}
 }
