@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
@@ -231,9 +229,7 @@ func TestFrozenMemberCostsOneAttempt(t *testing.T) {
 	st := openDriverOn(t, eps, freshPrefix("frozenmember"), func(d *driverStore) {
 		d.dialOpt = []grpc.DialOption{
 			grpc.WithChainUnaryInterceptor(trips.intercept),
-			// Keepalive off (it replaces the client's 10s+5s): gRPC's
-			// "never" for the ping interval.
-			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: time.Duration(math.MaxInt64)}),
+			noKeepalive,
 		}
 	}, store.WithTimeout(time.Hour))
 	var got []store.Range

@@ -3,12 +3,14 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
@@ -52,6 +54,13 @@ func openDriverOn(t testing.TB, endpoints []string, prefix string, set func(d *d
 func interceptCalls(f grpc.UnaryClientInterceptor) func(d *driverStore) {
 	return func(d *driverStore) { d.dialOpt = []grpc.DialOption{grpc.WithChainUnaryInterceptor(f)} }
 }
+
+// noKeepalive turns the client's keepalive (10s+5s) off: gRPC's "never"
+// for the ping interval. In a test of a silent member, the only thing then
+// that ends a round trip or a stream there is what the store does; a
+// store that waited for the connection to close would wait for ever, not
+// for a time a loaded machine can exceed.
+var noKeepalive = grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: time.Duration(math.MaxInt64)})
 
 // openPlain opens a store on prefix of the shared member, with no test
 // hooks, closed when the test ends.

@@ -16,10 +16,13 @@ import (
 // quorum, accepts connections and answers no read), returns with
 // ErrUnavailable, saying dialTimeout, for a store that exists and for one
 // to create, through store.Open and OpenStore. dialTimeout (1s) bounds all
-// of Open; the bound checked is far above it, and far below the minutes
-// the client retries the store's identity read for.
+// of Open: the error saying so is what shows that its bound ended Open
+// (errOpenBound, the cause only dialTimeout's timer gives), not a time
+// measured. Without the bound the client retries the store's identity
+// read for minutes; the guard (2 minutes, whatever the machine's load) is
+// against that hang.
 func TestOpenWithoutQuorum(t *testing.T) {
-	const bound = 20 * time.Second
+	const guard = 2 * time.Minute
 	c := etcdtest.Start(t, 3)
 	prefix := freshPrefix("noquorum")
 	x, _ := pickMember(t, c, false)
@@ -63,8 +66,8 @@ func TestOpenWithoutQuorum(t *testing.T) {
 			if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "dialTimeout") {
 				t.Errorf("%s without quorum: %v; want ErrUnavailable saying dialTimeout", name, err)
 			}
-		case <-time.After(bound):
-			t.Fatalf("%s without quorum, dialTimeout 1s: no return after %v", name, bound)
+		case <-time.After(guard):
+			t.Fatalf("%s without quorum, dialTimeout 1s: no return after %v, a hang", name, guard)
 		}
 	}
 }
