@@ -240,8 +240,9 @@
 // second, in the background), on a context of its own that no timer ends:
 // a session outlives an outage of any length while the ensemble has no
 // leader. After a create whose answer was lost it finds its node by the
-// GUID, and a create answered late, even in a later session, is deleted
-// then. Unlock deletes only its own node. Lock waits are bounded by the
+// GUID (a removal syncs the member it reads from with the leader first:
+// that member may not have applied the create yet), and a create answered
+// late, even in a later session, is deleted then. Unlock deletes only its own node. Lock waits are bounded by the
 // caller's context only; a waiter whose node died with its session queues
 // again. TryLock waits for nothing but its own requests, within its
 // context: with no session now, or once the connection loses it, it fails

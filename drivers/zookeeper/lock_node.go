@@ -228,7 +228,18 @@ func (s *lockStore) deleteLockNode(ctx context.Context, n *lockNode, path string
 	if !sweep {
 		return nil
 	}
+	// The sweep looks for creates whose answer this session never got, so
+	// its last zxid does not cover them and the member it reads from may
+	// not have applied them yet (a read is answered from that member's
+	// tree). A node missed here stays, owned by a live session, ahead of
+	// every later Lock on the name. The sync brings the member up to the
+	// leader first: a lost create the leader accepted was proposed before
+	// the session moved (it is refused after), and the leader answers a
+	// sync only once every earlier proposal is committed.
 	kids, err := call(ctx, &s.sess, func() ([]string, error) {
+		if _, err := s.conn.Sync(n.parent); err != nil {
+			return nil, err
+		}
 		kids, _, err := s.conn.Children(n.parent)
 		return kids, err
 	})
