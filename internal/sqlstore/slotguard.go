@@ -38,12 +38,17 @@ func (s *Store) slotMarks(ns string) map[int]driver.SlotMark {
 // read began), and records it otherwise.
 func (s *Store) guardSlot(ns string, mark driver.SlotMark, r *slotRow) error {
 	if why := mark.Behind(r.rec); why != "" {
-		return fmt.Errorf("slot %s/%d holds %s this store saw: the database went back (a row written back from a copy, "+
-			"restored from a backup, or a replica promoted without the last commits), and what it holds was handed out: %w",
-			ns, r.slot, why, driver.ErrCorrupt)
+		return wentBack(ns, r.slot, why)
 	}
 	s.sawSlot(ns, r.slot, driver.MarkOf(r.rec))
 	return nil
+}
+
+// wentBack is the regression guard's error: slot n holds, or lacks, why.
+func wentBack(ns string, n int, why string) error {
+	return fmt.Errorf("slot %s/%d holds %s this store saw: the database went back (a row written back from a copy, "+
+		"restored from a backup, or a replica promoted without the last commits), and what it holds was handed out: %w",
+		ns, n, why, driver.ErrCorrupt)
 }
 
 // sawSlot records a slot state read, or written and committed: recorded

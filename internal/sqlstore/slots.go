@@ -72,6 +72,14 @@ type acquire struct {
 	moved  bool
 	from   int
 	passed map[int]bool
+	// marks are the store's slot marks taken before the acquire's first
+	// read (slotguard.go): a slot it finds never used that this store saw
+	// at a fence above the floor went back with its row.
+	marks map[int]driver.SlotMark
+	// corrupt are the slots whose rows do not check (slotRow.check): passed
+	// over, as the contract asks, and named if no slot is free.
+	corrupt map[int]error
+	skips   int // corrupt rows left out of reads, counted at each read
 }
 
 // start is where the search for a free slot starts: the acquire's own
@@ -96,6 +104,7 @@ func (a *acquire) judge(r *slotRow) driver.SlotVerdict {
 }
 
 func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
+	a.marks = a.s.slotMarks(a.ns)
 	ns, err := a.s.namespace(ctx, a.tx, a.req.Namespace, a.req.Owner)
 	if err != nil {
 		return driver.Lease{}, err
@@ -106,10 +115,9 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 	if err != nil {
 		return driver.Lease{}, err
 	}
-	if taken >= 0 {
-		// Another acquire holds the preferred slot's row: it is taking it.
-		first = slices.DeleteFunc(first, func(n int) bool { return n == taken })
-	}
+	// Another acquire holding the preferred slot's row (taken) is taking
+	// it; a corrupt row is passed over.
+	first = slices.DeleteFunc(first, func(n int) bool { return n == taken || a.corrupt[n] != nil })
 	// A live term of this owner and incarnation is returned as it is, even
 	// when the owner's index lists a free slot before it.
 	for _, n := range first {
@@ -127,6 +135,9 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 	for _, free := range a.s.q.SlotFree {
 		for {
 			n, r, found, err := a.firstFree(ctx, free)
+			if errors.Is(err, errCorruptFound) {
+				return a.scan(ctx)
+			}
 			if err != nil || !found {
 				if err != nil {
 					return driver.Lease{}, err
@@ -152,11 +163,63 @@ func (a *acquire) run(ctx context.Context) (driver.Lease, error) {
 	return driver.Lease{}, a.exhausted(ctx)
 }
 
+// errCorruptFound ends a search statement's pass whose slot's row does not
+// check: the statement would find it first again, so the search goes on
+// in Go (acquire.scan).
+var errCorruptFound = errors.New("a corrupt slot row found first")
+
+// scan is the search for a free slot past corrupt rows, which the search
+// statements cannot pass over (they judge a row by its stored expiry,
+// and a corrupt row's may say free): the namespace's rows are read, in
+// one statement, and judged here in the search order. A free row is then
+// locked without waiting, as the search statements lock (a row another
+// acquire holds is passed over: two acquirers never wait on each other,
+// Dialect.FreeSearch), and judged again; a slot created meanwhile fails
+// take's insert, and the scan goes on. This path is rare (a row edited by
+// hand or by a broken writer), so it costs a read of every row.
+func (a *acquire) scan(ctx context.Context) (driver.Lease, error) {
+	rows, err := a.readRows(ctx, a.s.q.SlotList, a.ns)
+	if err != nil {
+		return driver.Lease{}, err
+	}
+	limit := a.req.Namespace.Limit
+	start := driver.SearchStart(a.req.Owner, a.req.Incarnation, limit)
+	// A slot another acquire was creating is tried again, waiting, once
+	// the others were tried (take).
+	for round := 0; round < 2; round++ {
+		for i := range limit {
+			n := (start + i) % limit
+			if a.corrupt[n] != nil || (round == 1) != a.passed[n] {
+				continue
+			}
+			r := rows[n]
+			if r != nil && a.s.d.ForUpdate != "" && a.judge(r) == driver.SlotFree {
+				locked, err := a.lockRows(ctx, []int{n}, a.s.q.SlotsTailSkip)
+				if err != nil {
+					return driver.Lease{}, err
+				}
+				if r = locked[n]; r == nil {
+					continue // another acquire holds it, or it does not check now
+				}
+			}
+			switch a.judge(r) {
+			case driver.SlotOwn:
+				return r.lease(a.ns), nil
+			case driver.SlotFree:
+				if l, ok, err := a.take(ctx, n, r); err != nil || ok {
+					return l, err
+				}
+			}
+		}
+	}
+	return driver.Lease{}, a.exhausted(ctx)
+}
+
 // exhausted is the error of a search that found no free slot. The search
 // statements pass over a slot whose fence cannot grow, so on this rare path
 // the namespace's rows are read once more to name them, as the contract asks.
 func (a *acquire) exhausted(ctx context.Context) error {
-	rows, err := a.s.readRows(ctx, a.tx, a.ns, a.s.q.SlotList, a.ns)
+	rows, err := a.readRows(ctx, a.s.q.SlotList, a.ns)
 	if err != nil {
 		return err
 	}
@@ -164,6 +227,11 @@ func (a *acquire) exhausted(ctx context.Context) error {
 	for _, n := range slices.Sorted(maps.Keys(rows)) {
 		if _, err := rows[n].rec.Judge(a.req, a.now); err != nil {
 			why = append(why, fmt.Sprintf("slot %d: %v", n, err))
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(a.corrupt)) {
+		if rows[n] == nil && n < a.req.Namespace.Limit {
+			why = append(why, a.corrupt[n].Error())
 		}
 	}
 	if len(why) > 0 {
@@ -234,11 +302,25 @@ func (a *acquire) lockRows(ctx context.Context, slots []int, tail string) (map[i
 		args = append(args, n)
 	}
 	q.WriteString(tail)
-	return a.s.readRows(ctx, a.tx, a.ns, q.String(), args...)
+	return a.readRows(ctx, q.String(), args...)
 }
 
-// readRows runs a query of slot rows and accepts each.
-func (s *Store) readRows(ctx context.Context, q Querier, ns, query string, args ...any) (map[int]*slotRow, error) {
+// readRows runs a query of slot rows in the acquire's transaction: a
+// corrupt row is left out and recorded in a.corrupt.
+func (a *acquire) readRows(ctx context.Context, query string, args ...any) (map[int]*slotRow, error) {
+	return a.s.readRows(ctx, a.tx, a.ns, func(slot int, err error) {
+		if a.corrupt == nil {
+			a.corrupt = map[int]error{}
+		}
+		a.corrupt[slot] = err
+		a.skips++
+	}, query, args...)
+}
+
+// readRows runs a query of slot rows and accepts each. A row that does
+// not check fails the read, or, when pass is not nil, is left out and
+// given to pass; a row behind what this store saw always fails it.
+func (s *Store) readRows(ctx context.Context, q Querier, ns string, pass func(slot int, err error), query string, args ...any) (map[int]*slotRow, error) {
 	marks := s.slotMarks(ns)
 	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
@@ -251,7 +333,20 @@ func (s *Store) readRows(ctx context.Context, q Querier, ns, query string, args 
 		if err := rows.Scan(r.dest()...); err != nil {
 			return nil, err
 		}
-		if err := s.accept(ns, marks[r.slot], r); err != nil {
+		if err := r.check(ns); err != nil {
+			// A row behind the mark refuses the operation, corrupt or
+			// not: the database went back (Behind reads the record's
+			// fields, not the stored expiry that does not check).
+			if why := marks[r.slot].Behind(r.rec); why != "" {
+				return nil, wentBack(ns, r.slot, why)
+			}
+			if pass == nil {
+				return nil, err
+			}
+			pass(r.slot, err)
+			continue
+		}
+		if err := s.guardSlot(ns, marks[r.slot], r); err != nil {
 			return nil, err
 		}
 		out[r.slot] = r
@@ -289,10 +384,14 @@ func (a *acquire) firstFree(ctx context.Context, free string) (n int, r *slotRow
 	}
 	// Positions [0, end) are the slots [start, start+end), wrapping past
 	// limit to [0, start+end-limit).
-	rows, err := a.s.readRows(ctx, a.tx, a.ns, free, a.ns, limit, a.now,
+	was := a.skips
+	rows, err := a.readRows(ctx, free, a.ns, limit, a.now,
 		a.req.Owner, a.req.Incarnation, a.req.Reclaim, start, min(start+end, limit), max(start+end-limit, 0))
 	if err != nil {
 		return 0, nil, false, err
+	}
+	if a.skips > was {
+		return 0, nil, false, errCorruptFound
 	}
 	for _, row := range rows { // one at most (LIMIT 1)
 		n, r, found = row.slot, row, true
@@ -313,6 +412,9 @@ func (a *acquire) take(ctx context.Context, n int, old *slotRow) (driver.Lease, 
 	} else {
 		// A slot never used since the last purge continues above it.
 		prev.Fence = a.floor
+		if seen := a.marks[n].Fence(); seen > prev.Fence {
+			return driver.Lease{}, false, wentBack(a.ns, n, fmt.Sprintf("no row (fence %d, the purges' floor), not fence %d", prev.Fence, seen))
+		}
 		if v, err := prev.Judge(a.req, a.now); v != driver.SlotFree {
 			// The floor is store-wide: no slot never used can start a
 			// term, and every used one was judged before.
@@ -518,7 +620,7 @@ func (s *Store) Slots(ctx context.Context, ns string) ([]driver.SlotInfo, error)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.readRows(ctx, s.db, ns, s.q.SlotList, ns)
+	rows, err := s.readRows(ctx, s.db, ns, nil, s.q.SlotList, ns)
 	if err != nil {
 		return nil, err
 	}
