@@ -112,6 +112,9 @@ func TestTCK(t *testing.T) {
 		"prefix":    {"/cosid/", "/a//b", "/a/./b", "/a/../b", "/ /b"},
 		"endpoints": {"ftp://127.0.0.1:2379"}, // a URL's path or userinfo is refused unprinted (it may hold a secret)
 	}
+	s.MissingOptions = func(*testing.T) map[string]string {
+		return map[string]string{"endpoints": strings.Join(sharedServer(t).Endpoints(), ","), "prefix": freshPrefix("missing")}
+	}
 	s.Histories = 10
 	tck.Run(t, s)
 }

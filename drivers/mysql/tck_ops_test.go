@@ -115,15 +115,15 @@ func column(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]strin
 
 // DeleteRangeKey deletes key's row (tck.HandDeleter).
 func (h harness) DeleteRangeKey(ctx context.Context, key string) error {
-	return h.deleteOne(ctx, "DELETE FROM cosid_range WHERE `key` = ?", key)
+	return h.editOne(ctx, "DELETE FROM cosid_range WHERE `key` = ?", key)
 }
 
 // DeleteSlot deletes slot's row, leaving its namespace's (tck.HandDeleter).
 func (h harness) DeleteSlot(ctx context.Context, ns string, slot int) error {
-	return h.deleteOne(ctx, "DELETE FROM cosid_slot WHERE namespace = ? AND slot = ?", ns, slot)
+	return h.editOne(ctx, "DELETE FROM cosid_slot WHERE namespace = ? AND slot = ?", ns, slot)
 }
 
-func (h harness) deleteOne(ctx context.Context, stmt string, args ...any) error {
+func (h harness) editOne(ctx context.Context, stmt string, args ...any) error {
 	db, err := h.operator()
 	if err != nil {
 		return err
@@ -141,5 +141,15 @@ func (h harness) deleteOne(ctx context.Context, stmt string, args ...any) error 
 
 // DeleteNamespace deletes ns's row, leaving its slots' rows (tck.NamespaceDeleter).
 func (h harness) DeleteNamespace(ctx context.Context, ns string) error {
-	return h.deleteOne(ctx, "DELETE FROM cosid_namespace WHERE name = ?", ns)
+	return h.editOne(ctx, "DELETE FROM cosid_namespace WHERE name = ?", ns)
+}
+
+// CorruptSlot writes slot's stored expiry wrong (tck.SlotCorrupter): form
+// 0 sets expires_at, which the free-slot search reads, to 0 beside fields
+// that say the term is live, as a hand edit of the column would.
+func (h harness) CorruptSlot(ctx context.Context, ns string, slot, form int) (bool, error) {
+	if form > 0 {
+		return false, nil
+	}
+	return true, h.editOne(ctx, "UPDATE cosid_slot SET expires_at = 0 WHERE namespace = ? AND slot = ?", ns, slot)
 }

@@ -44,6 +44,8 @@ func TestTCK(t *testing.T) {
 		Ranges: true, Slots: true, Locks: true,
 		Factory: fromOptions,
 		Options: newHarness(t, srv).options(),
+		// An empty database: no store's tables, which create=false must not make.
+		MissingOptions: func(t *testing.T) map[string]string { return newHarness(t, srv).options() },
 		MalformedOptions: map[string]string{
 			"poolSize": "-1", "connectTimeout": "soon", "lockTimeout": "5ms", "create": "maybe",
 			"tls": "maybe", "port": "70000", "database": "a;b",

@@ -101,15 +101,15 @@ func names(ctx context.Context, c *pgx.Conn, query string, args ...any) ([]strin
 
 // DeleteRangeKey deletes key's row (tck.HandDeleter).
 func (h harness) DeleteRangeKey(ctx context.Context, key string) error {
-	return h.deleteOne(ctx, "DELETE FROM "+h.ident("cosid_range")+" WHERE key = $1", key)
+	return h.editOne(ctx, "DELETE FROM "+h.ident("cosid_range")+" WHERE key = $1", key)
 }
 
 // DeleteSlot deletes slot's row, leaving its namespace's (tck.HandDeleter).
 func (h harness) DeleteSlot(ctx context.Context, ns string, slot int) error {
-	return h.deleteOne(ctx, "DELETE FROM "+h.ident("cosid_slot")+" WHERE namespace = $1 AND slot = $2", ns, slot)
+	return h.editOne(ctx, "DELETE FROM "+h.ident("cosid_slot")+" WHERE namespace = $1 AND slot = $2", ns, slot)
 }
 
-func (h harness) deleteOne(ctx context.Context, stmt string, args ...any) error {
+func (h harness) editOne(ctx context.Context, stmt string, args ...any) error {
 	c, err := h.superConn(ctx)
 	if err != nil {
 		return err
@@ -148,5 +148,15 @@ func (h harness) EndSession(ctx context.Context, d driver.Store) error {
 
 // DeleteNamespace deletes ns's row, leaving its slots' rows (tck.NamespaceDeleter).
 func (h harness) DeleteNamespace(ctx context.Context, ns string) error {
-	return h.deleteOne(ctx, "DELETE FROM "+h.ident("cosid_namespace")+" WHERE name = $1", ns)
+	return h.editOne(ctx, "DELETE FROM "+h.ident("cosid_namespace")+" WHERE name = $1", ns)
+}
+
+// CorruptSlot writes slot's stored expiry wrong (tck.SlotCorrupter): form
+// 0 sets expires_at, which the free-slot search reads, to 0 beside fields
+// that say the term is live, as a hand edit of the column would.
+func (h harness) CorruptSlot(ctx context.Context, ns string, slot, form int) (bool, error) {
+	if form > 0 {
+		return false, nil
+	}
+	return true, h.editOne(ctx, "UPDATE "+h.ident("cosid_slot")+" SET expires_at = 0 WHERE namespace = $1 AND slot = $2", ns, slot)
 }

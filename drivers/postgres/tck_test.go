@@ -76,6 +76,8 @@ func TestTCK(t *testing.T) {
 		Ranges: true, Slots: true, Locks: true,
 		Factory: fromOptions,
 		Options: optionsSchema(t, srv),
+		// A schema never made: create=false must not make it.
+		MissingOptions: func(t *testing.T) map[string]string { return newHarness(t, srv, "missing").options() },
 		MalformedOptions: map[string]string{
 			"poolSize": "-1", "connectTimeout": "soon", "lockTimeout": "5ms", "create": "maybe",
 		},

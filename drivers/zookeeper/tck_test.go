@@ -78,6 +78,8 @@ func testTCK(t *testing.T, srv *zktest.Server) {
 		Locks:   true,
 		Factory: openWith,
 		Options: testOptions(srv.Addr(), nil),
+		// testOptions names a root nobody used.
+		MissingOptions: func(*testing.T) map[string]string { return testOptions(srv.Addr(), nil) },
 		MalformedOptions: map[string]string{
 			"sessionTimeout":   "soon",
 			"retry.maxRetries": "-1",
