@@ -12,8 +12,8 @@ import (
 )
 
 // The operator's hooks of the TCK harness (tck.Snapshotter,
-// tck.HandDeleter, tck.SessionEnder), done as an operator would, with an
-// etcd client of the operator's own.
+// tck.HandDeleter, tck.SessionEnder, tck.SlotCorrupter, ...), done as an
+// operator would, with an etcd client of the operator's own.
 
 // raw returns the operator's client, made at its first use and closed
 // when the check ends.
@@ -143,6 +143,49 @@ func (h *harness) CorruptRangeKey(ctx context.Context, key string, form int) (bo
 		return false, fmt.Errorf("range key %s is missing", k)
 	}
 	_, err = cli.Put(ctx, k, corruptForms[form](string(resp.Kvs[0].Value)))
+	return err == nil, err
+}
+
+// slotCorruptForms are what CorruptSlot writes over a slot key's record
+// (tck.SlotCorrupter): each is refused by driver.SlotRecord's
+// UnmarshalBinary, so an acquire passes the slot over. The expiry is
+// computed from the record's fields, never stored beside them, so no
+// stored value can disagree with them.
+var slotCorruptForms = []func(r driver.SlotRecord) ([]byte, error){
+	func(driver.SlotRecord) ([]byte, error) { return []byte("not a slot record"), nil }, // an unknown version
+	func(r driver.SlotRecord) ([]byte, error) { // an owner without an incarnation
+		r.Incarnation = ""
+		return r.MarshalBinary()
+	},
+}
+
+// CorruptSlot puts the form-th wrong value over slot's key, as etcdctl put
+// would (tck.SlotCorrupter).
+func (h *harness) CorruptSlot(ctx context.Context, ns string, slot, form int) (bool, error) {
+	if form >= len(slotCorruptForms) {
+		return false, nil
+	}
+	cli, err := h.raw()
+	if err != nil {
+		return false, err
+	}
+	k := h.prefix + "/slot/" + ns + "/" + strconv.Itoa(slot)
+	resp, err := cli.Get(ctx, k)
+	if err != nil {
+		return false, err
+	}
+	if len(resp.Kvs) != 1 {
+		return false, fmt.Errorf("slot key %s is missing", k)
+	}
+	var r driver.SlotRecord
+	if err := r.UnmarshalBinary(resp.Kvs[0].Value); err != nil {
+		return false, fmt.Errorf("slot key %s: %w", k, err)
+	}
+	v, err := slotCorruptForms[form](r)
+	if err != nil {
+		return false, err
+	}
+	_, err = cli.Put(ctx, k, string(v))
 	return err == nil, err
 }
 

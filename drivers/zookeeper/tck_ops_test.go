@@ -12,14 +12,15 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/cosid-go/store"
 	"github.com/cosid-go/store/driver"
 	"github.com/cosid-go/store/internal/testing/poll"
 )
 
 // The operator's hooks of the TCK harness (tck.Snapshotter,
-// tck.HandDeleter, tck.SessionEnder), done as an operator would: nodes
-// read and written with a client of the operator's own, and a store's
-// connections cut until the server expired its session.
+// tck.HandDeleter, tck.SessionEnder, tck.SlotCorrupter, ...), done as an
+// operator would: nodes read and written with a client of the operator's
+// own, and a store's connections cut until the server expired its session.
 
 // harnessOps is what a harness's hooks share: the operator's connection
 // and each store's connections.
@@ -222,6 +223,37 @@ func (h harness) CorruptRangeKey(_ context.Context, key string, form int) (bool,
 		return false, err
 	}
 	_, err = h.raw().Set(p, []byte(corruptForms[form](string(data))), -1)
+	return err == nil, err
+}
+
+// slotCorruptForms are what CorruptSlot writes over a slot node's data
+// (tck.SlotCorrupter): each is refused by parseSlot, so an acquire passes
+// the slot over. Times come from the node's mtime, not its lines, so no
+// hand edit of a line can make the term's expiry disagree with it.
+var slotCorruptForms = []func(data []byte) ([]byte, error){
+	func([]byte) ([]byte, error) { return []byte("not a slot node"), nil },      // no name=value lines
+	func(d []byte) ([]byte, error) { return withLine(d, fieldIncarnation, "") }, // an owner without an incarnation
+	func(d []byte) ([]byte, error) { return withLine(d, fieldFence, "0") },      // a term at fence 0
+	func(d []byte) ([]byte, error) { // a ttl above the largest
+		return withLine(d, fieldTTL, strconv.FormatInt(store.MaxTTL.Milliseconds()+1, 10))
+	},
+}
+
+// CorruptSlot writes the form-th wrong value over slot's node, which keeps
+// its other lines, as a hand edit with zkCli's set would (tck.SlotCorrupter).
+func (h harness) CorruptSlot(_ context.Context, ns string, slot, form int) (bool, error) {
+	if form >= len(slotCorruptForms) {
+		return false, nil
+	}
+	p := h.root + "/slot/" + ns + "/" + strconv.Itoa(slot)
+	data, _, err := h.raw().Get(p)
+	if err != nil {
+		return false, err
+	}
+	if data, err = slotCorruptForms[form](data); err != nil {
+		return false, fmt.Errorf("%s: %w", p, err)
+	}
+	_, err = h.raw().Set(p, data, -1)
 	return err == nil, err
 }
 
