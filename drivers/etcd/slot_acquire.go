@@ -369,15 +369,18 @@ func (a *acquisition) try(ctx context.Context, n int) (l driver.Lease, taken, lo
 	}
 }
 
-// exhausted is the error of a pass that found no slot to take; ErrCorrupt
-// too when missing slots were passed over for a hole in the tally.
+// exhausted is the error of a pass that found no slot to take, naming the
+// slots passed over as unusable (an operator repairs those, where held
+// slots only wait for their terms); ErrCorrupt too when missing slots were
+// passed over for a hole in the tally.
 func (a *acquisition) exhausted() error {
-	why := ""
+	what := fmt.Sprintf("all %d slots are held", a.req.Namespace.Limit)
 	if len(a.skipped) > 0 {
-		why = " (" + strings.Join(a.skipped, "; ") + ")"
+		what = fmt.Sprintf("no free slot among %d; passed over %d unusable (%s)",
+			a.req.Namespace.Limit, len(a.skipped), strings.Join(a.skipped, "; "))
 	}
 	if a.holed != nil {
-		return fmt.Errorf("all %d slots are held or missing%s: %w: %w", a.req.Namespace.Limit, why, driver.ErrExhausted, a.holed)
+		return fmt.Errorf("%s, or missing: %w: %w", what, driver.ErrExhausted, a.holed)
 	}
-	return fmt.Errorf("all %d slots are held%s: %w", a.req.Namespace.Limit, why, driver.ErrExhausted)
+	return fmt.Errorf("%s: %w", what, driver.ErrExhausted)
 }

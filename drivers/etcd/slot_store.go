@@ -161,7 +161,7 @@ func slotFrom(k string, kv *mvccpb.KeyValue, unused driver.SlotRecord) slotState
 	}
 	var r driver.SlotRecord
 	if err := r.UnmarshalBinary(kv.Value); err != nil {
-		return slotState{err: fmt.Errorf("slot key %s: %v: %w", k, err, driver.ErrCorrupt), mod: kv.ModRevision}
+		return slotState{err: fmt.Errorf("slot key %s: %w", k, err), mod: kv.ModRevision} // err wraps ErrCorrupt
 	}
 	return slotState{r: r, mod: kv.ModRevision}
 }
