@@ -25,8 +25,9 @@ func init() {
 			suite: createFalseSuite(refusedAfterCreating)},
 		variant{name: "index-new-slots-only", checks: []string{"Slots/ChoiceOrder"}, broken: true,
 			suite: wrapSuite(func(s memDriver) driver.Store { return indexNewSlotsOnly{s} })},
-		variant{name: "corrupt-slot-passed-over", checks: []string{"Operator/CorruptSlot"}, suite: slotCorruptSuite(false)},
-		variant{name: "corrupt-slot-expiry-trusted", checks: []string{"Operator/CorruptSlot"}, broken: true, suite: slotCorruptSuite(true)},
+		variant{name: "corrupt-slot-passed-over", checks: []string{"Operator/CorruptSlot"}, suite: slotCorruptSuite(passOver)},
+		variant{name: "corrupt-slot-expiry-trusted", checks: []string{"Operator/CorruptSlot"}, broken: true, suite: slotCorruptSuite(trustExpiry)},
+		variant{name: "corrupt-slot-refuses-namespace", checks: []string{"Operator/CorruptSlot"}, broken: true, suite: slotCorruptSuite(refuseAll)},
 		variant{name: "refused-seal-seals", checks: []string{"Operator/RestoreRanges"}, broken: true, suite: sqliteSuite(refusedSealSealsOf)},
 		variant{name: "seal-unguarded", checks: []string{"Operator/RestoreRanges"}, broken: true, suite: sqliteSuite(sealUnguardedOf)},
 		variant{name: "namespaces-with-slots", checks: []string{"History/FenceAtMax"}, broken: true,
@@ -132,19 +133,30 @@ func (s seedUnderFenceFloor) SeedSlot(ctx context.Context, want driver.Namespace
 }
 
 // slotCorruptHarness is a SlotCorrupter over the memory driver: a
-// corrupted slot is marked, and its stores pass it over (ErrExhausted
-// naming it); with trust, they take the stored expiry of form 0 (the
-// term's record says expired) at its word instead, and start a term on
-// the slot (the SQL drivers' search reads its stored expiry column).
+// corrupted slot is marked, and its stores pass it over (passOver); with
+// trustExpiry, they take the stored expiry of form 0 (the term's record
+// says expired) at its word instead, and start a term on the slot (the
+// SQL drivers' search reads its stored expiry column); with refuseAll,
+// one corrupt slot refuses every Acquire of the namespace (ErrCorrupt),
+// as the SQL drivers did, against the contract.
 type slotCorruptHarness struct {
 	memHarness
-	trust   bool
+	mode    corruptMode
 	corrupt *sync.Map // "ns/slot" -> true
 }
 
-func slotCorruptSuite(trust bool) func(*testing.T) tck.Suite {
+// corruptMode is what a slotCorruptStore does with a corrupted slot.
+type corruptMode int
+
+const (
+	passOver    corruptMode = iota // passes it over
+	trustExpiry                    // takes its stored expiry at its word
+	refuseAll                      // refuses every Acquire of its namespace (ErrCorrupt)
+)
+
+func slotCorruptSuite(mode corruptMode) func(*testing.T) tck.Suite {
 	return harnessSuite(func(h memHarness) tck.Harness {
-		return slotCorruptHarness{memHarness: h, trust: trust, corrupt: &sync.Map{}}
+		return slotCorruptHarness{memHarness: h, mode: mode, corrupt: &sync.Map{}}
 	})
 }
 
@@ -170,11 +182,11 @@ func (s slotCorruptStore) Acquire(ctx context.Context, req driver.AcquireRequest
 		if _, ok := s.h.corrupt.Load(fmt.Sprintf("%s/%d", req.Namespace.Name, n)); !ok {
 			continue
 		}
-		if !s.h.trust {
-			if req.Namespace.Limit == 1 {
-				return driver.Lease{}, fmt.Errorf("slot %d: its record does not parse: %w", n, driver.ErrExhausted)
-			}
-			continue
+		switch s.h.mode {
+		case passOver:
+			continue // held by its live term, which the memory driver passes over
+		case refuseAll:
+			return driver.Lease{}, fmt.Errorf("slot %d: its record does not parse: %w", n, driver.ErrCorrupt)
 		}
 		if err := memfault.Edit(ctx, s.memDriver, func(st memfault.State) error {
 			if ns, ok := st.Space(req.Namespace.Name); ok {
@@ -188,6 +200,15 @@ func (s slotCorruptStore) Acquire(ctx context.Context, req driver.AcquireRequest
 		}
 	}
 	return s.memDriver.Acquire(ctx, req)
+}
+
+// Renew refuses a corrupted slot's term, as a driver reading the record
+// would (ErrCorrupt), whether or not it trusts the stored expiry.
+func (s slotCorruptStore) Renew(ctx context.Context, l driver.Lease) (driver.Lease, error) {
+	if _, ok := s.h.corrupt.Load(fmt.Sprintf("%s/%d", l.Namespace, l.Slot)); ok {
+		return driver.Lease{}, fmt.Errorf("slot %d: its record does not parse: %w", l.Slot, driver.ErrCorrupt)
+	}
+	return s.memDriver.Renew(ctx, l)
 }
 
 // refusedSealSealsStore is the SQLite driver whose Seal, refused by the
