@@ -63,15 +63,15 @@ func (s *driverStore) enqueue(ctx context.Context, se *session, name, owner stri
 		}
 		var sealed bool
 		var holder sql.NullString
-		var fence sql.NullInt64
-		if err := tx.QueryRowContext(ctx, s.lq.EnqueueCheck, name, name).Scan(&sealed, &holder, &fence); err != nil {
+		var head sql.NullInt64 // the holder's ticket: its fence is this, or above after a raise
+		if err := tx.QueryRowContext(ctx, s.lq.EnqueueCheck, name, name).Scan(&sealed, &holder, &head); err != nil {
 			return err
 		}
 		if sealed {
 			return sqlstore.LocksSealed(name)
 		}
-		if !wait && fence.Valid {
-			return fmt.Errorf("held by %s with fence %d: %w", holder.String, fence.Int64, driver.ErrLocked)
+		if !wait && head.Valid {
+			return fmt.Errorf("held by %s (queue ticket %d): %w", holder.String, head.Int64, driver.ErrLocked)
 		}
 		ticket = t
 		if _, err := tx.ExecContext(ctx, s.lq.Enqueue, t, name, owner, se.id); err != nil {

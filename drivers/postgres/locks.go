@@ -82,10 +82,10 @@ func (s *driverStore) enqueueOnce(ctx context.Context, se *session, name, owner 
 			}
 			if !wait {
 				var holder string
-				var fence int64
-				err := tx.QueryRow(ctx, s.lq.LockHead, name).Scan(&holder, &fence)
+				var head int64 // the holder's ticket: its fence is this, or above after a raise
+				err := tx.QueryRow(ctx, s.lq.LockHead, name).Scan(&holder, &head)
 				if err == nil {
-					return fmt.Errorf("held by %s with fence %d: %w", holder, fence, driver.ErrLocked)
+					return fmt.Errorf("held by %s (queue ticket %d): %w", holder, head, driver.ErrLocked)
 				}
 				if !errors.Is(err, pgx.ErrNoRows) {
 					return err

@@ -52,7 +52,7 @@ func PurgeLocks(ctx context.Context, tx Querier, driverName string, st *LockPurg
 	err = tx.QueryRow(ctx, st.Head).Scan(&name, &owner, &ticket)
 	switch {
 	case err == nil:
-		return nil, fmt.Errorf("%s: purge: lock %q is held or waited on by %s (fence %d): %w", driverName, name, owner, ticket, driver.ErrLocked)
+		return nil, fmt.Errorf("%s: purge: lock %q is held or waited on by %s (queue ticket %d): %w", driverName, name, owner, ticket, driver.ErrLocked)
 	case !errors.Is(err, ErrNoRows):
 		return nil, err
 	}
