@@ -41,7 +41,7 @@ func TestMySQLStatementsParse(t *testing.T) {
 			delete(stmts, n)
 		}
 	}
-	for _, tail := range []string{"SlotsTail", "SlotsTailSkip", "SlotsTailRead"} {
+	for _, tail := range []string{"SlotsTail", "SlotsTailSkip", "SlotsTailRead", "SlotsTailLast"} {
 		stmts["SlotsHead+"+tail] = stmts["SlotsHead"] + "$2" + stmts[tail]
 		delete(stmts, tail)
 	}

@@ -36,6 +36,9 @@ func (s *Store) seedOnce(ctx context.Context, tx Querier, name string, ns nsStat
 	if err != nil {
 		return false, err
 	}
+	if err := a.corrupt[n]; err != nil {
+		return false, err // a row that does not check is reported, not seeded over
+	}
 	r := rows[n]
 	insert := r == nil
 	if insert {

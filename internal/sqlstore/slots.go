@@ -184,22 +184,31 @@ func (a *acquire) scan(ctx context.Context) (driver.Lease, error) {
 	}
 	limit := a.req.Namespace.Limit
 	start := driver.SearchStart(a.req.Owner, a.req.Incarnation, limit)
-	// A slot another acquire was creating is tried again, waiting, once
-	// the others were tried (take).
-	for round := 0; round < 2; round++ {
+	// Round 0 tries every slot; round 1 the slots another acquire was
+	// creating, waiting for it now (take); round 2 the free rows another
+	// transaction held, locked as the search statements' last pass locks
+	// (a lock still held aborts the transaction, which is tried again):
+	// ErrExhausted only once every slot was judged.
+	held := map[int]bool{}
+	for round := range 3 {
 		for i := range limit {
 			n := (start + i) % limit
-			if a.corrupt[n] != nil || (round == 1) != a.passed[n] {
+			if a.corrupt[n] != nil || (round == 1) != a.passed[n] || (round == 2) != held[n] {
 				continue
 			}
 			r := rows[n]
 			if r != nil && a.s.d.ForUpdate != "" && a.judge(r) == driver.SlotFree {
-				locked, err := a.lockRows(ctx, []int{n}, a.s.q.SlotsTailSkip)
+				tail := a.s.q.SlotsTailSkip
+				if round == 2 {
+					tail = a.s.q.SlotsTailLast
+				}
+				locked, err := a.lockRows(ctx, []int{n}, tail)
 				if err != nil {
 					return driver.Lease{}, err
 				}
 				if r = locked[n]; r == nil {
-					continue // another acquire holds it, or it does not check now
+					held[n] = a.corrupt[n] == nil // else it does not check now
+					continue
 				}
 			}
 			switch a.judge(r) {

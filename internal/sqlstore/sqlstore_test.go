@@ -31,7 +31,7 @@ func TestStatementsParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, tail := range []string{"SlotsTail", "SlotsTailSkip", "SlotsTailRead"} {
+			for _, tail := range []string{"SlotsTail", "SlotsTailSkip", "SlotsTailRead", "SlotsTailLast"} {
 				stmts["SlotsHead+"+tail] = stmts["SlotsHead"] + db.d.Placeholder(2) + stmts[tail]
 				delete(stmts, tail)
 			}

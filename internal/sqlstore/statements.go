@@ -73,6 +73,10 @@ type statements struct {
 	SlotsTailSkip, SlotExists string
 	// SlotsTailRead ends a read of the listed slots without a lock.
 	SlotsTailRead string
+	// SlotsTailLast ends a read that locks the listed slots as the free
+	// search's last pass does (NOWAIT: a lock held elsewhere aborts the
+	// transaction, which is tried again).
+	SlotsTailLast string
 	// SlotUsed records that a slot was created (cosid_slot_used); it
 	// writes nothing, and says so, for a slot recorded before.
 	SlotUsed string
@@ -178,6 +182,7 @@ func newStatements(d Dialect) (*statements, error) {
 		SlotsTail:     `) ORDER BY slot{forupdate}`,
 		SlotsTailSkip: `) ORDER BY slot` + d.FreeSearch[0],
 		SlotsTailRead: `) ORDER BY slot`,
+		SlotsTailLast: `) ORDER BY slot` + d.FreeSearch[len(d.FreeSearch)-1],
 		SlotExists:    `SELECT count(*) FROM {p}cosid_slot WHERE namespace = $1 AND slot = $2`,
 		SlotUsed: `INSERT INTO {p}cosid_slot_used (namespace, slot) VALUES ($1, $2)
 			ON CONFLICT (namespace, slot) DO NOTHING`,
