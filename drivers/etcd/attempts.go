@@ -50,11 +50,12 @@ func attempts(ctx context.Context) context.Context {
 type seenCutsKey struct{}
 
 // seenCuts marks an attempts context whose calls must see every write cut
-// by its attempt deadline (slot_renew.go: a cut write is found by
-// landed). Otherwise clientv3's retry takes the cut's deadline error for
-// its own and sends the write again, unseen: harmless where a repeat
-// fails its compare and the call reads again (a gap for Next, found in
-// place by the others), which keeps failover to one round trip.
+// by its attempt deadline (slot_renew.go: a cut write is found by landed;
+// range_store.go: Next reports the gap a cut write may leave). Otherwise
+// clientv3's retry takes the cut's deadline error for its own and sends
+// the write again, unseen: harmless where a repeat fails its compare and
+// the call reads again and nothing is skipped (Seal, Advance), which
+// keeps failover to one round trip.
 func seenCuts(ctx context.Context) context.Context {
 	return context.WithValue(attempts(ctx), seenCutsKey{}, true)
 }

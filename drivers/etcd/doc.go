@@ -173,7 +173,7 @@
 // died is lost, and a hung member answers nothing; either costs that round
 // trip, not the call's whole timeout: the retry goes to a member that
 // answers, and resolves the cut write's unknown outcome by reading (a gap,
-// never a value twice). Writes resume about when the cluster has elected
+// never a value twice, reported as an unknown_outcome event). Writes resume about when the cluster has elected
 // a new leader.
 //
 // Connection events, also logged (store.WithLogger): connected, at open

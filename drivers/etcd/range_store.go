@@ -139,7 +139,11 @@ func (s *rangeStore) Next(ctx context.Context, key string, step int64) (int64, e
 	if err := driver.CheckStep(step); err != nil {
 		return 0, err
 	}
-	ctx = attempts(ctx) // failover: a round trip cut short is an unknown outcome, re-read
+	// Failover: a round trip cut short is an unknown outcome, re-read. The
+	// cut is seen here, not resent by clientv3 unseen: its range may be a
+	// gap, which the contract allows only where the outcome was unknown
+	// (the UnknownOutcome event below).
+	ctx = seenCuts(ctx)
 	k := s.rangeKey(key)
 	fresh := false // the memo was read from the server by this call
 	for attempt := 1; ; attempt++ {
