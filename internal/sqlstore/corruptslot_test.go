@@ -79,14 +79,7 @@ func TestCorruptSlotBehindRefused(t *testing.T) {
 	eachStore(t, func(t *testing.T, db database, s *sqlstore.Store) {
 		ctx := t.Context()
 		ns := driver.Namespace{Name: "w", Limit: 2, Tolerance: time.Second}
-		a := acquire(t, s, ns, "a") // slot 0 (preferred), fence 1
-		if err := s.Release(ctx, a, a.Floor); err != nil {
-			t.Fatal(err)
-		}
-		again := driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "2", TTL: time.Minute, Preferred: a.Slot}
-		if a2, err := s.Acquire(ctx, again); err != nil || a2.Slot != a.Slot || a2.Fence != a.Fence+1 {
-			t.Fatalf("Acquire of slot %d again: slot %d fence %d, %v; want fence %d", a.Slot, a2.Slot, a2.Fence, err, a.Fence+1)
-		}
+		a := secondTerm(t, s, ns)   // slot 0 (preferred), its first term's lease
 		b := acquire(t, s, ns, "b") // the other slot, fence 1, live
 		mustExec(t, db, `UPDATE {p}cosid_slot SET fence = $2, expires_at = 0 WHERE namespace = 'w' AND slot = $1`, a.Slot, a.Fence)
 		mustExec(t, db, `DELETE FROM {p}cosid_slot WHERE namespace = 'w' AND slot = $1`, b.Slot)
@@ -126,14 +119,7 @@ func TestCorruptSlotBehindRefusesTheFreeSlot(t *testing.T) {
 	eachStore(t, func(t *testing.T, db database, s *sqlstore.Store) {
 		ctx := t.Context()
 		ns := driver.Namespace{Name: "w", Limit: 2, Tolerance: time.Second}
-		a := acquire(t, s, ns, "a")
-		if err := s.Release(ctx, a, a.Floor); err != nil {
-			t.Fatal(err)
-		}
-		again := driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "2", TTL: time.Minute, Preferred: a.Slot}
-		if a2, err := s.Acquire(ctx, again); err != nil || a2.Slot != a.Slot || a2.Fence != a.Fence+1 {
-			t.Fatalf("Acquire of slot %d again: slot %d fence %d, %v; want fence %d", a.Slot, a2.Slot, a2.Fence, err, a.Fence+1)
-		}
+		a := secondTerm(t, s, ns)
 		b := acquire(t, s, ns, "b")
 		if err := s.Release(ctx, b, b.Floor); err != nil {
 			t.Fatal(err)
@@ -260,4 +246,21 @@ func TestCorruptSlotScanWaitsForLockedFreeSlot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// secondTerm has owner "a" take a slot, release it and take it again
+// under another incarnation, so that the store saw it at fence 2; it
+// returns the first term's lease (fence 1).
+func secondTerm(t *testing.T, s *sqlstore.Store, ns driver.Namespace) driver.Lease {
+	t.Helper()
+	ctx := t.Context()
+	a := acquire(t, s, ns, "a")
+	if err := s.Release(ctx, a, a.Floor); err != nil {
+		t.Fatal(err)
+	}
+	again := driver.AcquireRequest{Namespace: ns, Owner: "a", Incarnation: "2", TTL: time.Minute, Preferred: a.Slot}
+	if a2, err := s.Acquire(ctx, again); err != nil || a2.Slot != a.Slot || a2.Fence != a.Fence+1 {
+		t.Fatalf("Acquire of slot %d again: slot %d fence %d, %v; want fence %d", a.Slot, a2.Slot, a2.Fence, err, a.Fence+1)
+	}
+	return a
 }

@@ -34,16 +34,6 @@ func (s *Store) slotMarks(ns string) map[int]driver.SlotMark {
 	return out
 }
 
-// guardSlot refuses a row of slot n read behind mark (taken before the
-// read began), and records it otherwise.
-func (s *Store) guardSlot(ns string, mark driver.SlotMark, r *slotRow) error {
-	if why := mark.Behind(r.rec); why != "" {
-		return wentBack(ns, r.slot, why)
-	}
-	s.sawSlot(ns, r.slot, driver.MarkOf(r.rec))
-	return nil
-}
-
 // wentBack is the regression guard's error: slot n holds, or lacks, why.
 func wentBack(ns string, n int, why string) error {
 	return fmt.Errorf("slot %s/%d holds %s this store saw: the database went back (a row written back from a copy, "+

@@ -89,19 +89,26 @@ func (s *Store) readSlot(ctx context.Context, q Querier, ns string, slot int) (*
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := s.accept(ns, mark, r); err != nil {
+	if _, err := s.accept(ns, mark, r); err != nil {
 		return nil, 0, err
 	}
 	return r, now, nil
 }
 
-// accept checks a row just read: consistent, and not behind what this
-// store saw of the slot before the read began (mark, guardSlot).
-func (s *Store) accept(ns string, mark driver.SlotMark, r *slotRow) error {
-	if err := r.check(ns); err != nil {
-		return err
+// accept checks a row just read: not behind what this store saw of the
+// slot before the read began (mark), whether or not it is consistent (a
+// row behind is a database gone back, never merely corrupt), then
+// consistent (slotRow.check: corrupt reports that refusal, which an
+// Acquire passes over), and records it.
+func (s *Store) accept(ns string, mark driver.SlotMark, r *slotRow) (corrupt bool, err error) {
+	if why := mark.Behind(r.rec); why != "" {
+		return false, wentBack(ns, r.slot, why)
 	}
-	return s.guardSlot(ns, mark, r)
+	if err := r.check(ns); err != nil {
+		return true, err
+	}
+	s.sawSlot(ns, r.slot, driver.MarkOf(r.rec))
+	return false, nil
 }
 
 // recordUsed records that slot n, whose row tx just created, was used

@@ -342,21 +342,12 @@ func (s *Store) readRows(ctx context.Context, q Querier, ns string, pass func(sl
 		if err := rows.Scan(r.dest()...); err != nil {
 			return nil, err
 		}
-		if err := r.check(ns); err != nil {
-			// A row behind the mark refuses the operation, corrupt or
-			// not: the database went back (Behind reads the record's
-			// fields, not the stored expiry that does not check).
-			if why := marks[r.slot].Behind(r.rec); why != "" {
-				return nil, wentBack(ns, r.slot, why)
-			}
-			if pass == nil {
+		if corrupt, err := s.accept(ns, marks[r.slot], r); err != nil {
+			if !corrupt || pass == nil {
 				return nil, err
 			}
 			pass(r.slot, err)
 			continue
-		}
-		if err := s.guardSlot(ns, marks[r.slot], r); err != nil {
-			return nil, err
 		}
 		out[r.slot] = r
 	}
